@@ -1,0 +1,105 @@
+"""hpd_agent: nested multi-agent orchestration with the human in the loop, mid-turn.
+
+Agents are tools (``agent.as_tool()``); any agent at any depth can ask the human
+(``ask_user()``) or need permission (``requires_approval=True``); the request reaches the root
+run's one event stream, the asker waits, and the answer comes back by request id in the same
+turn.
+"""
+
+from __future__ import annotations
+
+from ._context import ToolContext, current_context
+from .agent import Agent
+from .clarification import ask_user
+from .coordinator import OnUnhandled
+from .events import (
+    AgentFinished,
+    AgentStarted,
+    ClarificationRequest,
+    ClarificationResolved,
+    Event,
+    PermissionRequest,
+    PermissionResolved,
+    RequestEvent,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .exceptions import (
+    AgentRunError,
+    HpdAgentError,
+    InvalidAnswerError,
+    MaxTurnsExceededError,
+    ModelError,
+    NoUserAvailableError,
+    QuestionNotAnswered,
+    RequestAlreadyAnsweredError,
+    RequestCancelledError,
+    RequestError,
+    RequestExpiredError,
+    RunCancelledError,
+    RunNotFinishedError,
+    ToolDefinitionError,
+    UnknownRequestError,
+    UserError,
+)
+from .handlers import BaseHandler, Handler
+from .messages import Message, Usage
+from .models import Model
+from .permissions import Approve, Decision, Deny
+from .run import Run, RunResult
+from .tools import Tool, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentFinished",
+    "AgentRunError",
+    "AgentStarted",
+    "Approve",
+    "BaseHandler",
+    "ClarificationRequest",
+    "ClarificationResolved",
+    "Decision",
+    "Deny",
+    "Event",
+    "Handler",
+    "HpdAgentError",
+    "InvalidAnswerError",
+    "MaxTurnsExceededError",
+    "Message",
+    "Model",
+    "ModelError",
+    "NoUserAvailableError",
+    "OnUnhandled",
+    "PermissionRequest",
+    "PermissionResolved",
+    "QuestionNotAnswered",
+    "RequestAlreadyAnsweredError",
+    "RequestCancelledError",
+    "RequestError",
+    "RequestEvent",
+    "RequestExpiredError",
+    "Run",
+    "RunCancelledError",
+    "RunFinished",
+    "RunNotFinishedError",
+    "RunResult",
+    "RunStarted",
+    "TextDelta",
+    "Tool",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "ToolContext",
+    "ToolDefinitionError",
+    "UnknownRequestError",
+    "Usage",
+    "UserError",
+    "__version__",
+    "ask_user",
+    "current_context",
+    "tool",
+]

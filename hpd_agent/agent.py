@@ -1,0 +1,351 @@
+"""``Agent``: a name, instructions, a model and tools; run it, stream it, or make it a tool.
+
+An agent run started while no tool call is active is a *root* run: it gets its own
+coordinator and event stream. An agent run started inside a tool call (``as_tool``, or any
+tool that calls ``agent.run``) is *nested*: it finds the root's coordinator through the
+context and emits there, tagged with its agent path, at any depth.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+
+from ._context import ToolContext, current_context
+from ._loop import AgentSpec, run_agent
+from .coordinator import Coordinator, OnUnhandled
+from .events import RunFinished, RunStarted
+from .exceptions import UserError
+from .messages import Message, SystemMessage, UserMessage
+from .models import Model, infer_model
+from .run import Run, RunResult
+from .tools import ApprovalPolicy, Tool
+
+if TYPE_CHECKING:
+    from .handlers import Handler
+
+__all__ = ["Agent"]
+
+Conversation = Literal["fresh", "per_run"]
+"""How an agent used as a tool remembers earlier calls: ``"fresh"`` starts a new
+conversation on every call; ``"per_run"`` keeps one conversation per parent run, so a
+follow-up call sees the first."""
+
+
+def _new_run_id() -> str:
+    return "run_" + uuid.uuid4().hex[:16]
+
+
+class Agent:
+    """An LLM with instructions and tools, runnable on its own or as another agent's tool.
+
+    Args:
+        name: The agent's name; it labels its events (``agent_path``) and is its tool name
+            in ``as_tool``.
+        model: A litellm model string (``"openai/gpt-4o-mini"``) or a ``Model``.
+        instructions: The system prompt.
+        tools: ``Tool`` objects or plain functions (wrapped with ``@tool``).
+        max_turns: Model turns allowed per run before ``MaxTurnsExceededError``.
+        model_settings: Provider settings passed with every request (temperature, ...).
+        description: What the agent does, shown to a parent model by ``as_tool``.
+        on_unhandled: What requests do when nobody can answer them; see ``OnUnhandled``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        model: str | Model,
+        instructions: str = "",
+        tools: Sequence[Tool | Callable[..., Any]] = (),
+        max_turns: int = 25,
+        model_settings: Mapping[str, Any] | None = None,
+        description: str | None = None,
+        on_unhandled: OnUnhandled = "decline",
+    ) -> None:
+        if not name:
+            raise UserError("an agent needs a name")
+        if max_turns < 1:
+            raise UserError("max_turns must be at least 1")
+        self.name = name
+        self.instructions = instructions
+        self.description = description
+        self.max_turns = max_turns
+        self.model_settings: Mapping[str, Any] = dict(model_settings or {})
+        self.on_unhandled: OnUnhandled = on_unhandled
+        self._model_source = model
+        self._model: Model | None = model if isinstance(model, Model) else None
+        tool_map: dict[str, Tool] = {}
+        for t in tools:
+            resolved = t if isinstance(t, Tool) else Tool(t)
+            if resolved.name in tool_map:
+                raise UserError(f"agent {name!r} has two tools named {resolved.name!r}")
+            tool_map[resolved.name] = resolved
+        self.tools: Mapping[str, Tool] = tool_map
+        self._spec: AgentSpec | None = None
+
+    def __repr__(self) -> str:
+        return f"Agent({self.name!r})"
+
+    @property
+    def model(self) -> Model:
+        """The resolved model (a string is turned into a ``LiteLLMModel`` on first use)."""
+        if self._model is None:
+            self._model = infer_model(self._model_source)
+        return self._model
+
+    def _agent_spec(self) -> AgentSpec:
+        if self._spec is None:
+            self._spec = AgentSpec(
+                name=self.name,
+                model=self.model,
+                tools=self.tools,
+                tool_definitions=tuple(t.definition for t in self.tools.values()),
+                max_turns=self.max_turns,
+                model_settings=self.model_settings,
+            )
+        return self._spec
+
+    def _first_messages(self, prompt: str, history: Sequence[Message] | None) -> list[Message]:
+        messages: list[Message] = []
+        if self.instructions:
+            messages.append(SystemMessage(content=self.instructions))
+        if history:
+            messages.extend(m for m in history if not isinstance(m, SystemMessage))
+        messages.append(UserMessage(content=prompt))
+        return messages
+
+    # -- root runs -------------------------------------------------------------------------
+    async def run(
+        self,
+        prompt: str,
+        *,
+        handler: Handler | None = None,
+        history: Sequence[Message] | None = None,
+        run_id: str | None = None,
+        on_unhandled: OnUnhandled | None = None,
+    ) -> RunResult:
+        """Run the agent to its final answer.
+
+        Inside a tool call this is a nested run: its events and requests go to the root
+        run's stream, and the root's handler answers them.
+
+        Args:
+            prompt: The task.
+            handler: Answers questions and permission requests, and sees every event. With
+                no handler, requests resolve by ``on_unhandled`` (they never hang).
+            history: Earlier messages to continue from (e.g. a previous ``result.messages``).
+            run_id: Id for the run; generated when omitted.
+            on_unhandled: Overrides the agent's policy for this run.
+
+        Returns:
+            The run's result; ``result.output`` is the final answer.
+
+        Raises:
+            AgentRunError, ModelError: The run failed.
+        """
+        ctx = current_context()
+        if ctx is not None:
+            if handler is not None:
+                raise UserError(
+                    "a nested run (inside a tool call) has no handler of its own: its "
+                    "requests go to the root run's stream and handler"
+                )
+            return await self._run_nested(ctx, prompt, history=history)
+        if handler is not None:
+            from .handlers import serve
+
+            async with self.stream(
+                prompt, history=history, run_id=run_id, on_unhandled=on_unhandled
+            ) as run:
+                await serve(run, handler)
+            return run.result
+        coordinator = Coordinator(
+            run_id or _new_run_id(), on_unhandled=on_unhandled or self.on_unhandled
+        )
+        result = await self._execute_root(coordinator, prompt, history)
+        if result.error is not None:
+            raise result.error
+        return result
+
+    def stream(
+        self,
+        prompt: str,
+        *,
+        history: Sequence[Message] | None = None,
+        run_id: str | None = None,
+        on_unhandled: OnUnhandled | None = None,
+    ) -> Run:
+        """Start a root run whose events you iterate and whose requests you answer.
+
+        Use as ``async with agent.stream(prompt) as run: async for event in run: ...``.
+        Leaving the block before the run ends cancels the run and its whole tree.
+        """
+        if current_context() is not None:
+            raise UserError(
+                "stream() inside a tool call: use run(); nested events reach the root stream"
+            )
+        rid = run_id or _new_run_id()
+
+        async def execute(coordinator: Coordinator) -> RunResult:
+            return await self._execute_root(coordinator, prompt, history)
+
+        return Run(
+            run_id=rid,
+            prompt=prompt,
+            agent_name=self.name,
+            executor=execute,
+            on_unhandled=on_unhandled or self.on_unhandled,
+        )
+
+    async def _execute_root(
+        self, coordinator: Coordinator, prompt: str, history: Sequence[Message] | None
+    ) -> RunResult:
+        """Run as the root agent; failures end up in the result, cancellation propagates."""
+        run_id = coordinator.run_id
+        path = (self.name,)
+        coordinator.emit(RunStarted(run_id=run_id, agent_path=path, depth=0, prompt=prompt))
+        messages = self._first_messages(prompt, history)
+        try:
+            outcome = await run_agent(
+                self._agent_spec(),
+                coordinator,
+                agent_path=path,
+                scope_path=run_id,
+                messages=messages,
+                input=prompt,
+            )
+        except Exception as e:
+            result = RunResult(
+                run_id=run_id,
+                status="failed",
+                messages=messages,
+                usage=coordinator.usage,
+                error=e,
+            )
+            coordinator.emit(
+                RunFinished(
+                    run_id=run_id,
+                    agent_path=path,
+                    depth=0,
+                    status="failed",
+                    error=f"{type(e).__name__}: {e}",
+                    usage=result.usage,
+                )
+            )
+            return result
+        usage = coordinator.usage
+        coordinator.emit(
+            RunFinished(
+                run_id=run_id,
+                agent_path=path,
+                depth=0,
+                status="completed",
+                output=outcome.output,
+                usage=usage,
+            )
+        )
+        return RunResult(
+            run_id=run_id,
+            status="completed",
+            output=outcome.output,
+            messages=outcome.messages,
+            usage=usage,
+        )
+
+    # -- nested runs -----------------------------------------------------------------------
+    async def _run_nested(
+        self,
+        ctx: ToolContext,
+        prompt: str,
+        *,
+        history: Sequence[Message] | None = None,
+        conversation_key: str | None = None,
+    ) -> RunResult:
+        coordinator = ctx.coordinator
+        path = (*ctx.agent_path, self.name)
+        scope = f"{ctx.call_path}/{self.name}"
+        if conversation_key is None:
+            messages = self._first_messages(prompt, history)
+            outcome = await run_agent(
+                self._agent_spec(),
+                coordinator,
+                agent_path=path,
+                scope_path=scope,
+                messages=messages,
+                input=prompt,
+                deadlines=ctx.deadlines,
+                tool_call_id=ctx.tool_call_id,
+            )
+        else:
+            lock = coordinator.conversation_locks.setdefault(conversation_key, anyio.Lock())
+            async with lock:
+                kept = coordinator.conversations.get(conversation_key)
+                if kept is None:
+                    messages = self._first_messages(prompt, history)
+                else:
+                    messages = [*kept, UserMessage(content=prompt)]
+                outcome = await run_agent(
+                    self._agent_spec(),
+                    coordinator,
+                    agent_path=path,
+                    scope_path=scope,
+                    messages=messages,
+                    input=prompt,
+                    deadlines=ctx.deadlines,
+                    tool_call_id=ctx.tool_call_id,
+                )
+                # Kept only on success: a failed call must not leave a half turn behind.
+                coordinator.conversations[conversation_key] = messages
+        return RunResult(
+            run_id=ctx.run_id,
+            status="completed",
+            output=outcome.output,
+            messages=outcome.messages,
+            usage=outcome.usage,
+        )
+
+    def as_tool(
+        self,
+        name: str | None = None,
+        description: str | None = None,
+        *,
+        conversation: Conversation = "fresh",
+        requires_approval: ApprovalPolicy = False,
+        timeout: float | None = None,
+    ) -> Tool:
+        """Expose this agent as a tool taking ``{"query": str}`` and returning its answer.
+
+        Args:
+            name: Tool name; defaults to the agent's name.
+            description: For the parent model; defaults to the agent's description.
+            conversation: ``"fresh"`` (default) or ``"per_run"``; see ``Conversation``.
+            requires_approval: Ask the human before each call; see ``Tool``.
+            timeout: Seconds a call may take, not counting time waiting for a human.
+        """
+        agent = self
+        tool_name = name or self.name
+        keep = conversation == "per_run"
+
+        async def call_agent(ctx: ToolContext, query: str) -> str:
+            """Delegate a task to the agent.
+
+            Args:
+                query: The task or question for the agent, with every detail it needs.
+            """
+            key = f"{ctx.scope_path}|{tool_name}" if keep else None
+            result = await agent._run_nested(ctx, query, conversation_key=key)
+            return result.output or ""
+
+        return Tool(
+            call_agent,
+            name=tool_name,
+            description=description
+            or self.description
+            or f"Delegate a task to the {self.name} agent and get its answer.",
+            requires_approval=requires_approval,
+            timeout=timeout,
+        )

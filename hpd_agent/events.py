@@ -1,0 +1,218 @@
+"""Every event a run emits, and the ``Event`` union.
+
+Events of the whole agent tree arrive on the root run's one ordered stream. Each carries the
+root ``run_id``, the ``agent_path`` of the agent that produced it (names from the root, e.g.
+``("Orchestrator", "CodingAgent")``) and its ``depth`` (0 for the root agent).
+
+Events are frozen keyword-only dataclasses with a ``kind`` literal. ``event_adapter()`` is the
+one pydantic ``TypeAdapter`` that turns any event into JSON and back.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, TypeAdapter
+
+from .messages import Usage
+
+__all__ = [
+    "AgentFinished",
+    "AgentStarted",
+    "ClarificationRequest",
+    "ClarificationResolved",
+    "Event",
+    "PermissionRequest",
+    "PermissionResolved",
+    "RequestEvent",
+    "RunFinished",
+    "RunStarted",
+    "RunStatus",
+    "TextDelta",
+    "ToolCallFinished",
+    "ToolCallStarted",
+    "dump_event",
+    "event_adapter",
+    "load_event",
+]
+
+RunStatus = Literal["completed", "failed", "cancelled", "interrupted", "rejected"]
+"""How a run (or one agent's part of it) ended."""
+
+RequestStatus = Literal["answered", "expired", "cancelled", "unavailable"]
+"""How a request ended: answered, timed out, cancelled, or nobody was there to answer."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Base:
+    run_id: str
+    """Id of the root run; the same for every event of the tree."""
+    agent_path: tuple[str, ...]
+    """Agent names from the root to the agent that produced the event."""
+    depth: int
+    """Nesting depth of that agent: 0 for the root agent."""
+
+    @property
+    def agent_name(self) -> str:
+        """Name of the agent that produced the event."""
+        return self.agent_path[-1] if self.agent_path else ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunStarted(_Base):
+    """The root run began. Always the first event of a stream."""
+
+    prompt: str
+    kind: Literal["run_started"] = "run_started"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunFinished(_Base):
+    """The root run ended. Always the last event of a stream."""
+
+    status: RunStatus
+    output: str | None = None
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    kind: Literal["run_finished"] = "run_finished"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentStarted(_Base):
+    """An agent began working on ``input`` (the root prompt, or a query it got as a tool)."""
+
+    input: str
+    tool_call_id: str | None = None
+    """For a nested agent, the parent's tool call that started it."""
+    kind: Literal["agent_started"] = "agent_started"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentFinished(_Base):
+    """An agent finished: ``output`` is its final answer when ``status`` is completed."""
+
+    status: RunStatus
+    output: str | None = None
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    tool_call_id: str | None = None
+    kind: Literal["agent_finished"] = "agent_finished"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextDelta(_Base):
+    """A piece of model text, as it streams."""
+
+    text: str
+    kind: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallStarted(_Base):
+    """The model called a tool; ``arguments`` is the raw JSON text it sent."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    kind: Literal["tool_call_started"] = "tool_call_started"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallFinished(_Base):
+    """A tool call ended; ``result`` is exactly what the model is sent."""
+
+    tool_call_id: str
+    tool_name: str
+    result: str
+    is_error: bool = False
+    kind: Literal["tool_call_finished"] = "tool_call_finished"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClarificationRequest(_Base):
+    """An agent asks the human a question and waits, mid-turn, for ``respond(request_id, ...)``.
+
+    ``question_kind`` says what answer fits: ``"text"`` (free text; with ``options`` it must be
+    one of them), and the typed kinds of ``hpd_agent.clarification``.
+    """
+
+    request_id: str
+    question: str
+    context: str | None = None
+    options: tuple[str, ...] | None = None
+    question_kind: str = "text"
+    data: dict[str, Any] | None = None
+    """Kind-specific details (an argument name, a URL, a custom payload and schema)."""
+    tool_call_id: str | None = None
+    kind: Literal["clarification_request"] = "clarification_request"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClarificationResolved(_Base):
+    """A clarification request ended: answered, expired, cancelled or unavailable."""
+
+    request_id: str
+    status: RequestStatus
+    answer: Any = None
+    kind: Literal["clarification_resolved"] = "clarification_resolved"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PermissionRequest(_Base):
+    """A tool that needs approval is about to run; answer with ``Approve`` or ``Deny``."""
+
+    request_id: str
+    tool_name: str
+    arguments: dict[str, Any]
+    tool_call_id: str
+    kind: Literal["permission_request"] = "permission_request"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PermissionResolved(_Base):
+    """A permission request ended. ``approved`` tells whether the tool runs."""
+
+    request_id: str
+    tool_name: str
+    status: RequestStatus
+    approved: bool
+    scope: Literal["once", "run"] | None = None
+    reason: str | None = None
+    kind: Literal["permission_resolved"] = "permission_resolved"
+
+
+Event = (
+    RunStarted
+    | RunFinished
+    | AgentStarted
+    | AgentFinished
+    | TextDelta
+    | ToolCallStarted
+    | ToolCallFinished
+    | ClarificationRequest
+    | ClarificationResolved
+    | PermissionRequest
+    | PermissionResolved
+)
+"""Any event of a run's stream."""
+
+RequestEvent = ClarificationRequest | PermissionRequest
+"""The events that wait for ``respond``."""
+
+
+@functools.cache
+def event_adapter() -> TypeAdapter[Event]:
+    """The pydantic adapter for any ``Event`` (built on first use, then cached)."""
+    return TypeAdapter(Annotated[Event, Field(discriminator="kind")])
+
+
+def dump_event(event: Event) -> bytes:
+    """Serialise an event to JSON bytes."""
+    return event_adapter().dump_json(event)
+
+
+def load_event(data: str | bytes) -> Event:
+    """Parse an event from JSON produced by ``dump_event``."""
+    return event_adapter().validate_json(data)

@@ -1,0 +1,137 @@
+"""Every exception hpd_agent raises.
+
+One root, so ``except HpdAgentError`` catches everything the framework raises on purpose.
+Misuse of the API (a bug in the caller's code) lives under ``UserError``; everything else is
+a runtime condition a correct program can meet and handle.
+
+```
+HpdAgentError
+├── UserError                       the caller used the API wrongly
+│   ├── ToolDefinitionError         a function cannot become a tool
+│   └── RunNotFinishedError         result asked for before the run ended
+├── RequestError                    respond() refused an answer; nothing changed
+│   ├── UnknownRequestError         no request has that id
+│   ├── RequestAlreadyAnsweredError the request has its answer already
+│   ├── RequestExpiredError         the request timed out before the answer came
+│   ├── RequestCancelledError       the request was cancelled
+│   └── InvalidAnswerError          the answer does not fit the question
+├── QuestionNotAnswered             a question ended without an answer (tools see this)
+├── AgentRunError                   a run could not complete
+│   ├── MaxTurnsExceededError       the model kept calling tools past max_turns
+│   ├── NoUserAvailableError        a request arose with nobody to answer (policy "error")
+│   └── RunCancelledError           the run was cancelled
+└── ModelError                      the model call failed
+    └── ScriptExhaustedError        a scripted test model ran out of steps
+```
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentRunError",
+    "HpdAgentError",
+    "InvalidAnswerError",
+    "MaxTurnsExceededError",
+    "ModelError",
+    "NoUserAvailableError",
+    "QuestionNotAnswered",
+    "RequestAlreadyAnsweredError",
+    "RequestCancelledError",
+    "RequestError",
+    "RequestExpiredError",
+    "RunCancelledError",
+    "RunNotFinishedError",
+    "ScriptExhaustedError",
+    "ToolDefinitionError",
+    "UnknownRequestError",
+    "UserError",
+]
+
+
+class HpdAgentError(Exception):
+    """Root of every exception hpd_agent raises on purpose."""
+
+
+class UserError(HpdAgentError):
+    """The API was used wrongly; the message says how to fix the call."""
+
+
+class ToolDefinitionError(UserError):
+    """A function or agent cannot be turned into a tool (bad name, unsupported signature)."""
+
+
+class RunNotFinishedError(UserError):
+    """A run's result was read before the run ended."""
+
+
+class RequestError(HpdAgentError):
+    """An answer given to ``respond`` was refused. The request is left exactly as it was.
+
+    Attributes:
+        request_id: The id the answer was addressed to.
+    """
+
+    def __init__(self, message: str, *, request_id: str) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+class UnknownRequestError(RequestError):
+    """No request with this id exists in the run (or the store)."""
+
+
+class RequestAlreadyAnsweredError(RequestError):
+    """The request was answered before; a request takes exactly one answer."""
+
+
+class RequestExpiredError(RequestError):
+    """The request timed out; a late answer is refused, never silently acknowledged."""
+
+
+class RequestCancelledError(RequestError):
+    """The request was cancelled (its run or its tool call ended) before the answer came."""
+
+
+class InvalidAnswerError(RequestError):
+    """The answer does not fit the question (wrong type, not one of the options, ...)."""
+
+
+class QuestionNotAnswered(HpdAgentError):
+    """A question ended without an answer: it expired, was cancelled, or nobody was there.
+
+    Raised inside the asking tool by ``ToolContext.ask`` and friends. The agent loop turns it
+    into a plain tool result the model can act on, so waiting never crashes the model.
+
+    Attributes:
+        status: ``"expired"``, ``"cancelled"`` or ``"unavailable"``.
+        request_id: The id of the request that went unanswered.
+    """
+
+    def __init__(self, message: str, *, status: str, request_id: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.request_id = request_id
+
+
+class AgentRunError(HpdAgentError):
+    """A run could not complete."""
+
+
+class MaxTurnsExceededError(AgentRunError):
+    """The model was still calling tools after ``max_turns`` model turns."""
+
+
+class NoUserAvailableError(AgentRunError):
+    """A request arose with no handler and no stream consumer, under ``on_unhandled="error"``."""
+
+
+class RunCancelledError(AgentRunError):
+    """The run was cancelled before it produced a result."""
+
+
+class ModelError(HpdAgentError):
+    """A model request failed."""
+
+
+class ScriptExhaustedError(ModelError):
+    """A ``ScriptedModel`` was asked for more responses than its script holds."""

@@ -1,0 +1,100 @@
+"""The ``Handler`` protocol and ``serve``, which connects a handler to a run's stream."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import anyio
+
+from ..events import (
+    ClarificationRequest,
+    ClarificationResolved,
+    Event,
+    PermissionRequest,
+    PermissionResolved,
+    RequestEvent,
+)
+from ..exceptions import InvalidAnswerError, RequestError
+
+if TYPE_CHECKING:
+    from ..run import Run
+
+__all__ = ["BaseHandler", "Handler", "serve"]
+
+_MAX_INVALID_ANSWERS = 3
+
+
+@runtime_checkable
+class Handler(Protocol):
+    """Answers requests and sees events of a run.
+
+    ``on_request`` runs in its own task for each request, so several questions (from
+    parallel sub-agents) can be handled at once, or queued by the handler, while the other
+    agents keep working and ``on_event`` keeps receiving their events.
+    """
+
+    async def on_event(self, event: Event) -> None:
+        """See one event of the run, in stream order."""
+        ...
+
+    async def on_request(self, request: RequestEvent) -> Any:
+        """Return the answer to a question, or an ``Approve``/``Deny`` for a permission."""
+        ...
+
+
+class BaseHandler:
+    """A ``Handler`` with defaults: ignores events; override the methods you need."""
+
+    async def on_event(self, event: Event) -> None:
+        """Ignore events by default."""
+
+    async def on_request(self, request: RequestEvent) -> Any:
+        """Dispatch to ``on_clarification`` or ``on_permission``."""
+        if isinstance(request, ClarificationRequest):
+            return await self.on_clarification(request)
+        return await self.on_permission(request)
+
+    async def on_clarification(self, request: ClarificationRequest) -> Any:
+        """Answer a question. Must be overridden by handlers that get questions."""
+        raise NotImplementedError(f"{type(self).__name__} cannot answer questions")
+
+    async def on_permission(self, request: PermissionRequest) -> Any:
+        """Decide a permission request. Must be overridden by handlers that get them."""
+        raise NotImplementedError(f"{type(self).__name__} cannot decide permission requests")
+
+
+async def _answer(run: Run, handler: Handler, request: RequestEvent, scope: anyio.CancelScope) -> None:
+    with scope:
+        for _ in range(_MAX_INVALID_ANSWERS):
+            answer = await handler.on_request(request)
+            try:
+                await run.respond(request.request_id, answer)
+                return
+            except InvalidAnswerError:
+                continue  # the request is unchanged: ask the handler again
+            except RequestError:
+                return  # resolved meanwhile (expired, cancelled): nothing to do
+        # A handler that keeps giving invalid answers must not stall the asker forever.
+        run.cancel_request(request.request_id)
+
+
+async def serve(run: Run, handler: Handler) -> None:
+    """Feed every event of ``run`` to ``handler`` and answer its requests until the run ends.
+
+    A handler's answer that ``respond`` refuses as invalid is asked for again (up to three
+    times, then the request is cancelled); a request resolved otherwise (expired,
+    cancelled) stops its handler task.
+    """
+    answering: dict[str, anyio.CancelScope] = {}
+    async with anyio.create_task_group() as tg:
+        async for event in run:
+            await handler.on_event(event)
+            if isinstance(event, (ClarificationRequest, PermissionRequest)):
+                scope = anyio.CancelScope()
+                answering[event.request_id] = scope
+                tg.start_soon(_answer, run, handler, event, scope)
+            elif isinstance(event, (ClarificationResolved, PermissionResolved)):
+                scope = answering.pop(event.request_id, None)
+                if scope is not None:
+                    scope.cancel()
+        tg.cancel_scope.cancel()

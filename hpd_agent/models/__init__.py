@@ -1,0 +1,28 @@
+"""The model seam: what the agent loop needs from an LLM, and how a model string resolves.
+
+``Model`` is the one interface the loop calls. ``LiteLLMModel`` (in ``hpd_agent.models.litellm``,
+the only module that imports litellm) serves any provider litellm knows; the scripted models
+of ``hpd_agent.testing`` serve tests and offline demos.
+"""
+
+from __future__ import annotations
+
+from ._base import (
+    Model,
+    ModelRequestParams,
+    ModelResponse,
+    ToolDefinition,
+    check_allow_model_requests,
+    infer_model,
+    set_allow_model_requests,
+)
+
+__all__ = [
+    "Model",
+    "ModelRequestParams",
+    "ModelResponse",
+    "ToolDefinition",
+    "check_allow_model_requests",
+    "infer_model",
+    "set_allow_model_requests",
+]

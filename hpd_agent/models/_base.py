@@ -1,0 +1,150 @@
+"""``Model``, the request/response types it speaks, and model-string resolution."""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..exceptions import ModelError, UserError
+from ..messages import AssistantMessage, Message, ToolCall, Usage
+
+__all__ = [
+    "Model",
+    "ModelRequestParams",
+    "ModelResponse",
+    "ToolDefinition",
+    "check_allow_model_requests",
+    "infer_model",
+    "set_allow_model_requests",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolDefinition:
+    """What the model is told about one tool.
+
+    Attributes:
+        name: The tool's name.
+        description: What the tool does, for the model.
+        parameters: JSON schema of the arguments object.
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI/litellm ``tools`` entry for this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": dict(self.parameters),
+            },
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelRequestParams:
+    """Everything besides the messages that one model request carries.
+
+    Attributes:
+        tools: The tools the model may call.
+        settings: Provider settings (temperature, max_tokens, ...), passed through.
+        agent_name: Name of the agent making the request.
+        agent_path: Agent names from the root run to this agent.
+        turn: Index of this model turn within the agent's run (0 first).
+        on_text: Call with each piece of text as it streams, if the model streams.
+    """
+
+    tools: Sequence[ToolDefinition] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    agent_name: str = ""
+    agent_path: tuple[str, ...] = ()
+    turn: int = 0
+    on_text: Callable[[str], None] | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelResponse:
+    """One model turn's output.
+
+    Attributes:
+        text: Text content, if any.
+        tool_calls: Tool calls, in the model's order (several mean parallel calls).
+        usage: Tokens used by this request.
+        streamed: True when ``text`` was already delivered through ``on_text``.
+    """
+
+    text: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    streamed: bool = False
+
+    def to_message(self) -> AssistantMessage:
+        """The assistant message that records this response in the conversation."""
+        return AssistantMessage(content=self.text, tool_calls=self.tool_calls, usage=self.usage)
+
+
+class Model(ABC):
+    """An LLM the agent loop can call. Subclass it to plug in any backend.
+
+    Attributes:
+        name: A label for logs, traces and events.
+    """
+
+    name: str = "model"
+
+    @abstractmethod
+    async def request(
+        self, messages: Sequence[Message], params: ModelRequestParams
+    ) -> ModelResponse:
+        """Send the conversation and return the model's next turn.
+
+        Implementations that stream call ``params.on_text`` with each text piece and return
+        ``streamed=True``. Failures raise a ``ModelError`` subclass.
+        """
+
+
+_ALLOW_MODEL_REQUESTS = os.environ.get("HPD_AGENT_ALLOW_MODEL_REQUESTS", "1") != "0"
+
+
+def set_allow_model_requests(allow: bool) -> bool:
+    """Allow or forbid requests to real LLM providers process-wide; returns the old setting.
+
+    Test suites call ``set_allow_model_requests(False)`` so no test can reach a real API; the
+    environment variable ``HPD_AGENT_ALLOW_MODEL_REQUESTS=0`` does the same from outside.
+    """
+    global _ALLOW_MODEL_REQUESTS
+    old = _ALLOW_MODEL_REQUESTS
+    _ALLOW_MODEL_REQUESTS = allow
+    return old
+
+
+def check_allow_model_requests(model_name: str) -> None:
+    """Raise ``ModelError`` if real model requests are forbidden (see the setter)."""
+    if not _ALLOW_MODEL_REQUESTS:
+        raise ModelError(
+            f"Real model requests are disabled (model {model_name!r}); "
+            "use hpd_agent.testing.ScriptedModel or FunctionModel, or "
+            "set_allow_model_requests(True)."
+        )
+
+
+def infer_model(model: str | Model) -> Model:
+    """Resolve ``Agent(model=...)``: a ``Model`` is used as is; a string names a litellm model.
+
+    litellm is imported only here, on first use of a string model, so offline paths never pay
+    for it.
+    """
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, str) and model:  # pyright: ignore[reportUnnecessaryIsInstance]
+        from .litellm import LiteLLMModel
+
+        return LiteLLMModel(model)
+    raise UserError(f"model must be a litellm model string or a Model, got {model!r}")

@@ -1,0 +1,201 @@
+"""The handle a caller holds on a root run: its event stream, ``respond``, ``cancel``, result.
+
+``Agent.stream(prompt)`` returns a ``Run``; use it as an async context manager and iterate it
+for the events of the whole agent tree, in order, ending with ``RunFinished``. Leaving the
+``async with`` block before the run ends cancels the run and its whole tree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from ._loop import first_leaf
+from .coordinator import Coordinator, OnUnhandled
+from .events import Event, RequestEvent, RunFinished
+from .exceptions import RunNotFinishedError, UserError
+from .messages import Message, Usage
+
+__all__ = ["Run", "RunResult"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunResult:
+    """How a root run ended.
+
+    Attributes:
+        run_id: The run's id.
+        status: ``"completed"``, ``"failed"``, ``"cancelled"``, ...
+        output: The root agent's final answer (None unless completed).
+        messages: The root agent's conversation, ready to pass as ``history`` to a next run.
+        usage: Tokens and requests of every model call in the tree.
+        error: The exception that failed the run, if it failed.
+    """
+
+    run_id: str
+    status: str
+    output: str | None = None
+    messages: list[Message] = field(default_factory=list[Message])
+    usage: Usage = field(default_factory=Usage)
+    error: BaseException | None = None
+
+
+Executor = Callable[[Coordinator], Awaitable[RunResult]]
+"""Runs the root agent against a coordinator and returns its result (never raises)."""
+
+
+class Run:
+    """A root run in progress. Get one from ``Agent.stream``; don't build it yourself.
+
+    Iterate it (``async for event in run``) to see every event of the agent tree, answer
+    requests with ``respond``, stop it with ``cancel``; read ``result`` once it has ended.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        prompt: str,
+        agent_name: str,
+        executor: Executor,
+        on_unhandled: OnUnhandled = "decline",
+    ) -> None:
+        self.run_id = run_id
+        self._prompt = prompt
+        self._agent_name = agent_name
+        self._executor = executor
+        self._send, self._receive = anyio.create_memory_object_stream[Event](math.inf)
+        self.coordinator = Coordinator(
+            run_id, sink=self._send.send_nowait, listening=True, on_unhandled=on_unhandled
+        )
+        self._scope = anyio.CancelScope()
+        self._task_group: TaskGroup | None = None
+        self._finished = anyio.Event()
+        self._result: RunResult | None = None
+        self._iterated = False
+
+    def __repr__(self) -> str:
+        state = self._result.status if self._result else "running"
+        return f"Run({self.run_id!r}, {state})"
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def __aenter__(self) -> Run:
+        if self._task_group is not None:
+            raise UserError("a Run can be entered only once")
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        self._task_group.start_soon(self._main)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        assert self._task_group is not None
+        if not self._finished.is_set():
+            self._scope.cancel()
+        try:
+            await self._task_group.__aexit__(exc_type, exc, tb)
+        except BaseExceptionGroup as group:
+            raise first_leaf(group) from None
+        finally:
+            self._receive.close()
+        if exc_type is None and self._result is not None and self._result.error is not None:
+            raise self._result.error
+        return None
+
+    async def _main(self) -> None:
+        result: RunResult | None = None
+        with self._scope:
+            result = await self._executor(self.coordinator)
+        if result is None:
+            result = RunResult(
+                run_id=self.run_id, status="cancelled", usage=self.coordinator.usage
+            )
+            self.coordinator.emit(
+                RunFinished(
+                    run_id=self.run_id,
+                    agent_path=(self._agent_name,),
+                    depth=0,
+                    status="cancelled",
+                    usage=result.usage,
+                )
+            )
+        self._result = result
+        self._finished.set()
+        self._send.close()
+
+    # -- events --------------------------------------------------------------------------
+    def __aiter__(self) -> Run:
+        return self
+
+    async def __anext__(self) -> Event:
+        self._iterated = True
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    # -- control -------------------------------------------------------------------------
+    async def respond(self, request_id: str, answer: Any) -> Any:
+        """Answer a pending request (a question or a permission) by its id.
+
+        Returns the answer as validated (e.g. an option in its canonical spelling).
+
+        Raises:
+            UnknownRequestError: No such request in this run.
+            RequestAlreadyAnsweredError: It has its answer already.
+            RequestExpiredError: It timed out.
+            RequestCancelledError: It was cancelled.
+            InvalidAnswerError: The answer does not fit the question.
+        """
+        return self.coordinator.respond(request_id, answer)
+
+    def cancel_request(self, request_id: str) -> None:
+        """End one pending request without an answer; the asking agent is told so."""
+        self.coordinator.cancel_request(request_id)
+
+    def cancel(self) -> None:
+        """Cancel the run and its whole agent tree. Pending requests end as cancelled."""
+        self._scope.cancel()
+
+    @property
+    def pending(self) -> list[RequestEvent]:
+        """Requests waiting for an answer right now, oldest first."""
+        return self.coordinator.pending()
+
+    @property
+    def done(self) -> bool:
+        """Whether the run has ended."""
+        return self._finished.is_set()
+
+    async def wait(self) -> RunResult:
+        """Wait for the run to end and return its result.
+
+        If nobody has iterated the events, nobody can answer requests either: pending and
+        future requests then resolve by the run's ``on_unhandled`` policy instead of hanging.
+        """
+        if not self._iterated:
+            self.coordinator.stop_listening()
+        await self._finished.wait()
+        assert self._result is not None
+        return self._result
+
+    @property
+    def result(self) -> RunResult:
+        """The run's result.
+
+        Raises:
+            RunNotFinishedError: The run has not ended yet.
+        """
+        if self._result is None:
+            raise RunNotFinishedError("the run has not finished; iterate it or await wait()")
+        return self._result

@@ -1,0 +1,315 @@
+"""``Tool`` and ``@tool``: functions the model can call.
+
+A tool's JSON schema comes from the function's signature and its Google-style docstring;
+pydantic validates the arguments the model sends. Malformed JSON or invalid arguments never
+reach the function: the model gets an error result saying what was wrong, and the run goes on.
+
+A parameter annotated ``ToolContext`` is not part of the schema; the loop passes the call's
+context there (agent path, request helpers such as ``ctx.ask``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast, get_type_hints, overload
+
+import anyio.to_thread
+import pydantic
+import pydantic_core
+
+from ._context import ToolContext
+from .exceptions import ToolDefinitionError
+from .models import ToolDefinition
+
+__all__ = ["ApprovalPolicy", "Tool", "ToolArgumentsError", "tool"]
+
+ApprovalPolicy = bool | Callable[[dict[str, Any]], bool]
+"""``True`` (always ask), ``False`` (never), or a callable deciding from the arguments."""
+
+_NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_SECTION_RE = re.compile(
+    r"^\s*(Args|Arguments|Parameters|Returns|Return|Yields|Raises|Examples?|Notes?|Attributes)\s*:\s*$"
+)
+_ARG_RE = re.compile(r"^\s*(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+
+
+class ToolArgumentsError(ValueError):
+    """The model's arguments could not be used; the message is written for the model."""
+
+
+def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {param: description})."""
+    if not doc:
+        return "", {}
+    lines = inspect.cleandoc(doc).splitlines()
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section: str | None = None
+    current: str | None = None
+    for line in lines:
+        m = _SECTION_RE.match(line)
+        if m:
+            section = m.group(1).lower()
+            current = None
+            continue
+        if section is None:
+            description.append(line)
+        elif section in ("args", "arguments", "parameters"):
+            am = _ARG_RE.match(line)
+            if am and (len(line) - len(line.lstrip())) <= 4:
+                current = am.group(1).lstrip("*")
+                params[current] = am.group(3).strip()
+            elif current and line.strip():
+                params[current] = f"{params[current]} {line.strip()}".strip()
+    return "\n".join(description).strip(), params
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop pydantic's auto titles: they cost tokens and tell the model nothing."""
+    schema.pop("title", None)
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        for prop in cast(dict[str, dict[str, Any]], props).values():
+            prop.pop("title", None)
+    return schema
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Signature:
+    validator: type[pydantic.BaseModel] | None
+    parameters: dict[str, Any]
+    context_param: str | None
+    description: str
+
+
+def _inspect_function(fn: Callable[..., Any], name: str) -> _Signature:
+    try:
+        sig = inspect.signature(fn)
+        hints = get_type_hints(fn, include_extras=True)
+    except (TypeError, NameError, ValueError) as e:
+        raise ToolDefinitionError(f"cannot read the signature of tool {name!r}: {e}") from e
+    doc_description, doc_params = _parse_docstring(inspect.getdoc(fn))
+    fields: dict[str, Any] = {}
+    context_param: str | None = None
+    for pname, param in sig.parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolDefinitionError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
+        annotation = hints.get(pname, Any)
+        if annotation is ToolContext:
+            context_param = pname
+            continue
+        default = ... if param.default is param.empty else param.default
+        fields[pname] = (annotation, pydantic.Field(default, description=doc_params.get(pname)))
+    if not fields:
+        return _Signature(
+            validator=None,
+            parameters={"type": "object", "properties": {}},
+            context_param=context_param,
+            description=doc_description,
+        )
+    try:
+        model = pydantic.create_model(f"{name}_arguments", **fields)
+        parameters = _clean_schema(model.model_json_schema())
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError, TypeError) as e:
+        raise ToolDefinitionError(f"tool {name!r}: unsupported parameter type: {e}") from e
+    return _Signature(
+        validator=model,
+        parameters=parameters,
+        context_param=context_param,
+        description=doc_description,
+    )
+
+
+class Tool:
+    """A function the model can call.
+
+    Build one with ``@tool`` or ``Tool(fn, ...)``. Sync functions run in a worker thread so
+    they cannot stall the other agents; async functions run on the event loop.
+
+    Args:
+        function: The function to call; sync or async.
+        name: Tool name the model sees; defaults to the function's name.
+        description: What the tool does; defaults to the docstring's summary.
+        requires_approval: Ask the human before each call (``True``), never (``False``), or
+            let a callable decide from the validated arguments.
+        timeout: Seconds the call may take, not counting time spent waiting for a human.
+        parameters: Override the JSON schema (advanced; arguments are then passed unvalidated).
+    """
+
+    __slots__ = (
+        "_blocking",
+        "_context_param",
+        "_is_async",
+        "_validator",
+        "definition",
+        "description",
+        "function",
+        "name",
+        "parameters",
+        "requires_approval",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        requires_approval: ApprovalPolicy = False,
+        timeout: float | None = None,
+        parameters: Mapping[str, Any] | None = None,
+    ) -> None:
+        tool_name = name or getattr(function, "__name__", "")
+        if not _NAME_RE.match(tool_name):
+            raise ToolDefinitionError(
+                f"tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-'"
+            )
+        sig = _inspect_function(function, tool_name)
+        self.function = function
+        self.name = tool_name
+        self.description = description if description is not None else sig.description
+        self.parameters: Mapping[str, Any] = (
+            dict(parameters) if parameters is not None else sig.parameters
+        )
+        self._validator = None if parameters is not None else sig.validator
+        self._context_param = sig.context_param
+        self.requires_approval: ApprovalPolicy = requires_approval
+        self.timeout = timeout
+        self._is_async = inspect.iscoroutinefunction(function)
+        self._blocking = not self._is_async
+        self.definition = ToolDefinition(
+            name=self.name, description=self.description, parameters=self.parameters
+        )
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+    def validate_arguments(self, raw: str) -> dict[str, Any]:
+        """Parse and validate the model's JSON arguments.
+
+        Raises:
+            ToolArgumentsError: With a message meant for the model.
+        """
+        if self._validator is None:
+            if raw in ("", "{}"):
+                return {}
+            try:
+                value = json.loads(raw)
+            except ValueError as e:
+                raise ToolArgumentsError(
+                    f"Invalid arguments for tool {self.name!r}: not valid JSON ({e}). "
+                    "Send a JSON object."
+                ) from None
+            if not isinstance(value, dict):
+                raise ToolArgumentsError(
+                    f"Invalid arguments for tool {self.name!r}: expected a JSON object."
+                )
+            return cast(dict[str, Any], value)
+        try:
+            validated = self._validator.model_validate_json(raw or "{}")
+        except pydantic.ValidationError as e:
+            raise ToolArgumentsError(
+                f"Invalid arguments for tool {self.name!r}: {_summarise(e)}. "
+                f"Expected arguments matching: {json.dumps(self.parameters)}"
+            ) from None
+        return dict(validated)
+
+    def needs_approval(self, arguments: dict[str, Any]) -> bool:
+        """Whether this call must be approved by the human before it runs."""
+        policy = self.requires_approval
+        if isinstance(policy, bool):
+            return policy
+        return bool(policy(arguments))
+
+    async def call(self, ctx: ToolContext, arguments: dict[str, Any]) -> Any:
+        """Run the function with validated arguments (and the context, if it takes one)."""
+        if self._context_param is not None:
+            arguments = {**arguments, self._context_param: ctx}
+        if self._is_async:
+            return await cast(Callable[..., Awaitable[Any]], self.function)(**arguments)
+        if self._blocking:
+            fn = self.function
+            return await anyio.to_thread.run_sync(lambda: fn(**arguments))
+        return self.function(**arguments)
+
+
+def _summarise(error: pydantic.ValidationError) -> str:
+    parts: list[str] = []
+    for err in error.errors(include_url=False):
+        loc = ".".join(str(x) for x in err["loc"]) or "arguments"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+def result_to_text(value: Any) -> str:
+    """The text a tool's return value becomes for the model: str as is, else JSON."""
+    if isinstance(value, str):
+        return value
+    try:
+        return pydantic_core.to_json(value).decode()
+    except pydantic_core.PydanticSerializationError:
+        return str(value)
+
+
+@overload
+def tool(function: Callable[..., Any], /) -> Tool: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: ApprovalPolicy = False,
+    timeout: float | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    requires_approval: ApprovalPolicy = False,
+    timeout: float | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a function into a ``Tool``; use bare (``@tool``) or with options.
+
+    Args:
+        function: The function, when used bare.
+        name: Tool name; defaults to the function name.
+        description: Defaults to the docstring summary.
+        requires_approval: See ``Tool``.
+        timeout: Seconds the call may take, not counting time waiting for a human.
+
+    Example:
+        ```python
+        @tool(requires_approval=True)
+        async def write_file(path: str, text: str) -> str:
+            \"\"\"Write a file.
+
+            Args:
+                path: Where to write.
+                text: What to write.
+            \"\"\"
+        ```
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Tool:
+        return Tool(
+            fn,
+            name=name,
+            description=description,
+            requires_approval=requires_approval,
+            timeout=timeout,
+        )
+
+    if function is not None:
+        return wrap(function)
+    return wrap
