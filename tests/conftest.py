@@ -1,0 +1,86 @@
+"""Test-suite guards and fixtures.
+
+- No real LLM request can leave: model requests are forbidden process-wide and every socket
+  connection to a non-loopback address raises.
+- Async tests run on both asyncio and trio (anyio's pytest plugin), unless a module pins
+  ``anyio_backend``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ["HPD_AGENT_ALLOW_MODEL_REQUESTS"] = "0"
+
+from hpd_agent.models import set_allow_model_requests  # noqa: E402
+
+set_allow_model_requests(False)
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _is_loopback(host: Any) -> bool:
+    if host in ("localhost", "", None):
+        return True
+    try:
+        return ipaddress.ip_address(str(host).split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _check(sock: socket.socket, address: Any) -> None:
+    if sock.family in (socket.AF_INET, socket.AF_INET6) and not _is_loopback(address[0]):
+        raise OSError(f"network access outside loopback is blocked in tests: {address!r}")
+
+
+def _guarded_connect(self: socket.socket, address: Any) -> None:
+    _check(self, address)
+    return _real_connect(self, address)
+
+
+def _guarded_connect_ex(self: socket.socket, address: Any) -> int:
+    _check(self, address)
+    return _real_connect_ex(self, address)
+
+
+def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+    if not _is_loopback(host):
+        raise OSError(f"name lookups outside loopback are blocked in tests: {host!r}")
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
+socket.getaddrinfo = _guarded_getaddrinfo  # type: ignore[assignment]
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def allow_model_requests() -> Iterator[None]:
+    """Allow LiteLLMModel requests (to loopback servers only: the socket guard stays)."""
+    old = set_allow_model_requests(True)
+    try:
+        yield
+    finally:
+        set_allow_model_requests(old)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fn = getattr(item, "function", None)
+        if fn is not None and inspect.iscoroutinefunction(fn):
+            item.add_marker(pytest.mark.anyio)
