@@ -26,7 +26,7 @@ from .tools import Tool, ToolArgumentsError, result_to_text
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-__all__ = ["AgentSpec", "AgentOutcome", "run_agent"]
+__all__ = ["AgentOutcome", "AgentSpec", "run_agent"]
 
 # Exceptions that end the whole run instead of becoming one tool's error result.
 _FATAL: tuple[type[BaseException], ...] = (NoUserAvailableError,)
@@ -95,7 +95,11 @@ async def run_agent(
     depth = state.depth
     coordinator.emit(
         AgentStarted(
-            run_id=run_id, agent_path=agent_path, depth=depth, input=input, tool_call_id=tool_call_id
+            run_id=run_id,
+            agent_path=agent_path,
+            depth=depth,
+            input=input,
+            tool_call_id=tool_call_id,
         )
     )
     usage = Usage()
@@ -228,7 +232,8 @@ def first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """The first non-group exception inside a (possibly nested) exception group."""
     exc: BaseException = group
     while isinstance(exc, BaseExceptionGroup):
-        exc = exc.exceptions[0]  # pyright: ignore[reportUnknownMemberType]
+        inner: BaseException = exc.exceptions[0]  # pyright: ignore[reportUnknownMemberType]
+        exc = inner
     return exc
 
 

@@ -249,9 +249,7 @@ class Coordinator:
             if pending.status == "pending":
                 self._finish(pending, "unavailable", None)
 
-    def resolve_matching(
-        self, predicate: Callable[[RequestEvent], bool], answer: Any
-    ) -> list[str]:
+    def resolve_matching(self, predicate: Callable[[RequestEvent], bool], answer: Any) -> list[str]:
         """Answer every pending request the predicate selects (used by run-wide approvals)."""
         done: list[str] = []
         for rid, pending in list(self._requests.items()):

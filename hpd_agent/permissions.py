@@ -112,8 +112,7 @@ class _PermissionSpec(RequestSpec):
             coordinator.run_approvals.add(key)
             # Parallel calls of the same tool may be waiting too: the approval covers them.
             coordinator.resolve_matching(
-                lambda e: isinstance(e, PermissionRequest)
-                and (e.agent_path, e.tool_name) == key,
+                lambda e: isinstance(e, PermissionRequest) and (e.agent_path, e.tool_name) == key,
                 Approve(scope="run"),
             )
 

@@ -114,24 +114,28 @@ class Run:
 
     async def _main(self) -> None:
         result: RunResult | None = None
-        with self._scope:
-            result = await self._executor(self.coordinator)
-        if result is None:
-            result = RunResult(
-                run_id=self.run_id, status="cancelled", usage=self.coordinator.usage
-            )
-            self.coordinator.emit(
-                RunFinished(
-                    run_id=self.run_id,
-                    agent_path=(self._agent_name,),
-                    depth=0,
-                    status="cancelled",
-                    usage=result.usage,
+        try:
+            with self._scope:
+                result = await self._executor(self.coordinator)
+        finally:
+            # Also reached when the cancellation came from outside (the caller's block
+            # raised, or an enclosing scope was cancelled): the stream still ends properly.
+            if result is None:
+                result = RunResult(
+                    run_id=self.run_id, status="cancelled", usage=self.coordinator.usage
                 )
-            )
-        self._result = result
-        self._finished.set()
-        self._send.close()
+                self.coordinator.emit(
+                    RunFinished(
+                        run_id=self.run_id,
+                        agent_path=(self._agent_name,),
+                        depth=0,
+                        status="cancelled",
+                        usage=result.usage,
+                    )
+                )
+            self._result = result
+            self._finished.set()
+            self._send.close()
 
     # -- events --------------------------------------------------------------------------
     def __aiter__(self) -> Run:

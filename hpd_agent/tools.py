@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast, get_type_hints, overload
@@ -61,9 +62,10 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
         elif section in ("args", "arguments", "parameters"):
             am = _ARG_RE.match(line)
             if am and (len(line) - len(line.lstrip())) <= 4:
-                current = am.group(1).lstrip("*")
-                params[current] = am.group(3).strip()
-            elif current and line.strip():
+                name = str(am.group(1)).lstrip("*")
+                params[name] = str(am.group(3)).strip()
+                current = name
+            elif current is not None and line.strip():
                 params[current] = f"{params[current]} {line.strip()}".strip()
     return "\n".join(description).strip(), params
 
@@ -86,10 +88,22 @@ class _Signature:
     description: str
 
 
+def _caller_namespace() -> dict[str, Any]:
+    """Locals of the first frame outside hpd_agent: lets tools defined inside functions use
+    types defined there, even under ``from __future__ import annotations``."""
+    frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("hpd_agent."):
+        frame = frame.f_back
+    return dict(frame.f_locals) if frame is not None else {}
+
+
 def _inspect_function(fn: Callable[..., Any], name: str) -> _Signature:
     try:
         sig = inspect.signature(fn)
-        hints = get_type_hints(fn, include_extras=True)
+        try:
+            hints = get_type_hints(fn, include_extras=True)
+        except NameError:
+            hints = get_type_hints(fn, localns=_caller_namespace(), include_extras=True)
     except (TypeError, NameError, ValueError) as e:
         raise ToolDefinitionError(f"cannot read the signature of tool {name!r}: {e}") from e
     doc_description, doc_params = _parse_docstring(inspect.getdoc(fn))
@@ -97,7 +111,9 @@ def _inspect_function(fn: Callable[..., Any], name: str) -> _Signature:
     context_param: str | None = None
     for pname, param in sig.parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise ToolDefinitionError(f"tool {name!r}: *args/**kwargs cannot be described to a model")
+            raise ToolDefinitionError(
+                f"tool {name!r}: *args/**kwargs cannot be described to a model"
+            )
         annotation = hints.get(pname, Any)
         if annotation is ToolContext:
             context_param = pname

@@ -20,7 +20,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["HPD_AGENT_ALLOW_MODEL_REQUESTS"] = "0"
 
-from hpd_agent.models import set_allow_model_requests  # noqa: E402
+from hpd_agent.models import set_allow_model_requests
 
 set_allow_model_requests(False)
 
@@ -79,8 +79,9 @@ def allow_model_requests() -> Iterator[None]:
         set_allow_model_requests(old)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        fn = getattr(item, "function", None)
-        if fn is not None and inspect.iscoroutinefunction(fn):
-            item.add_marker(pytest.mark.anyio)
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(collector: pytest.Collector, name: str, obj: Any) -> None:
+    # Mark every coroutine test for anyio before anyio's plugin collects it, so it gets
+    # parametrised over the backends together with the test's own parameters.
+    if name.startswith("test") and inspect.iscoroutinefunction(obj):
+        pytest.mark.anyio(obj)

@@ -110,7 +110,7 @@ class Model(ABC):
         """
 
 
-_ALLOW_MODEL_REQUESTS = os.environ.get("HPD_AGENT_ALLOW_MODEL_REQUESTS", "1") != "0"
+_allow_model_requests = os.environ.get("HPD_AGENT_ALLOW_MODEL_REQUESTS", "1") != "0"
 
 
 def set_allow_model_requests(allow: bool) -> bool:
@@ -119,15 +119,15 @@ def set_allow_model_requests(allow: bool) -> bool:
     Test suites call ``set_allow_model_requests(False)`` so no test can reach a real API; the
     environment variable ``HPD_AGENT_ALLOW_MODEL_REQUESTS=0`` does the same from outside.
     """
-    global _ALLOW_MODEL_REQUESTS
-    old = _ALLOW_MODEL_REQUESTS
-    _ALLOW_MODEL_REQUESTS = allow
+    global _allow_model_requests
+    old = _allow_model_requests
+    _allow_model_requests = allow
     return old
 
 
 def check_allow_model_requests(model_name: str) -> None:
     """Raise ``ModelError`` if real model requests are forbidden (see the setter)."""
-    if not _ALLOW_MODEL_REQUESTS:
+    if not _allow_model_requests:
         raise ModelError(
             f"Real model requests are disabled (model {model_name!r}); "
             "use hpd_agent.testing.ScriptedModel or FunctionModel, or "

@@ -41,11 +41,10 @@ class _Rule:
         return self.kind == "permission" and bool(self.pattern.fullmatch(request.tool_name))
 
 
-def _compile(match: str | re.Pattern[str], *, literal_full: bool = False) -> re.Pattern[str]:
+def _compile(match: str | re.Pattern[str]) -> re.Pattern[str]:
     if isinstance(match, re.Pattern):
         return match
-    text = re.escape(match)
-    return re.compile(text if not literal_full else text, re.IGNORECASE)
+    return re.compile(re.escape(match), re.IGNORECASE)
 
 
 class ScriptedHuman(BaseHandler):
@@ -93,19 +92,36 @@ class ScriptedHuman(BaseHandler):
     ) -> ScriptedHuman:
         """Answer questions matching ``match`` with ``reply`` (``times`` None: every time)."""
         self.rules.append(
-            _Rule(kind="question", pattern=_compile(match), reply=reply, agent=agent, times=times, label=str(match))
+            _Rule(
+                kind="question",
+                pattern=_compile(match),
+                reply=reply,
+                agent=agent,
+                times=times,
+                label=str(match),
+            )
         )
         return self
 
     def approve(
-        self, tool_name: str, *, scope: str = "once", agent: str | None = None, times: int | None = None
+        self,
+        tool_name: str,
+        *,
+        scope: str = "once",
+        agent: str | None = None,
+        times: int | None = None,
     ) -> ScriptedHuman:
         """Approve calls of ``tool_name`` (``scope="run"`` approves it for the whole run)."""
         decision = Approve(scope="run" if scope == "run" else "once")
         return self._add_permission(tool_name, decision, agent=agent, times=times)
 
     def deny(
-        self, tool_name: str, *, reason: str = "", agent: str | None = None, times: int | None = None
+        self,
+        tool_name: str,
+        *,
+        reason: str = "",
+        agent: str | None = None,
+        times: int | None = None,
     ) -> ScriptedHuman:
         """Deny calls of ``tool_name`` with ``reason``."""
         return self._add_permission(tool_name, Deny(reason=reason), agent=agent, times=times)
@@ -117,7 +133,14 @@ class ScriptedHuman(BaseHandler):
             decision = Approve() if decision else Deny()
         pattern = re.compile(re.escape(tool_name))
         self.rules.append(
-            _Rule(kind="permission", pattern=pattern, reply=decision, agent=agent, times=times, label=tool_name)
+            _Rule(
+                kind="permission",
+                pattern=pattern,
+                reply=decision,
+                agent=agent,
+                times=times,
+                label=tool_name,
+            )
         )
         return self
 

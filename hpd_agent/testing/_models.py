@@ -39,7 +39,9 @@ def text(content: str, *, input_tokens: int = 0, output_tokens: int = 0) -> Mode
     )
 
 
-def tool_call(name: str, /, _id: str | None = None, _raw: str | None = None, **arguments: Any) -> _PlannedCall:
+def tool_call(
+    name: str, /, _id: str | None = None, _raw: str | None = None, **arguments: Any
+) -> _PlannedCall:
     """A scripted call of tool ``name`` with keyword ``arguments``.
 
     Args:
@@ -68,11 +70,15 @@ class _Responder:
             if not isinstance(p, _PlannedCall):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise UserError(f"a script step must be text(...) or tool_call(...), got {p!r}")
             self._next_id += 1
-            calls.append(ToolCall(id=p.id or f"call_{self._next_id}", name=p.name, arguments=p.arguments))
+            calls.append(
+                ToolCall(id=p.id or f"call_{self._next_id}", name=p.name, arguments=p.arguments)
+            )
         return ModelResponse(tool_calls=tuple(calls), usage=_ONE_USAGE)
 
 
-def _deliver(response: ModelResponse, params: ModelRequestParams, chunk: int | None) -> ModelResponse:
+def _deliver(
+    response: ModelResponse, params: ModelRequestParams, chunk: int | None
+) -> ModelResponse:
     """Stream the text through ``on_text`` in pieces, as a real streaming model would."""
     on_text = params.on_text
     if chunk is None or not response.text or on_text is None:
@@ -80,7 +86,9 @@ def _deliver(response: ModelResponse, params: ModelRequestParams, chunk: int | N
     t = response.text
     for i in range(0, len(t), chunk):
         on_text(t[i : i + chunk])
-    return ModelResponse(text=t, tool_calls=response.tool_calls, usage=response.usage, streamed=True)
+    return ModelResponse(
+        text=t, tool_calls=response.tool_calls, usage=response.usage, streamed=True
+    )
 
 
 class ScriptedModel(Model):
@@ -96,7 +104,9 @@ class ScriptedModel(Model):
         chunk_size: Stream text in pieces of this many characters (None: one piece).
     """
 
-    def __init__(self, steps: Iterable[Step], *, name: str = "scripted", chunk_size: int | None = None) -> None:
+    def __init__(
+        self, steps: Iterable[Step], *, name: str = "scripted", chunk_size: int | None = None
+    ) -> None:
         self.name = name
         self.steps: list[Step] = list(steps)
         self.requests: list[list[Message]] = []
@@ -109,7 +119,9 @@ class ScriptedModel(Model):
         """Steps not used yet."""
         return len(self.steps) - len(self.requests)
 
-    async def request(self, messages: Sequence[Message], params: ModelRequestParams) -> ModelResponse:
+    async def request(
+        self, messages: Sequence[Message], params: ModelRequestParams
+    ) -> ModelResponse:
         """Return the next scripted turn."""
         await anyio.lowlevel.checkpoint()
         index = len(self.requests)
@@ -149,7 +161,9 @@ class FunctionModel(Model):
         chunk_size: Stream text in pieces of this many characters (None: one piece).
     """
 
-    def __init__(self, fn: ModelFunction, *, name: str | None = None, chunk_size: int | None = None) -> None:
+    def __init__(
+        self, fn: ModelFunction, *, name: str | None = None, chunk_size: int | None = None
+    ) -> None:
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "function")
         self.calls = 0
@@ -157,7 +171,9 @@ class FunctionModel(Model):
         self._responder = _Responder(self.name)
         self._chunk = chunk_size
 
-    async def request(self, messages: Sequence[Message], params: ModelRequestParams) -> ModelResponse:
+    async def request(
+        self, messages: Sequence[Message], params: ModelRequestParams
+    ) -> ModelResponse:
         """Ask the function for the next turn."""
         self.calls += 1
         if self._is_async:
