@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -232,8 +232,7 @@ def first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """The first non-group exception inside a (possibly nested) exception group."""
     exc: BaseException = group
     while isinstance(exc, BaseExceptionGroup):
-        inner: BaseException = exc.exceptions[0]  # pyright: ignore[reportUnknownMemberType]
-        exc = inner
+        exc = cast("BaseExceptionGroup[BaseException]", exc).exceptions[0]
     return exc
 
 
