@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -232,7 +232,8 @@ def first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """The first non-group exception inside a (possibly nested) exception group."""
     exc: BaseException = group
     while isinstance(exc, BaseExceptionGroup):
-        exc = cast("BaseExceptionGroup[BaseException]", exc).exceptions[0]
+        inner: BaseExceptionGroup[BaseException] = exc  # pyright: ignore[reportUnknownVariableType]
+        exc = inner.exceptions[0]
     return exc
 
 
