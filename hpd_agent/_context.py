@@ -159,7 +159,7 @@ class ToolContext:
         question: str | None = None,
         *,
         context: str | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
     ) -> str:
         """Ask the human for the value of a named argument instead of letting the model guess.
 
@@ -192,7 +192,7 @@ class ToolContext:
         *,
         multiple: Literal[False] = False,
         context: str | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
     ) -> str: ...
 
     @overload
@@ -203,7 +203,7 @@ class ToolContext:
         *,
         multiple: Literal[True],
         context: str | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
     ) -> list[str]: ...
 
     async def ask_choice(
@@ -213,7 +213,7 @@ class ToolContext:
         *,
         multiple: bool = False,
         context: str | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
     ) -> str | list[str]:
         """Ask the human to pick one of ``options`` (or several, with ``multiple=True``).
 
@@ -235,12 +235,14 @@ class ToolContext:
         """
         from .questions import ChoiceQuestion
 
-        spec = ChoiceQuestion(question=question, options=options, multiple=multiple, context=context)
+        spec = ChoiceQuestion(
+            question=question, options=options, multiple=multiple, context=context
+        )
         answer: Any = await self.coordinator.request(self, spec, timeout=timeout)
         return answer
 
     async def confirm(
-        self, question: str, *, context: str | None = None, timeout: float | None = None
+        self, question: str, *, context: str | None = None, timeout: float | None = None  # noqa: ASYNC109
     ) -> bool:
         """Ask the human a yes/no question; the tool decides what "no" means.
 
@@ -267,7 +269,7 @@ class ToolContext:
         label: str | None = None,
         question: str | None = None,
         context: str | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
         resolver: Callable[[], Awaitable[bool]] | None = None,
     ) -> bool:
         """Ask the human to do something at ``url`` (e.g. sign in with OAuth) and wait.
@@ -306,7 +308,7 @@ class ToolContext:
         payload: Mapping[str, Any] | None = None,
         schema: Mapping[str, Any] | None = None,
         context: str | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109
     ) -> Any:
         """Ask a question of your own kind: a name and JSON payload, answered with JSON.
 

@@ -291,7 +291,10 @@ class Agent:
         extra = ""
         if self.clarifier is not None:
             clarified = await self.clarifier.run_in_front(
-                coordinator, agent_path=path, scope_path=scope, request=prompt,
+                coordinator,
+                agent_path=path,
+                scope_path=scope,
+                request=prompt,
                 deadlines=ctx.deadlines,
             )
             if clarified.rejected:

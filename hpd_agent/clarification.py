@@ -49,6 +49,7 @@ def ask_user(
     Returns:
         A ``Tool`` taking ``{question: str, context?: str, options?: list[str]}``.
     """
+
     async def ask(
         ctx: ToolContext,
         question: str,

@@ -21,6 +21,7 @@ the classes here are the ``RequestSpec``s behind those calls.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -139,22 +140,42 @@ def _to_json(answer: Any) -> Any:
         raise TypeError(f"the answer must be JSON data: {e}") from None
 
 
+def _schema_problem(schema: Any) -> str | None:
+    """Why ``schema`` is not a valid JSON schema, or None when it is."""
+    from jsonschema import exceptions, validators  # lazily: only schema-checked kinds need it
+
+    validator_cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
+    try:
+        validator_cls.check_schema(schema)
+    except exceptions.SchemaError as e:
+        return str(e.message)
+    return None
+
+
+def _schema_mismatch(schema: Any, value: Any) -> str | None:
+    """Why ``value`` does not match the (valid) ``schema``, or None when it does."""
+    from jsonschema import exceptions, validators
+
+    validator = cast(Any, validators.validator_for(schema))(schema)  # pyright: ignore[reportUnknownMemberType]
+    error = cast(Any, exceptions.best_match(validator.iter_errors(value)))  # pyright: ignore[reportUnknownMemberType]
+    if error is None:
+        return None
+    path: list[Any] = list(error.absolute_path)
+    where = "/".join(str(p) for p in path) or "the answer"
+    return f"{where} does not match the schema: {error.message}"
+
+
 def _check_custom(answer: Any, data: Mapping[str, Any]) -> Any:
     value = _to_json(answer)
     schema = data.get("schema")
     if schema is None:
         return value
-    import jsonschema  # lazily: only custom questions with a schema need it
-
-    validator_cls: Any = jsonschema.validators.validator_for(schema)  # pyright: ignore[reportUnknownMemberType]
-    try:
-        validator_cls.check_schema(schema)
-    except jsonschema.SchemaError as e:
-        raise ValueError(f"the question's JSON schema is invalid: {e.message}") from None
-    error: Any = jsonschema.exceptions.best_match(validator_cls(schema).iter_errors(value))
-    if error is not None:
-        where = "/".join(str(p) for p in error.absolute_path) or "the answer"
-        raise ValueError(f"{where} does not match the schema: {error.message}")
+    problem = _schema_problem(schema)
+    if problem is not None:
+        raise ValueError(f"the question's JSON schema is invalid: {problem}")
+    mismatch = _schema_mismatch(schema, value)
+    if mismatch is not None:
+        raise ValueError(mismatch)
     return value
 
 
@@ -428,14 +449,9 @@ class CustomQuestion(Question):
             schema_json = json.loads(json.dumps(dict(schema), allow_nan=False)) if schema else None
         except (TypeError, ValueError) as e:
             raise UserError(f"a custom question's payload and schema must be JSON: {e}") from None
-        if schema_json is not None:
-            import jsonschema
-
-            validator_cls: Any = jsonschema.validators.validator_for(schema_json)  # pyright: ignore[reportUnknownMemberType]
-            try:
-                validator_cls.check_schema(schema_json)
-            except jsonschema.SchemaError as e:
-                raise UserError(f"invalid JSON schema for {name!r}: {e.message}") from None
+        problem = None if schema_json is None else _schema_problem(schema_json)
+        if problem is not None:
+            raise UserError(f"invalid JSON schema for {name!r}: {problem}")
         super().__init__(
             question=question,
             context=context,
@@ -474,7 +490,7 @@ async def ask_with_resolver(
     spec: RequestSpec,
     resolver: Callable[[], Awaitable[Any]],
     *,
-    timeout: float | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109
 ) -> Any:
     """Ask ``spec`` from ``ctx`` while ``resolver`` runs; whichever answers first wins.
 
@@ -497,10 +513,9 @@ async def ask_with_resolver(
             tg.cancel_scope.cancel()
             return
         await observed.built.wait()
-        try:
+        # If the human answered first, or the request ended, that outcome stands.
+        with contextlib.suppress(RequestError):
             ctx.coordinator.respond(observed.request_id, value)
-        except RequestError:
-            pass  # the human answered first, or the request ended: their outcome stands
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(resolve)

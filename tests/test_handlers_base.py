@@ -6,13 +6,27 @@ from typing import Any
 
 import pytest
 
-from hpd_agent import Agent, Approve, BaseHandler, ClarificationRequest, PermissionRequest, ToolContext, tool
+from hpd_agent import (
+    Agent,
+    Approve,
+    BaseHandler,
+    ClarificationRequest,
+    PermissionRequest,
+    ToolContext,
+    tool,
+)
 from hpd_agent.testing import ScriptedModel, text, tool_call
 
 
 def _request(kind: str, **fields: Any) -> ClarificationRequest:
     return ClarificationRequest(
-        run_id="r", agent_path=("A",), depth=0, request_id="q", question="?", question_kind=kind, **fields
+        run_id="r",
+        agent_path=("A",),
+        depth=0,
+        request_id="q",
+        question="?",
+        question_kind=kind,
+        **fields,
     )
 
 
@@ -56,7 +70,13 @@ async def test_each_kind_goes_to_its_own_method() -> None:
     kinds = ["text", "input", "choice", "confirm", "action", "custom", "hologram"]
     answers = [await handler.on_request(_request(k)) for k in kinds]
     assert handler.calls == [
-        "text", "input", "choice", "confirm", "action", "custom", "generic:hologram"
+        "text",
+        "input",
+        "choice",
+        "confirm",
+        "action",
+        "custom",
+        "generic:hologram",
     ]
     assert answers == ["t", "i", 0, True, True, {}, None]
 
@@ -86,7 +106,13 @@ async def test_permissions_still_go_to_on_permission() -> None:
             return Approve()
 
     request = PermissionRequest(
-        run_id="r", agent_path=("A",), depth=0, request_id="p", tool_name="t", arguments={}, tool_call_id="c"
+        run_id="r",
+        agent_path=("A",),
+        depth=0,
+        request_id="p",
+        tool_name="t",
+        arguments={},
+        tool_call_id="c",
     )
     assert await Permits().on_request(request) == Approve()
 

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.anyio
 DRAFT = "Dear team, the launch moves to May."
 
 
-async def _gate(human: ScriptedHuman | None, **options: Any) -> tuple[GateResult[Any], ScriptedHuman | None]:
+async def _gate(
+    human: ScriptedHuman | None, **options: Any
+) -> tuple[GateResult[Any], ScriptedHuman | None]:
     box: dict[str, Any] = {}
 
     @tool
@@ -24,7 +26,9 @@ async def _gate(human: ScriptedHuman | None, **options: Any) -> tuple[GateResult
         box["result"] = await approval_gate(DRAFT, **options)
         return box["result"].status
 
-    agent = Agent("Writer", model=ScriptedModel([tool_call("send_memo"), text("done")]), tools=[send_memo])
+    agent = Agent(
+        "Writer", model=ScriptedModel([tool_call("send_memo"), text("done")]), tools=[send_memo]
+    )
     await agent.run("memo", handler=human)
     return box["result"], human
 
@@ -53,7 +57,11 @@ async def test_reject_calls_on_reject_with_the_value() -> None:
 
 async def test_edit_replaces_the_value_without_on_edit() -> None:
     result, _ = await _gate(ScriptedHuman().answer("review", "EDIT:  Dear all, launch in June.  "))
-    assert (result.status, result.value, result.approved) == ("edited", "Dear all, launch in June.", True)
+    assert (result.status, result.value, result.approved) == (
+        "edited",
+        "Dear all, launch in June.",
+        True,
+    )
     assert result.edits == ("Dear all, launch in June.",)
 
 
@@ -97,7 +105,9 @@ async def test_unrecognised_replies_are_asked_again_then_the_gate_gives_up() -> 
 
 async def test_configurable_keywords() -> None:
     result, _ = await _gate(
-        ScriptedHuman().answer("review", "Ship it"), approve_words={"ship it"}, reject_words={"nope"}
+        ScriptedHuman().answer("review", "Ship it"),
+        approve_words={"ship it"},
+        reject_words={"nope"},
     )
     assert result.status == "approved"
     result, _ = await _gate(

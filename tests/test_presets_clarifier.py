@@ -85,12 +85,12 @@ def test_unreadable_or_negative_replies_mean_no_clarification(reply: str | None)
 
 
 def test_plan_parsing_takes_json_fences_dicts_and_markdown() -> None:
-    assert parse_plan('Plan:\n```json\n{"title": "T", "sections": ["a", " b "]}\n```', fallback_title="F") == Plan(
-        title="T", sections=("a", "b")
-    )
-    assert parse_plan('{"title": "T", "sections": [{"title": "a"}, {"name": "b"}, 3]}', fallback_title="F") == Plan(
-        title="T", sections=("a", "b")
-    )
+    assert parse_plan(
+        'Plan:\n```json\n{"title": "T", "sections": ["a", " b "]}\n```', fallback_title="F"
+    ) == Plan(title="T", sections=("a", "b"))
+    assert parse_plan(
+        '{"title": "T", "sections": [{"title": "a"}, {"name": "b"}, 3]}', fallback_title="F"
+    ) == Plan(title="T", sections=("a", "b"))
     markdown = "# Title: Energy in Japan\n\n- GDP impact\n* Jobs\n2. Policy\n"
     assert parse_plan(markdown, fallback_title="F") == Plan(
         title="Energy in Japan", sections=("GDP impact", "Jobs", "Policy")
@@ -111,12 +111,21 @@ def test_bad_configuration_is_refused() -> None:
 # -- the whole dialogue in front of a run ------------------------------------------------------
 def _researcher(clarifier: Clarifier, *steps: Any) -> tuple[Agent, ScriptedModel]:
     model = ScriptedModel(list(steps) or [text("the report")])
-    return Agent("Researcher", model=model, instructions="You research.", clarifier=clarifier), model
+    return Agent(
+        "Researcher", model=model, instructions="You research.", clarifier=clarifier
+    ), model
 
 
 async def test_questions_feedback_and_approval_reach_the_main_agents_instructions() -> None:
     asker = ScriptedModel(
-        [ask("Which countries?"), text("```json\n" + '{"needs_clarification": true, "clarification_question": "GDP or jobs?"}\n```'), ENOUGH]
+        [
+            ask("Which countries?"),
+            text(
+                "```json\n"
+                + '{"needs_clarification": true, "clarification_question": "GDP or jobs?"}\n```'
+            ),
+            ENOUGH,
+        ]
     )
     planner = ScriptedModel(
         [
@@ -151,7 +160,8 @@ async def test_questions_feedback_and_approval_reach_the_main_agents_instruction
     assert clarified.feedback_history == ("Add a section on policy", "Approve.")
     assert clarified.approved and not clarified.auto_approved and not clarified.rejected
     assert clarified.plan == Plan(
-        title="Renewables in Germany and Japan", sections=("GDP impact", "Jobs", "Policy frameworks")
+        title="Renewables in Germany and Japan",
+        sections=("GDP impact", "Jobs", "Policy frameworks"),
     )
     # Every question came from the clarifier's own frame under the agent.
     assert {r.agent_path for r in human.asked} == {("Researcher", "Clarifier")}
@@ -171,7 +181,9 @@ async def test_questions_feedback_and_approval_reach_the_main_agents_instruction
 
 
 async def test_a_rejected_plan_ends_the_run_without_running_the_agent() -> None:
-    clarifier = Clarifier(ScriptedModel([ENOUGH]), planner_model=ScriptedModel([plan("P", "a")]), plan=True)
+    clarifier = Clarifier(
+        ScriptedModel([ENOUGH]), planner_model=ScriptedModel([plan("P", "a")]), plan=True
+    )
     agent, main = _researcher(clarifier)
     events: list[Any] = []
 
@@ -188,7 +200,9 @@ async def test_a_rejected_plan_ends_the_run_without_running_the_agent() -> None:
     finished = events[-1]
     assert isinstance(finished, RunFinished) and finished.status == "rejected"
     clarifier_done = [e for e in events if isinstance(e, AgentFinished)]
-    assert [(e.agent_path, e.status) for e in clarifier_done] == [(("Researcher", "Clarifier"), "rejected")]
+    assert [(e.agent_path, e.status) for e in clarifier_done] == [
+        (("Researcher", "Clarifier"), "rejected")
+    ]
 
 
 @pytest.mark.parametrize("reply", ["skip", " DONE ", "", "Skip"])
@@ -213,7 +227,10 @@ async def test_no_more_than_max_turns_questions_are_asked() -> None:
     agent, _ = _researcher(clarifier)
     human = ScriptedHuman().answer("Q", "an answer")
     result = await agent.run("Research it", handler=human)
-    assert [r.question for r in human.asked if isinstance(r, ClarificationRequest)] == ["Q1?", "Q2?"]
+    assert [r.question for r in human.asked if isinstance(r, ClarificationRequest)] == [
+        "Q1?",
+        "Q2?",
+    ]
     assert len(asker.requests) == 2  # after the last allowed answer, no more model calls
     assert result.clarifier is not None and len(result.clarifier.dialogue) == 2
     # The model was told how many questions it has left.
@@ -222,7 +239,9 @@ async def test_no_more_than_max_turns_questions_are_asked() -> None:
 
 async def test_feedback_past_max_plan_iterations_auto_approves() -> None:
     planner = ScriptedModel([plan("v1"), plan("v2"), plan("v3")])
-    clarifier = Clarifier(ScriptedModel([ENOUGH]), planner_model=planner, plan=True, max_plan_iterations=2)
+    clarifier = Clarifier(
+        ScriptedModel([ENOUGH]), planner_model=planner, plan=True, max_plan_iterations=2
+    )
     agent, main = _researcher(clarifier)
     human = ScriptedHuman().answer("proposed plan", lambda r: f"change {len(r.question)}")
     result = await agent.run("Research it", handler=human)
@@ -312,7 +331,9 @@ async def test_with_nobody_listening_the_policy_decides_the_plan(policy: Any, st
 
 
 async def test_a_nested_agent_with_a_clarifier_asks_from_its_depth() -> None:
-    clarifier = Clarifier(ScriptedModel([ENOUGH]), planner_model=ScriptedModel([plan("P")]), plan=True)
+    clarifier = Clarifier(
+        ScriptedModel([ENOUGH]), planner_model=ScriptedModel([plan("P")]), plan=True
+    )
     researcher, main = _researcher(clarifier)
     boss_model = ScriptedModel([tool_call("Researcher", query="dig"), text("summary")])
     boss = Agent("Boss", model=boss_model, tools=[researcher.as_tool()])
@@ -337,7 +358,11 @@ async def test_clarifier_run_from_a_tool_and_outside_any_run() -> None:
         found = await clarifier.run(task)
         return found.log
 
-    agent = Agent("Main", model=ScriptedModel([tool_call("scope", task="Find a flat"), text("ok")]), tools=[scope])
+    agent = Agent(
+        "Main",
+        model=ScriptedModel([tool_call("scope", task="Find a flat"), text("ok")]),
+        tools=[scope],
+    )
     human = ScriptedHuman().answer("Which city", "Porto")
     result = await agent.run("go", handler=human)
     assert result.messages[-2].content == "Request: Find a flat\nQ: Which city?\nA: Porto"  # type: ignore[union-attr]

@@ -186,7 +186,9 @@ async def test_state_saved_by_on_state_survives_a_cancelled_run() -> None:
     generate = Totals()
 
     async def body(ctx: ToolContext) -> Any:
-        return await clarify_loop(generate, max_rounds=3, on_state=lambda s: snapshots.append(s.to_json()))
+        return await clarify_loop(
+            generate, max_rounds=3, on_state=lambda s: snapshots.append(s.to_json())
+        )
 
     agent, _ = _agent_running(body)
     async with agent.stream("report") as run:

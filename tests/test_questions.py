@@ -57,7 +57,13 @@ RANGE_SCHEMA = {
         ("action", None, {"url": "https://x.io/auth", "label": "Sign in"}, True, True),
         ("action", None, {"url": "https://x.io/auth", "label": "Sign in"}, "done", True),
         ("action", None, {"url": "https://x.io/auth", "label": "Sign in"}, False, False),
-        ("custom", None, {"name": "r", "payload": {}, "schema": RANGE_SCHEMA}, {"start": 1, "end": 9}, {"start": 1, "end": 9}),
+        (
+            "custom",
+            None,
+            {"name": "r", "payload": {}, "schema": RANGE_SCHEMA},
+            {"start": 1, "end": 9},
+            {"start": 1, "end": 9},
+        ),
         ("custom", None, {"name": "r", "payload": {}, "schema": None}, ("any", 1), ["any", 1]),
     ],
 )
@@ -86,8 +92,20 @@ def test_good_answers_come_back_canonical(
         ("confirm", None, None, "maybe", "expected yes or no"),
         ("confirm", None, None, 1, "expected yes or no"),
         ("action", None, {"url": "https://x.io"}, "later", r"True \(done\) or False"),
-        ("custom", None, {"name": "r", "schema": RANGE_SCHEMA}, {"start": 1}, "'end' is a required"),
-        ("custom", None, {"name": "r", "schema": RANGE_SCHEMA}, {"start": "a", "end": 2}, "start does not match"),
+        (
+            "custom",
+            None,
+            {"name": "r", "schema": RANGE_SCHEMA},
+            {"start": 1},
+            "'end' is a required",
+        ),
+        (
+            "custom",
+            None,
+            {"name": "r", "schema": RANGE_SCHEMA},
+            {"start": "a", "end": 2},
+            "start does not match",
+        ),
         ("custom", None, {"name": "r", "schema": None}, {1, 2}, "must be JSON"),
         ("custom", None, {"name": "r", "schema": None}, float("nan"), "must be JSON"),
         ("telepathy", None, None, "x", "unknown question kind"),
@@ -112,10 +130,12 @@ def test_validate_answer_works_from_a_loaded_record() -> None:
     choice = _stored(question_kind="choice", options=FILES, data={"multiple": False})
     assert validate_answer(choice, 1) == "src/auth.py"
     assert validate_answer(choice, "README.md") == "README.md"
-    with pytest.raises(InvalidAnswerError, match="req_1.*not one of the options") as info:
+    with pytest.raises(InvalidAnswerError, match=r"req_1.*not one of the options") as info:
         validate_answer(choice, "main.py")
     assert info.value.request_id == "req_1"
-    custom = _stored(question_kind="custom", data={"name": "r", "payload": {}, "schema": RANGE_SCHEMA})
+    custom = _stored(
+        question_kind="custom", data={"name": "r", "payload": {}, "schema": RANGE_SCHEMA}
+    )
     assert validate_answer(custom, {"start": 1, "end": 2}) == {"start": 1, "end": 2}
     with pytest.raises(InvalidAnswerError, match="does not match the schema"):
         validate_answer(custom, {"start": 1, "end": "x"})
@@ -219,7 +239,11 @@ async def test_each_kind_reaches_a_scripted_human_and_returns_its_answer() -> No
         ),
         (_one_call_agent(delete_all), ScriptedHuman().confirm("Delete", False), "kept the files"),
         (_one_call_agent(delete_all), ScriptedHuman().confirm("Delete", "yes"), "deleted"),
-        (_one_call_agent(connect), ScriptedHuman().complete_action("auth.example.com"), "connected"),
+        (
+            _one_call_agent(connect),
+            ScriptedHuman().complete_action("auth.example.com"),
+            "connected",
+        ),
         (
             _one_call_agent(pick_range),
             ScriptedHuman().answer_custom("date_range", {"start": 3, "end": 9}),
@@ -242,11 +266,18 @@ async def test_requests_carry_kind_data_and_options() -> None:
         seen.extend(r for r in human.asked if isinstance(r, ClarificationRequest))
     files, mail, action, custom = seen
     assert (files.question_kind, files.options, files.data) == ("choice", FILES, {"multiple": True})
-    assert (mail.question_kind, mail.data) == ("input", {"argument": "recipient", "tool": "send_mail"})
+    assert (mail.question_kind, mail.data) == (
+        "input",
+        {"argument": "recipient", "tool": "send_mail"},
+    )
     assert action.question_kind == "action"
     assert action.data == {"url": "https://auth.example.com/oauth?x=1", "label": "Sign in"}
     assert custom.question_kind == "custom"
-    assert custom.data == {"name": "date_range", "payload": {"month": "May"}, "schema": RANGE_SCHEMA}
+    assert custom.data == {
+        "name": "date_range",
+        "payload": {"month": "May"},
+        "schema": RANGE_SCHEMA,
+    }
 
 
 async def test_respond_refuses_a_bad_answer_and_keeps_the_request_open() -> None:

@@ -71,7 +71,7 @@ async def approval_gate(
     reject_words: Iterable[str] = GATE_REJECT_WORDS,
     edit_prefix: str = "edit:",
     max_asks: int = 5,
-    timeout: float | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109
     ctx: ToolContext | None = None,
 ) -> GateResult[Any]:
     """Ask the human to approve ``value``, change it with ``edit: ...``, or reject it.

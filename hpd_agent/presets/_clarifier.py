@@ -41,7 +41,18 @@ __all__ = [
 ]
 
 DEFAULT_APPROVE_WORDS: frozenset[str] = frozenset(
-    {"approve", "approved", "yes", "y", "ok", "proceed", "continue", "go ahead", "looks good", "accept"}
+    {
+        "approve",
+        "approved",
+        "yes",
+        "y",
+        "ok",
+        "proceed",
+        "continue",
+        "go ahead",
+        "looks good",
+        "accept",
+    }
 )
 """Replies that approve a plan (the whole reply, after strip and lower case)."""
 DEFAULT_REJECT_WORDS: frozenset[str] = frozenset(
@@ -151,9 +162,9 @@ def parse_plan(text: str | None, *, fallback_title: str) -> Plan:
         title = obj.get("title")
         raw = obj.get("sections")
         items = cast(Sequence[Any], raw) if isinstance(raw, list) else ()
-        sections = tuple(s for s in (_section_text(i) for i in items) if s)
+        found = tuple(s for s in (_section_text(i) for i in items) if s)
         name = title.strip() if isinstance(title, str) and title.strip() else fallback_title
-        return Plan(title=name, sections=sections)
+        return Plan(title=name, sections=found)
     title = ""
     sections: list[str] = []
     for line in (text or "").splitlines():
@@ -343,7 +354,11 @@ class Clarifier:
             scope_path=call_path,
             deadlines=deadlines,
         )
-        common: dict[str, Any] = {"run_id": coordinator.run_id, "agent_path": path, "depth": ctx.depth}
+        common: dict[str, Any] = {
+            "run_id": coordinator.run_id,
+            "agent_path": path,
+            "depth": ctx.depth,
+        }
         coordinator.emit(AgentStarted(input=request, **common))
         token = _current.set(ctx)
         try:

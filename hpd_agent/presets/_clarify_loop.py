@@ -80,28 +80,28 @@ class ClarifyState:
             UserError: The text is not a saved clarify state.
         """
         try:
-            raw = json.loads(data)
-            obj = cast(Mapping[str, Any], raw)
-            rounds = obj["rounds"]
-            clarifications = obj["clarifications"]
-            pending = obj.get("pending_question")
-            ok = (
-                isinstance(raw, dict)
-                and isinstance(rounds, int)
-                and rounds >= 0
-                and isinstance(clarifications, list)
-                and all(isinstance(c, str) for c in cast(list[Any], clarifications))
-                and (pending is None or isinstance(pending, str))
-            )
-        except (ValueError, KeyError, TypeError):
-            ok = False
-        if not ok:
-            raise UserError(f"not a saved clarify state: {data!r:.200}")
-        return cls(
-            rounds=rounds,
-            clarifications=list(cast(list[str], clarifications)),
-            pending_question=pending,
+            raw: Any = json.loads(data)
+        except ValueError:
+            raw = None
+        obj = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
+        rounds = obj.get("rounds")
+        items = obj.get("clarifications")
+        pending = obj.get("pending_question")
+        texts = (
+            [c for c in cast(list[Any], items) if isinstance(c, str)]
+            if isinstance(items, list)
+            else None
         )
+        if (
+            not isinstance(rounds, int)
+            or isinstance(rounds, bool)
+            or rounds < 0
+            or texts is None
+            or len(texts) != len(cast(list[Any], items))
+            or not (pending is None or isinstance(pending, str))
+        ):
+            raise UserError(f"not a saved clarify state: {data!r:.200}")
+        return cls(rounds=rounds, clarifications=texts, pending_question=pending)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -144,19 +144,22 @@ def low_confidence(output: Any, state: ClarifyState, threshold: float = 0.7) -> 
     Confidence is read from an attribute or key named ``confidence``; without one, the
     output needs clarification when its text mentions "unclear".
     """
+    text = str(output).lower()
     confidence: Any = getattr(output, "confidence", None)
     if confidence is None and isinstance(output, Mapping):
-        confidence = cast(Mapping[str, Any], output).get("confidence")
+        mapping = cast(Mapping[str, Any], output)
+        confidence = mapping.get("confidence")
     if isinstance(confidence, (int, float)) and not isinstance(confidence, bool):
         return confidence < threshold
-    return "unclear" in str(output).lower()
+    return "unclear" in text
 
 
 def default_clarify_prompt(output: Any, state: ClarifyState) -> str:
     """The default question: shows the output and asks the human to clarify."""
     shown: Any = output
-    if isinstance(output, Mapping) and "output" in output:
-        shown = cast(Mapping[str, Any], output)["output"]
+    if isinstance(output, Mapping):
+        mapping = cast(Mapping[str, Any], output)
+        shown = mapping.get("output", output)
     return f"The result is unclear or low-confidence. Please clarify what you need:\n\n{shown}"
 
 
@@ -176,7 +179,7 @@ async def clarify_loop(
     state: ClarifyState | None = None,
     on_state: Callable[[ClarifyState], Any] | None = None,
     if_unanswered: Literal["interrupt", "return"] = "interrupt",
-    timeout: float | None = None,
+    timeout: float | None = None,  # noqa: ASYNC109
     ctx: ToolContext | None = None,
 ) -> ClarifyResult[T]:
     """Generate an output; while it needs clarification, ask the human and regenerate.
