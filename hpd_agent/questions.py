@@ -47,6 +47,7 @@ __all__ = [
     "TextQuestion",
     "ask_with_resolver",
     "check_answer",
+    "restore_question",
     "validate_answer",
 ]
 
@@ -272,6 +273,11 @@ class Question(RequestSpec):
         self.options = tuple(options) if options else None
         self.data: dict[str, Any] | None = dict(data) if data is not None else None
 
+    @property
+    def question_kind(self) -> str:
+        """The kind this question has on the stream (``ClarificationRequest.question_kind``)."""
+        return self.kind
+
     def build(self, *, request_id: str, ctx: ToolContext) -> RequestEvent:
         """The ``ClarificationRequest`` event, tagged with the asking agent's path."""
         return ClarificationRequest(
@@ -282,14 +288,14 @@ class Question(RequestSpec):
             question=self.question,
             context=self.context,
             options=self.options,
-            question_kind=self.kind,
+            question_kind=self.question_kind,
             data=self.data,
             tool_call_id=ctx.tool_call_id,
         )
 
     def validate(self, answer: Any) -> Any:
         """The answer in canonical form; ``ValueError``/``TypeError`` say why it does not fit."""
-        return check_answer(self.kind, answer, options=self.options, data=self.data)
+        return check_answer(self.question_kind, answer, options=self.options, data=self.data)
 
     def resolved(self, request: RequestEvent, status: RequestStatus, answer: Any) -> Event:
         """The ``ClarificationResolved`` event."""
@@ -457,6 +463,32 @@ class CustomQuestion(Question):
             context=context,
             data={"name": name, "payload": payload_json, "schema": schema_json},
         )
+
+
+class _Restored(Question):
+    __slots__ = ("_kind",)
+
+    def __init__(self, request: ClarificationRequest) -> None:
+        super().__init__(
+            question=request.question,
+            context=request.context,
+            options=request.options,
+            data=request.data,
+        )
+        self._kind = request.question_kind
+
+    @property
+    def question_kind(self) -> str:
+        return self._kind
+
+
+def restore_question(request: ClarificationRequest) -> Question:
+    """The spec of a stored question event, e.g. to register it again after a restart.
+
+    The spec builds the same question (kind, options, data) and checks answers exactly as
+    the original did.
+    """
+    return _Restored(request)
 
 
 class _Observed(RequestSpec):

@@ -25,6 +25,7 @@ from hpd_agent.questions import (
     CustomQuestion,
     InputQuestion,
     check_answer,
+    restore_question,
     validate_answer,
 )
 from hpd_agent.testing import ScriptedHuman, ScriptedModel, text, tool_call
@@ -403,3 +404,18 @@ async def test_a_failing_resolver_fails_the_tool_call_with_its_error() -> None:
     assert "callback server crashed" in finished.result
     (resolved,) = [e for e in events if isinstance(e, ClarificationResolved)]
     assert resolved.status == "cancelled"
+
+
+def test_a_restored_question_checks_answers_like_the_original() -> None:
+    stored = _stored(question_kind="choice", options=FILES, data={"multiple": True}, context="why")
+    spec = restore_question(stored)
+    assert spec.question_kind == "choice"
+    assert spec.validate([1]) == ["src/auth.py"]
+    with pytest.raises(ValueError, match="chosen twice"):
+        spec.validate([1, 1])
+    assert (spec.question, spec.context, spec.options, spec.data) == (
+        "?",
+        "why",
+        FILES,
+        {"multiple": True},
+    )
