@@ -21,7 +21,6 @@ the classes here are the ``RequestSpec``s behind those calls.
 
 from __future__ import annotations
 
-import contextlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, cast
@@ -528,8 +527,8 @@ async def ask_with_resolver(
 
     The resolver's result goes through ``respond`` like a human's answer (so it is checked
     and announced on the stream); if the request ended meanwhile, the result is dropped. When
-    the request ends first, the resolver is cancelled. An exception from the resolver
-    propagates and ends the question.
+    the request ends first, the resolver is cancelled. An exception from the resolver, or an
+    answer ``respond`` refuses, propagates and ends the question as cancelled.
 
     Raises:
         QuestionNotAnswered: Neither the human nor the resolver answered.
@@ -545,9 +544,14 @@ async def ask_with_resolver(
             tg.cancel_scope.cancel()
             return
         await observed.built.wait()
-        # If the human answered first, or the request ended, that outcome stands.
-        with contextlib.suppress(RequestError):
+        try:
             ctx.coordinator.respond(observed.request_id, value)
+        except InvalidAnswerError as e:
+            # A resolver giving a wrong answer is a bug in the app: say so, don't hide it.
+            outcome["resolver_error"] = e
+            tg.cancel_scope.cancel()
+        except RequestError:
+            pass  # the human answered first, or the request ended: that outcome stands
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(resolve)

@@ -419,3 +419,44 @@ def test_a_restored_question_checks_answers_like_the_original() -> None:
         FILES,
         {"multiple": True},
     )
+
+
+async def test_a_resolver_answer_that_does_not_fit_is_an_error_not_ignored() -> None:
+    async def confused() -> Any:
+        return "maybe"
+
+    async def connect_with_callback(ctx: ToolContext) -> str:
+        """Connect."""
+        await ctx.ask_action("https://auth.example.com/o", resolver=confused)
+        return "unreachable"
+
+    agent = _one_call_agent(connect_with_callback)
+    async with agent.stream("go") as run:
+        async for event in run:
+            if isinstance(event, ToolCallFinished):
+                assert event.is_error
+                assert "InvalidAnswerError" in event.result
+
+
+async def test_cancelling_the_run_ends_an_action_and_its_resolver() -> None:
+    never = anyio.Event()
+
+    async def wait_forever() -> bool:
+        await never.wait()
+        return True
+
+    async def connect_with_callback(ctx: ToolContext) -> str:
+        """Connect."""
+        await ctx.ask_action("https://auth.example.com/o", resolver=wait_forever)
+        return "unreachable"
+
+    agent = _one_call_agent(connect_with_callback)
+    statuses: list[str] = []
+    async with agent.stream("go") as run:
+        async for event in run:
+            if isinstance(event, ClarificationRequest):
+                run.cancel()
+            if isinstance(event, ClarificationResolved):
+                statuses.append(event.status)
+    assert run.result.status == "cancelled"
+    assert statuses == ["cancelled"]

@@ -310,6 +310,23 @@ class Clarifier:
         self.model_settings: Mapping[str, Any] = dict(model_settings or {})
         self._model_source = model
         self._planner_source = planner_model
+        self._model: Model | None = model if isinstance(model, Model) else None
+        self._planner: Model | None = None
+
+    @property
+    def model(self) -> Model:
+        """The clarifying model (a string is resolved on first use)."""
+        if self._model is None:
+            self._model = infer_model(self._model_source)
+        return self._model
+
+    @property
+    def planner_model(self) -> Model:
+        """The model that drafts plans: ``planner_model``, else ``model``."""
+        if self._planner is None:
+            source = self._planner_source
+            self._planner = self.model if source is None else infer_model(source)
+        return self._planner
 
     def __repr__(self) -> str:
         return f"Clarifier({self.name!r}, max_turns={self.max_turns}, plan={self.plan})"
@@ -426,7 +443,7 @@ class _Session:
         c = self.c
         if c.max_turns == 0:
             return False
-        model = infer_model(c._model_source)
+        model = c.model
         messages: list[Message] = [
             SystemMessage(content=c.instructions),
             UserMessage(
@@ -463,7 +480,7 @@ class _Session:
 
     async def _draft(self, previous: Plan | None, feedback: Sequence[str]) -> Plan:
         c = self.c
-        model = infer_model(c._planner_source or c._model_source)
+        model = c.planner_model
         parts = [f"Task:\n{self.request}"]
         answered = [t for t in self.dialogue if t.answer is not None]
         if answered:
