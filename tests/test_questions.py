@@ -460,3 +460,28 @@ async def test_cancelling_the_run_ends_an_action_and_its_resolver() -> None:
                 statuses.append(event.status)
     assert run.result.status == "cancelled"
     assert statuses == ["cancelled"]
+
+
+async def test_the_ask_user_tool_still_asks_text_with_options() -> None:
+    from hpd_agent import ask_user
+
+    agent = Agent(
+        "Coder",
+        model=ScriptedModel(
+            [
+                tool_call("ask_user", question="Which framework?", options=["Express", "Fastify"]),
+                text("ok"),
+            ]
+        ),
+        tools=[ask_user()],
+    )
+    human = ScriptedHuman().answer("framework", " express ", kind="text")
+    result = await agent.run("build", handler=human)
+    (request,) = human.asked
+    assert isinstance(request, ClarificationRequest)
+    assert (request.question_kind, request.options, request.data) == (
+        "text",
+        ("Express", "Fastify"),
+        None,
+    )
+    assert result.messages[-2].content == "Express"  # type: ignore[union-attr]
