@@ -49,12 +49,14 @@ from .handlers import BaseHandler, Handler
 from .messages import Message, Usage
 from .models import Model
 from .permissions import Approve, Decision, Deny
+from .questions import QUESTION_KINDS, validate_answer
 from .run import Run, RunResult
 from .tools import Tool, tool
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "QUESTION_KINDS",
     "Agent",
     "AgentFinished",
     "AgentRunError",
@@ -102,4 +104,5 @@ __all__ = [
     "ask_user",
     "current_context",
     "tool",
+    "validate_answer",
 ]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import anyio
 
@@ -147,8 +147,188 @@ class ToolContext:
             QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
                 Left uncaught, the loop turns it into a plain tool result for the model.
         """
-        from .clarification import TextQuestion
+        from .questions import TextQuestion
 
         spec = TextQuestion(question=question, context=context, options=options)
         answer: Any = await self.coordinator.request(self, spec, timeout=timeout)
         return str(answer)
+
+    async def ask_input(
+        self,
+        argument: str,
+        question: str | None = None,
+        *,
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        """Ask the human for the value of a named argument instead of letting the model guess.
+
+        Emits a ``"input"`` question with ``data={"argument": argument, "tool": tool_name}``.
+
+        Args:
+            argument: The argument that is missing (e.g. ``"recipient_email"``).
+            question: What to ask; defaults to asking for the argument by name.
+            context: Why it is needed.
+            timeout: Seconds to wait; None waits as long as the run lives.
+
+        Returns:
+            The value, stripped of surrounding space (never empty).
+
+        Raises:
+            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+        """
+        from .questions import InputQuestion
+
+        spec = InputQuestion(
+            argument=argument, tool=self.tool_name, question=question, context=context
+        )
+        return str(await self.coordinator.request(self, spec, timeout=timeout))
+
+    @overload
+    async def ask_choice(
+        self,
+        question: str,
+        options: Sequence[str],
+        *,
+        multiple: Literal[False] = False,
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> str: ...
+
+    @overload
+    async def ask_choice(
+        self,
+        question: str,
+        options: Sequence[str],
+        *,
+        multiple: Literal[True],
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> list[str]: ...
+
+    async def ask_choice(
+        self,
+        question: str,
+        options: Sequence[str],
+        *,
+        multiple: bool = False,
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> str | list[str]:
+        """Ask the human to pick one of ``options`` (or several, with ``multiple=True``).
+
+        The human answers with an option or its 0-based index; ``respond`` refuses anything
+        else.
+
+        Args:
+            question: What to ask.
+            options: The choices (distinct, at least one).
+            multiple: Let the human pick a list of options.
+            context: Why it is asked.
+            timeout: Seconds to wait; None waits as long as the run lives.
+
+        Returns:
+            The chosen option (its own spelling), or the list of them with ``multiple``.
+
+        Raises:
+            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+        """
+        from .questions import ChoiceQuestion
+
+        spec = ChoiceQuestion(
+            question=question, options=options, multiple=multiple, context=context
+        )
+        answer: Any = await self.coordinator.request(self, spec, timeout=timeout)
+        return answer
+
+    async def confirm(
+        self, question: str, *, context: str | None = None, timeout: float | None = None
+    ) -> bool:
+        """Ask the human a yes/no question; the tool decides what "no" means.
+
+        Args:
+            question: What to confirm (e.g. "Delete 12 files?").
+            context: Why it is asked.
+            timeout: Seconds to wait; None waits as long as the run lives.
+
+        Returns:
+            True for yes, False for no.
+
+        Raises:
+            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+        """
+        from .questions import ConfirmQuestion
+
+        spec = ConfirmQuestion(question=question, context=context)
+        return bool(await self.coordinator.request(self, spec, timeout=timeout))
+
+    async def ask_action(
+        self,
+        url: str,
+        *,
+        label: str | None = None,
+        question: str | None = None,
+        context: str | None = None,
+        timeout: float | None = None,
+        resolver: Callable[[], Awaitable[bool]] | None = None,
+    ) -> bool:
+        """Ask the human to do something at ``url`` (e.g. sign in with OAuth) and wait.
+
+        The request is resolved by the human (True: done, False: declined), by the app
+        calling ``run.respond(request_id, True)`` when the action's callback arrives, or by
+        ``resolver``, whichever comes first.
+
+        Args:
+            url: Where the human acts.
+            label: Short text for a link or button.
+            question: What to tell the human; defaults to asking them to open the URL.
+            context: Why it is needed.
+            timeout: Seconds to wait; None waits as long as the run lives.
+            resolver: Awaited alongside the question (e.g. waits for the OAuth callback);
+                its result answers the request unless the human answered first.
+
+        Returns:
+            True when the action was completed, False when it was declined.
+
+        Raises:
+            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+        """
+        from .questions import ActionQuestion, ask_with_resolver
+
+        spec = ActionQuestion(url=url, label=label, question=question, context=context)
+        if resolver is None:
+            return bool(await self.coordinator.request(self, spec, timeout=timeout))
+        return bool(await ask_with_resolver(self, spec, resolver, timeout=timeout))
+
+    async def ask_custom(
+        self,
+        name: str,
+        question: str,
+        *,
+        payload: Mapping[str, Any] | None = None,
+        schema: Mapping[str, Any] | None = None,
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Ask a question of your own kind: a name and JSON payload, answered with JSON.
+
+        Args:
+            name: What kind of question it is, for the handler that shows it.
+            question: What to ask.
+            payload: JSON data for whoever shows the question.
+            schema: A JSON schema the answer must match (checked by ``respond``).
+            context: Why it is asked.
+            timeout: Seconds to wait; None waits as long as the run lives.
+
+        Returns:
+            The answer, as plain JSON data.
+
+        Raises:
+            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+        """
+        from .questions import CustomQuestion
+
+        spec = CustomQuestion(
+            name=name, question=question, payload=payload, schema=schema, context=context
+        )
+        return await self.coordinator.request(self, spec, timeout=timeout)

@@ -26,6 +26,7 @@ from .tools import ApprovalPolicy, Tool
 
 if TYPE_CHECKING:
     from .handlers import Handler
+    from .presets import Clarifier, ClarifierResult
 
 __all__ = ["Agent"]
 
@@ -52,6 +53,10 @@ class Agent:
         model_settings: Provider settings passed with every request (temperature, ...).
         description: What the agent does, shown to a parent model by ``as_tool``.
         on_unhandled: What requests do when nobody can answer them; see ``OnUnhandled``.
+        clarifier: A ``hpd_agent.presets.Clarifier`` that runs before each run of this agent:
+            it asks the human its questions (and agrees a plan) first; what it learns goes
+            into the instructions for that run, and a rejected plan ends the run with status
+            ``"rejected"``.
     """
 
     def __init__(
@@ -65,6 +70,7 @@ class Agent:
         model_settings: Mapping[str, Any] | None = None,
         description: str | None = None,
         on_unhandled: OnUnhandled = "decline",
+        clarifier: Clarifier | None = None,
     ) -> None:
         if not name:
             raise UserError("an agent needs a name")
@@ -76,6 +82,7 @@ class Agent:
         self.max_turns = max_turns
         self.model_settings: Mapping[str, Any] = dict(model_settings or {})
         self.on_unhandled: OnUnhandled = on_unhandled
+        self.clarifier = clarifier
         self._model_source = model
         self._model: Model | None = model if isinstance(model, Model) else None
         tool_map: dict[str, Tool] = {}
@@ -109,10 +116,13 @@ class Agent:
             )
         return self._spec
 
-    def _first_messages(self, prompt: str, history: Sequence[Message] | None) -> list[Message]:
+    def _first_messages(
+        self, prompt: str, history: Sequence[Message] | None, extra: str = ""
+    ) -> list[Message]:
         messages: list[Message] = []
-        if self.instructions:
-            messages.append(SystemMessage(content=self.instructions))
+        instructions = "\n\n".join(p for p in (self.instructions, extra) if p)
+        if instructions:
+            messages.append(SystemMessage(content=instructions))
         if history:
             messages.extend(m for m in history if not isinstance(m, SystemMessage))
         messages.append(UserMessage(content=prompt))
@@ -209,7 +219,15 @@ class Agent:
         path = (self.name,)
         coordinator.emit(RunStarted(run_id=run_id, agent_path=path, depth=0, prompt=prompt))
         messages = self._first_messages(prompt, history)
+        clarified: ClarifierResult | None = None
         try:
+            if self.clarifier is not None:
+                clarified = await self.clarifier.run_in_front(
+                    coordinator, agent_path=path, scope_path=run_id, request=prompt
+                )
+                if clarified.rejected:
+                    return _rejected(coordinator, path, messages, clarified)
+                messages = self._first_messages(prompt, history, clarified.instructions())
             outcome = await run_agent(
                 self._agent_spec(),
                 coordinator,
@@ -225,6 +243,7 @@ class Agent:
                 messages=messages,
                 usage=coordinator.usage,
                 error=e,
+                clarifier=clarified,
             )
             coordinator.emit(
                 RunFinished(
@@ -254,6 +273,7 @@ class Agent:
             output=outcome.output,
             messages=outcome.messages,
             usage=usage,
+            clarifier=clarified,
         )
 
     # -- nested runs -----------------------------------------------------------------------
@@ -268,8 +288,25 @@ class Agent:
         coordinator = ctx.coordinator
         path = (*ctx.agent_path, self.name)
         scope = f"{ctx.call_path}/{self.name}"
+        extra = ""
+        if self.clarifier is not None:
+            clarified = await self.clarifier.run_in_front(
+                coordinator,
+                agent_path=path,
+                scope_path=scope,
+                request=prompt,
+                deadlines=ctx.deadlines,
+            )
+            if clarified.rejected:
+                return RunResult(
+                    run_id=ctx.run_id,
+                    status="rejected",
+                    output="The user rejected the proposed plan; the task was not carried out.",
+                    clarifier=clarified,
+                )
+            extra = clarified.instructions()
         if conversation_key is None:
-            messages = self._first_messages(prompt, history)
+            messages = self._first_messages(prompt, history, extra)
             outcome = await run_agent(
                 self._agent_spec(),
                 coordinator,
@@ -285,9 +322,10 @@ class Agent:
             async with lock:
                 kept = coordinator.conversations.get(conversation_key)
                 if kept is None:
-                    messages = self._first_messages(prompt, history)
+                    messages = self._first_messages(prompt, history, extra)
                 else:
-                    messages = [*kept, UserMessage(content=prompt)]
+                    follow_up = f"{extra}\n\n{prompt}" if extra else prompt
+                    messages = [*kept, UserMessage(content=follow_up)]
                 outcome = await run_agent(
                     self._agent_spec(),
                     coordinator,
@@ -349,3 +387,30 @@ class Agent:
             requires_approval=requires_approval,
             timeout=timeout,
         )
+
+
+def _rejected(
+    coordinator: Coordinator,
+    path: tuple[str, ...],
+    messages: list[Message],
+    clarified: ClarifierResult,
+) -> RunResult:
+    """End a root run whose plan the human rejected: nothing else runs."""
+    usage = coordinator.usage
+    coordinator.emit(
+        RunFinished(
+            run_id=coordinator.run_id,
+            agent_path=path,
+            depth=0,
+            status="rejected",
+            error="the user rejected the proposed plan",
+            usage=usage,
+        )
+    )
+    return RunResult(
+        run_id=coordinator.run_id,
+        status="rejected",
+        messages=messages,
+        usage=usage,
+        clarifier=clarified,
+    )

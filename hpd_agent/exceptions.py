@@ -16,6 +16,7 @@ HpdAgentError
 │   ├── RequestCancelledError       the request was cancelled
 │   └── InvalidAnswerError          the answer does not fit the question
 ├── QuestionNotAnswered             a question ended without an answer (tools see this)
+│   └── ClarifyInterrupted          (presets) a clarify loop's question; carries its state
 ├── AgentRunError                   a run could not complete
 │   ├── MaxTurnsExceededError       the model kept calling tools past max_turns
 │   ├── NoUserAvailableError        a request arose with nobody to answer (policy "error")

@@ -11,7 +11,7 @@ import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import TaskGroup
@@ -22,6 +22,9 @@ from .events import Event, RequestEvent, RunFinished
 from .exceptions import RunNotFinishedError, UserError
 from .messages import Message, Usage
 
+if TYPE_CHECKING:
+    from .presets import ClarifierResult
+
 __all__ = ["Run", "RunResult"]
 
 
@@ -31,11 +34,13 @@ class RunResult:
 
     Attributes:
         run_id: The run's id.
-        status: ``"completed"``, ``"failed"``, ``"cancelled"``, ...
+        status: ``"completed"``, ``"failed"``, ``"cancelled"``, ``"rejected"`` (the human
+            rejected the plan of the agent's clarifier), ...
         output: The root agent's final answer (None unless completed).
         messages: The root agent's conversation, ready to pass as ``history`` to a next run.
         usage: Tokens and requests of every model call in the tree.
         error: The exception that failed the run, if it failed.
+        clarifier: What the agent's clarifier learned and agreed, if it has one.
     """
 
     run_id: str
@@ -44,6 +49,7 @@ class RunResult:
     messages: list[Message] = field(default_factory=list[Message])
     usage: Usage = field(default_factory=Usage)
     error: BaseException | None = None
+    clarifier: ClarifierResult | None = None
 
 
 Executor = Callable[[Coordinator], Awaitable[RunResult]]

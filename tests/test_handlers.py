@@ -116,7 +116,7 @@ async def test_policy_error_fails_the_run_even_from_deep_parallel_calls() -> Non
 
 async def test_base_handler_without_overrides_says_what_is_missing() -> None:
     agent, _ = picker()
-    with pytest.raises(NotImplementedError, match="cannot answer questions"):
+    with pytest.raises(NotImplementedError, match="cannot answer 'text' questions"):
         await agent.run("go", handler=BaseHandler())
 
 

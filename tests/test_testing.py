@@ -59,7 +59,9 @@ async def test_scripted_human_fails_on_unexpected_questions() -> None:
     agent = Agent(
         "A", model=ScriptedModel([tool_call("ask_user", question="Secret?")]), tools=[ask_user()]
     )
-    with pytest.raises(UnexpectedRequestError, match="no rule for question 'Secret\\?' from A"):
+    with pytest.raises(
+        UnexpectedRequestError, match="no rule for text question 'Secret\\?' from A"
+    ):
         await agent.run("go", handler=ScriptedHuman({"other": "x"}))
 
 

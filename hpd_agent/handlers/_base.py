@@ -43,7 +43,14 @@ class Handler(Protocol):
 
 
 class BaseHandler:
-    """A ``Handler`` with defaults: ignores events; override the methods you need."""
+    """A ``Handler`` with defaults: ignores events; override the methods you need.
+
+    Questions are dispatched by kind (``request.question_kind``): ``handle_text``,
+    ``handle_input``, ``handle_choice``, ``handle_confirmation``, ``handle_action`` and
+    ``handle_custom``. Each falls back to ``handle_question``, so a handler can answer every
+    kind in one place and specialise only the kinds it shows differently. Questions of a kind
+    this version does not know go to ``handle_question`` too.
+    """
 
     async def on_event(self, event: Event) -> None:
         """Ignore events by default."""
@@ -55,8 +62,52 @@ class BaseHandler:
         return await self.on_permission(request)
 
     async def on_clarification(self, request: ClarificationRequest) -> Any:
-        """Answer a question. Must be overridden by handlers that get questions."""
-        raise NotImplementedError(f"{type(self).__name__} cannot answer questions")
+        """Answer a question: dispatch to the ``handle_<kind>`` method for its kind."""
+        match request.question_kind:
+            case "text":
+                return await self.handle_text(request)
+            case "input":
+                return await self.handle_input(request)
+            case "choice":
+                return await self.handle_choice(request)
+            case "confirm":
+                return await self.handle_confirmation(request)
+            case "action":
+                return await self.handle_action(request)
+            case "custom":
+                return await self.handle_custom(request)
+            case _:
+                return await self.handle_question(request)
+
+    async def handle_question(self, request: ClarificationRequest) -> Any:
+        """Answer a question of any kind. Override it, or the ``handle_<kind>`` methods."""
+        raise NotImplementedError(
+            f"{type(self).__name__} cannot answer {request.question_kind!r} questions"
+        )
+
+    async def handle_text(self, request: ClarificationRequest) -> Any:
+        """Answer free text (one of ``request.options`` when given); default: ``handle_question``."""
+        return await self.handle_question(request)
+
+    async def handle_input(self, request: ClarificationRequest) -> Any:
+        """Give the value of ``request.data["argument"]`` (text); default: ``handle_question``."""
+        return await self.handle_question(request)
+
+    async def handle_choice(self, request: ClarificationRequest) -> Any:
+        """Pick an option by value or index (a list if ``data["multiple"]``); default: generic."""
+        return await self.handle_question(request)
+
+    async def handle_confirmation(self, request: ClarificationRequest) -> Any:
+        """Answer yes/no with a bool; default: ``handle_question``."""
+        return await self.handle_question(request)
+
+    async def handle_action(self, request: ClarificationRequest) -> Any:
+        """Have the user visit ``data["url"]``; True when done, False if declined."""
+        return await self.handle_question(request)
+
+    async def handle_custom(self, request: ClarificationRequest) -> Any:
+        """Answer ``data["name"]`` with JSON matching ``data["schema"]``; default: generic."""
+        return await self.handle_question(request)
 
     async def on_permission(self, request: PermissionRequest) -> Any:
         """Decide a permission request. Must be overridden by handlers that get them."""

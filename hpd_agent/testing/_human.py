@@ -25,6 +25,9 @@ class _Rule:
     reply: Any
     agent: str | None
     times: int | None
+    question_kind: str | None = None
+    target: str = "question"  # what the pattern looks at: "question" or a ``data`` key
+    full: bool = False  # the whole target must match (argument and custom names)
     used: int = 0
     label: str = field(default="")
 
@@ -37,21 +40,36 @@ class _Rule:
         ):
             return False
         if isinstance(request, ClarificationRequest):
-            return self.kind == "question" and bool(self.pattern.search(request.question))
+            if self.kind != "question":
+                return False
+            if self.question_kind is not None and request.question_kind != self.question_kind:
+                return False
+            if self.target == "question":
+                return bool(self.pattern.search(request.question))
+            value = (request.data or {}).get(self.target)
+            if not isinstance(value, str):
+                return False
+            found = self.pattern.fullmatch(value) if self.full else self.pattern.search(value)
+            return found is not None
         return self.kind == "permission" and bool(self.pattern.fullmatch(request.tool_name))
 
 
-def _compile(match: str | re.Pattern[str]) -> re.Pattern[str]:
+def _compile(match: str | re.Pattern[str], *, literal_full: bool = False) -> re.Pattern[str]:
     if isinstance(match, re.Pattern):
         return match
-    return re.compile(re.escape(match), re.IGNORECASE)
+    # Substring rules are searched, full-name rules (arguments, custom names) fullmatched.
+    return re.compile(re.escape(match), 0 if literal_full else re.IGNORECASE)
 
 
 class ScriptedHuman(BaseHandler):
     """Answers questions and permission requests by rules, and records what it was asked.
 
     Questions match by a case-insensitive substring (or a compiled regex) of the question,
-    optionally narrowed to an agent (its name or its full path joined with ``/``).
+    optionally narrowed to a question kind and to an agent (its name or its full path joined
+    with ``/``). Every kind has a shortcut: ``provide`` (input, by argument name), ``choose``,
+    ``confirm``, ``complete_action`` (by URL) and ``answer_custom`` (by name). Rules are
+    tried in the order they were added; one with ``times`` stops matching once used up, so
+    ``answer("plan", "shorter", times=1).answer("plan", "approve")`` scripts a dialogue.
     Permission rules match the tool name. A request no rule matches fails the run with
     ``UnexpectedRequestError``, so a test notices a question it did not expect.
 
@@ -87,21 +105,106 @@ class ScriptedHuman(BaseHandler):
         match: str | re.Pattern[str],
         reply: Any,
         *,
+        kind: str | None = None,
         agent: str | None = None,
         times: int | None = None,
     ) -> ScriptedHuman:
-        """Answer questions matching ``match`` with ``reply`` (``times`` None: every time)."""
+        """Answer questions matching ``match`` with ``reply`` (``times`` None: every time).
+
+        Args:
+            match: A case-insensitive substring of the question, or a compiled regex.
+            reply: The answer, or a function of the request that returns it.
+            kind: Only questions of this kind (``"text"``, ``"choice"``, ...); None: any.
+            agent: Only questions from this agent (its name or its path joined with ``/``).
+            times: Use the rule this many times at most; None: every time.
+        """
+        return self._add_question(match, reply, kind=kind, agent=agent, times=times)
+
+    def _add_question(
+        self,
+        match: str | re.Pattern[str],
+        reply: Any,
+        *,
+        kind: str | None,
+        agent: str | None,
+        times: int | None,
+        target: str = "question",
+        full: bool = False,
+    ) -> ScriptedHuman:
+        pattern = _compile(match, literal_full=full)
         self.rules.append(
             _Rule(
                 kind="question",
-                pattern=_compile(match),
+                pattern=pattern,
                 reply=reply,
                 agent=agent,
                 times=times,
-                label=str(match),
+                question_kind=kind,
+                target=target,
+                full=full,
+                label=str(match) if kind is None else f"{kind}:{match}",
             )
         )
         return self
+
+    def provide(
+        self,
+        argument: str,
+        value: Any,
+        *,
+        agent: str | None = None,
+        times: int | None = None,
+    ) -> ScriptedHuman:
+        """Give ``value`` to ``"input"`` questions asking for the argument named ``argument``."""
+        return self._add_question(
+            argument, value, kind="input", agent=agent, times=times, target="argument", full=True
+        )
+
+    def choose(
+        self,
+        match: str | re.Pattern[str],
+        choice: Any,
+        *,
+        agent: str | None = None,
+        times: int | None = None,
+    ) -> ScriptedHuman:
+        """Answer ``"choice"`` questions matching ``match`` with an option, index, or list."""
+        return self._add_question(match, choice, kind="choice", agent=agent, times=times)
+
+    def confirm(
+        self,
+        match: str | re.Pattern[str],
+        yes: Any = True,
+        *,
+        agent: str | None = None,
+        times: int | None = None,
+    ) -> ScriptedHuman:
+        """Answer ``"confirm"`` questions matching ``match`` with yes (True) or no (False)."""
+        return self._add_question(match, yes, kind="confirm", agent=agent, times=times)
+
+    def complete_action(
+        self,
+        url: str | re.Pattern[str] = re.compile(r".*"),
+        done: Any = True,
+        *,
+        agent: str | None = None,
+        times: int | None = None,
+    ) -> ScriptedHuman:
+        """Answer ``"action"`` questions whose URL contains ``url``: done (True) or declined."""
+        return self._add_question(url, done, kind="action", agent=agent, times=times, target="url")
+
+    def answer_custom(
+        self,
+        name: str,
+        value: Any,
+        *,
+        agent: str | None = None,
+        times: int | None = None,
+    ) -> ScriptedHuman:
+        """Answer ``"custom"`` questions named ``name`` with the JSON ``value``."""
+        return self._add_question(
+            name, value, kind="custom", agent=agent, times=times, target="name", full=True
+        )
 
     def approve(
         self,
@@ -154,10 +257,11 @@ class ScriptedHuman(BaseHandler):
         for rule in self.rules:
             if rule.matches(request):
                 rule.used += 1
-                self.answered.append((request, rule.reply))
-                return rule.reply
+                reply = rule.reply(request) if callable(rule.reply) else rule.reply
+                self.answered.append((request, reply))
+                return reply
         what = (
-            f"question {request.question!r}"
+            f"{request.question_kind} question {request.question!r}"
             if isinstance(request, ClarificationRequest)
             else f"permission for {request.tool_name!r}"
         )

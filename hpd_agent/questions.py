@@ -1,0 +1,567 @@
+"""Typed questions: the kinds of ``ClarificationRequest`` and how their answers are checked.
+
+A question's kind travels on the request event (``question_kind``, ``data``, ``options``), so
+anything that holds the event alone (a stream consumer, a handler, a durable store that loaded
+the record after a restart) can tell what answer fits and check it with ``validate_answer``.
+The kinds:
+
+- ``"text"``: free text; with ``options`` the answer must be one of them.
+- ``"input"``: a value for a named tool argument; ``data={"argument": ..., "tool": ...}``.
+- ``"choice"``: one of ``options`` by value or 0-based index; ``data={"multiple": bool}``,
+  and a multiple choice takes a list of values or indices.
+- ``"confirm"``: yes or no, as a bool (the strings yes/no/y/n/true/false also count).
+- ``"action"``: the user must visit ``data["url"]`` (e.g. an OAuth link); answered True when
+  done, False when declined.
+- ``"custom"``: ``data={"name": ..., "payload": {...}, "schema": {...} | None}``; the answer
+  is JSON, checked against the JSON schema when there is one (with ``jsonschema``).
+
+Tools raise them with one awaited call on their context (``ctx.ask_choice(...)`` and friends);
+the classes here are the ``RequestSpec``s behind those calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+from urllib.parse import urlsplit
+
+import anyio
+
+from .coordinator import Coordinator, RequestSpec
+from .events import ClarificationRequest, ClarificationResolved, Event, RequestEvent, RequestStatus
+from .exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError, UserError
+
+if TYPE_CHECKING:
+    from ._context import ToolContext
+
+__all__ = [
+    "QUESTION_KINDS",
+    "ActionQuestion",
+    "ChoiceQuestion",
+    "ConfirmQuestion",
+    "CustomQuestion",
+    "InputQuestion",
+    "Question",
+    "TextQuestion",
+    "ask_with_resolver",
+    "check_answer",
+    "restore_question",
+    "validate_answer",
+]
+
+QUESTION_KINDS: tuple[str, ...] = ("text", "input", "choice", "confirm", "action", "custom")
+"""Every ``ClarificationRequest.question_kind`` this version understands."""
+
+_YES = frozenset({"yes", "y", "true"})
+_NO = frozenset({"no", "n", "false"})
+_DONE = _YES | {"done"}
+_DECLINED = _NO | {"declined", "decline"}
+
+
+# -- answer checks (work from the event's fields alone) ---------------------------------------
+def _match_option(answer: str, options: tuple[str, ...]) -> str:
+    if answer in options:
+        return answer
+    folded = answer.strip().casefold()
+    for option in options:
+        if option.strip().casefold() == folded:
+            return option
+    raise ValueError(f"{answer!r} is not one of the options {list(options)}")
+
+
+def _check_text(answer: Any, options: tuple[str, ...] | None) -> str:
+    if not isinstance(answer, str):
+        raise TypeError(f"expected text, got {type(answer).__name__}")
+    return answer if options is None else _match_option(answer, options)
+
+
+def _check_input(answer: Any, data: Mapping[str, Any]) -> str:
+    argument = data.get("argument", "the argument")
+    if not isinstance(answer, str):
+        raise TypeError(f"expected a text value for {argument!r}, got {type(answer).__name__}")
+    value = answer.strip()
+    if not value:
+        raise ValueError(f"a value for {argument!r} is required; the answer was empty")
+    return value
+
+
+def _pick(answer: Any, options: tuple[str, ...]) -> str:
+    if isinstance(answer, bool):
+        raise TypeError("expected an option (text) or its 0-based index (int), got a bool")
+    if isinstance(answer, int):
+        if 0 <= answer < len(options):
+            return options[answer]
+        raise ValueError(f"index {answer} is out of range: there are {len(options)} options")
+    if isinstance(answer, str):
+        return _match_option(answer, options)
+    raise TypeError(
+        f"expected an option (text) or its 0-based index (int), got {type(answer).__name__}"
+    )
+
+
+def _check_choice(answer: Any, options: tuple[str, ...] | None, data: Mapping[str, Any]) -> Any:
+    if not options:
+        raise ValueError("the choice question has no options to choose from")
+    if not data.get("multiple", False):
+        if isinstance(answer, (list, tuple)):
+            raise TypeError("this question takes one option, not a list")
+        return _pick(answer, options)
+    if not isinstance(answer, (list, tuple)):
+        raise TypeError(f"expected a list of options, got {type(answer).__name__}")
+    picked: list[str] = []
+    for item in cast(Sequence[Any], answer):
+        value = _pick(item, options)
+        if value in picked:
+            raise ValueError(f"option {value!r} was chosen twice")
+        picked.append(value)
+    if not picked:
+        raise ValueError("choose at least one option")
+    return picked
+
+
+def _yes_no(answer: Any, yes: frozenset[str], no: frozenset[str], what: str) -> bool:
+    if isinstance(answer, bool):
+        return answer
+    if isinstance(answer, str):
+        word = answer.strip().lower()
+        if word in yes:
+            return True
+        if word in no:
+            return False
+        raise ValueError(f"expected {what}, got {answer!r}")
+    raise TypeError(f"expected {what} (a bool), got {type(answer).__name__}")
+
+
+def _to_json(answer: Any) -> Any:
+    try:
+        return json.loads(json.dumps(answer, allow_nan=False))
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"the answer must be JSON data: {e}") from None
+
+
+def _schema_problem(schema: Any) -> str | None:
+    """Why ``schema`` is not a valid JSON schema, or None when it is."""
+    from jsonschema import exceptions, validators  # lazily: only schema-checked kinds need it
+
+    validator_cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
+    try:
+        validator_cls.check_schema(schema)
+    except exceptions.SchemaError as e:
+        return str(e.message)
+    return None
+
+
+def _schema_mismatch(schema: Any, value: Any) -> str | None:
+    """Why ``value`` does not match the (valid) ``schema``, or None when it does."""
+    from jsonschema import exceptions, validators
+
+    validator = cast(Any, validators.validator_for(schema))(schema)  # pyright: ignore[reportUnknownMemberType]
+    error = cast(Any, exceptions.best_match(validator.iter_errors(value)))  # pyright: ignore[reportUnknownMemberType]
+    if error is None:
+        return None
+    path: list[Any] = list(error.absolute_path)
+    where = "/".join(str(p) for p in path) or "the answer"
+    return f"{where} does not match the schema: {error.message}"
+
+
+def _check_custom(answer: Any, data: Mapping[str, Any]) -> Any:
+    value = _to_json(answer)
+    schema = data.get("schema")
+    if schema is None:
+        return value
+    problem = _schema_problem(schema)
+    if problem is not None:
+        raise ValueError(f"the question's JSON schema is invalid: {problem}")
+    mismatch = _schema_mismatch(schema, value)
+    if mismatch is not None:
+        raise ValueError(mismatch)
+    return value
+
+
+def check_answer(
+    kind: str,
+    answer: Any,
+    *,
+    options: Sequence[str] | None = None,
+    data: Mapping[str, Any] | None = None,
+) -> Any:
+    """Check an answer against a question's kind, options and data.
+
+    Args:
+        kind: The question kind (one of ``QUESTION_KINDS``).
+        answer: The answer given.
+        options: The question's options, if any.
+        data: The question's kind-specific data, if any.
+
+    Returns:
+        The answer in canonical form: the option's own spelling for a choice, a bool for a
+        confirmation or an action, stripped text for an input, plain JSON for a custom kind.
+
+    Raises:
+        ValueError, TypeError: The answer does not fit; the message says why.
+    """
+    opts = tuple(options) if options else None
+    details: Mapping[str, Any] = data or {}
+    if kind == "text":
+        return _check_text(answer, opts)
+    if kind == "input":
+        return _check_input(answer, details)
+    if kind == "choice":
+        return _check_choice(answer, opts, details)
+    if kind == "confirm":
+        return _yes_no(answer, _YES, _NO, "yes or no")
+    if kind == "action":
+        return _yes_no(answer, _DONE, _DECLINED, "True (done) or False (declined)")
+    if kind == "custom":
+        return _check_custom(answer, details)
+    raise ValueError(f"unknown question kind {kind!r}; known kinds: {', '.join(QUESTION_KINDS)}")
+
+
+def validate_answer(request: ClarificationRequest, answer: Any) -> Any:
+    """Check an answer against a question event alone (e.g. a record loaded from a store).
+
+    The coordinator checks answers with the same logic, so a stored request and a live one
+    accept exactly the same answers.
+
+    Returns:
+        The answer in canonical form (see ``check_answer``).
+
+    Raises:
+        InvalidAnswerError: The answer does not fit the question.
+    """
+    try:
+        return check_answer(
+            request.question_kind, answer, options=request.options, data=request.data
+        )
+    except (ValueError, TypeError) as e:
+        raise InvalidAnswerError(
+            f"invalid answer for request {request.request_id}: {e}",
+            request_id=request.request_id,
+        ) from None
+
+
+# -- the specs tools raise ---------------------------------------------------------------------
+class Question(RequestSpec):
+    """A question of some kind: builds its ``ClarificationRequest`` and checks answers.
+
+    Subclasses set ``kind`` and check their own arguments; ``ToolContext.ask_*`` build them.
+
+    Args:
+        question: What to ask, phrased for the user.
+        context: Why it is asked.
+        options: The allowed answers, for kinds that have them.
+        data: Kind-specific details (JSON data).
+    """
+
+    kind: ClassVar[str] = "text"
+    __slots__ = ("context", "data", "options", "question")
+
+    def __init__(
+        self,
+        *,
+        question: str,
+        context: str | None = None,
+        options: Sequence[str] | None = None,
+        data: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(question, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"a question must be text, got {type(question).__name__}")
+        self.question = question
+        self.context = context
+        self.options = tuple(options) if options else None
+        self.data: dict[str, Any] | None = dict(data) if data is not None else None
+
+    @property
+    def question_kind(self) -> str:
+        """The kind this question has on the stream (``ClarificationRequest.question_kind``)."""
+        return self.kind
+
+    def build(self, *, request_id: str, ctx: ToolContext) -> RequestEvent:
+        """The ``ClarificationRequest`` event, tagged with the asking agent's path."""
+        return ClarificationRequest(
+            run_id=ctx.run_id,
+            agent_path=ctx.agent_path,
+            depth=ctx.depth,
+            request_id=request_id,
+            question=self.question,
+            context=self.context,
+            options=self.options,
+            question_kind=self.question_kind,
+            data=self.data,
+            tool_call_id=ctx.tool_call_id,
+        )
+
+    def validate(self, answer: Any) -> Any:
+        """The answer in canonical form; ``ValueError``/``TypeError`` say why it does not fit."""
+        return check_answer(self.question_kind, answer, options=self.options, data=self.data)
+
+    def resolved(self, request: RequestEvent, status: RequestStatus, answer: Any) -> Event:
+        """The ``ClarificationResolved`` event."""
+        return ClarificationResolved(
+            run_id=request.run_id,
+            agent_path=request.agent_path,
+            depth=request.depth,
+            request_id=request.request_id,
+            status=status,
+            answer=answer,
+        )
+
+
+class TextQuestion(Question):
+    """A free-text question; with ``options``, the answer must be one of them.
+
+    Options match exactly, or ignoring case and surrounding space (the answer is then given
+    back in the option's own spelling).
+    """
+
+    kind = "text"
+    __slots__ = ()
+
+
+class InputQuestion(Question):
+    """Asks for the value of a named tool argument instead of letting the model invent it.
+
+    Args:
+        argument: The argument's name.
+        tool: The tool that needs it.
+        question: What to ask; defaults to asking for the argument by name.
+        context: Why it is asked.
+    """
+
+    kind = "input"
+    __slots__ = ()
+
+    def __init__(
+        self, *, argument: str, tool: str, question: str | None = None, context: str | None = None
+    ) -> None:
+        if not argument:
+            raise UserError("an input question needs the argument's name")
+        super().__init__(
+            question=question or f"Please provide a value for {argument!r} (needed by {tool}).",
+            context=context,
+            data={"argument": argument, "tool": tool},
+        )
+
+
+class ChoiceQuestion(Question):
+    """Multiple choice: the answer is one of ``options``, by value or by 0-based index.
+
+    Args:
+        question: What to ask.
+        options: The choices (at least one, no duplicates).
+        multiple: Take a list of options instead of one.
+        context: Why it is asked.
+    """
+
+    kind = "choice"
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        question: str,
+        options: Sequence[str],
+        multiple: bool = False,
+        context: str | None = None,
+    ) -> None:
+        if isinstance(options, str):
+            raise UserError("options must be a sequence of strings, not one string")
+        opts = tuple(options)
+        if not opts:
+            raise UserError("a choice question needs at least one option")
+        if not all(isinstance(o, str) for o in opts):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"every option must be text, got {list(opts)!r}")
+        if len(set(opts)) != len(opts):
+            raise UserError(f"options must be distinct, got {list(opts)!r}")
+        super().__init__(
+            question=question, context=context, options=opts, data={"multiple": bool(multiple)}
+        )
+
+
+class ConfirmQuestion(Question):
+    """A yes/no question; the answer is a bool and the asking tool decides what "no" means."""
+
+    kind = "confirm"
+    __slots__ = ()
+
+    def __init__(self, *, question: str, context: str | None = None) -> None:
+        super().__init__(question=question, context=context)
+
+
+class ActionQuestion(Question):
+    """The user must do something at a URL (sign in with OAuth, pay, ...), then say so.
+
+    Answered True when done and False when declined; an app can also answer it itself when
+    the action's callback arrives (``run.respond(request_id, True)``).
+
+    Args:
+        url: Where the user acts; needs a scheme (``https://...``).
+        label: Short text for a link or button.
+        question: What to tell the user; defaults to asking them to open the URL.
+        context: Why it is needed.
+    """
+
+    kind = "action"
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        label: str | None = None,
+        question: str | None = None,
+        context: str | None = None,
+    ) -> None:
+        parts = urlsplit(url) if isinstance(url, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
+        if parts is None or not parts.scheme or not (parts.netloc or parts.path):
+            raise UserError(f"an action question needs a URL with a scheme, got {url!r}")
+        label = label or "Open link"
+        super().__init__(
+            question=question or f"Please complete this step: {label} ({url}), then confirm.",
+            context=context,
+            data={"url": url, "label": label},
+        )
+
+
+class CustomQuestion(Question):
+    """A question of your own kind: a name, JSON payload, and an optional JSON schema.
+
+    Args:
+        name: What kind of question this is, for the handler (e.g. ``"pick_date_range"``).
+        question: What to ask.
+        payload: JSON data for whoever shows the question.
+        schema: A JSON schema the answer must match; None accepts any JSON.
+        context: Why it is asked.
+    """
+
+    kind = "custom"
+    __slots__ = ()
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        question: str,
+        payload: Mapping[str, Any] | None = None,
+        schema: Mapping[str, Any] | None = None,
+        context: str | None = None,
+    ) -> None:
+        if not name:
+            raise UserError("a custom question needs a name")
+        try:
+            payload_json = json.loads(json.dumps(dict(payload or {}), allow_nan=False))
+            schema_json = json.loads(json.dumps(dict(schema), allow_nan=False)) if schema else None
+        except (TypeError, ValueError) as e:
+            raise UserError(f"a custom question's payload and schema must be JSON: {e}") from None
+        problem = None if schema_json is None else _schema_problem(schema_json)
+        if problem is not None:
+            raise UserError(f"invalid JSON schema for {name!r}: {problem}")
+        super().__init__(
+            question=question,
+            context=context,
+            data={"name": name, "payload": payload_json, "schema": schema_json},
+        )
+
+
+class _Restored(Question):
+    __slots__ = ("_kind",)
+
+    def __init__(self, request: ClarificationRequest) -> None:
+        super().__init__(
+            question=request.question,
+            context=request.context,
+            options=request.options,
+            data=request.data,
+        )
+        self._kind = request.question_kind
+
+    @property
+    def question_kind(self) -> str:
+        return self._kind
+
+
+def restore_question(request: ClarificationRequest) -> Question:
+    """The spec of a stored question event, e.g. to register it again after a restart.
+
+    The spec builds the same question (kind, options, data) and checks answers exactly as
+    the original did.
+    """
+    return _Restored(request)
+
+
+class _Observed(RequestSpec):
+    """Wraps a spec to learn the request id the coordinator gives it."""
+
+    __slots__ = ("built", "inner", "request_id")
+
+    def __init__(self, inner: RequestSpec) -> None:
+        self.inner = inner
+        self.request_id = ""
+        self.built = anyio.Event()
+
+    def build(self, *, request_id: str, ctx: ToolContext) -> RequestEvent:
+        event = self.inner.build(request_id=request_id, ctx=ctx)
+        self.request_id = request_id
+        self.built.set()
+        return event
+
+    def validate(self, answer: Any) -> Any:
+        return self.inner.validate(answer)
+
+    def resolved(self, request: RequestEvent, status: RequestStatus, answer: Any) -> Event:
+        return self.inner.resolved(request, status, answer)
+
+    def after_answer(self, coordinator: Coordinator, request: RequestEvent, answer: Any) -> None:
+        self.inner.after_answer(coordinator, request, answer)
+
+
+async def ask_with_resolver(
+    ctx: ToolContext,
+    spec: RequestSpec,
+    resolver: Callable[[], Awaitable[Any]],
+    *,
+    timeout: float | None = None,
+) -> Any:
+    """Ask ``spec`` from ``ctx`` while ``resolver`` runs; whichever answers first wins.
+
+    The resolver's result goes through ``respond`` like a human's answer (so it is checked
+    and announced on the stream); if the request ended meanwhile, the result is dropped. When
+    the request ends first, the resolver is cancelled. An exception from the resolver, or an
+    answer ``respond`` refuses, propagates and ends the question as cancelled.
+
+    Raises:
+        QuestionNotAnswered: Neither the human nor the resolver answered.
+    """
+    observed = _Observed(spec)
+    outcome: dict[str, Any] = {}
+
+    async def resolve() -> None:
+        try:
+            value = await resolver()
+        except Exception as e:
+            outcome["resolver_error"] = e
+            tg.cancel_scope.cancel()
+            return
+        await observed.built.wait()
+        try:
+            ctx.coordinator.respond(observed.request_id, value)
+        except InvalidAnswerError as e:
+            # A resolver giving a wrong answer is a bug in the app: say so, don't hide it.
+            outcome["resolver_error"] = e
+            tg.cancel_scope.cancel()
+        except RequestError:
+            pass  # the human answered first, or the request ended: that outcome stands
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(resolve)
+        try:
+            outcome["value"] = await ctx.coordinator.request(ctx, observed, timeout=timeout)
+        except QuestionNotAnswered as e:
+            outcome["error"] = e
+        tg.cancel_scope.cancel()
+    if "resolver_error" in outcome:
+        raise outcome["resolver_error"]
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

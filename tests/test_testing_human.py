@@ -1,0 +1,62 @@
+"""``ScriptedHuman`` rules for every question kind."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from hpd_agent import ClarificationRequest
+from hpd_agent.testing import ScriptedHuman, UnexpectedRequestError
+
+
+def _q(kind: str, question: str = "?", **fields: Any) -> ClarificationRequest:
+    return ClarificationRequest(
+        run_id="r",
+        agent_path=("A", "B"),
+        depth=1,
+        request_id="q",
+        question=question,
+        question_kind=kind,
+        **fields,
+    )
+
+
+def test_each_shortcut_matches_its_kind_and_field() -> None:
+    human = (
+        ScriptedHuman()
+        .provide("email", "a@b.c")
+        .choose("Pick", 2)
+        .confirm("Sure", False)
+        .complete_action("auth.example.com")
+        .answer_custom("date_range", {"start": 1})
+        .answer("name", "Ana", kind="text")
+    )
+    assert human.reply_for(_q("input", data={"argument": "email", "tool": "t"})) == "a@b.c"
+    assert human.reply_for(_q("choice", "Pick one", options=("a", "b", "c"))) == 2
+    assert human.reply_for(_q("confirm", "Sure?")) is False
+    assert human.reply_for(_q("action", data={"url": "https://auth.example.com/o", "label": "x"}))
+    assert human.reply_for(_q("custom", data={"name": "date_range", "payload": {}})) == {"start": 1}
+    assert human.reply_for(_q("text", "Your name?")) == "Ana"
+    human.assert_all_asked()
+
+
+def test_a_rule_for_one_kind_does_not_answer_another() -> None:
+    human = ScriptedHuman().confirm("Delete", True).provide("email", "x")
+    with pytest.raises(UnexpectedRequestError, match=r"text question 'Delete it\?'"):
+        human.reply_for(_q("text", "Delete it?"))
+    # Argument and custom names match whole, not as substrings.
+    with pytest.raises(UnexpectedRequestError):
+        human.reply_for(_q("input", data={"argument": "email_cc", "tool": "t"}))
+
+
+def test_replies_can_be_computed_and_rules_used_up_in_order() -> None:
+    human = (
+        ScriptedHuman()
+        .answer(re.compile(r"plan"), "shorter", times=1)
+        .answer("plan", lambda r: f"ok ({r.request_id})")
+    )
+    assert human.reply_for(_q("text", "The plan?")) == "shorter"
+    assert human.reply_for(_q("text", "The plan?")) == "ok (q)"
+    assert [a for _, a in human.answered] == ["shorter", "ok (q)"]
