@@ -37,10 +37,10 @@ from __future__ import annotations
 
 __all__ = [
     "AgentRunError",
+    "ContextWindowExceededError",
     "HpdAgentError",
     "InvalidAnswerError",
     "MaxTurnsExceededError",
-    "ContextWindowExceededError",
     "ModelAuthenticationError",
     "ModelBadRequestError",
     "ModelError",

@@ -56,7 +56,7 @@ request asks."""
 _CREATED = 1_700_000_000
 
 
-def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     return {
         "id": "chatcmpl-loopback",
         "object": "chat.completion.chunk",
@@ -68,9 +68,9 @@ def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
 
 def text_stream(pieces: Sequence[str], *, usage: tuple[int, int] = (11, 7)) -> Stream:
     """A streamed text answer in these pieces."""
-    chunks = [_chunk({"role": "assistant", "content": ""})]
-    chunks += [_chunk({"content": p}) for p in pieces]
-    chunks.append(_chunk({}, "stop"))
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": p}) for p in pieces]
+    chunks.append(chunk({}, "stop"))
     return Stream(chunks, usage=_usage(*usage))
 
 
@@ -84,11 +84,11 @@ def tool_call_stream(
     """Streamed parallel tool calls ``(id, name, arguments)`` whose argument fragments
     (``fragment`` characters each) interleave across chunks, round-robin by call, as
     OpenAI sends them when the model calls several tools at once."""
-    chunks = [_chunk({"role": "assistant", "content": None})]
-    chunks += [_chunk({"content": p}) for p in text]
+    chunks = [chunk({"role": "assistant", "content": None})]
+    chunks += [chunk({"content": p}) for p in text]
     for i, (cid, name, _) in enumerate(calls):
         chunks.append(
-            _chunk(
+            chunk(
                 {
                     "tool_calls": [
                         {
@@ -108,9 +108,9 @@ def tool_call_stream(
         for i, p in enumerate(pieces):
             if k < len(p):
                 chunks.append(
-                    _chunk({"tool_calls": [{"index": i, "function": {"arguments": p[k]}}]})
+                    chunk({"tool_calls": [{"index": i, "function": {"arguments": p[k]}}]})
                 )
-    chunks.append(_chunk({}, "tool_calls"))
+    chunks.append(chunk({}, "tool_calls"))
     return Stream(chunks, usage=_usage(*usage))
 
 
@@ -279,5 +279,5 @@ class OpenAIServer:
 def _with_usage(reply: Stream, include_usage: bool) -> Iterator[dict[str, Any]]:
     yield from reply.chunks
     if include_usage and reply.usage is not None:
-        last = {**_chunk({}), "choices": [], "usage": reply.usage}
+        last = {**chunk({}), "choices": [], "usage": reply.usage}
         yield last

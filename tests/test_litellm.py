@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import trio
+from _openai_server import Error, OpenAIServer, Stream, chunk, text_stream, tool_call_stream
 
 from hpd_agent import Agent, tool
 from hpd_agent.events import AgentFinished, RunFinished, TextDelta, ToolCallFinished
@@ -30,8 +31,6 @@ from hpd_agent.exceptions import (
 )
 from hpd_agent.messages import UserMessage
 from hpd_agent.models import LiteLLMModel, ModelRequestParams, infer_model
-
-from _openai_server import Error, OpenAIServer, Stream, _chunk, text_stream, tool_call_stream
 
 # Marked here (not only by the conftest hook) so parametrized tests keep their parameters.
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")]
@@ -159,7 +158,7 @@ async def test_calls_numbered_zero_by_the_provider_are_kept_apart_by_id(
     server: OpenAIServer, allow_model_requests: None
 ) -> None:
     def call(cid: str, name: str, args: str) -> dict[str, Any]:
-        return _chunk(
+        return chunk(
             {
                 "tool_calls": [
                     {
@@ -177,7 +176,7 @@ async def test_calls_numbered_zero_by_the_provider_are_kept_apart_by_id(
             [
                 call("a1", "echo", '{"text": "one"}'),
                 call("a2", "echo", '{"text": "two"}'),
-                _chunk({}, "tool_calls"),
+                chunk({}, "tool_calls"),
             ],
             usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         ),
