@@ -63,7 +63,9 @@ class BaseHandler:
         raise NotImplementedError(f"{type(self).__name__} cannot decide permission requests")
 
 
-async def _answer(run: Run, handler: Handler, request: RequestEvent, scope: anyio.CancelScope) -> None:
+async def _answer(
+    run: Run, handler: Handler, request: RequestEvent, scope: anyio.CancelScope
+) -> None:
     with scope:
         for _ in range(_MAX_INVALID_ANSWERS):
             answer = await handler.on_request(request)

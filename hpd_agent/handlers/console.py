@@ -45,6 +45,7 @@ InputFunction = Callable[[str], str]
 """Reads one line, like ``input(prompt)``; raises ``EOFError`` when input is closed."""
 
 _PALETTE = ("cyan", "magenta", "green", "blue", "yellow", "bright_cyan", "bright_magenta")
+_PREVIEW_LINES = 8
 _YES = {"y", "yes", "true", "1", "ok", "sure"}
 _NO = {"n", "no", "false", "0"}
 
@@ -172,6 +173,8 @@ class ConsoleHandler(BaseHandler):
         self._ask_lock = anyio.Lock()
         self._speaker: tuple[str, ...] | None = None
         self._midline = False
+        self._floor: tuple[str, ...] | None = None  # the agent streaming live
+        self._held: dict[tuple[str, ...], str] = {}  # text of the others, until it's their turn
         self._asking: str | None = None
         self._open: set[str] = set()  # requests seen and not resolved yet
 
@@ -197,18 +200,48 @@ class ConsoleHandler(BaseHandler):
         flat = " ".join(text.split())
         return flat if len(flat) <= self.max_chars else flat[: self.max_chars - 1] + "…"
 
+    def _text(self, path: tuple[str, ...], text: str) -> None:
+        # One agent holds the floor and streams live; text of parallel agents is held back
+        # until the holder pauses (its next non-text event), so lines never interleave
+        # word by word.
+        if self._floor is not None and self._floor != path:
+            self._held[path] = self._held.get(path, "") + text
+            return
+        self._floor = path
+        if path != self._speaker:
+            self._end_line()
+            self.console.print(f"{self._label(path)}: ", end="")
+            self._speaker = path
+        self.console.out(text, end="", highlight=False)
+        self._midline = not text.endswith("\n")
+        if not self._midline:
+            self._speaker = None
+
+    def _settle(self, path: tuple[str, ...]) -> None:
+        """Before an agent's non-text event: show its held text; free the floor if it had it."""
+        if path in self._held:
+            self._flush(path)
+        floor = self._floor
+        # An event of the holder, or of an agent above it (its parent, the run), frees it.
+        if floor is not None and floor[: len(path)] == path:
+            self._floor = None
+            self._end_line()
+            for held in list(self._held):
+                self._flush(held)
+
+    def _flush(self, path: tuple[str, ...]) -> None:
+        text = self._held.pop(path).rstrip("\n")
+        self._end_line()
+        self.console.print(f"{self._label(path)}: ", end="")
+        self.console.out(text, highlight=False)
+
     async def on_event(self, event: Event) -> None:
         """Print one event: text as it streams, tool calls, outcomes."""
         if isinstance(event, TextDelta):
-            if event.agent_path != self._speaker:
-                self._end_line()
-                self.console.print(f"{self._label(event.agent_path)}: ", end="")
-                self._speaker = event.agent_path
-            self.console.out(event.text, end="", highlight=False)
-            self._midline = not event.text.endswith("\n")
-            if not self._midline:
-                self._speaker = None
-        elif isinstance(event, RunStarted):
+            self._text(event.agent_path, event.text)
+            return
+        self._settle(event.agent_path)
+        if isinstance(event, RunStarted):
             self._line(f"[dim]▶ {escape(event.agent_name)}: {escape(self._short(event.prompt))}[/]")
         elif isinstance(event, ToolCallStarted):
             self._line(
@@ -354,6 +387,15 @@ class ConsoleHandler(BaseHandler):
                 f"[bold]{escape(request.tool_name)}[/]"
             )
             for name, value in request.arguments.items():
+                if isinstance(value, str) and "\n" in value.strip():
+                    # A file body or a script: show its first lines as they are.
+                    lines = value.splitlines()
+                    self.console.print(f"  [dim]{escape(name)}: ({len(lines)} lines)[/]")
+                    for text_line in lines[:_PREVIEW_LINES]:
+                        self.console.print(f"  [dim]│[/] {escape(text_line)}", soft_wrap=True)
+                    if len(lines) > _PREVIEW_LINES:
+                        self.console.print("  [dim]│ …[/]")
+                    continue
                 shown = value if isinstance(value, str) else json.dumps(value)
                 self.console.print(f"  [dim]{escape(name)}:[/] {escape(self._short(shown))}")
             self.console.print(
