@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import anyio
 import pytest
 from rich.console import Console
 
@@ -445,3 +446,47 @@ async def test_denied_permission_reason_is_sent_to_the_model_in_the_same_turn() 
         "(asked: clean up)"
     )
     assert Deny(reason="x") != Approve()
+
+
+async def test_parallel_agents_text_is_never_interleaved_word_by_word() -> None:
+    from hpd_agent.models import Model, ModelResponse
+
+    a_spoke, b_spoke = anyio.Event(), anyio.Event()
+
+    class Alternating(Model):
+        """Streams two pieces, handing over to the other agent's model in between."""
+
+        def __init__(self, me: str, first: anyio.Event | None, then: anyio.Event) -> None:
+            self.me, self.first, self.then = me, first, then
+
+        async def request(
+            self, messages: Sequence[Message], params: ModelRequestParams
+        ) -> ModelResponse:
+            assert params.on_text is not None
+            if self.first is not None:
+                await self.first.wait()
+            params.on_text(f"{self.me} one, ")
+            self.then.set()
+            if self.first is None:
+                await b_spoke.wait()
+            params.on_text(f"{self.me} two.")
+            return ModelResponse(text=f"{self.me} one, {self.me} two.", streamed=True)
+
+    left = Agent("Left", model=Alternating("left", None, a_spoke))
+    right = Agent("Right", model=Alternating("right", a_spoke, b_spoke))
+    root = Agent(
+        "Root",
+        model=ScriptedModel(
+            [[tool_call("Left", query="x"), tool_call("Right", query="y")], text("ok")]
+        ),
+        tools=[left.as_tool(), right.as_tool()],
+    )
+    handler, screen, _ = handler_for([])
+    await root.run("go", handler=handler)
+    out = screen.text()
+    # Right spoke while Left held the floor: its words were held and shown as one line,
+    # and no line mixes the two agents' words.
+    assert "Root > Right: right one, right two.\n" in out
+    assert "Root > Left: left one, " in out
+    for line in out.splitlines():
+        assert not ("left" in line and "right" in line), line

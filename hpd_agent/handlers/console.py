@@ -217,13 +217,13 @@ class ConsoleHandler(BaseHandler):
         if not self._midline:
             self._speaker = None
 
-    def _settle(self, path: tuple[str, ...]) -> None:
+    def _settle(self, path: tuple[str, ...], *, ending: bool) -> None:
         """Before an agent's non-text event: show its held text; free the floor if it had it."""
         if path in self._held:
             self._flush(path)
         floor = self._floor
-        # An event of the holder, or of an agent above it (its parent, the run), frees it.
-        if floor is not None and floor[: len(path)] == path:
+        # The holder's own events free the floor; so does the end of an agent above it.
+        if floor is not None and (floor == path or (ending and floor[: len(path)] == path)):
             self._floor = None
             self._end_line()
             for held in list(self._held):
@@ -240,7 +240,7 @@ class ConsoleHandler(BaseHandler):
         if isinstance(event, TextDelta):
             self._text(event.agent_path, event.text)
             return
-        self._settle(event.agent_path)
+        self._settle(event.agent_path, ending=isinstance(event, (AgentFinished, RunFinished)))
         if isinstance(event, RunStarted):
             self._line(f"[dim]▶ {escape(event.agent_name)}: {escape(self._short(event.prompt))}[/]")
         elif isinstance(event, ToolCallStarted):

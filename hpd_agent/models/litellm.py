@@ -52,15 +52,13 @@ from ._base import (  # noqa: E402
 
 __all__ = ["LiteLLMModel"]
 
-# Quiet by default: no "Give Feedback / Get Help" banners on errors, no callbacks, no debug
-# logging. Our own exceptions carry what the caller needs.
+# Quiet by default: no "Give Feedback / Get Help" banners on errors, no debug logging. Our
+# own exceptions carry what the caller needs. Callbacks the user configured are left alone,
+# and LITELLM_LOG still sets litellm's log level.
 litellm.suppress_debug_info = True
-litellm.set_verbose = False
-litellm.callbacks = []
-litellm.success_callback = []
-litellm.failure_callback = []
-for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-    logging.getLogger(_name).setLevel(logging.ERROR)
+if not os.environ.get("LITELLM_LOG"):
+    for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+        logging.getLogger(_name).setLevel(logging.ERROR)
 
 
 class LiteLLMModel(Model):
