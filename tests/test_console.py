@@ -487,6 +487,6 @@ async def test_parallel_agents_text_is_never_interleaved_word_by_word() -> None:
     # Right spoke while Left held the floor: its words were held and shown as one line,
     # and no line mixes the two agents' words.
     assert "Root > Right: right one, right two.\n" in out
-    assert "Root > Left: left one, " in out
+    assert "Root > Left: left one," in out
     for line in out.splitlines():
         assert not ("left" in line and "right" in line), line

@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import re
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -46,6 +47,8 @@ InputFunction = Callable[[str], str]
 
 _PALETTE = ("cyan", "magenta", "green", "blue", "yellow", "bright_cyan", "bright_magenta")
 _PREVIEW_LINES = 8
+_INDENT = 2
+_TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
 _YES = {"y", "yes", "true", "1", "ok", "sure"}
 _NO = {"n", "no", "false", "0"}
 
@@ -173,6 +176,8 @@ class ConsoleHandler(BaseHandler):
         self._ask_lock = anyio.Lock()
         self._speaker: tuple[str, ...] | None = None
         self._midline = False
+        self._column = 0  # where the cursor is on the current line of streamed text
+        self._space = ""  # whitespace streamed but not written yet
         self._floor: tuple[str, ...] | None = None  # the agent streaming live
         self._held: dict[tuple[str, ...], str] = {}  # text of the others, until it's their turn
         self._asking: str | None = None
@@ -190,6 +195,8 @@ class ConsoleHandler(BaseHandler):
         if self._midline:
             self.console.out("")
             self._midline = False
+        self._column = 0
+        self._space = ""
         self._speaker = None
 
     def _line(self, markup: str) -> None:
@@ -210,12 +217,42 @@ class ConsoleHandler(BaseHandler):
         self._floor = path
         if path != self._speaker:
             self._end_line()
-            self.console.print(f"{self._label(path)}: ", end="")
+            self._header(path)
             self._speaker = path
-        self.console.out(text, end="", highlight=False)
-        self._midline = not text.endswith("\n")
+        self._wrapped(text)
         if not self._midline:
             self._speaker = None
+
+    def _header(self, path: tuple[str, ...]) -> None:
+        self.console.print(f"{self._label(path)}: ", end="")
+        self._column = len(" > ".join(path)) + 2
+        self._midline = True
+
+    def _wrapped(self, text: str) -> None:
+        """Write streamed text, breaking lines between words (pieces arrive mid-sentence)."""
+        width = self.console.width
+        out: list[str] = []
+        for token in _TOKENS.findall(text):
+            if token == "\n":
+                out.append("\n")
+                self._column = 0
+                self._space = ""
+            elif token.isspace():
+                # Held until the next word: at a line break it is dropped, not left trailing.
+                if self._column > 0:
+                    self._space += token
+            else:
+                if self._column + len(self._space) + len(token) > width and self._column > _INDENT:
+                    out.append("\n" + " " * _INDENT)
+                    self._column = _INDENT
+                else:
+                    out.append(self._space)
+                    self._column += len(self._space)
+                self._space = ""
+                out.append(token)
+                self._column += len(token)
+        self.console.out("".join(out), end="", highlight=False)
+        self._midline = self._column > 0
 
     def _settle(self, path: tuple[str, ...], *, ending: bool) -> None:
         """Before an agent's non-text event: show its held text; free the floor if it had it."""
@@ -232,8 +269,9 @@ class ConsoleHandler(BaseHandler):
     def _flush(self, path: tuple[str, ...]) -> None:
         text = self._held.pop(path).rstrip("\n")
         self._end_line()
-        self.console.print(f"{self._label(path)}: ", end="")
-        self.console.out(text, highlight=False)
+        self._header(path)
+        self._wrapped(text)
+        self._end_line()
 
     async def on_event(self, event: Event) -> None:
         """Print one event: text as it streams, tool calls, outcomes."""
