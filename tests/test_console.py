@@ -490,3 +490,16 @@ async def test_parallel_agents_text_is_never_interleaved_word_by_word() -> None:
     assert "Root > Left: left one," in out
     for line in out.splitlines():
         assert not ("left" in line and "right" in line), line
+
+
+async def test_streamed_text_wraps_between_words_at_the_console_width() -> None:
+    sentence = "Streaming text arrives in small pieces that split words, yet lines break only between words."
+    agent = Agent("Narrator", model=ScriptedModel([text(sentence)], chunk_size=3))
+    screen = Screen()
+    console = Console(file=screen, width=40, color_system=None, force_terminal=False)
+    await agent.run("go", handler=ConsoleHandler(console, input=Keyboard(screen, [])))
+    streamed = [line for line in screen.text().splitlines() if not line.startswith("▶")]
+    assert len(streamed) >= 3
+    assert all(len(line) <= 40 for line in streamed), streamed
+    assert all(not line.endswith(" ") for line in streamed)
+    assert " ".join(line.strip() for line in streamed) == f"Narrator: {sentence}"

@@ -178,6 +178,7 @@ class ConsoleHandler(BaseHandler):
         self._midline = False
         self._column = 0  # where the cursor is on the current line of streamed text
         self._space = ""  # whitespace streamed but not written yet
+        self._partial = ""  # the last word streamed, until we know where it ends
         self._floor: tuple[str, ...] | None = None  # the agent streaming live
         self._held: dict[tuple[str, ...], str] = {}  # text of the others, until it's their turn
         self._asking: str | None = None
@@ -192,6 +193,8 @@ class ConsoleHandler(BaseHandler):
         return " > ".join(parts)
 
     def _end_line(self) -> None:
+        if self._partial:
+            self._wrapped("", final=True)
         if self._midline:
             self.console.out("")
             self._midline = False
@@ -228,11 +231,19 @@ class ConsoleHandler(BaseHandler):
         self._column = len(" > ".join(path)) + 2
         self._midline = True
 
-    def _wrapped(self, text: str) -> None:
-        """Write streamed text, breaking lines between words (pieces arrive mid-sentence)."""
+    def _wrapped(self, text: str, *, final: bool = False) -> None:
+        """Write streamed text, breaking lines between words.
+
+        Pieces arrive mid-word, so the last word of a piece is held until what follows shows
+        where it ends (``final`` writes it out).
+        """
         width = self.console.width
         out: list[str] = []
-        for token in _TOKENS.findall(text):
+        tokens = _TOKENS.findall(self._partial + text)
+        self._partial = ""
+        if tokens and not final and not tokens[-1].isspace():
+            self._partial = tokens.pop()
+        for token in tokens:
             if token == "\n":
                 out.append("\n")
                 self._column = 0
@@ -252,7 +263,7 @@ class ConsoleHandler(BaseHandler):
                 out.append(token)
                 self._column += len(token)
         self.console.out("".join(out), end="", highlight=False)
-        self._midline = self._column > 0
+        self._midline = self._column > 0 or bool(self._partial)
 
     def _settle(self, path: tuple[str, ...], *, ending: bool) -> None:
         """Before an agent's non-text event: show its held text; free the floor if it had it."""
