@@ -386,3 +386,43 @@ def test_importing_the_package_does_not_import_litellm() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def _failing_stream(pieces: list[str]) -> Stream:
+    """Streams ``pieces``, then an error event in the middle of the stream."""
+    reply = text_stream(pieces)
+    error = {
+        "error": {
+            "message": "The server had an error while processing your request.",
+            "type": "server_error",
+        }
+    }
+    reply.chunks.insert(1 + len(pieces), error)
+    return reply
+
+
+async def test_failure_after_text_was_streamed_is_not_retried(
+    server: OpenAIServer, allow_model_requests: None
+) -> None:
+    server.push(_failing_stream(["Hello ", "wor"]), text_stream(["never requested"]))
+    model = _model(server, max_retries=3, retry_base_delay=0.001)
+    shown: list[str] = []
+    with pytest.raises(ModelUnavailableError, match="server had an error"):
+        await model.request([UserMessage(content="hi")], ModelRequestParams(on_text=shown.append))
+    # The user saw "Hello wor" already: a retry would show a second, different answer.
+    assert shown == ["Hello ", "wor"]
+    assert len(server.requests) == 1
+
+
+async def test_failure_before_any_text_is_retried(
+    server: OpenAIServer, allow_model_requests: None
+) -> None:
+    server.push(_failing_stream([]), text_stream(["fine ", "now"]))
+    model = _model(server, max_retries=1, retry_base_delay=0.001)
+    shown: list[str] = []
+    response = await model.request(
+        [UserMessage(content="hi")], ModelRequestParams(on_text=shown.append)
+    )
+    assert response.text == "fine now"
+    assert shown == ["fine ", "now"]
+    assert len(server.requests) == 2

@@ -354,7 +354,8 @@ def _timeout_types() -> tuple[type[BaseException], ...]:
 
 def _connection_types() -> tuple[type[BaseException], ...]:
     httpx: Any = importlib.import_module("httpx")
-    return (openai.APIConnectionError, httpx.ConnectError, ConnectionError)
+    # Not openai.APIConnectionError: litellm raises its subclass for failures of every kind.
+    return (httpx.ConnectError, ConnectionError)
 
 
 def _caused_by(error: BaseException, types: tuple[type[BaseException], ...]) -> bool:
