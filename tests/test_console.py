@@ -503,3 +503,36 @@ async def test_streamed_text_wraps_between_words_at_the_console_width() -> None:
     assert all(len(line) <= 40 for line in streamed), streamed
     assert all(not line.endswith(" ") for line in streamed)
     assert " ".join(line.strip() for line in streamed) == f"Narrator: {sentence}"
+
+
+async def test_failures_and_cancellation_are_shown() -> None:
+    from hpd_agent.exceptions import ScriptExhaustedError
+
+    handler, screen, _ = handler_for([])
+    with pytest.raises(ScriptExhaustedError):
+        await Agent("Broken", model=ScriptedModel([])).run("go", handler=handler)
+    out = screen.text()
+    assert "✗ Broken failed: ScriptExhaustedError" in out
+    assert "Run failed: ScriptExhaustedError" in out
+
+    from hpd_agent.handlers import serve
+
+    handler, screen, _ = handler_for([])
+    agent = Agent(
+        "Waiter",
+        model=ScriptedModel([tool_call("ask_user", question="Still there?")]),
+        tools=[ask_user()],
+    )
+    async with agent.stream("go") as run:
+
+        async def cancel_when_asked(event: Any) -> None:
+            await original(event)
+            if isinstance(event, ClarificationRequest):
+                run.cancel()
+
+        original = handler.on_event
+        handler.on_event = cancel_when_asked  # type: ignore[method-assign]
+        await serve(run, handler)
+    out = screen.text()
+    assert "Waiter's question ended: cancelled" in out
+    assert "Run cancelled." in out
