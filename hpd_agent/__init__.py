@@ -29,10 +29,17 @@ from .events import (
 )
 from .exceptions import (
     AgentRunError,
+    ContextWindowExceededError,
     HpdAgentError,
     InvalidAnswerError,
     MaxTurnsExceededError,
+    ModelAuthenticationError,
+    ModelBadRequestError,
     ModelError,
+    ModelNotFoundError,
+    ModelRateLimitError,
+    ModelTimeoutError,
+    ModelUnavailableError,
     NoUserAvailableError,
     QuestionNotAnswered,
     RequestAlreadyAnsweredError,
@@ -42,10 +49,11 @@ from .exceptions import (
     RunCancelledError,
     RunNotFinishedError,
     ToolDefinitionError,
+    TransientModelError,
     UnknownRequestError,
     UserError,
 )
-from .handlers import BaseHandler, Handler
+from .handlers import BaseHandler, ConsoleHandler, Handler
 from .messages import Message, Usage
 from .models import Model
 from .permissions import Approve, Decision, Deny
@@ -65,6 +73,8 @@ __all__ = [
     "BaseHandler",
     "ClarificationRequest",
     "ClarificationResolved",
+    "ConsoleHandler",
+    "ContextWindowExceededError",
     "Decision",
     "Deny",
     "Event",
@@ -74,7 +84,13 @@ __all__ = [
     "MaxTurnsExceededError",
     "Message",
     "Model",
+    "ModelAuthenticationError",
+    "ModelBadRequestError",
     "ModelError",
+    "ModelNotFoundError",
+    "ModelRateLimitError",
+    "ModelTimeoutError",
+    "ModelUnavailableError",
     "NoUserAvailableError",
     "OnUnhandled",
     "PermissionRequest",
@@ -97,6 +113,7 @@ __all__ = [
     "ToolCallStarted",
     "ToolContext",
     "ToolDefinitionError",
+    "TransientModelError",
     "UnknownRequestError",
     "Usage",
     "UserError",

@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["main"]
+
+_DEMO_PACE = 0.02
+"""Seconds between streamed words of the offline demo (``HPD_AGENT_DEMO_PACE`` overrides)."""
+
+_EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -16,6 +28,36 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=_cmd_version)
+
+    demo = sub.add_parser(
+        "demo",
+        help="watch an Orchestrator, a CodingAgent and a ResearchAgent ask you mid-turn",
+        description=(
+            "The seed scenario: the CodingAgent needs a framework, the Orchestrator asks you, "
+            "the CodingAgent builds with your answer and asks before writing a file. Offline "
+            "by default (scripted agents that react to what you type)."
+        ),
+    )
+    demo.add_argument("prompt", nargs="?", default=None, help="the task (default: build auth)")
+    demo.add_argument(
+        "--model", help="run the agents on this litellm model, e.g. openai/gpt-4o-mini"
+    )
+    demo.add_argument(
+        "--yes", "-y", action="store_true", help="answer every prompt with its default"
+    )
+    demo.add_argument("--workdir", help="where write_file writes (default: a new temp dir)")
+    demo.set_defaults(func=_cmd_demo)
+
+    chat = sub.add_parser(
+        "chat",
+        help="chat with one agent that can ask you questions",
+        description="An interactive chat; history is kept between turns. /exit or Ctrl-D ends it.",
+    )
+    chat.add_argument("--model", help="a litellm model string (default: an offline model)")
+    chat.add_argument(
+        "--yes", "-y", action="store_true", help="answer the agent's questions with defaults"
+    )
+    chat.set_defaults(func=_cmd_chat)
     return parser
 
 
@@ -24,6 +66,110 @@ def _cmd_version(args: argparse.Namespace) -> int:
 
     print(__version__)
     return 0
+
+
+def _pace() -> float:
+    try:
+        return float(os.environ.get("HPD_AGENT_DEMO_PACE", _DEMO_PACE))
+    except ValueError:
+        return _DEMO_PACE
+
+
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False)
+
+
+def _run(console: Console, main: Callable[[], Awaitable[Any]]) -> int:
+    """Run ``main`` on asyncio (litellm needs it); Ctrl-C cancels the run tree cleanly."""
+    import anyio
+
+    from .exceptions import HpdAgentError
+
+    try:
+        anyio.run(main, backend="asyncio")
+    except KeyboardInterrupt:
+        # asyncio.run cancelled the main task on Ctrl-C, so every agent and pending
+        # question of the run was cancelled before we got here.
+        console.print("\n[bold yellow]Cancelled (Ctrl-C): the run and its agents were stopped.[/]")
+        return 130
+    except HpdAgentError as e:
+        console.print(f"[bold red]Error:[/] {type(e).__name__}: {e}")
+        return 1
+    return 0
+
+
+def _stdin_note(console: Console, assume_yes: bool) -> None:
+    if not assume_yes and not sys.stdin.isatty():
+        console.print(
+            "[dim]Input is not a terminal: answers are read from it, and once it ends every "
+            "prompt gets its default (as with --yes).[/]"
+        )
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    import anyio
+    from rich.panel import Panel
+
+    from ._demo import DEFAULT_PROMPT, demo_agents
+    from .handlers import ConsoleHandler
+
+    console = _console()
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="hpd-agent-demo-"))
+    orchestrator = demo_agents(args.model, workdir=str(workdir), pace=_pace())
+    handler = ConsoleHandler(console, assume_yes=args.yes)
+    prompt = args.prompt or DEFAULT_PROMPT
+    mode = f"model {args.model}" if args.model else "offline scripted agents"
+    console.print(f"[bold]hpd-agent demo[/] [dim]({mode}; files go to {workdir})[/]")
+    _stdin_note(console, args.yes)
+
+    async def main() -> None:
+        result = await orchestrator.run(prompt, handler=handler)
+        console.print()
+        console.print(Panel(result.output or "(no output)", title="Orchestrator's answer"))
+        files = sorted([p.name async for p in anyio.Path(workdir).iterdir() if await p.is_file()])
+        console.print(
+            f"[dim]Files in {workdir}: {', '.join(files) or 'none'} · "
+            f"{result.usage.requests} model requests, "
+            f"{result.usage.total_tokens} tokens[/]"
+        )
+
+    return _run(console, main)
+
+
+def _cmd_chat(args: argparse.Namespace) -> int:
+    from ._demo import chat_agent
+    from .exceptions import HpdAgentError
+    from .handlers import ConsoleHandler
+    from .messages import Message
+
+    console = _console()
+    agent = chat_agent(args.model, pace=_pace())
+    handler = ConsoleHandler(console, assume_yes=args.yes)
+    mode = f"model {args.model}" if args.model else "offline model"
+    console.print(f"[bold]hpd-agent chat[/] [dim]({mode}; /exit or Ctrl-D to leave)[/]")
+    _stdin_note(console, args.yes)
+
+    async def main() -> None:
+        history: list[Message] | None = None
+        while True:
+            line = await handler.prompt("you> ")
+            if line is None or line.strip() in _EXIT_WORDS:
+                break
+            if not line.strip():
+                continue
+            try:
+                result = await agent.run(line, handler=handler, history=history)
+            except HpdAgentError as e:
+                # The turn failed; the conversation so far is kept, so the chat goes on.
+                console.print(f"[bold red]Error:[/] {type(e).__name__}: {e}")
+                continue
+            history = result.messages
+            console.print()
+        console.print("[dim]bye[/]")
+
+    return _run(console, main)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

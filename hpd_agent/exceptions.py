@@ -22,7 +22,15 @@ HpdAgentError
 │   ├── NoUserAvailableError        a request arose with nobody to answer (policy "error")
 │   └── RunCancelledError           the run was cancelled
 └── ModelError                      the model call failed
-    └── ScriptExhaustedError        a scripted test model ran out of steps
+    ├── ScriptExhaustedError        a scripted test model ran out of steps
+    ├── ModelAuthenticationError    the provider refused the credentials (401/403)
+    ├── ModelBadRequestError        the provider rejected the request as malformed (400)
+    │   └── ContextWindowExceededError  the conversation is too long for the model
+    ├── ModelNotFoundError          the provider does not know the model (404)
+    └── TransientModelError         worth retrying (LiteLLMModel retries these with backoff)
+        ├── ModelRateLimitError     too many requests (429)
+        ├── ModelTimeoutError       no answer in time, or the connection failed
+        └── ModelUnavailableError   the provider failed or is overloaded (5xx)
 ```
 """
 
@@ -30,10 +38,17 @@ from __future__ import annotations
 
 __all__ = [
     "AgentRunError",
+    "ContextWindowExceededError",
     "HpdAgentError",
     "InvalidAnswerError",
     "MaxTurnsExceededError",
+    "ModelAuthenticationError",
+    "ModelBadRequestError",
     "ModelError",
+    "ModelNotFoundError",
+    "ModelRateLimitError",
+    "ModelTimeoutError",
+    "ModelUnavailableError",
     "NoUserAvailableError",
     "QuestionNotAnswered",
     "RequestAlreadyAnsweredError",
@@ -44,6 +59,7 @@ __all__ = [
     "RunNotFinishedError",
     "ScriptExhaustedError",
     "ToolDefinitionError",
+    "TransientModelError",
     "UnknownRequestError",
     "UserError",
 ]
@@ -131,7 +147,51 @@ class RunCancelledError(AgentRunError):
 
 
 class ModelError(HpdAgentError):
-    """A model request failed."""
+    """A model request failed.
+
+    Attributes:
+        status_code: The provider's HTTP status, when there was one.
+        provider: The provider (or model) that failed, when known.
+    """
+
+    def __init__(
+        self, message: str, *, status_code: int | None = None, provider: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.provider = provider
+
+
+class ModelAuthenticationError(ModelError):
+    """The provider refused the credentials: check the API key (retrying will not help)."""
+
+
+class ModelBadRequestError(ModelError):
+    """The provider rejected the request as malformed or unsupported (retrying will not help)."""
+
+
+class ContextWindowExceededError(ModelBadRequestError):
+    """The conversation no longer fits the model's context window."""
+
+
+class ModelNotFoundError(ModelError):
+    """The provider does not know the model name."""
+
+
+class TransientModelError(ModelError):
+    """A failure that may pass: ``LiteLLMModel`` retries these with exponential backoff."""
+
+
+class ModelRateLimitError(TransientModelError):
+    """The provider is rate limiting (HTTP 429)."""
+
+
+class ModelTimeoutError(TransientModelError):
+    """The provider did not answer in time, or could not be reached."""
+
+
+class ModelUnavailableError(TransientModelError):
+    """The provider failed or is overloaded (HTTP 5xx)."""
 
 
 class ScriptExhaustedError(ModelError):

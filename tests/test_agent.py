@@ -358,21 +358,3 @@ async def test_concurrent_root_runs_do_not_share_state() -> None:
         for p in ("one", "two", "three"):
             tg.start_soon(one, p)
     assert outputs == {p: f"answer Q FOR {p.upper()}" for p in ("one", "two", "three")}
-
-
-def test_seed_scenario_example_runs_and_uses_the_answer() -> None:
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    example = Path(__file__).parents[1] / "examples" / "seed_scenario.py"
-    out = subprocess.run(
-        [sys.executable, str(example), "Django"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    assert "[Orchestrator] asks: Which framework: Express, FastAPI or Django?" in out
-    assert "Result: Done. Built the auth system with Django" in out
-    assert "Model requests in the whole tree: 6" in out

@@ -7,6 +7,8 @@ of ``hpd_agent.testing`` serve tests and offline demos.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._base import (
     Model,
     ModelRequestParams,
@@ -17,7 +19,11 @@ from ._base import (
     set_allow_model_requests,
 )
 
+if TYPE_CHECKING:
+    from .litellm import LiteLLMModel
+
 __all__ = [
+    "LiteLLMModel",
     "Model",
     "ModelRequestParams",
     "ModelResponse",
@@ -26,3 +32,12 @@ __all__ = [
     "infer_model",
     "set_allow_model_requests",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # LiteLLMModel is loaded on first access: importing litellm takes seconds.
+    if name == "LiteLLMModel":
+        from .litellm import LiteLLMModel
+
+        return LiteLLMModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

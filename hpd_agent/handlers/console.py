@@ -1,0 +1,543 @@
+"""``ConsoleHandler``: a run in the terminal, with rich.
+
+It streams text as it arrives, labelled with the speaking agent's path, shows tool calls
+and results in one line each, and asks the human the run's questions and permission
+requests. Questions from parallel sub-agents are queued and asked one at a time; the line
+the human types is read off the event loop (a daemon reader thread), so the other agents
+keep working and streaming while a question waits.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import re
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+from rich.console import Console
+from rich.markup import escape
+
+from ..events import (
+    AgentFinished,
+    ClarificationRequest,
+    ClarificationResolved,
+    Event,
+    PermissionRequest,
+    PermissionResolved,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from ..permissions import Approve, Decision, Deny
+from ._base import BaseHandler
+
+__all__ = ["ConsoleHandler", "default_answer"]
+
+InputFunction = Callable[[str], str]
+"""Reads one line, like ``input(prompt)``; raises ``EOFError`` when input is closed."""
+
+_PALETTE = ("cyan", "magenta", "green", "blue", "yellow", "bright_cyan", "bright_magenta")
+_PREVIEW_LINES = 8
+_INDENT = 2
+_TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
+_YES = {"y", "yes", "true", "1", "ok", "sure"}
+_NO = {"n", "no", "false", "0"}
+
+
+class _Reply(Exception):
+    """Raised by a parser to ask the human again, with this message."""
+
+
+@dataclass
+class _Waiter:
+    done: anyio.Event
+    token: Any
+    box: list[Any] = field(default_factory=list[Any])
+
+
+class _LineReader:
+    """One reader thread at a time, shared by every question.
+
+    A question whose read is abandoned (it expired, or was answered elsewhere) leaves the
+    thread blocked on input; the next question adopts that read instead of starting a
+    second thread, so two threads never compete for one terminal. A line that arrives
+    when nobody waits was meant for the abandoned question and is dropped.
+    """
+
+    def __init__(self, read: InputFunction) -> None:
+        self._read = read
+        self._lock = threading.Lock()
+        self._busy = False
+        self._waiter: _Waiter | None = None
+        self.closed = False
+
+    async def readline(self, prompt: str, *, echo_prompt: Callable[[str], None]) -> str:
+        if self.closed:
+            raise EOFError
+        waiter = _Waiter(done=anyio.Event(), token=anyio.lowlevel.current_token())
+        with self._lock:
+            self._waiter = waiter
+            adopt = self._busy
+            if not adopt:
+                self._busy = True
+                threading.Thread(
+                    target=self._work, args=(prompt,), daemon=True, name="hpd-agent-input"
+                ).start()
+        if adopt:
+            echo_prompt(prompt)
+        try:
+            await waiter.done.wait()
+        finally:
+            with self._lock:
+                if self._waiter is waiter:
+                    self._waiter = None
+        kind, value = waiter.box[0]
+        if kind == "eof":
+            raise EOFError
+        if kind == "error":
+            raise value
+        return value
+
+    def _work(self, prompt: str) -> None:
+        try:
+            item: tuple[str, Any] = ("line", self._read(prompt))
+        except EOFError:
+            item = ("eof", None)
+        except BaseException as e:  # surfaced in the asking task, not lost in this thread
+            item = ("error", e)
+        with self._lock:
+            self._busy = False
+            if item[0] == "eof":
+                self.closed = True
+            waiter, self._waiter = self._waiter, None
+        if waiter is not None:
+            waiter.box.append(item)
+            # The loop may be gone (run cancelled, process exiting): nothing left to wake.
+            with contextlib.suppress(Exception):
+                anyio.from_thread.run_sync(waiter.done.set, token=waiter.token)
+
+
+def default_answer(request: ClarificationRequest | PermissionRequest) -> Any:
+    """The answer ``--yes`` gives: the first option, yes, approve once, or a neutral text."""
+    if isinstance(request, PermissionRequest):
+        return Approve(scope="once")
+    kind = request.question_kind
+    data = request.data or {}
+    options = request.options
+    if kind == "confirm":
+        return True
+    if kind == "action":
+        return False  # nobody can visit a URL unattended
+    if kind == "choice" and options:
+        return [options[0]] if data.get("multiple") else options[0]
+    if kind == "custom":
+        return data.get("default", data.get("payload"))
+    if options:
+        return options[0]
+    return "No answer: the user is not available. Use your best judgement."
+
+
+class ConsoleHandler(BaseHandler):
+    """Shows a run in the terminal and asks the human its questions.
+
+    Args:
+        console: Where to print (a ``rich.console.Console``); the terminal by default.
+        input: Reads one line given a prompt, like the builtin ``input`` (the default);
+            raising ``EOFError`` means input is closed: the remaining requests get
+            ``default_answer`` and the run goes on.
+        assume_yes: Never read: answer every request with ``default_answer`` (``--yes``).
+        show_tool_results: Print a one-line summary of each tool result.
+        max_chars: Longest argument or result summary printed.
+    """
+
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        input: InputFunction | None = None,
+        assume_yes: bool = False,
+        show_tool_results: bool = True,
+        max_chars: int = 160,
+    ) -> None:
+        self.console = console or Console(highlight=False)
+        self.assume_yes = assume_yes
+        self.show_tool_results = show_tool_results
+        self.max_chars = max_chars
+        self._reader = _LineReader(input or builtins.input)
+        self._ask_lock = anyio.Lock()
+        self._speaker: tuple[str, ...] | None = None
+        self._midline = False
+        self._column = 0  # where the cursor is on the current line of streamed text
+        self._space = ""  # whitespace streamed but not written yet
+        self._partial = ""  # the last word streamed, until we know where it ends
+        self._floor: tuple[str, ...] | None = None  # the agent streaming live
+        self._held: dict[tuple[str, ...], str] = {}  # text of the others, until it's their turn
+        self._asking: str | None = None
+        self._open: set[str] = set()  # requests seen and not resolved yet
+
+    # -- output --------------------------------------------------------------------------
+    def _label(self, path: tuple[str, ...]) -> str:
+        parts = [
+            f"[bold {_PALETTE[sum(map(ord, name)) % len(_PALETTE)]}]{escape(name)}[/]"
+            for name in path
+        ]
+        return " > ".join(parts)
+
+    def _end_line(self) -> None:
+        if self._partial:
+            self._wrapped("", final=True)
+        if self._midline:
+            self.console.out("")
+            self._midline = False
+        self._column = 0
+        self._space = ""
+        self._speaker = None
+
+    def _line(self, markup: str) -> None:
+        self._end_line()
+        self.console.print(markup, highlight=False, soft_wrap=True)
+
+    def _short(self, text: str) -> str:
+        flat = " ".join(text.split())
+        return flat if len(flat) <= self.max_chars else flat[: self.max_chars - 1] + "…"
+
+    def _text(self, path: tuple[str, ...], text: str) -> None:
+        # One agent holds the floor and streams live; text of parallel agents is held back
+        # until the holder pauses (its next non-text event), so lines never interleave
+        # word by word.
+        if self._floor is not None and self._floor != path:
+            self._held[path] = self._held.get(path, "") + text
+            return
+        self._floor = path
+        if path != self._speaker:
+            self._end_line()
+            self._header(path)
+            self._speaker = path
+        self._wrapped(text)
+        if not self._midline:
+            self._speaker = None
+
+    def _header(self, path: tuple[str, ...]) -> None:
+        self.console.print(f"{self._label(path)}: ", end="")
+        self._column = len(" > ".join(path)) + 2
+        self._midline = True
+
+    def _wrapped(self, text: str, *, final: bool = False) -> None:
+        """Write streamed text, breaking lines between words.
+
+        Pieces arrive mid-word, so the last word of a piece is held until what follows shows
+        where it ends (``final`` writes it out).
+        """
+        width = self.console.width
+        out: list[str] = []
+        tokens = _TOKENS.findall(self._partial + text)
+        self._partial = ""
+        if tokens and not final and not tokens[-1].isspace():
+            self._partial = tokens.pop()
+        for token in tokens:
+            if token == "\n":
+                out.append("\n")
+                self._column = 0
+                self._space = ""
+            elif token.isspace():
+                # Held until the next word: at a line break it is dropped, not left trailing.
+                if self._column > 0:
+                    self._space += token
+            else:
+                if self._column + len(self._space) + len(token) > width and self._column > _INDENT:
+                    out.append("\n" + " " * _INDENT)
+                    self._column = _INDENT
+                else:
+                    out.append(self._space)
+                    self._column += len(self._space)
+                self._space = ""
+                out.append(token)
+                self._column += len(token)
+        self.console.out("".join(out), end="", highlight=False)
+        self._midline = self._column > 0 or bool(self._partial)
+
+    def _settle(self, path: tuple[str, ...], *, ending: bool) -> None:
+        """Before an agent's non-text event: show its held text; free the floor if it had it."""
+        if path in self._held:
+            self._flush(path)
+        floor = self._floor
+        # The holder's own events free the floor; so does the end of an agent above it.
+        if floor is not None and (floor == path or (ending and floor[: len(path)] == path)):
+            self._floor = None
+            self._end_line()
+            for held in list(self._held):
+                self._flush(held)
+
+    def _flush(self, path: tuple[str, ...]) -> None:
+        text = self._held.pop(path).rstrip("\n")
+        self._end_line()
+        self._header(path)
+        self._wrapped(text)
+        self._end_line()
+
+    async def on_event(self, event: Event) -> None:
+        """Print one event: text as it streams, tool calls, outcomes."""
+        if isinstance(event, TextDelta):
+            self._text(event.agent_path, event.text)
+            return
+        self._settle(event.agent_path, ending=isinstance(event, (AgentFinished, RunFinished)))
+        if isinstance(event, RunStarted):
+            self._line(f"[dim]▶ {escape(event.agent_name)}: {escape(self._short(event.prompt))}[/]")
+        elif isinstance(event, ToolCallStarted):
+            self._line(
+                f"  {self._label(event.agent_path)} [dim]→[/] [bold]{escape(event.tool_name)}[/]"
+                f"[dim]({escape(self._short(_arguments(event.arguments)))})[/]"
+            )
+        elif isinstance(event, ToolCallFinished):
+            if self.show_tool_results or event.is_error:
+                style = "red" if event.is_error else "dim"
+                self._line(
+                    f"  {self._label(event.agent_path)} [dim]←[/] {escape(event.tool_name)}: "
+                    f"[{style}]{escape(self._short(event.result))}[/]"
+                )
+        elif isinstance(event, AgentFinished):
+            if event.status == "failed":
+                self._line(
+                    f"[red]✗ {self._label(event.agent_path)} failed: {escape(event.error or '')}[/]"
+                )
+        elif isinstance(event, (ClarificationResolved, PermissionResolved)):
+            self._resolved(event)
+        elif isinstance(event, (ClarificationRequest, PermissionRequest)):
+            self._open.add(event.request_id)
+            if len(self._open) > 1:
+                self._line(
+                    f"[yellow]… {self._label(event.agent_path)} also needs you: "
+                    "queued until the current question is answered[/]"
+                )
+        elif isinstance(event, RunFinished):
+            self._end_line()
+            if event.status == "failed":
+                self._line(f"[bold red]Run failed:[/] {escape(event.error or '')}")
+            elif event.status == "cancelled":
+                self._line("[bold yellow]Run cancelled.[/]")
+
+    def _resolved(self, event: ClarificationResolved | PermissionResolved) -> None:
+        self._open.discard(event.request_id)
+        if event.status == "answered":
+            if (
+                isinstance(event, PermissionResolved)
+                and event.request_id != self._asking
+                and event.scope == "run"
+            ):
+                self._line(
+                    f"[green]✓ {escape(event.tool_name)} approved for the run "
+                    f"({self._label(event.agent_path)})[/]"
+                )
+            return
+        what = "permission request" if isinstance(event, PermissionResolved) else "question"
+        self._line(f"[yellow]! {self._label(event.agent_path)}'s {what} ended: {event.status}[/]")
+
+    # -- input ---------------------------------------------------------------------------
+    async def prompt(self, text: str = "> ") -> str | None:
+        """Read one line from the human off the event loop; None when input is closed."""
+        self._end_line()
+        try:
+            return await self._reader.readline(text, echo_prompt=self._echo)
+        except EOFError:
+            return None
+
+    def _echo(self, prompt: str) -> None:
+        self.console.print(escape(prompt), end="")
+
+    async def _ask(
+        self,
+        request: ClarificationRequest | PermissionRequest,
+        show: Callable[[], None],
+        parse: Callable[[str], Any],
+        follow_up: Callable[[Any], Awaitable[Any]] | None = None,
+    ) -> Any:
+        async with self._ask_lock:
+            self._asking = request.request_id
+            try:
+                self._end_line()
+                show()
+                if self.assume_yes or self._reader.closed:
+                    return self._auto(request)
+                while True:
+                    line = await self.prompt("> ")
+                    if line is None:
+                        self._line("[yellow]Input closed: answering with defaults from now on.[/]")
+                        return self._auto(request)
+                    try:
+                        answer = parse(line.strip())
+                    except _Reply as again:
+                        self._line(f"[red]{escape(str(again))}[/]")
+                        continue
+                    # Still holding the lock: a follow-up belongs to the same question.
+                    return answer if follow_up is None else await follow_up(answer)
+            finally:
+                self._asking = None
+
+    def _auto(self, request: ClarificationRequest | PermissionRequest) -> Any:
+        answer = default_answer(request)
+        shown = "approve once" if isinstance(answer, Approve) else _show_value(answer)
+        self._line(f"[dim]  (answered automatically: {escape(shown)})[/]")
+        return answer
+
+    async def on_clarification(self, request: ClarificationRequest) -> Any:
+        """Ask the question in the terminal, by kind; re-ask until the answer fits."""
+        kind = request.question_kind
+        data = request.data or {}
+        options = request.options or ()
+
+        def show() -> None:
+            self.console.print(
+                f"[bold yellow]?[/] {self._label(request.agent_path)} asks: "
+                f"[bold]{escape(request.question)}[/]",
+                soft_wrap=True,
+            )
+            if request.context:
+                self.console.print(f"  [dim]{escape(request.context)}[/]", soft_wrap=True)
+            if kind == "input":
+                self.console.print(
+                    f"  [dim]value for[/] {escape(str(data.get('argument', '?')))} "
+                    f"[dim]of tool[/] {escape(str(data.get('tool', '?')))}"
+                )
+            elif kind == "confirm":
+                self.console.print("  [dim]answer y or n[/]")
+            elif kind == "action":
+                label = data.get("label") or "Open this link"
+                self.console.print(
+                    f"  {escape(str(label))}: [link]{escape(str(data.get('url', '')))}[/]"
+                )
+                self.console.print("  [dim]press Enter when done, or n to decline[/]")
+            elif kind == "custom":
+                self.console.print(f"  [dim]{escape(str(data.get('name', 'custom')))}[/]")
+                if data.get("payload"):
+                    self.console.print(f"  {escape(json.dumps(data['payload']))}")
+                self.console.print("  [dim]answer with JSON[/]")
+            for i, option in enumerate(options, 1):
+                self.console.print(f"  [bold]{i})[/] {escape(option)}")
+            if kind == "choice" and data.get("multiple"):
+                self.console.print("  [dim]one or more, separated by commas[/]")
+
+        return await self._ask(request, show, lambda line: _parse(request, line))
+
+    async def on_permission(self, request: PermissionRequest) -> Decision:
+        """Ask approve once / approve for the run / deny (with a reason)."""
+
+        def show() -> None:
+            self.console.print(
+                f"[bold yellow]?[/] {self._label(request.agent_path)} wants to run "
+                f"[bold]{escape(request.tool_name)}[/]"
+            )
+            for name, value in request.arguments.items():
+                if isinstance(value, str) and "\n" in value.strip():
+                    # A file body or a script: show its first lines as they are.
+                    lines = value.splitlines()
+                    self.console.print(f"  [dim]{escape(name)}: ({len(lines)} lines)[/]")
+                    for text_line in lines[:_PREVIEW_LINES]:
+                        self.console.print(f"  [dim]│[/] {escape(text_line)}", soft_wrap=True)
+                    if len(lines) > _PREVIEW_LINES:
+                        self.console.print("  [dim]│ …[/]")
+                    continue
+                shown = value if isinstance(value, str) else json.dumps(value)
+                self.console.print(f"  [dim]{escape(name)}:[/] {escape(self._short(shown))}")
+            self.console.print(
+                "  [bold]1)[/] approve once  [bold]2)[/] approve for the run  [bold]3)[/] deny"
+            )
+
+        async def reason(decision: Decision) -> Decision:
+            if isinstance(decision, Deny) and not decision.reason:
+                text = await self.prompt("Reason (optional, sent to the agent): ")
+                return Deny(reason=(text or "").strip())
+            return decision
+
+        return await self._ask(request, show, _parse_permission, reason)
+
+
+def _arguments(raw: str) -> str:
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return raw
+    if isinstance(parsed, dict):
+        items: dict[str, Any] = parsed  # type: ignore[assignment]
+        return ", ".join(f"{k}={v!r}" for k, v in items.items())
+    return raw
+
+
+def _show_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _pick(options: tuple[str, ...], text: str) -> str:
+    """An option by its number (1-based, as shown) or by its text (any case)."""
+    if text.isdigit():
+        n = int(text)
+        if 1 <= n <= len(options):
+            return options[n - 1]
+        raise _Reply(f"Pick a number from 1 to {len(options)}.")
+    folded = text.casefold()
+    for option in options:
+        if option.strip().casefold() == folded:
+            return option
+    raise _Reply(f"Answer with a number from 1 to {len(options)} or one of the options.")
+
+
+def _parse(request: ClarificationRequest, text: str) -> Any:
+    kind = request.question_kind
+    data = request.data or {}
+    options = request.options or ()
+    if kind == "confirm":
+        word = text.casefold()
+        if word in _YES:
+            return True
+        if word in _NO:
+            return False
+        raise _Reply("Answer y or n.")
+    if kind == "action":
+        word = text.casefold()
+        if word in ("", *_YES, "done"):
+            return True
+        if word in _NO:
+            return False
+        raise _Reply("Press Enter when done, or type n to decline.")
+    if kind == "custom":
+        try:
+            return json.loads(text)
+        except ValueError:
+            schema: Any = data.get("schema") or {}
+            if isinstance(schema, dict) and schema.get("type") == "string":  # pyright: ignore[reportUnknownMemberType]
+                return text
+            raise _Reply("That is not valid JSON; try again.") from None
+    if kind == "choice" and options:
+        if data.get("multiple"):
+            parts = [p.strip() for p in text.split(",") if p.strip()]
+            if not parts:
+                raise _Reply("Pick at least one option.")
+            return [_pick(options, p) for p in parts]
+        return _pick(options, text)
+    if options:
+        return _pick(options, text)
+    if not text:
+        raise _Reply("Please type an answer.")
+    return text
+
+
+def _parse_permission(text: str) -> Decision:
+    word = text.casefold()
+    if word in ("1", "y", "yes", "once", "approve"):
+        return Approve(scope="once")
+    if word in ("2", "always", "run", "all", "approve for the run"):
+        return Approve(scope="run")
+    if word in ("3", "n", "no", "deny", "d"):
+        return Deny()
+    for prefix in ("3 ", "n ", "no ", "deny ", "deny:", "no:", "n:"):
+        if word.startswith(prefix):
+            return Deny(reason=text[len(prefix) :].strip())
+    raise _Reply("Type 1 (approve once), 2 (approve for the run) or 3 (deny).")

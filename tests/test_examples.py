@@ -1,0 +1,78 @@
+"""Every example runs offline, exits 0 and shows what it is about."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+EXPECTED: dict[str, list[str]] = {
+    "hello.py": [
+        "run(): Hello! I am an hpd_agent agent.",
+        "stream(): Hello  | again, |  piece |  by pi | ece.",
+        "Usage(requests=1, input_tokens=14, output_tokens=7)",
+    ],
+    "agent_as_tool.py": [
+        "[Orchestrator] calls ResearchAgent",
+        "[Orchestrator > ResearchAgent] started on: SQLite or Postgres for a small app?",
+        "[Orchestrator > ResearchAgent] finished (depth 1)",
+        "Answer: Go with SQLite for now",
+    ],
+    "nested_clarification.py": [
+        "question from Manager > Architect > Engineer (depth 2): Which language",
+        "answered 'Rust' to request req_",
+        "Result: Manager reports: Architect reports: Service scaffolded in Rust.",
+    ],
+    "parallel_questions.py": [
+        "both questions are pending at once",
+        "answering Backend with FastAPI\nanswering Frontend with React",
+        "Result: Frontend will use React. Backend will use FastAPI.",
+    ],
+    "permissions.py": [
+        "Reason: README.md is not a build artefact",
+        "approved for the rest of the run",
+        "deleted: ['build/cache.bin', 'build/a.o', 'build/b.o']",
+        "kept README.md as asked",
+    ],
+    "seed_scenario.py": [
+        "[Orchestrator] asks: Which framework: Express, FastAPI or Django?",
+        "Result: Done. Built the auth system with Express",
+        "Model requests in the whole tree: 6",
+    ],
+    "custom_event_loop.py": [
+        "? Which framework? ['Express', 'FastAPI'] -> FastAPI",
+        "Built a FastAPI app and wrote app.py.",
+        "[run completed; 3 model requests]",
+        "files: {'app.py': '# FastAPI app\\n'}",
+    ],
+}
+
+
+def test_every_example_is_checked() -> None:
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [(name, ()) for name in sorted(EXPECTED)] + [("custom_event_loop.py", ("trio",))],
+)
+def test_example_runs_offline(name: str, args: tuple[str, ...]) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "HPD_AGENT_ALLOW_MODEL_REQUESTS": "0"}
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    for needle in EXPECTED[name]:
+        assert needle in out.stdout, f"{name}: {needle!r} not in output:\n{out.stdout}"
+    assert "litellm" not in out.stderr
