@@ -146,7 +146,7 @@ def _text_sink(state: _State) -> Callable[[str], None]:
     depth = state.depth
 
     def on_text(text: str) -> None:
-        if text:
+        if text and coordinator.observed:
             coordinator.emit(TextDelta(run_id=run_id, agent_path=path, depth=depth, text=text))
 
     return on_text
@@ -235,28 +235,33 @@ async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessa
     run_id = coordinator.run_id
     path = state.agent_path
     depth = state.depth
-    coordinator.emit(
-        ToolCallStarted(
-            run_id=run_id,
-            agent_path=path,
-            depth=depth,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            arguments=call.arguments,
+    # Unobserved runs (plain run() without a handler) would only drop these two events:
+    # building them was a third of the cost of a trivial tool call.
+    observed = coordinator.observed
+    if observed:
+        coordinator.emit(
+            ToolCallStarted(
+                run_id=run_id,
+                agent_path=path,
+                depth=depth,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                arguments=call.arguments,
+            )
         )
-    )
     text, is_error = await _execute(state, turn, call)
-    coordinator.emit(
-        ToolCallFinished(
-            run_id=run_id,
-            agent_path=path,
-            depth=depth,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            result=text,
-            is_error=is_error,
+    if observed:
+        coordinator.emit(
+            ToolCallFinished(
+                run_id=run_id,
+                agent_path=path,
+                depth=depth,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                result=text,
+                is_error=is_error,
+            )
         )
-    )
     return ToolResultMessage(tool_call_id=call.id, name=call.name, content=text, is_error=is_error)
 
 

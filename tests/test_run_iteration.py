@@ -7,9 +7,16 @@ from __future__ import annotations
 import anyio
 import anyio.lowlevel
 
-from hpd_agent import Agent
-from hpd_agent.events import Event, RunFinished, RunStarted, TextDelta
-from hpd_agent.testing import ScriptedModel, text
+from hpd_agent import Agent, tool
+from hpd_agent.events import (
+    Event,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from hpd_agent.testing import ScriptedModel, text, tool_call
 
 _BODY = "".join(f"{i:04d}" for i in range(1000))  # 1000 pieces of 4 characters
 
@@ -66,3 +73,25 @@ async def test_other_tasks_run_while_a_long_burst_is_consumed() -> None:
     assert len(ticks_during_burst) == 1000
     # the ticker advanced between the first and the last piece of the burst
     assert ticks_during_burst[-1] > ticks_during_burst[0]
+
+
+async def test_a_streamed_run_reports_every_tool_call_and_text_piece() -> None:
+    """Plain run() skips building these events (nobody sees them); a stream must not."""
+
+    @tool
+    async def echo(word: str) -> str:
+        """Echo a word."""
+        return word.upper()
+
+    model = ScriptedModel(
+        [[tool_call("echo", _id="a", word="hi"), tool_call("echo", _id="b", word="yo")], text("ok")]
+    )
+    agent = Agent("Echo", model=model, tools=[echo])
+    with anyio.fail_after(5):
+        async with agent.stream("go") as run:
+            events = [event async for event in run]
+    started = [(e.tool_call_id, e.arguments) for e in events if isinstance(e, ToolCallStarted)]
+    finished = [(e.tool_call_id, e.result) for e in events if isinstance(e, ToolCallFinished)]
+    assert started == [("a", '{"word": "hi"}'), ("b", '{"word": "yo"}')]
+    assert finished == [("a", "HI"), ("b", "YO")]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["ok"]
