@@ -116,7 +116,7 @@ HPD_ONLY = [
         ["events_per_s", "us_per_event"],
     ),
     Job(
-        "PENDING 10k questions",
+        "PENDING 10k questions (2k with --quick)",
         {HPD: ["PENDING", "--pending", "10000"]},
         ["kb_per_pending", "s_to_all_pending", "s_answer_all_to_complete"],
     ),
