@@ -320,7 +320,9 @@ def table(
                 peer_cells.append("" if s is None else fmt(s["norm_median"]))
             if ours is None and not any(peer_cells) and HPD not in job.args:
                 continue
-            if ours is None:
+            if HPD not in job.args:
+                ours_cell = "-"  # a peer-only variant (see POOLS)
+            elif ours is None:
                 ours_cell = "n/a"
             else:
                 ours_cell = fmt(ours["norm_median"])
@@ -386,6 +388,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(labelled as such in the table; a different run, so a weaker comparison)",
     )
     ap.add_argument("--hpd-python", default=sys.executable, help="interpreter for hpd_agent")
+    ap.add_argument("--hpd-backend", choices=("asyncio", "trio"), default="asyncio")
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--out", default=str(HERE / "results"))
     ap.add_argument("--seed", type=int, default=None)
@@ -421,6 +424,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             rng.shuffle(order)
             for fw in order:
                 args = quick_args(job.args[fw]) if a.quick else job.args[fw]
+                if fw == HPD and a.hpd_backend != "asyncio":
+                    args = [*args, "--backend", a.hpd_backend]
                 res = run_one(fw, args, peer_py, a.hpd_python, a.timeout, run_all.FRAMEWORKS)
                 res["job"], res["round"] = job.label, rnd
                 rows.append(res)
