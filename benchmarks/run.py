@@ -143,8 +143,11 @@ def build_jobs(run_all: ModuleType) -> list[Job]:
     return [*jobs, *HPD_ONLY]
 
 
-def quick_args(args: list[str]) -> list[str]:
-    """Fewer repeats (and 100 concurrent runs for W5), same workload shapes."""
+def quick_args(args: list[str], *, keep_sizes: bool = False) -> list[str]:
+    """Fewer repeats (and 100 concurrent runs for W5), same workload shapes.
+
+    ``keep_sizes`` keeps W5's concurrency (to compare with recorded full-size results).
+    """
     out = list(args)
 
     def cap(flag: str, value: int, default: int | None = None) -> None:
@@ -155,8 +158,9 @@ def quick_args(args: list[str]) -> list[str]:
             out.extend([flag, str(min(default, value))])
 
     cap("--runs", 2)
-    cap("--concurrency", 100)
-    cap("--pending", 2000)
+    if not keep_sizes:
+        cap("--concurrency", 100)
+        cap("--pending", 2000)
     if out[0] in ("W3", "W4"):
         cap("--repeats", 30, default=200)
     return out
@@ -423,7 +427,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             order = [f for f in job.args if f in fws]
             rng.shuffle(order)
             for fw in order:
-                args = quick_args(job.args[fw]) if a.quick else job.args[fw]
+                args = (
+                    quick_args(job.args[fw], keep_sizes=a.recorded_peers)
+                    if a.quick
+                    else job.args[fw]
+                )
                 if fw == HPD and a.hpd_backend != "asyncio":
                     args = [*args, "--backend", a.hpd_backend]
                 res = run_one(fw, args, peer_py, a.hpd_python, a.timeout, run_all.FRAMEWORKS)
@@ -457,6 +465,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         recorded = json.loads((PEERS_DIR / "results" / "summary.json").read_text())
         for job, per_fw in recorded["summary"].items():
             for fw, keys in per_fw.items():
+                keys = dict(keys)
+                if "peak_rss_mb" in keys and "rss_before_mb" in keys:
+                    # the recorded runs had 1000 in flight (run_all's W5 size)
+                    kb = (keys["peak_rss_mb"]["median"] - keys["rss_before_mb"]["median"]) * 1.024
+                    keys["kb_per_run"] = {"median": kb, "norm_median": kb, "n_processes": 1}
                 summary.setdefault(job, {})[fw] = keys
         versions.update(recorded.get("versions", {}))
         peer_source = (
