@@ -55,7 +55,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import importlib.util  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
+import json  # noqa: E402
+from collections.abc import Callable, Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
 import anyio  # noqa: E402
@@ -110,14 +111,21 @@ def loop_model(turns: int, tool_name: str = "noop") -> FunctionModel:
     return FunctionModel(loop)
 
 
-def fanout_model(n: int, tool_name: str = "noop", arguments: str = "{}") -> FunctionModel:
-    """One turn of ``n`` parallel calls, then "done"."""
+def fanout_model(
+    n: int, tool_name: str = "noop", arguments: str | Callable[[int], str] = "{}"
+) -> FunctionModel:
+    """One turn of ``n`` parallel calls (``arguments``: one text, or one per call), then "done"."""
     ids = tuple(f"c{i}" for i in range(n))
 
     async def fanout(messages: Sequence[Message], info: ModelRequestParams) -> ModelResponse:
-        if _last_result(messages) is None:
+        if _last_result(messages) is not None:
+            return _text("done")
+        if isinstance(arguments, str):
             return _calls(tool_name, ids, arguments)
-        return _text("done")
+        calls = tuple(
+            ToolCall(id=i, name=tool_name, arguments=arguments(k)) for k, i in enumerate(ids)
+        )
+        return ModelResponse(tool_calls=calls, usage=U)
 
     return FunctionModel(fanout)
 
@@ -385,16 +393,18 @@ async def events_throughput(fanout: int, chunks: int, runs: int) -> dict[str, An
     }
 
 
+def _question(i: int) -> str:
+    # distinct questions: identical pending ones may be merged into one by the coordinator
+    return json.dumps({"question": f"Which one for item {i}?"})
+
+
 async def pending_memory(pending: int) -> dict[str, Any]:
     """RSS per question while ``pending`` questions wait at once, then answer them all."""
     root = Agent(
-        "root",
-        model=fanout_model(pending, "ask_user", '{"question":"which one?"}'),
-        tools=[ask_user()],
-        max_turns=3,
+        "root", model=fanout_model(pending, "ask_user", _question), tools=[ask_user()], max_turns=3
     )
     # warm-up: one small run through the same path
-    warm = Agent("root", model=fanout_model(3, "ask_user", '{"question":"?"}'), tools=[ask_user()])
+    warm = Agent("root", model=fanout_model(3, "ask_user", _question), tools=[ask_user()])
     async with warm.stream("go") as run:
         async for event in run:
             if isinstance(event, ClarificationRequest):

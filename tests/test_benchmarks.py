@@ -50,7 +50,7 @@ def _run(args: list[str]) -> dict[str, Any]:
         [sys.executable, str(BENCH), *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=60,
         cwd=REPO,
         env=env,
     )
