@@ -7,13 +7,14 @@ same coordinator and a longer path.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from ._context import Deadline, ToolContext, _current
+from ._fanout import map_concurrently
 from .clarification import unanswered_text
 from .coordinator import Coordinator
 from .events import AgentFinished, AgentStarted, TextDelta, ToolCallFinished, ToolCallStarted
@@ -149,7 +150,7 @@ def _text_sink(state: _State) -> Callable[[str], None]:
     depth = state.depth
 
     def on_text(text: str) -> None:
-        if text:
+        if text and coordinator.observed:
             coordinator.emit(TextDelta(run_id=run_id, agent_path=path, depth=depth, text=text))
 
     return on_text
@@ -209,15 +210,13 @@ async def _run_batch(
 ) -> list[ToolResultMessage]:
     if len(calls) == 1:
         return [await _run_call(state, turn, calls[0])]
-    results: list[ToolResultMessage | None] = [None] * len(calls)
 
-    async def one(i: int, call: ToolCall) -> None:
-        results[i] = await _run_call(state, turn, call)
+    def start(call: ToolCall) -> Coroutine[Any, Any, ToolResultMessage]:
+        return _run_call(state, turn, call)
 
     try:
-        async with anyio.create_task_group() as tg:
-            for i, call in enumerate(calls):
-                tg.start_soon(one, i, call)
+        # One task group; a task is spawned only for calls that actually wait (see _fanout).
+        return await map_concurrently(start, calls)
     except BaseExceptionGroup as group:
         # _run_call only raises run-ending errors; surface the first one unwrapped so it
         # keeps travelling up through the parent agents as itself.
@@ -225,7 +224,6 @@ async def _run_batch(
         if fatal is not None:
             raise first_leaf(fatal) from None
         raise
-    return [r for r in results if r is not None]
 
 
 def first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -242,28 +240,33 @@ async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessa
     run_id = coordinator.run_id
     path = state.agent_path
     depth = state.depth
-    coordinator.emit(
-        ToolCallStarted(
-            run_id=run_id,
-            agent_path=path,
-            depth=depth,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            arguments=call.arguments,
+    # Unobserved runs (plain run() without a handler) would only drop these two events:
+    # building them was a third of the cost of a trivial tool call.
+    observed = coordinator.observed
+    if observed:
+        coordinator.emit(
+            ToolCallStarted(
+                run_id=run_id,
+                agent_path=path,
+                depth=depth,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                arguments=call.arguments,
+            )
         )
-    )
     text, is_error = await _execute(state, turn, call)
-    coordinator.emit(
-        ToolCallFinished(
-            run_id=run_id,
-            agent_path=path,
-            depth=depth,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            result=text,
-            is_error=is_error,
+    if observed:
+        coordinator.emit(
+            ToolCallFinished(
+                run_id=run_id,
+                agent_path=path,
+                depth=depth,
+                tool_call_id=call.id,
+                tool_name=call.name,
+                result=text,
+                is_error=is_error,
+            )
         )
-    )
     return ToolResultMessage(tool_call_id=call.id, name=call.name, content=text, is_error=is_error)
 
 

@@ -107,6 +107,12 @@ class Coordinator:
         if sink is not None:
             sink(event)
 
+    @property
+    def observed(self) -> bool:
+        """Whether ``emit`` delivers events anywhere; when False, the hot path may skip
+        building the events it would only drop (tool calls, text pieces)."""
+        return self._sink is not None
+
     def add_usage(self, usage: Usage) -> None:
         """Count one model request's usage toward the whole run."""
         self._requests_n += usage.requests

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from ._loop import first_leaf
@@ -26,6 +27,9 @@ if TYPE_CHECKING:
     from .presets import ClarifierResult
 
 __all__ = ["Run", "RunResult"]
+
+_YIELD_EVERY = 64
+"""Events handed out back to back before ``__anext__`` lets other tasks run."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -85,6 +89,7 @@ class Run:
         self._finished = anyio.Event()
         self._result: RunResult | None = None
         self._iterated = False
+        self._burst = 0
 
     def __repr__(self) -> str:
         state = self._result.status if self._result else "running"
@@ -149,8 +154,24 @@ class Run:
 
     async def __anext__(self) -> Event:
         self._iterated = True
+        # Events already buffered are handed out without a trip through the scheduler: a
+        # receive() per event cost one event-loop iteration each, which bounded a busy
+        # stream. Each step stays a cancellation point, and a full checkpoint every
+        # _YIELD_EVERY events keeps a long burst from starving other tasks.
+        self._burst += 1
+        if self._burst >= _YIELD_EVERY:
+            self._burst = 0
+            await anyio.lowlevel.checkpoint()
+        else:
+            await anyio.lowlevel.checkpoint_if_cancelled()
         try:
-            return await self._receive.receive()
+            return self._receive.receive_nowait()
+        except anyio.WouldBlock:
+            self._burst = 0
+            try:
+                return await self._receive.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError):
+                raise StopAsyncIteration from None
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             raise StopAsyncIteration from None
 

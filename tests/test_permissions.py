@@ -80,8 +80,10 @@ async def test_approve_for_run_covers_later_and_parallel_calls() -> None:
     async with agent.stream("go") as run:
         async for event in run:
             events.append(event)
-            if isinstance(event, PermissionRequest) and event.arguments["path"] == "a":
-                await run.respond(event.request_id, Approve(scope="run"))
+            # Once both parallel calls wait, approving "a" for the run also lets "b" through.
+            if isinstance(event, PermissionRequest) and len(run.pending) == 2:
+                first = next(p for p in run.pending if p.arguments["path"] == "a")  # type: ignore[union-attr]
+                await run.respond(first.request_id, Approve(scope="run"))
     assert sorted(written) == ["a", "b", "c"]
     asked = [e for e in events if isinstance(e, PermissionRequest)]
     resolved = [e for e in events if isinstance(e, PermissionResolved)]
