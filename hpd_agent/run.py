@@ -31,11 +31,13 @@ class RunResult:
 
     Attributes:
         run_id: The run's id.
-        status: ``"completed"``, ``"failed"``, ``"cancelled"``, ...
+        status: ``"completed"``, ``"failed"``, ``"cancelled"`` or ``"interrupted"``.
         output: The root agent's final answer (None unless completed).
         messages: The root agent's conversation, ready to pass as ``history`` to a next run.
         usage: Tokens and requests of every model call in the tree.
         error: The exception that failed the run, if it failed.
+        pending: For an interrupted run, the requests left pending in its store; answer
+            them with ``Agent.resume(run_id, store=..., answers={request_id: answer})``.
     """
 
     run_id: str
@@ -44,6 +46,7 @@ class RunResult:
     messages: list[Message] = field(default_factory=list[Message])
     usage: Usage = field(default_factory=Usage)
     error: BaseException | None = None
+    pending: list[RequestEvent] = field(default_factory=list[RequestEvent])
 
 
 Executor = Callable[[Coordinator], Awaitable[RunResult]]
@@ -120,6 +123,9 @@ class Run:
             result = RunResult(
                 run_id=self.run_id, status="cancelled", usage=self.coordinator.usage
             )
+            journal = self.coordinator.journal
+            if journal is not None:
+                await journal.finish_run(result)
             self.coordinator.emit(
                 RunFinished(
                     run_id=self.run_id,
@@ -157,7 +163,7 @@ class Run:
             RequestCancelledError: It was cancelled.
             InvalidAnswerError: The answer does not fit the question.
         """
-        return self.coordinator.respond(request_id, answer)
+        return await self.coordinator.respond_async(request_id, answer)
 
     def cancel_request(self, request_id: str) -> None:
         """End one pending request without an answer; the asking agent is told so."""
