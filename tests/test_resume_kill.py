@@ -61,12 +61,6 @@ def _pending_and_journaled(db: Path) -> list[str]:
     return pending if sibling == 1 else []
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    # One backend is enough here: the child process is the expensive part.
-    return "asyncio"
-
-
 async def test_sigkill_while_depth2_question_pending_then_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
