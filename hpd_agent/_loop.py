@@ -188,6 +188,8 @@ async def _turns(state: _State, messages: list[Message]) -> tuple[str, Usage]:
         messages.append(response.to_message())
         if not calls:
             return response.text or "", usage
+        if journal is not None:
+            journal.enter(len(calls))
         messages.extend(await _run_batch(state, turn, calls))
     raise MaxTurnsExceededError(
         f"agent {spec.name!r} was still calling tools after max_turns={spec.max_turns} turns"
@@ -205,7 +207,11 @@ async def _journaled_request(
     key = f"{state.scope_path}@{turn}"
     response = journal.model_response(key)
     if response is None:
-        response = await state.spec.model.request(messages, params)
+        journal.enter()
+        try:
+            response = await state.spec.model.request(messages, params)
+        finally:
+            journal.leave()
         await journal.record_model(key, response)
     elif response.text:
         coordinator = state.coordinator
@@ -318,8 +324,12 @@ async def _journaled_call(
     coordinator.emit(ToolCallStarted(arguments=call.arguments, **common))
     if recorded is not None:
         text, is_error = recorded
+        journal.leave()
     else:
-        text, is_error = await _execute(state, turn, call)
+        try:
+            text, is_error = await _execute(state, turn, call)
+        finally:
+            journal.leave()  # entered for the whole batch, before any call started
         # Recorded the moment it exists: a crash while a sibling still waits must not
         # lose it, or the side effect would run again on resume.
         await journal.record_tool(key, text, is_error)

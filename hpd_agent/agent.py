@@ -407,6 +407,24 @@ class Agent:
         conversation_key: str | None = None,
     ) -> RunResult:
         coordinator = ctx.coordinator
+        journal = coordinator.journal
+        if journal is None:
+            return await self._nested_body(ctx, prompt, history, conversation_key)
+        # The calling tool is counted busy; while this agent runs, its own calls count.
+        journal.leave()
+        try:
+            return await self._nested_body(ctx, prompt, history, conversation_key)
+        finally:
+            journal.enter()
+
+    async def _nested_body(
+        self,
+        ctx: ToolContext,
+        prompt: str,
+        history: Sequence[Message] | None,
+        conversation_key: str | None,
+    ) -> RunResult:
+        coordinator = ctx.coordinator
         path = (*ctx.agent_path, self.name)
         scope = f"{ctx.call_path}/{self.name}"
         if conversation_key is None:
@@ -562,5 +580,8 @@ class _Opener:
             self.record = dataclasses.replace(self.record, status="running", updated_at=time.time())
         await self.store.put_run(self.record)
         journal = Journal(self.store, self.record, self.entries)
+        journal.coordinator = coordinator
         coordinator.journal = journal
+        if journal.replaying:
+            await journal.restore(coordinator)
         return journal

@@ -173,12 +173,17 @@ class Coordinator:
 
     def register(self, event: RequestEvent, spec: RequestSpec) -> _Pending:
         """Register a waiter for ``event``, then emit it (a consumer may answer at once)."""
+        pending = self.track(event, spec)
+        self.emit(event)
+        return pending
+
+    def track(self, event: RequestEvent, spec: RequestSpec) -> _Pending:
+        """Register a waiter for ``event`` without emitting it yet."""
         pending = _Pending(event, spec)
         self._requests[event.request_id] = pending
         key = _question_key(event)
         if key is not None:
             self._open_questions[key] = pending
-        self.emit(event)
         return pending
 
     def find_duplicate(self, event: RequestEvent) -> _Pending | None:

@@ -50,7 +50,7 @@ class Journal:
         entries: What an earlier life of the run recorded (empty for a new run).
     """
 
-    __slots__ = ("_entries", "run", "run_id", "store")
+    __slots__ = ("_busy", "_entries", "_parked", "coordinator", "run", "run_id", "store")
 
     def __init__(
         self, store: Store, run: RunRecord, entries: Mapping[str, JournalEntry] | None = None
@@ -59,6 +59,26 @@ class Journal:
         self.run = run
         self.run_id = run.run_id
         self._entries = dict(entries or {})
+        self.coordinator: Coordinator | None = None
+        # Interrupt waits until the run is quiescent: every live model call and tool call
+        # has finished or is parked on an unanswerable request. A sibling that is about to
+        # finish its side effect gets to finish (and be journaled) instead of being cut off.
+        self._busy = 0
+        self._parked = 0
+
+    def enter(self, n: int = 1) -> None:
+        """``n`` live model calls or tool calls start (a batch's calls count from the start)."""
+        self._busy += n
+
+    def leave(self) -> None:
+        """A live model call or tool execution ended (or handed over to a nested agent)."""
+        self._busy -= 1
+        self._check_quiescent()
+
+    def _check_quiescent(self) -> None:
+        coordinator = self.coordinator
+        if self._parked and self._parked >= self._busy and coordinator is not None:
+            coordinator.interrupt()
 
     @property
     def replaying(self) -> bool:
@@ -108,6 +128,19 @@ class Journal:
             await self.store.journal_put(self.run_id, entry)
         self._entries[entry.key] = entry
 
+    async def restore(self, coordinator: Coordinator) -> None:
+        """Bring back run-wide state an earlier life built: approvals "for the run".
+
+        A tool call whose result is journaled is not re-run, so the permission request it
+        made is not re-asked either; its run-wide approval is restored from the store.
+        """
+        for record in await self.store.list_requests(run_id=self.run_id, status="answered"):
+            answer = record.answer
+            if record.kind == "permission" and isinstance(answer, dict):
+                if answer.get("kind") == "approve" and answer.get("scope") == "run":  # pyright: ignore[reportUnknownMemberType]
+                    tool_name = str(record.payload.get("tool_name"))
+                    coordinator.run_approvals.add((record.agent_path, tool_name))
+
     # -- run records -----------------------------------------------------------------------
     async def finish_run(self, result: RunResult) -> None:
         """Write how the run ended to its run record."""
@@ -141,23 +174,37 @@ class Journal:
         if duplicate is not None:
             first = duplicate.event.request_id
             await self._put(JournalEntry(key=request_id, kind="alias", value=first))
-            return await coordinator.join(duplicate, ctx, timeout)
-        record = await self.store.add_request(RequestRecord.from_event(event, timeout=timeout))
+            return await self._join(coordinator, duplicate, ctx, timeout)
+        # Tracked before the store write (which yields), so an identical question asked
+        # meanwhile by a sibling joins this one instead of racing it.
+        pending = coordinator.track(event, spec)
+        try:
+            record = await self.store.add_request(RequestRecord.from_event(event, timeout=timeout))
+        except BaseException:
+            _settle_quietly(pending, "cancelled", None)
+            raise
         if record.status != "pending":
-            return self._settled(coordinator, spec, event, record)
+            try:
+                value = self._settled(coordinator, spec, event, record)
+            except QuestionNotAnswered:
+                _settle_quietly(pending, record.status, None)
+                raise
+            _settle_quietly(pending, "answered", value)
+            return value
         remaining = timeout
         if record.expires_at is not None:
             # A replay keeps the original deadline: waiting restarts with what was left.
             remaining = max(0.0, record.expires_at - time.time())
             timeout = record.expires_at - record.created_at
-        pending = coordinator.register(event, spec)
-        if not coordinator.listening and coordinator.on_unhandled == "interrupt":
-            coordinator.interrupt()
-            await anyio.sleep_forever()
+        coordinator.emit(event)
+        parks = not coordinator.listening and coordinator.on_unhandled == "interrupt"
 
         async def from_store(p: _Pending) -> None:
             self._apply(coordinator, p, await self.store.wait_resolved(request_id))
 
+        if parks:
+            self._parked += 1
+            self._check_quiescent()
         try:
             await coordinator.wait(pending, ctx, remaining, external=from_store)
         except BaseException:
@@ -165,12 +212,29 @@ class Journal:
                 with anyio.CancelScope(shield=True):
                     await self._mirror(coordinator, pending, "cancelled", None)
             raise
+        finally:
+            if parks:
+                self._parked -= 1
         if pending.status == "pending":
             await self._mirror(coordinator, pending, "expired", None)
         elif not pending.stored:
             status: RequestState = "cancelled" if pending.status == "unavailable" else pending.status
             await self._mirror(coordinator, pending, status, pending.answer)
         return coordinator.outcome(pending, timeout)
+
+    async def _join(
+        self, coordinator: Coordinator, pending: _Pending, ctx: ToolContext, timeout: float | None
+    ) -> Any:
+        """Wait for an identical request's answer; parked like it under "interrupt"."""
+        parks = not coordinator.listening and coordinator.on_unhandled == "interrupt"
+        if parks:
+            self._parked += 1
+            self._check_quiescent()
+        try:
+            return await coordinator.join(pending, ctx, timeout)
+        finally:
+            if parks:
+                self._parked -= 1
 
     async def _mirror(
         self, coordinator: Coordinator, pending: _Pending, status: RequestState, answer: Any
@@ -233,7 +297,7 @@ class Journal:
         """A replayed asker that had joined an identical question: share its outcome again."""
         for pending in coordinator.pending():
             if pending.request_id == first:
-                return await coordinator.join(coordinator._requests[first], ctx, timeout)
+                return await self._join(coordinator, coordinator._requests[first], ctx, timeout)
         record = await self.store.get_request(first)
         if record is not None and record.status == "pending":
             record = await self.store.wait_resolved(first)
@@ -243,6 +307,15 @@ class Journal:
             )
         event = record.event
         return self._settled(coordinator, spec, event, record)
+
+
+def _settle_quietly(pending: _Pending, status: Any, answer: Any) -> None:
+    """Resolve a tracked request whose outcome was already announced (or never will be)."""
+    if pending.status == "pending":
+        pending.status = status
+        pending.answer = answer
+        pending.stored = True
+        pending.done.set()
 
 
 def _revive(spec: RequestSpec, stored: Any) -> Any:
