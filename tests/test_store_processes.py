@@ -1,0 +1,100 @@
+"""Answers from other OS processes: they wake a waiting run, and racing answers have one winner.
+
+Run against a real SQLite file (short polling) and a real PostgreSQL server (LISTEN/NOTIFY).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
+
+import durable_agents
+from hpd_agent.store import RequestRecord, open_store
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "runs.db")
+    return str(request.getfixturevalue("fresh_postgres"))
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "hpd_agent.cli", *args]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
+
+
+async def test_answer_from_another_process_wakes_the_run(
+    location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HPD_TEST_DIR", str(tmp_path))
+    store = open_store(location)
+    outputs: list[str | None] = []
+
+    async def run_it() -> None:
+        result = await durable_agents.build().run("Build", store=store, run_id="run_x")
+        outputs.append(result.output)
+
+    # The task group ends only when the run wakes up by itself and finishes.
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run_it)
+            while not (pending := await store.list_requests(run_id="run_x")):
+                await anyio.wait_all_tasks_blocked()
+            done = await anyio.run_process(
+                _cli("answer", pending[0].id, "Sinatra", "--db", location, "--sender", "ops"),
+                env=_env(),
+                check=False,
+            )
+            assert done.returncode == 0, done.stderr
+    assert outputs == ["Orchestrator: built with Sinatra"]
+    record = await store.get_request(pending[0].id)
+    assert record is not None and record.context == {"channel": "cli", "sender": "ops"}
+    assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
+    await store.aclose()
+
+
+async def test_two_processes_answering_at_once_exactly_one_wins(location: str) -> None:
+    from hpd_agent.events import ClarificationRequest
+
+    store = open_store(location)
+    ids = [f"req_race_{i}" for i in range(3)]
+    for rid in ids:
+        event = ClarificationRequest(
+            run_id="run_r", agent_path=("A",), depth=0, request_id=rid, question="Who wins?"
+        )
+        await store.add_request(RequestRecord.from_event(event))
+    for rid in ids:
+        procs = [
+            subprocess.Popen(
+                _cli("answer", rid, f"answer-{n}", "--db", location),
+                env=_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for n in range(2)
+        ]
+        codes = [p.wait(timeout=60) for p in procs]
+        errors = [p.stderr.read() if p.stderr else "" for p in procs]
+        assert sorted(codes) == [0, 4], errors  # 4: already answered
+        loser = errors[codes.index(4)]
+        assert "already answered" in loser
+        record = await store.get_request(rid)
+        assert record is not None and record.status == "answered"
+        assert record.answer == f"answer-{codes.index(0)}"
+    await store.aclose()
