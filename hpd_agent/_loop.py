@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from .store._journal import Journal
 
-__all__ = ["AgentSpec", "AgentOutcome", "run_agent"]
+__all__ = ["AgentOutcome", "AgentSpec", "run_agent"]
 
 # Exceptions that end the whole run instead of becoming one tool's error result.
 _FATAL: tuple[type[BaseException], ...] = (NoUserAvailableError,)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -196,7 +196,7 @@ class Coordinator:
             return None
         return pending
 
-    async def join(self, pending: _Pending, ctx: ToolContext, timeout: float | None) -> Any:
+    async def join(self, pending: _Pending, ctx: ToolContext, timeout: float | None) -> Any:  # noqa: ASYNC109
         """Wait for another asker's identical request; its answer is this asker's too."""
         with anyio.move_on_after(math.inf if timeout is None else timeout):
             await self._paused_wait(pending, ctx)
@@ -223,9 +223,9 @@ class Coordinator:
         self,
         pending: _Pending,
         ctx: ToolContext,
-        timeout: float | None,
+        timeout: float | None,  # noqa: ASYNC109 (a human's answer time, not a cancel deadline)
         *,
-        external: Callable[[_Pending], Awaitable[None]] | None = None,
+        external: Callable[[_Pending], Coroutine[Any, Any, None]] | None = None,
     ) -> None:
         """Wait until ``pending`` is resolved or ``timeout`` passes (then it is still pending).
 

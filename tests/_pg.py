@@ -72,12 +72,16 @@ def postgres_dsn() -> Iterator[str]:
     port = _free_port()
     try:
         subprocess.run(
-            _as_postgres([f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]),
+            _as_postgres(
+                [f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]
+            ),
             check=True,
             capture_output=True,
             timeout=300,
         )
-        options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        options = (
+            f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        )
         subprocess.run(
             _as_postgres(
                 [f"{bindir}/pg_ctl", "-D", data, "-o", options, "-l", f"{root}/log", "-w", "start"]

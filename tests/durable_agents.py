@@ -39,14 +39,14 @@ def _tool_result(messages: Sequence[Message], name: str) -> str:
     raise AssertionError(f"no result of {name} in {messages!r}")
 
 
-def orchestrator_turn(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN201
+def orchestrator_turn(messages: Sequence[Message], info: ModelRequestParams):
     _count("orchestrator", info)
     if info.turn == 0:
         return tool_call("CodingAgent", _id="delegate", query="Build the API")
     return text("Orchestrator: " + _tool_result(messages, "CodingAgent"))
 
 
-def coder_turn(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN201
+def coder_turn(messages: Sequence[Message], info: ModelRequestParams):
     _count("coder", info)
     if info.turn == 0:
         return [

@@ -10,9 +10,10 @@ import sys
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
+import durable_agents
 import pytest
 
-import durable_agents
 from hpd_agent.events import ClarificationRequest
 from hpd_agent.store import RequestRecord, SQLiteStore
 
@@ -76,7 +77,12 @@ async def test_answer_exit_statuses(workdir: Path) -> None:
     db = workdir / "runs.db"
     store = SQLiteStore(db)
     event = ClarificationRequest(
-        run_id="run_1", agent_path=("A",), depth=0, request_id="req_opt", question="Pick", options=("red", "blue")
+        run_id="run_1",
+        agent_path=("A",),
+        depth=0,
+        request_id="req_opt",
+        question="Pick",
+        options=("red", "blue"),
     )
     await store.add_request(RequestRecord.from_event(event))
     await store.aclose()
@@ -113,12 +119,21 @@ async def test_resume_with_answer_completes_without_rerunning(workdir: Path) -> 
     ]
 
 
-async def test_resume_waits_for_an_answer_from_another_terminal(workdir: Path) -> None:
-    db = workdir / "runs.db"
-    run_id, rid = await _interrupted_run(db)
+def _resume_and_answer_from_another_terminal(
+    db: Path, workdir: Path, run_id: str, rid: str
+) -> subprocess.Popen[str]:
     resume = subprocess.Popen(
-        [sys.executable, "-m", "hpd_agent.cli", "resume", run_id, "--db", str(db),
-         "--agent", "durable_agents:build"],
+        [
+            sys.executable,
+            "-m",
+            "hpd_agent.cli",
+            "resume",
+            run_id,
+            "--db",
+            str(db),
+            "--agent",
+            "durable_agents:build",
+        ],
         env=_env(workdir),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -128,11 +143,27 @@ async def test_resume_waits_for_an_answer_from_another_terminal(workdir: Path) -
         assert resume.stderr is not None
         notice = resume.stderr.readline()  # blocks until the question is announced
         assert notice.startswith(f"waiting for {rid} (Orchestrator/CodingAgent)")
-        answered = await cli(workdir, "answer", rid, "Falcon", "--db", str(db))
+        answered = subprocess.run(
+            [sys.executable, "-m", "hpd_agent.cli", "answer", rid, "Falcon", "--db", str(db)],
+            env=_env(workdir),
+            capture_output=True,
+            timeout=60,
+        )
         assert answered.returncode == 0
-        out, _ = resume.communicate(timeout=60)
+        resume.wait(timeout=60)
     finally:
         resume.kill()
+    return resume
+
+
+async def test_resume_waits_for_an_answer_from_another_terminal(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    run_id, rid = await _interrupted_run(db)
+    resume = await anyio.to_thread.run_sync(
+        _resume_and_answer_from_another_terminal, db, workdir, run_id, rid
+    )
+    assert resume.stdout is not None
+    out = resume.stdout.read()
     assert resume.returncode == 0
     assert out.strip() == "Orchestrator: built with Falcon"
 
@@ -140,14 +171,38 @@ async def test_resume_waits_for_an_answer_from_another_terminal(workdir: Path) -
 async def test_resume_reports_bad_input(workdir: Path) -> None:
     db = workdir / "runs.db"
     run_id, rid = await _interrupted_run(db)
-    no_run = await cli(workdir, "resume", "run_missing", "--db", str(db), "--agent", "durable_agents:build")
+    no_run = await cli(
+        workdir, "resume", "run_missing", "--db", str(db), "--agent", "durable_agents:build"
+    )
     assert no_run.returncode == 1 and "no run 'run_missing'" in no_run.stderr
-    bad_agent = await cli(workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:nothing")
+    bad_agent = await cli(
+        workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:nothing"
+    )
     assert bad_agent.returncode == 1 and "cannot load --agent" in bad_agent.stderr
-    bad_form = await cli(workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:build", "--answer", "oops")
+    bad_form = await cli(
+        workdir,
+        "resume",
+        run_id,
+        "--db",
+        str(db),
+        "--agent",
+        "durable_agents:build",
+        "--answer",
+        "oops",
+    )
     assert bad_form.returncode == 2 and "REQUEST_ID=TEXT" in bad_form.stderr
     # A refused answer resumes nothing and leaves the request pending.
-    wrong = await cli(workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:build", "--answer", "req_x=1")
+    wrong = await cli(
+        workdir,
+        "resume",
+        run_id,
+        "--db",
+        str(db),
+        "--agent",
+        "durable_agents:build",
+        "--answer",
+        "req_x=1",
+    )
     assert wrong.returncode == 1 and "no request" in wrong.stderr
     store = SQLiteStore(db)
     record = await store.get_request(rid)

@@ -7,9 +7,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import anyio
+import durable_agents
 import pytest
 
-import durable_agents
 from hpd_agent import Agent, Approve, ask_user, tool
 from hpd_agent.events import (
     ClarificationRequest,
@@ -86,7 +86,9 @@ async def test_resume_without_answer_interrupts_again_with_the_same_request(
     store: Store, workdir: Path
 ) -> None:
     first = await durable_agents.build().run("Build", store=store, on_unhandled="interrupt")
-    second = await durable_agents.build().resume(first.run_id, store=store, on_unhandled="interrupt")
+    second = await durable_agents.build().resume(
+        first.run_id, store=store, on_unhandled="interrupt"
+    )
     assert second.status == "interrupted"
     assert [p.request_id for p in second.pending] == [p.request_id for p in first.pending]
     assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
@@ -97,9 +99,11 @@ async def test_resume_refuses_bad_answers_and_loses_nothing(store: Store, workdi
     agent = Agent(
         "Picker",
         model=FunctionModel(
-            lambda m, i: tool_call("ask_user", question="Pick", options=["a", "b"])
-            if i.turn == 0
-            else text("picked " + _last_result(m))
+            lambda m, i: (
+                tool_call("ask_user", question="Pick", options=["a", "b"])
+                if i.turn == 0
+                else text("picked " + _last_result(m))
+            )
         ),
         tools=[ask_user()],
     )
@@ -211,7 +215,7 @@ async def test_recovery_keeps_recent_requests_answerable(store: Store, workdir: 
 async def test_request_timeout_survives_resume(store: Store) -> None:
     asks = 0
 
-    def model(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN202
+    def model(messages: Sequence[Message], info: ModelRequestParams):
         nonlocal asks
         if info.turn == 0:
             asks += 1
@@ -231,7 +235,7 @@ async def test_request_timeout_survives_resume(store: Store) -> None:
 
 
 async def test_same_question_twice_in_parallel_is_asked_once(store: Store) -> None:
-    def model(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN202
+    def model(messages: Sequence[Message], info: ModelRequestParams):
         if info.turn == 0:
             return [
                 tool_call("ask_user", _id="a", question="Which region?"),
@@ -249,7 +253,7 @@ async def test_same_question_twice_in_parallel_is_asked_once(store: Store) -> No
 
 
 async def test_same_question_twice_without_store_is_asked_once() -> None:
-    def model(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN202
+    def model(messages: Sequence[Message], info: ModelRequestParams):
         if info.turn == 0:
             return [
                 tool_call("ask_user", _id="a", question="Which region?"),
@@ -267,7 +271,7 @@ async def test_same_question_twice_without_store_is_asked_once() -> None:
 
 
 async def test_dedup_survives_interrupt_and_resume(store: Store) -> None:
-    def model(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN202
+    def model(messages: Sequence[Message], info: ModelRequestParams):
         if info.turn == 0:
             return [
                 tool_call("ask_user", _id="a", question="Which region?"),
@@ -296,7 +300,7 @@ async def test_permission_approved_for_the_run_is_restored_on_resume(store: Stor
         ran.append(target)
         return f"deployed {target}"
 
-    def model(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN202
+    def model(messages: Sequence[Message], info: ModelRequestParams):
         if info.turn == 0:
             return tool_call("deploy", target="staging")
         if info.turn == 1:
@@ -310,7 +314,10 @@ async def test_permission_approved_for_the_run_is_restored_on_resume(store: Stor
     (perm,) = first.pending
     assert isinstance(perm, PermissionRequest)
     second = await agent.resume(
-        first.run_id, store=store, answers={perm.request_id: Approve(scope="run")}, on_unhandled="interrupt"
+        first.run_id,
+        store=store,
+        answers={perm.request_id: Approve(scope="run")},
+        on_unhandled="interrupt",
     )
     assert second.status == "interrupted" and ran == ["staging"]
     (question,) = second.pending
@@ -331,7 +338,9 @@ async def test_tool_results_in_failing_events_are_not_rejournaled(store: Store) 
     """A finished run's events of a replay: every tool call finished replayed, none live."""
     agent = Agent(
         "A",
-        model=FunctionModel(lambda m, i: tool_call("echo", text="x") if i.turn == 0 else text("ok")),
+        model=FunctionModel(
+            lambda m, i: tool_call("echo", text="x") if i.turn == 0 else text("ok")
+        ),
         tools=[tool(lambda text: text, name="echo", description="Echo.")],
     )
     first = await agent.run("go", store=store)

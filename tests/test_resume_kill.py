@@ -16,9 +16,11 @@ import sys
 import time
 from pathlib import Path
 
+import anyio
+import anyio.to_thread
+import durable_agents
 import pytest
 
-import durable_agents
 from hpd_agent.events import ClarificationRequest, Event, ToolCallFinished
 from hpd_agent.store import SQLiteStore
 
@@ -35,7 +37,7 @@ def _env(workdir: Path) -> dict[str, str]:
     }
 
 
-def _wait_until(condition, what: str, timeout: float = 60.0) -> None:  # noqa: ANN001
+def _wait_until(condition, what: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -50,7 +52,9 @@ def _pending_and_journaled(db: Path) -> list[str]:
     conn = sqlite3.connect(db)
     try:
         try:
-            pending = [r[0] for r in conn.execute("SELECT id FROM hpd_requests WHERE status='pending'")]
+            pending = [
+                r[0] for r in conn.execute("SELECT id FROM hpd_requests WHERE status='pending'")
+            ]
             sibling = conn.execute(
                 "SELECT count(*) FROM hpd_journal WHERE kind='tool' AND key LIKE '%:step'"
             ).fetchone()[0]
@@ -61,14 +65,11 @@ def _pending_and_journaled(db: Path) -> list[str]:
     return pending if sibling == 1 else []
 
 
-async def test_sigkill_while_depth2_question_pending_then_resume(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HPD_TEST_DIR", str(tmp_path))
-    db = tmp_path / "runs.db"
+def _kill_at_pending_question_then_answer(db: Path, workdir: Path) -> str:
+    """Start the child, SIGKILL it once the depth-2 question waits, answer from the CLI."""
     child = subprocess.Popen(
         [sys.executable, str(TESTS / "durable_agents.py"), str(db), "run_kill"],
-        env=_env(tmp_path),
+        env=_env(workdir),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -85,12 +86,21 @@ async def test_sigkill_while_depth2_question_pending_then_resume(
     # Answer from another process, through the CLI.
     answered = subprocess.run(
         [sys.executable, "-m", "hpd_agent.cli", "answer", request_id, "FastAPI", "--db", str(db)],
-        env=_env(tmp_path),
+        env=_env(workdir),
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert answered.returncode == 0, answered.stderr
+    return request_id
+
+
+async def test_sigkill_while_depth2_question_pending_then_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HPD_TEST_DIR", str(tmp_path))
+    db = tmp_path / "runs.db"
+    request_id = await anyio.to_thread.run_sync(_kill_at_pending_question_then_answer, db, tmp_path)
 
     store = SQLiteStore(db)
     events: list[Event] = []
@@ -111,9 +121,13 @@ async def test_sigkill_while_depth2_question_pending_then_resume(
     # The question kept its id; its re-emission and the sibling's result are marked replayed.
     (question,) = [e for e in events if isinstance(e, ClarificationRequest)]
     assert question.request_id == request_id and question.replayed
-    (step,) = [e for e in events if isinstance(e, ToolCallFinished) and e.tool_name == "record_step"]
+    (step,) = [
+        e for e in events if isinstance(e, ToolCallFinished) and e.tool_name == "record_step"
+    ]
     assert step.replayed and step.result == "recorded"
-    delegate = [e for e in events if isinstance(e, ToolCallFinished) and e.tool_name == "CodingAgent"]
+    delegate = [
+        e for e in events if isinstance(e, ToolCallFinished) and e.tool_name == "CodingAgent"
+    ]
     assert [e.replayed for e in delegate] == [False]  # it re-executed, replaying inside
     record = await store.get_run("run_kill")
     assert record is not None and record.status == "completed"

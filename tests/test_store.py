@@ -49,7 +49,9 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
 pytestmark = pytest.mark.anyio
 
 
-def question(rid: str, *, run_id: str = "run_1", options: tuple[str, ...] | None = None) -> RequestRecord:
+def question(
+    rid: str, *, run_id: str = "run_1", options: tuple[str, ...] | None = None
+) -> RequestRecord:
     event = ClarificationRequest(
         run_id=run_id,
         agent_path=("Orchestrator", "CodingAgent"),
@@ -95,13 +97,18 @@ async def test_list_requests_filters_by_run_and_status(store: Store) -> None:
     await store.resolve("req_3", "cancelled")
     assert [r.id for r in await store.list_requests()] == ["req_1", "req_2"]
     assert [r.id for r in await store.list_requests(run_id="run_a")] == ["req_1"]
-    assert [r.id for r in await store.list_requests(status=None, run_id="run_a")] == ["req_1", "req_3"]
+    assert [r.id for r in await store.list_requests(status=None, run_id="run_a")] == [
+        "req_1",
+        "req_3",
+    ]
     assert [r.id for r in await store.list_requests(status="cancelled")] == ["req_3"]
 
 
 async def test_respond_refuses_each_case_with_a_distinct_error(store: Store) -> None:
     for rid in ("req_ok", "req_exp", "req_can", "req_opt"):
-        await store.add_request(question(rid, options=("Express", "FastAPI") if rid == "req_opt" else None))
+        await store.add_request(
+            question(rid, options=("Express", "FastAPI") if rid == "req_opt" else None)
+        )
     answered = await respond(store, "req_ok", "Express", context={"sender": "ana"})
     assert answered.status == "answered" and answered.answer == "Express"
     assert answered.answered_at is not None
@@ -168,9 +175,15 @@ async def test_recover_expires_only_old_or_overdue_requests(store: Store) -> Non
 
 
 async def test_journal_and_runs(store: Store) -> None:
-    await store.journal_put("run_1", JournalEntry(key="run_1@0", kind="model", value={"text": "hi"}))
-    await store.journal_put("run_1", JournalEntry(key="run_1@0:c1", kind="tool", value={"result": "ok"}))
-    await store.journal_put("run_1", JournalEntry(key="run_1@0", kind="model", value={"text": "hey"}))
+    await store.journal_put(
+        "run_1", JournalEntry(key="run_1@0", kind="model", value={"text": "hi"})
+    )
+    await store.journal_put(
+        "run_1", JournalEntry(key="run_1@0:c1", kind="tool", value={"result": "ok"})
+    )
+    await store.journal_put(
+        "run_1", JournalEntry(key="run_1@0", kind="model", value={"text": "hey"})
+    )
     await store.journal_put("run_2", JournalEntry(key="run_2@0", kind="model", value={}))
     journal = await store.journal("run_1")
     assert set(journal) == {"run_1@0", "run_1@0:c1"}
@@ -180,7 +193,14 @@ async def test_journal_and_runs(store: Store) -> None:
     await store.put_run(RunRecord(run_id="run_1", agent_name="A", prompt="p", created_at=1.0))
     await store.put_run(RunRecord(run_id="run_2", agent_name="A", prompt="q", created_at=2.0))
     await store.put_run(
-        RunRecord(run_id="run_1", agent_name="A", prompt="p", status="completed", output="done", created_at=1.0)
+        RunRecord(
+            run_id="run_1",
+            agent_name="A",
+            prompt="p",
+            status="completed",
+            output="done",
+            created_at=1.0,
+        )
     )
     run = await store.get_run("run_1")
     assert run is not None and run.status == "completed" and run.output == "done"

@@ -11,10 +11,11 @@ import sys
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
+import durable_agents
 import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
-import durable_agents
 from hpd_agent.store import RequestRecord, open_store
 
 pytestmark = pytest.mark.anyio
@@ -79,18 +80,7 @@ async def test_two_processes_answering_at_once_exactly_one_wins(location: str) -
         )
         await store.add_request(RequestRecord.from_event(event))
     for rid in ids:
-        procs = [
-            subprocess.Popen(
-                _cli("answer", rid, f"answer-{n}", "--db", location),
-                env=_env(),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for n in range(2)
-        ]
-        codes = [p.wait(timeout=60) for p in procs]
-        errors = [p.stderr.read() if p.stderr else "" for p in procs]
+        codes, errors = await anyio.to_thread.run_sync(_race, rid, location)
         assert sorted(codes) == [0, 4], errors  # 4: already answered
         loser = errors[codes.index(4)]
         assert "already answered" in loser
@@ -98,3 +88,19 @@ async def test_two_processes_answering_at_once_exactly_one_wins(location: str) -
         assert record is not None and record.status == "answered"
         assert record.answer == f"answer-{codes.index(0)}"
     await store.aclose()
+
+
+def _race(rid: str, location: str) -> tuple[list[int], list[str]]:
+    """Two ``hpd-agent answer`` processes for one request, started together."""
+    procs = [
+        subprocess.Popen(
+            _cli("answer", rid, f"answer-{n}", "--db", location),
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(2)
+    ]
+    outputs = [p.communicate(timeout=60) for p in procs]
+    return [p.returncode for p in procs], [err for _, err in outputs]

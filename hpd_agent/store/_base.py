@@ -130,7 +130,9 @@ class RequestRecord:
         assert isinstance(event, RequestEvent)
         return event
 
-    def resolved(self, status: RequestState, answer: Any = None, *, at: float | None = None) -> RequestRecord:
+    def resolved(
+        self, status: RequestState, answer: Any = None, *, at: float | None = None
+    ) -> RequestRecord:
         """A copy that left ``pending`` with ``status``."""
         return replace(
             self, status=status, answer=answer, answered_at=time.time() if at is None else at
@@ -183,9 +185,13 @@ class RunRecord:
 def refusal(record: RequestRecord | None, request_id: str) -> RequestError:
     """The error telling why ``request_id`` could not take an answer (it is not pending)."""
     if record is None:
-        return UnknownRequestError(f"no request with id {request_id!r} in the store", request_id=request_id)
+        return UnknownRequestError(
+            f"no request with id {request_id!r} in the store", request_id=request_id
+        )
     if record.status == "answered":
-        return RequestAlreadyAnsweredError(f"request {request_id} was already answered", request_id=request_id)
+        return RequestAlreadyAnsweredError(
+            f"request {request_id} was already answered", request_id=request_id
+        )
     if record.status == "expired":
         return RequestExpiredError(
             f"request {request_id} expired before this answer came", request_id=request_id

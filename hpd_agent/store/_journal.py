@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
@@ -135,11 +135,15 @@ class Journal:
         made is not re-asked either; its run-wide approval is restored from the store.
         """
         for record in await self.store.list_requests(run_id=self.run_id, status="answered"):
-            answer = record.answer
-            if record.kind == "permission" and isinstance(answer, dict):
-                if answer.get("kind") == "approve" and answer.get("scope") == "run":  # pyright: ignore[reportUnknownMemberType]
-                    tool_name = str(record.payload.get("tool_name"))
-                    coordinator.run_approvals.add((record.agent_path, tool_name))
+            answer: Any = record.answer
+            if (
+                record.kind == "permission"
+                and isinstance(answer, dict)
+                and answer.get("kind") == "approve"  # pyright: ignore[reportUnknownMemberType]
+                and answer.get("scope") == "run"  # pyright: ignore[reportUnknownMemberType]
+            ):
+                tool_name = str(record.payload.get("tool_name"))
+                coordinator.run_approvals.add((record.agent_path, tool_name))
 
     # -- run records -----------------------------------------------------------------------
     async def finish_run(self, result: RunResult) -> None:
@@ -163,7 +167,7 @@ class Journal:
         ctx: ToolContext,
         spec: RequestSpec,
         request_id: str,
-        timeout: float | None,
+        timeout: float | None,  # noqa: ASYNC109 (a human's answer time, not a cancel deadline)
     ) -> Any:
         """``Coordinator.request`` for a run with a store (see the module docstring)."""
         alias = self._entries.get(request_id)
@@ -218,12 +222,18 @@ class Journal:
         if pending.status == "pending":
             await self._mirror(coordinator, pending, "expired", None)
         elif not pending.stored:
-            status: RequestState = "cancelled" if pending.status == "unavailable" else pending.status
+            status: RequestState = (
+                "cancelled" if pending.status == "unavailable" else pending.status
+            )
             await self._mirror(coordinator, pending, status, pending.answer)
         return coordinator.outcome(pending, timeout)
 
     async def _join(
-        self, coordinator: Coordinator, pending: _Pending, ctx: ToolContext, timeout: float | None
+        self,
+        coordinator: Coordinator,
+        pending: _Pending,
+        ctx: ToolContext,
+        timeout: float | None,  # noqa: ASYNC109
     ) -> Any:
         """Wait for an identical request's answer; parked like it under "interrupt"."""
         parks = not coordinator.listening and coordinator.on_unhandled == "interrupt"
@@ -237,7 +247,11 @@ class Journal:
                 self._parked -= 1
 
     async def _mirror(
-        self, coordinator: Coordinator, pending: _Pending, status: RequestState, answer: Any
+        self,
+        coordinator: Coordinator,
+        pending: _Pending,
+        status: Literal["answered", "expired", "cancelled"],
+        answer: Any,
     ) -> None:
         """Write an outcome reached in this process to the store; the store's wins a race."""
         rid = pending.event.request_id
@@ -292,7 +306,7 @@ class Journal:
         ctx: ToolContext,
         spec: RequestSpec,
         first: str,
-        timeout: float | None,
+        timeout: float | None,  # noqa: ASYNC109 (a human's answer time, not a cancel deadline)
     ) -> Any:
         """A replayed asker that had joined an identical question: share its outcome again."""
         for pending in coordinator.pending():
@@ -303,7 +317,9 @@ class Journal:
             record = await self.store.wait_resolved(first)
         if record is None:
             raise QuestionNotAnswered(
-                "The request was lost before the user answered.", status="cancelled", request_id=first
+                "The request was lost before the user answered.",
+                status="cancelled",
+                request_id=first,
             )
         event = record.event
         return self._settled(coordinator, spec, event, record)

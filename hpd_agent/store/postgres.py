@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, LiteralString, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -44,9 +44,7 @@ from ._sql import (
 try:
     import psycopg
 except ImportError as e:  # pragma: no cover - depends on the installed extras
-    raise ImportError(
-        'PostgresStore needs psycopg 3: pip install "hpd-agent[postgres]"'
-    ) from e
+    raise ImportError('PostgresStore needs psycopg 3: pip install "hpd-agent[postgres]"') from e
 
 __all__ = ["CHANNEL", "PostgresStore"]
 
@@ -78,7 +76,7 @@ class PostgresStore:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             for statement in schema("DOUBLE PRECISION"):
-                conn.execute(statement)
+                conn.execute(cast(LiteralString, statement))
         self._conn: _Conn | None = conn
         self._lock = threading.Lock()
 
@@ -137,7 +135,9 @@ class PostgresStore:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_at, id"
         return await self._run(
-            lambda conn: [record_from_row(r) for r in conn.execute(sql, args).fetchall()]
+            lambda conn: [
+                record_from_row(r) for r in conn.execute(cast(LiteralString, sql), args).fetchall()
+            ]
         )
 
     async def resolve(

@@ -57,7 +57,11 @@ class SQLiteStore:
     """
 
     def __init__(
-        self, path: str | os.PathLike[str], *, poll_interval: float = 0.025, busy_timeout: float = 30.0
+        self,
+        path: str | os.PathLike[str],
+        *,
+        poll_interval: float = 0.025,
+        busy_timeout: float = 30.0,
     ) -> None:
         if poll_interval <= 0:
             raise UserError("poll_interval must be positive")
