@@ -8,6 +8,7 @@ server truly cannot be had, the tests that need it skip and say why.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -51,48 +52,40 @@ def _as_postgres(cmd: list[str]) -> list[str]:
     return cmd
 
 
-@pytest.fixture(scope="session")
-def postgres_dsn() -> Iterator[str]:
-    """DSN of a private PostgreSQL server (the session's own cluster)."""
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        pytest.skip('psycopg is not installed: pip install -e ".[dev]"')
+class ServerUnavailable(Exception):
+    """PostgreSQL binaries are missing and could not be installed."""
+
+
+@contextlib.contextmanager
+def private_server() -> Iterator[str]:
+    """Start a private PostgreSQL cluster; yields its DSN and stops it on exit.
+
+    Raises:
+        ServerUnavailable: No binaries and no way to install them (the message says why).
+    """
     bindir = _bindir()
     if bindir is None:
         why = _install()
         bindir = _bindir()
         if bindir is None:
-            pytest.skip(f"PostgreSQL server cannot be installed here: {why}")
+            raise ServerUnavailable(f"PostgreSQL server cannot be installed here: {why}")
     root = tempfile.mkdtemp(prefix="hpd-pg-")
     os.chmod(root, 0o755)
     data = os.path.join(root, "data")
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
     port = _free_port()
+    initdb = [f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]
+    options = (
+        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+    )
+    start = [f"{bindir}/pg_ctl", "-D", data, "-o", options, "-l", f"{root}/log", "-w", "start"]
     try:
-        subprocess.run(
-            _as_postgres(
-                [f"{bindir}/initdb", "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]
-            ),
-            check=True,
-            capture_output=True,
-            timeout=300,
-        )
-        options = (
-            f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        )
-        subprocess.run(
-            _as_postgres(
-                [f"{bindir}/pg_ctl", "-D", data, "-o", options, "-l", f"{root}/log", "-w", "start"]
-            ),
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
+        subprocess.run(_as_postgres(initdb), check=True, capture_output=True, timeout=300)
+        subprocess.run(_as_postgres(start), check=True, capture_output=True, timeout=120)
     except subprocess.CalledProcessError as e:
         shutil.rmtree(root, ignore_errors=True)
-        pytest.fail(f"could not start PostgreSQL: {e.stderr!r}")
+        raise RuntimeError(f"could not start PostgreSQL: {e.stderr!r}") from e
     try:
         yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
     finally:
@@ -102,6 +95,20 @@ def postgres_dsn() -> Iterator[str]:
             timeout=60,
         )
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn() -> Iterator[str]:
+    """DSN of a private PostgreSQL server (the session's own cluster)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip('psycopg is not installed: pip install -e ".[dev]"')
+    try:
+        with private_server() as dsn:
+            yield dsn
+    except ServerUnavailable as e:
+        pytest.skip(str(e))
 
 
 @pytest.fixture
