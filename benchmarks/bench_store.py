@@ -18,7 +18,6 @@ import contextlib
 import gc
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +35,7 @@ os.environ.setdefault("HPD_AGENT_ALLOW_MODEL_REQUESTS", "0")
 from hpd_agent import Agent, ClarificationRequest, ToolContext, tool  # noqa: E402
 from hpd_agent.messages import Message  # noqa: E402
 from hpd_agent.models import ModelRequestParams  # noqa: E402
-from hpd_agent.store import MemoryStore, Store, open_store, respond  # noqa: E402
+from hpd_agent.store import MemoryStore, Store, open_store  # noqa: E402
 from hpd_agent.testing import FunctionModel, text, tool_call  # noqa: E402
 
 
@@ -106,14 +105,15 @@ anyio.run(main)
 async def latency_across_processes(n: int, location: str) -> list[float]:
     woke: dict[str, float] = {}
     store = open_store(location)
-    child = subprocess.Popen(
+    child = await anyio.open_process(
         [sys.executable, "-c", ANSWERER, location, str(n)],
         env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=None,
+        stderr=None,
     )
-    try:
+    async with child:
         await asking_agent(n, woke).run("go", store=store, run_id="run_bench")
-    finally:
-        child.wait(timeout=60)
+        await child.wait()
     records = await store.list_requests(run_id="run_bench", status="answered")
     await store.aclose()
     return [woke[r.question] - r.context["t"] for r in records]

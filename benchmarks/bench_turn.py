@@ -17,10 +17,10 @@ import anyio
 
 os.environ.setdefault("HPD_AGENT_ALLOW_MODEL_REQUESTS", "0")
 
-from hpd_agent import Agent, tool  # noqa: E402
-from hpd_agent.messages import Message  # noqa: E402
-from hpd_agent.models import ModelRequestParams  # noqa: E402
-from hpd_agent.testing import FunctionModel, text, tool_call  # noqa: E402
+from hpd_agent import Agent, tool
+from hpd_agent.messages import Message
+from hpd_agent.models import ModelRequestParams
+from hpd_agent.testing import FunctionModel, text, tool_call
 
 TURNS = 300
 

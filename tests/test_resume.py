@@ -23,6 +23,8 @@ from hpd_agent.events import (
 from hpd_agent.exceptions import (
     InvalidAnswerError,
     RequestAlreadyAnsweredError,
+    RequestCancelledError,
+    RequestExpiredError,
     UnknownRequestError,
     UserError,
 )
@@ -350,3 +352,39 @@ async def test_tool_results_in_failing_events_are_not_rejournaled(store: Store) 
             events.append(event)
     finished = [e for e in events if isinstance(e, ToolCallFinished)]
     assert [(e.tool_name, e.replayed) for e in finished] == [("echo", True)]
+
+
+async def test_cancelling_a_run_cancels_its_stored_requests(store: Store, workdir: Path) -> None:
+    async with durable_agents.build().stream("Build", store=store, run_id="run_c") as run:
+        async for event in run:
+            if isinstance(event, ClarificationRequest):
+                rid = event.request_id
+                run.cancel()
+    assert run.result.status == "cancelled"
+    record = await store.get_request(rid)
+    assert record is not None and record.status == "cancelled"
+    with pytest.raises(RequestCancelledError):
+        await respond(store, rid, "too late")
+    stored_run = await store.get_run("run_c")
+    assert stored_run is not None and stored_run.status == "cancelled"
+
+
+async def test_expired_in_process_refuses_a_late_answer(store: Store) -> None:
+    agent = Agent(
+        "A",
+        model=FunctionModel(
+            lambda m, i: (
+                tool_call("ask_user", question="Now?") if i.turn == 0 else text(_last_result(m))
+            )
+        ),
+        tools=[ask_user(timeout=0.01)],
+    )
+    async with agent.stream("go", store=store) as run:
+        async for event in run:
+            if isinstance(event, ClarificationRequest):
+                rid = event.request_id  # not answered: it times out
+    assert "did not answer within 0.01 seconds" in (run.result.output or "")
+    record = await store.get_request(rid)
+    assert record is not None and record.status == "expired"
+    with pytest.raises(RequestExpiredError):
+        await respond(store, rid, "late")

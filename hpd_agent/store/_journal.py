@@ -199,7 +199,6 @@ class Journal:
         if record.expires_at is not None:
             # A replay keeps the original deadline: waiting restarts with what was left.
             remaining = max(0.0, record.expires_at - time.time())
-            timeout = record.expires_at - record.created_at
         coordinator.emit(event)
         parks = not coordinator.listening and coordinator.on_unhandled == "interrupt"
 
@@ -292,7 +291,7 @@ class Journal:
         coordinator.emit(_replayed(spec.resolved(event, record.status, None)))  # type: ignore[arg-type]
         if record.status == "expired":
             if record.expires_at is not None:
-                waited = f"within {record.expires_at - record.created_at:g} seconds"
+                waited = f"within {round(record.expires_at - record.created_at, 3):g} seconds"
             else:
                 waited = "in time"
             message = f"The user did not answer {waited}; the question expired."
