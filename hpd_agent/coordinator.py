@@ -146,7 +146,7 @@ class Coordinator:
         """Requests still waiting for an answer, oldest first."""
         return [p.event for p in self._requests.values() if p.status == "pending"]
 
-    async def request(self, ctx: ToolContext, spec: RequestSpec, *, timeout: float | None) -> Any:
+    async def request(self, ctx: ToolContext, spec: RequestSpec, *, timeout: float | None) -> Any:  # noqa: ASYNC109
         """Emit a request from the tool call ``ctx`` and wait for its answer.
 
         Returns the validated answer. Raises ``QuestionNotAnswered`` when the request expires,
