@@ -50,6 +50,7 @@ def schema(real: str) -> list[str]:
         )""",
         "CREATE INDEX IF NOT EXISTS hpd_requests_by_status ON hpd_requests (status, created_at)",
         "CREATE INDEX IF NOT EXISTS hpd_requests_by_run ON hpd_requests (run_id)",
+        "CREATE INDEX IF NOT EXISTS hpd_requests_by_answered ON hpd_requests (answered_at)",
         """CREATE TABLE IF NOT EXISTS hpd_journal (
             run_id TEXT NOT NULL,
             key TEXT NOT NULL,
