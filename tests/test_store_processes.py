@@ -104,3 +104,37 @@ def _race(rid: str, location: str) -> tuple[list[int], list[str]]:
     ]
     outputs = [p.communicate(timeout=60) for p in procs]
     return [p.returncode for p in procs], [err for _, err in outputs]
+
+
+async def test_many_waiters_share_one_watcher_that_hands_over(location: str) -> None:
+    """Waiters in one process are woken by answers written through another connection,
+    also after the task watching for all of them stops waiting."""
+    from hpd_agent.events import ClarificationRequest
+    from hpd_agent.store import respond
+
+    waiting_side = open_store(location)
+    answering_side = open_store(location)  # another connection: wake-ups must come from the DB
+    ids = [f"req_many_{i}" for i in range(20)]
+    for rid in ids:
+        event = ClarificationRequest(
+            run_id="run_m", agent_path=("A",), depth=0, request_id=rid, question=rid
+        )
+        await answering_side.add_request(RequestRecord.from_event(event))
+    got: dict[str, str] = {}
+    scopes = {rid: anyio.CancelScope() for rid in ids}
+
+    async def wait_one(rid: str) -> None:
+        with scopes[rid]:
+            got[rid] = (await waiting_side.wait_resolved(rid)).answer
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for rid in ids:
+                tg.start_soon(wait_one, rid)
+            await anyio.wait_all_tasks_blocked()
+            scopes[ids[0]].cancel()  # the first waiter, the watcher: it must hand over
+            for rid in reversed(ids[1:]):
+                await respond(answering_side, rid, f"answer {rid}")
+    assert got == {rid: f"answer {rid}" for rid in ids[1:]}
+    await waiting_side.aclose()
+    await answering_side.aclose()

@@ -40,6 +40,7 @@ from ._sql import (
     run_to_row,
     schema,
 )
+from ._waiters import Waiters
 
 try:
     import psycopg
@@ -79,6 +80,9 @@ class PostgresStore:
                 conn.execute(cast(LiteralString, statement))
         self._conn: _Conn | None = conn
         self._lock = threading.Lock()
+        self._listener: _Conn | None = None
+        self._listen_lock = threading.Lock()
+        self._waiters = Waiters(self.get_request, self._watch)
 
     def __repr__(self) -> str:
         info = self._conn.info if self._conn is not None else None
@@ -175,37 +179,65 @@ class PostgresStore:
             stored = None if answer_json is None else json.loads(answer_json)
             return replace(current, status=status, answer=stored, answered_at=now, context=merged)
 
-        return await self._run(update)
-
-    async def wait_resolved(self, request_id: str) -> RequestRecord:
-        """Wait until the request leaves ``pending``: LISTEN/NOTIFY on its own connection."""
-        stop = threading.Event()
-        try:
-            await anyio.to_thread.run_sync(
-                self._listen_until_resolved, request_id, stop, abandon_on_cancel=True
-            )
-        finally:
-            stop.set()  # an abandoned listener thread ends within recheck_interval
-        record = await self.get_request(request_id)
-        if record is None:
-            raise refusal(None, request_id)
+        record = await self._run(update)
+        self._waiters.wake(request_id)
         return record
 
-    def _listen_until_resolved(self, request_id: str, stop: threading.Event) -> None:
-        conn: _Conn = psycopg.connect(self.dsn, autocommit=True)
+    async def wait_resolved(self, request_id: str) -> RequestRecord:
+        """Wait until the request leaves ``pending``: LISTEN/NOTIFY.
+
+        One listening connection per store object serves every waiting request of the
+        process (see ``_waiters``).
+        """
+        return await self._waiters.wait(request_id)
+
+    async def _watch(self, waited: list[str], wakeup: anyio.Event) -> list[str]:
+        stop = threading.Event()
         try:
-            conn.execute(f"LISTEN {CHANNEL}")
-            while not stop.is_set():
-                row = conn.execute(
-                    "SELECT status FROM hpd_requests WHERE id = %s", (request_id,)
-                ).fetchone()
-                if row is None or row[0] != "pending":
-                    return
-                for note in conn.notifies(timeout=self.recheck_interval):
-                    if note.payload == request_id:
-                        break
+            notified, fresh = await anyio.to_thread.run_sync(
+                self._notifications, stop, abandon_on_cancel=True
+            )
         finally:
-            conn.close()
+            stop.set()  # an abandoned listener thread returns within recheck_interval
+        if fresh or not notified:
+            # Just started listening (an answer may have come before), or heard nothing
+            # for a while: look at every waited id.
+            return await self._resolved(waited)
+        wanted = set(waited)
+        return [rid for rid in notified if rid in wanted]
+
+    def _notifications(self, stop: threading.Event) -> tuple[list[str], bool]:
+        """Block until notifications arrive (or ``recheck_interval`` passes); runs in a thread.
+
+        The listening connection stays open between calls, so nothing sent while no thread
+        reads it is lost: it waits in the connection's buffer.
+        """
+        with self._listen_lock:
+            fresh = self._listener is None
+            if self._listener is None:
+                listener: _Conn = psycopg.connect(self.dsn, autocommit=True)
+                listener.execute(f"LISTEN {CHANNEL}")
+                self._listener = listener
+            if fresh or stop.is_set():
+                return [], True
+            listener = self._listener
+            found = [
+                n.payload for n in listener.notifies(timeout=self.recheck_interval, stop_after=1)
+            ]
+            if found:
+                # Take whatever else already arrived, without waiting for more.
+                found += [n.payload for n in listener.notifies(timeout=0.001)]
+            return found, False
+
+    async def _resolved(self, waited: list[str]) -> list[str]:
+        def select(conn: _Conn) -> list[str]:
+            rows = conn.execute(
+                "SELECT id FROM hpd_requests WHERE id = ANY(%s) AND status <> 'pending'",
+                (waited,),
+            ).fetchall()
+            return [r[0] for r in rows]
+
+        return await self._run(select) if waited else []
 
     async def recover(
         self, max_age: float, *, run_id: str | None = None, now: float | None = None
@@ -290,6 +322,10 @@ class PostgresStore:
         def close(conn: _Conn) -> None:
             conn.close()
             self._conn = None
+            with self._listen_lock:
+                if self._listener is not None:
+                    self._listener.close()
+                    self._listener = None
 
         if self._conn is not None:
             await self._run(close)

@@ -41,6 +41,7 @@ from ._sql import (
     run_to_row,
     schema,
 )
+from ._waiters import Waiters
 
 __all__ = ["SQLiteStore"]
 
@@ -81,9 +82,9 @@ class SQLiteStore:
             conn.execute(statement)
         self._conn: sqlite3.Connection | None = conn
         self._lock = threading.Lock()
-        self._wakeups: dict[str, anyio.Event] = {}
-        self._waiting: dict[str, int] = {}
-        self._poller: str | None = None
+        self._waiters = Waiters(self.get_request, self._watch)
+        self._rounds = 0
+        self._since: float | None = None
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -180,73 +181,34 @@ class SQLiteStore:
             return replace(current, status=status, answer=stored, answered_at=now, context=merged)
 
         record = await self._run(update)
-        wakeup = self._wakeups.get(request_id)
-        if wakeup is not None:
-            wakeup.set()
+        self._waiters.wake(request_id)
         return record
 
     async def wait_resolved(self, request_id: str) -> RequestRecord:
         """Wait until the request leaves ``pending``, polling for other processes' answers.
 
-        However many requests wait in this process, one of the waiters polls for all of
-        them (one query per ``poll_interval`` reading the rows resolved lately); when it
-        stops waiting it hands the polling on to another waiter.
+        However many requests wait in this process, one poll query per ``poll_interval``
+        serves them all (see ``_waiters``).
         """
-        self._waiting[request_id] = self._waiting.get(request_id, 0) + 1
-        try:
-            while True:
-                wakeup = self._wakeups.get(request_id)
-                if wakeup is None or wakeup.is_set():
-                    wakeup = self._wakeups[request_id] = anyio.Event()
-                record = await self.get_request(request_id)
-                if record is None:
-                    raise refusal(None, request_id)
-                if record.status != "pending":
-                    return record
-                if self._poller is None:
-                    await self._poll_until(wakeup, request_id)
-                else:
-                    await wakeup.wait()
-        finally:
-            left = self._waiting[request_id] - 1
-            if left:
-                self._waiting[request_id] = left
-            else:
-                del self._waiting[request_id]
-                self._wakeups.pop(request_id, None)
+        return await self._waiters.wait(request_id)
 
-    async def _poll_until(self, wakeup: anyio.Event, request_id: str) -> None:
-        self._poller = request_id
-        # Rows resolved since a little before now: the margin covers commits that land
-        # a moment after the answering process read its clock.
-        since = time.time() - _RESOLVED_MARGIN
-        rounds = 0
-        try:
-            while not wakeup.is_set():
-                with anyio.move_on_after(self.poll_interval):
-                    await wakeup.wait()
-                if wakeup.is_set():
-                    return
-                started = time.time()
-                rounds += 1
-                # Every second or so, look at every waited id, not only recent rows.
-                full = rounds % max(1, round(1.0 / self.poll_interval)) == 0
-                for rid in await self._resolved_since(since, full):
-                    event = self._wakeups.get(rid)
-                    if event is not None:
-                        event.set()
-                since = started - _RESOLVED_MARGIN
-        finally:
-            self._poller = None
-            # Hand the polling on: wake one other waiter, which becomes the poller.
-            for rid, event in self._wakeups.items():
-                if rid != request_id and not event.is_set():
-                    event.set()
-                    break
+    async def _watch(self, waited: list[str], wakeup: anyio.Event) -> list[str]:
+        with anyio.move_on_after(self.poll_interval):
+            await wakeup.wait()
+        if wakeup.is_set():
+            return []
+        started = time.time()
+        self._rounds += 1
+        # Now and then look at every waited id, not only the rows resolved lately.
+        full = self._rounds % max(1, round(1.0 / self.poll_interval)) == 0
+        since = self._since if self._since is not None else started - _RESOLVED_MARGIN
+        found = await self._resolved_since(waited, since, full)
+        # Rows resolved since a little before this poll: the margin covers commits that
+        # land a moment after the answering process read its clock.
+        self._since = started - _RESOLVED_MARGIN
+        return found
 
-    async def _resolved_since(self, since: float, full: bool) -> list[str]:
-        waited = list(self._waiting)
-
+    async def _resolved_since(self, waited: list[str], since: float, full: bool) -> list[str]:
         def select(conn: sqlite3.Connection) -> list[str]:
             if not full:
                 rows = conn.execute(
