@@ -225,11 +225,14 @@ async def main(args: argparse.Namespace) -> None:
             )
 
         print(f"memory per pending request ({args.pending} pending at once)")
-        for name, factory in (
+        stores: list[tuple[str, Any]] = [
             ("no store", lambda: None),
             ("MemoryStore", MemoryStore),
             ("SQLite", lambda: open_store(tmp / f"m{time.time_ns()}.db")),
-        ):
+        ]
+        if pg:
+            stores.append(("PostgreSQL", lambda: open_store(fresh_pg(pg))))
+        for name, factory in stores:
             per = await memory_per_pending(args.pending, factory())
             print(f"  {name:<34} {per / 1024:8.2f} KiB per pending request")
 
