@@ -443,6 +443,11 @@ class Agent:
             lock = coordinator.conversation_locks.setdefault(conversation_key, anyio.Lock())
             async with lock:
                 kept = coordinator.conversations.get(conversation_key)
+                journal = coordinator.journal
+                if kept is None and journal is not None:
+                    # After a cold resume the earlier calls were replayed, not run: their
+                    # conversation comes back from the journal.
+                    kept = journal.conversation(conversation_key)
                 if kept is None:
                     messages = self._first_messages(prompt, history)
                 else:
@@ -459,6 +464,8 @@ class Agent:
                 )
                 # Kept only on success: a failed call must not leave a half turn behind.
                 coordinator.conversations[conversation_key] = messages
+                if journal is not None:
+                    await journal.record_conversation(conversation_key, messages)
         return RunResult(
             run_id=ctx.run_id,
             status="completed",

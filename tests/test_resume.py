@@ -388,3 +388,35 @@ async def test_expired_in_process_refuses_a_late_answer(store: Store) -> None:
     assert record is not None and record.status == "expired"
     with pytest.raises(RequestExpiredError):
         await respond(store, rid, "late")
+
+
+async def test_per_run_sub_agent_conversation_survives_resume(store: Store) -> None:
+    """A sub-agent kept per run remembers its first call after a cold resume."""
+    seen: list[list[str]] = []
+
+    def helper_model(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN202
+        users = [m.content for m in messages if m.kind == "user"]
+        seen.append(users)
+        if info.turn == 0 and len(users) == 2:
+            return tool_call("ask_user", question="Which colour?")
+        return text(f"noted {users[-1]}" if info.turn == 0 else _last_result(messages))
+
+    helper = Agent("Helper", model=FunctionModel(helper_model), tools=[ask_user()])
+
+    def boss_model(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN202
+        if info.turn == 0:
+            return tool_call("Helper", query="remember apples")
+        if info.turn == 1:
+            return tool_call("Helper", query="what did I say?")
+        return text(_last_result(messages))
+
+    boss = Agent(
+        "Boss", model=FunctionModel(boss_model), tools=[helper.as_tool(conversation="per_run")]
+    )
+    first = await boss.run("go", store=store, on_unhandled="interrupt")
+    (question,) = first.pending
+    done = await boss.resume(first.run_id, store=store, answers={question.request_id: "red"})
+    assert done.output == "red"
+    # The second call's live turn after the resume still has the first call's conversation.
+    assert seen[-1] == ["remember apples", "what did I say?"]
+    assert len(seen) == 3  # first call, second call's turn 0 (replayed since), its turn 1

@@ -48,7 +48,7 @@ RequestState = Literal["pending", "answered", "expired", "cancelled"]
 RunState = Literal["running", "completed", "failed", "cancelled", "interrupted"]
 """Where a stored run stands; ``running`` also describes a run whose process died."""
 
-JournalKind = Literal["model", "tool", "alias"]
+JournalKind = Literal["model", "tool", "alias", "conversation"]
 
 
 def dump_json(value: Any) -> str:
@@ -145,8 +145,9 @@ class JournalEntry:
 
     Attributes:
         key: The call path it belongs to (see the module docstring).
-        kind: ``"model"`` (a model response), ``"tool"`` (a tool result) or ``"alias"`` (a
-            question that joined an identical pending one: value is that one's id).
+        kind: ``"model"`` (a model response), ``"tool"`` (a tool result), ``"alias"`` (a
+            question that joined an identical pending one: value is that one's id) or
+            ``"conversation"`` (a ``per_run`` sub-agent's messages after its last call).
         value: JSON-compatible data.
     """
 

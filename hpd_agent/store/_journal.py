@@ -24,7 +24,7 @@ import anyio
 
 from ..events import Event
 from ..exceptions import QuestionNotAnswered, RequestError
-from ..messages import ToolCall, Usage
+from ..messages import Message, ToolCall, Usage, message_adapter
 from ..models import ModelResponse
 from ._answers import jsonable
 from ._base import JournalEntry, RequestRecord, RequestState, RunRecord, RunState, Store
@@ -120,6 +120,18 @@ class Journal:
         await self._put(
             JournalEntry(key=key, kind="tool", value={"result": result, "is_error": is_error})
         )
+
+    def conversation(self, key: str) -> list[Message] | None:
+        """The kept conversation of a ``per_run`` sub-agent, as of its last finished call."""
+        entry = self._entries.get(f"{key}#conversation")
+        if entry is None or entry.kind != "conversation":
+            return None
+        return message_adapter().validate_python(entry.value)
+
+    async def record_conversation(self, key: str, messages: list[Message]) -> None:
+        """Record a ``per_run`` sub-agent's conversation after a finished call."""
+        value = message_adapter().dump_python(messages, mode="json")
+        await self._put(JournalEntry(key=f"{key}#conversation", kind="conversation", value=value))
 
     async def _put(self, entry: JournalEntry) -> None:
         # A journal write must land even if the run is being cancelled right now: the
