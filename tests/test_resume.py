@@ -394,7 +394,7 @@ async def test_per_run_sub_agent_conversation_survives_resume(store: Store) -> N
     """A sub-agent kept per run remembers its first call after a cold resume."""
     seen: list[list[str]] = []
 
-    def helper_model(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN202
+    def helper_model(messages: Sequence[Message], info: ModelRequestParams):
         users = [m.content for m in messages if m.kind == "user"]
         seen.append(users)
         if info.turn == 0 and len(users) == 2:
@@ -403,7 +403,7 @@ async def test_per_run_sub_agent_conversation_survives_resume(store: Store) -> N
 
     helper = Agent("Helper", model=FunctionModel(helper_model), tools=[ask_user()])
 
-    def boss_model(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN202
+    def boss_model(messages: Sequence[Message], info: ModelRequestParams):
         if info.turn == 0:
             return tool_call("Helper", query="remember apples")
         if info.turn == 1:
