@@ -420,3 +420,24 @@ async def test_per_run_sub_agent_conversation_survives_resume(store: Store) -> N
     # The second call's live turn after the resume still has the first call's conversation.
     assert seen[-1] == ["remember apples", "what did I say?"]
     assert len(seen) == 3  # first call, second call's turn 0 (replayed since), its turn 1
+
+
+async def test_dedup_interrupts_again_on_resume_without_answers(store: Store) -> None:
+    def model(messages: Sequence[Message], info: ModelRequestParams):  # noqa: ANN202
+        if info.turn == 0:
+            return [
+                tool_call("ask_user", _id="a", question="Which region?"),
+                tool_call("ask_user", _id="b", question="Which region?"),
+            ]
+        return text(" & ".join(m.content for m in messages if isinstance(m, ToolResultMessage)))
+
+    agent = Agent("A", model=FunctionModel(model), tools=[ask_user()])
+    first = await agent.run("go", store=store, on_unhandled="interrupt")
+    with anyio.fail_after(10):
+        second = await agent.resume(first.run_id, store=store, on_unhandled="interrupt")
+    assert second.status == "interrupted"
+    assert [p.request_id for p in second.pending] == [p.request_id for p in first.pending]
+    done = await agent.resume(
+        first.run_id, store=store, answers={first.pending[0].request_id: "ap"}
+    )
+    assert done.output == "ap & ap"

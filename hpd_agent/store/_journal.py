@@ -325,7 +325,17 @@ class Journal:
                 return await self._join(coordinator, coordinator._requests[first], ctx, timeout)
         record = await self.store.get_request(first)
         if record is not None and record.status == "pending":
-            record = await self.store.wait_resolved(first)
+            # The first asker has not reached its request yet in this life; wait for the
+            # store, counted as parked so an interrupt is not held up by this wait.
+            parks = not coordinator.listening and coordinator.on_unhandled == "interrupt"
+            if parks:
+                self._parked += 1
+                self._check_quiescent()
+            try:
+                record = await self.store.wait_resolved(first)
+            finally:
+                if parks:
+                    self._parked -= 1
         if record is None:
             raise QuestionNotAnswered(
                 "The request was lost before the user answered.",
