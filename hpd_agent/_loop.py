@@ -27,6 +27,8 @@ from .tools import Tool, ToolArgumentsError, result_to_text
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from .store._journal import Journal
+
 __all__ = ["AgentOutcome", "AgentSpec", "run_agent"]
 
 # Exceptions that end the whole run instead of becoming one tool's error result.
@@ -57,7 +59,7 @@ class AgentOutcome:
 class _State:
     """Per-agent-run state shared by the turns and tool calls of that run."""
 
-    __slots__ = ("agent_path", "coordinator", "deadlines", "depth", "scope_path", "spec")
+    __slots__ = ("agent_path", "coordinator", "deadlines", "depth", "journal", "scope_path", "spec")
 
     def __init__(
         self,
@@ -73,6 +75,7 @@ class _State:
         self.depth = len(agent_path) - 1
         self.scope_path = scope_path
         self.deadlines = deadlines
+        self.journal: Journal | None = coordinator.journal
 
 
 async def run_agent(
@@ -112,7 +115,7 @@ async def run_agent(
                 run_id=run_id,
                 agent_path=agent_path,
                 depth=depth,
-                status="cancelled",
+                status="interrupted" if coordinator.interrupted else "cancelled",
                 tool_call_id=tool_call_id,
             )
         )
@@ -162,6 +165,7 @@ async def _turns(state: _State, messages: list[Message]) -> tuple[str, Usage]:
     model = spec.model
     on_text = _text_sink(state)
     usage = Usage()
+    journal = state.journal
     for turn in range(spec.max_turns):
         params = ModelRequestParams(
             tools=spec.tool_definitions,
@@ -171,7 +175,10 @@ async def _turns(state: _State, messages: list[Message]) -> tuple[str, Usage]:
             turn=turn,
             on_text=on_text,
         )
-        response = await model.request(messages, params)
+        if journal is None:
+            response = await model.request(messages, params)
+        else:
+            response = await _journaled_request(state, journal, turn, messages, params)
         usage = usage + response.usage
         coordinator.add_usage(response.usage)
         if response.text and not response.streamed:
@@ -186,10 +193,43 @@ async def _turns(state: _State, messages: list[Message]) -> tuple[str, Usage]:
         messages.append(response.to_message())
         if not calls:
             return response.text or "", usage
+        if journal is not None:
+            journal.enter(len(calls))
         messages.extend(await _run_batch(state, turn, calls))
     raise MaxTurnsExceededError(
         f"agent {spec.name!r} was still calling tools after max_turns={spec.max_turns} turns"
     )
+
+
+async def _journaled_request(
+    state: _State,
+    journal: Journal,
+    turn: int,
+    messages: list[Message],
+    params: ModelRequestParams,
+) -> ModelResponse:
+    """The model call of this turn: replayed from the journal, or made and then recorded."""
+    key = f"{state.scope_path}@{turn}"
+    response = journal.model_response(key)
+    if response is None:
+        journal.enter()
+        try:
+            response = await state.spec.model.request(messages, params)
+        finally:
+            journal.leave()
+        await journal.record_model(key, response)
+    elif response.text:
+        coordinator = state.coordinator
+        coordinator.emit(
+            TextDelta(
+                run_id=coordinator.run_id,
+                agent_path=state.agent_path,
+                depth=state.depth,
+                text=response.text,
+                replayed=True,
+            )
+        )
+    return response
 
 
 def _normalise_ids(calls: tuple[ToolCall, ...], turn: int) -> tuple[ToolCall, ...]:
@@ -236,6 +276,9 @@ def first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
 
 
 async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessage:
+    journal = state.journal
+    if journal is not None:
+        return await _journaled_call(state, journal, turn, call)
     coordinator = state.coordinator
     run_id = coordinator.run_id
     path = state.agent_path
@@ -267,6 +310,38 @@ async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessa
                 is_error=is_error,
             )
         )
+    return ToolResultMessage(tool_call_id=call.id, name=call.name, content=text, is_error=is_error)
+
+
+async def _journaled_call(
+    state: _State, journal: Journal, turn: int, call: ToolCall
+) -> ToolResultMessage:
+    """A tool call in a run with a store: a recorded result is replayed, never re-run."""
+    coordinator = state.coordinator
+    key = f"{state.scope_path}@{turn}:{call.id}"
+    recorded = journal.tool_result(key)
+    replayed = recorded is not None
+    common: dict[str, Any] = {
+        "run_id": coordinator.run_id,
+        "agent_path": state.agent_path,
+        "depth": state.depth,
+        "tool_call_id": call.id,
+        "tool_name": call.name,
+        "replayed": replayed,
+    }
+    coordinator.emit(ToolCallStarted(arguments=call.arguments, **common))
+    if recorded is not None:
+        text, is_error = recorded
+        journal.leave()
+    else:
+        try:
+            text, is_error = await _execute(state, turn, call)
+        finally:
+            journal.leave()  # entered for the whole batch, before any call started
+        # Recorded the moment it exists: a crash while a sibling still waits must not
+        # lose it, or the side effect would run again on resume.
+        await journal.record_tool(key, text, is_error)
+    coordinator.emit(ToolCallFinished(result=text, is_error=is_error, **common))
     return ToolResultMessage(tool_call_id=call.id, name=call.name, content=text, is_error=is_error)
 
 

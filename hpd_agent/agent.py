@@ -19,7 +19,7 @@ from ._loop import AgentSpec, run_agent
 from .coordinator import Coordinator, OnUnhandled
 from .events import RunFinished, RunStarted
 from .exceptions import UserError
-from .messages import Message, SystemMessage, UserMessage
+from .messages import Message, SystemMessage, UserMessage, message_adapter
 from .models import Model, infer_model
 from .run import Run, RunResult
 from .tools import ApprovalPolicy, Tool
@@ -27,6 +27,8 @@ from .tools import ApprovalPolicy, Tool
 if TYPE_CHECKING:
     from .handlers import Handler
     from .presets import Clarifier, ClarifierResult
+    from .store import Store
+    from .store._journal import Journal
 
 __all__ = ["Agent"]
 
@@ -137,6 +139,7 @@ class Agent:
         history: Sequence[Message] | None = None,
         run_id: str | None = None,
         on_unhandled: OnUnhandled | None = None,
+        store: Store | None = None,
     ) -> RunResult:
         """Run the agent to its final answer.
 
@@ -150,36 +153,62 @@ class Agent:
             history: Earlier messages to continue from (e.g. a previous ``result.messages``).
             run_id: Id for the run; generated when omitted.
             on_unhandled: Overrides the agent's policy for this run.
+            store: Journal the run there as it goes (model responses, tool results,
+                requests), so ``resume`` can continue it after a crash; its requests can be
+                answered by any process holding the store.
 
         Returns:
-            The run's result; ``result.output`` is the final answer.
+            The run's result; ``result.output`` is the final answer. Under
+            ``on_unhandled="interrupt"`` its status may be ``"interrupted"``, with the
+            pending requests in ``result.pending``.
 
         Raises:
             AgentRunError, ModelError: The run failed.
         """
         ctx = current_context()
         if ctx is not None:
+            if store is not None:
+                raise UserError("a nested run journals into its root run's store: pass none")
             if handler is not None:
                 raise UserError(
                     "a nested run (inside a tool call) has no handler of its own: its "
                     "requests go to the root run's stream and handler"
                 )
             return await self._run_nested(ctx, prompt, history=history)
+        policy = self._policy(on_unhandled, store)
+        rid = run_id or _new_run_id()
+        opener = None if store is None else _Opener(store, self.name, prompt, history)
+        return await self._run_root(rid, prompt, history, handler, policy, opener)
+
+    async def _run_root(
+        self,
+        run_id: str,
+        prompt: str,
+        history: Sequence[Message] | None,
+        handler: Handler | None,
+        policy: OnUnhandled,
+        opener: _Opener | None,
+    ) -> RunResult:
         if handler is not None:
             from .handlers import serve
 
-            async with self.stream(
-                prompt, history=history, run_id=run_id, on_unhandled=on_unhandled
-            ) as run:
+            async with self._stream(run_id, prompt, history, policy, opener) as run:
                 await serve(run, handler)
             return run.result
-        coordinator = Coordinator(
-            run_id or _new_run_id(), on_unhandled=on_unhandled or self.on_unhandled
-        )
-        result = await self._execute_root(coordinator, prompt, history)
+        coordinator = Coordinator(run_id, on_unhandled=policy)
+        result = await self._execute_root(coordinator, prompt, history, opener)
         if result.error is not None:
             raise result.error
         return result
+
+    def _policy(self, on_unhandled: OnUnhandled | None, store: Store | None) -> OnUnhandled:
+        policy = on_unhandled or self.on_unhandled
+        if policy == "interrupt" and store is None:
+            raise UserError(
+                'on_unhandled="interrupt" needs a store to keep the pending requests: '
+                "pass store=SQLiteStore(path) (or MemoryStore() within one process)"
+            )
+        return policy
 
     def stream(
         self,
@@ -188,33 +217,143 @@ class Agent:
         history: Sequence[Message] | None = None,
         run_id: str | None = None,
         on_unhandled: OnUnhandled | None = None,
+        store: Store | None = None,
     ) -> Run:
         """Start a root run whose events you iterate and whose requests you answer.
 
         Use as ``async with agent.stream(prompt) as run: async for event in run: ...``.
-        Leaving the block before the run ends cancels the run and its whole tree.
+        Leaving the block before the run ends cancels the run and its whole tree. With
+        ``store``, the run is journaled as in ``run``.
         """
         if current_context() is not None:
             raise UserError(
                 "stream() inside a tool call: use run(); nested events reach the root stream"
             )
-        rid = run_id or _new_run_id()
+        policy = self._policy(on_unhandled, store)
+        opener = None if store is None else _Opener(store, self.name, prompt, history)
+        return self._stream(run_id or _new_run_id(), prompt, history, policy, opener)
 
+    def _stream(
+        self,
+        run_id: str,
+        prompt: str,
+        history: Sequence[Message] | None,
+        policy: OnUnhandled,
+        opener: _Opener | None,
+    ) -> Run:
         async def execute(coordinator: Coordinator) -> RunResult:
-            return await self._execute_root(coordinator, prompt, history)
+            return await self._execute_root(coordinator, prompt, history, opener)
 
         return Run(
-            run_id=rid,
+            run_id=run_id,
             prompt=prompt,
             agent_name=self.name,
             executor=execute,
-            on_unhandled=on_unhandled or self.on_unhandled,
+            on_unhandled=policy,
         )
 
+    # -- durable runs ----------------------------------------------------------------------
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        store: Store,
+        answers: Mapping[str, Any] | None = None,
+        handler: Handler | None = None,
+        on_unhandled: OnUnhandled | None = None,
+        max_age: float | None = None,
+    ) -> RunResult:
+        """Continue a run journaled in ``store`` (after a crash, or an interrupt).
+
+        The root agent starts again from its first message and replays the journal: each
+        recorded model response and tool result is reused, so no model call and no tool
+        side effect runs twice; a request raised before keeps its id and is still pending
+        in the store (or answered there: then it returns at once). The run then continues
+        live, as if never interrupted.
+
+        Args:
+            run_id: The run to continue.
+            store: The store it was journaled in.
+            answers: ``{request_id: answer}`` to give pending requests first (validated
+                against each stored question; a refused one raises and nothing resumes).
+            handler: Answers new requests, as in ``run``.
+            on_unhandled: Policy for requests nobody here answers, as in ``run``.
+            max_age: Expire this run's pending requests older than this many seconds first;
+                their askers see the timeout text.
+
+        Raises:
+            UserError: No such run, or it was started by an agent of another name.
+            RequestError: One of ``answers`` was refused.
+        """
+        if current_context() is not None:
+            raise UserError("resume() inside a tool call: resume the root run instead")
+        policy = self._policy(on_unhandled, store)
+        opener = await _Opener.for_resume(store, self.name, run_id, answers, max_age)
+        return await self._run_root(run_id, opener.prompt, opener.history, handler, policy, opener)
+
+    def resume_stream(
+        self,
+        run_id: str,
+        *,
+        store: Store,
+        on_unhandled: OnUnhandled | None = None,
+        max_age: float | None = None,
+    ) -> Run:
+        """``resume`` as a stream: iterate the events (replayed ones have ``replayed=True``).
+
+        The run record is read when the run starts; an unknown run fails the run with
+        ``UserError``.
+        """
+        if current_context() is not None:
+            raise UserError("resume_stream() inside a tool call: resume the root run instead")
+        policy = self._policy(on_unhandled, store)
+        name = self.name
+
+        async def execute(coordinator: Coordinator) -> RunResult:
+            try:
+                opener = await _Opener.for_resume(store, name, run_id, None, max_age)
+            except UserError as e:
+                return RunResult(run_id=run_id, status="failed", error=e)
+            return await self._execute_root(coordinator, opener.prompt, opener.history, opener)
+
+        return Run(run_id=run_id, prompt="", agent_name=name, executor=execute, on_unhandled=policy)
+
     async def _execute_root(
-        self, coordinator: Coordinator, prompt: str, history: Sequence[Message] | None
+        self,
+        coordinator: Coordinator,
+        prompt: str,
+        history: Sequence[Message] | None,
+        opener: _Opener | None = None,
     ) -> RunResult:
         """Run as the root agent; failures end up in the result, cancellation propagates."""
+        journal = None if opener is None else await opener.open(coordinator)
+        scope = anyio.CancelScope()
+        coordinator.interrupt_scope = scope
+        result: RunResult | None = None
+        with scope:
+            result = await self._execute_body(coordinator, prompt, history)
+        if result is None:  # only "interrupt" cancels this scope
+            run_id = coordinator.run_id
+            pending = coordinator.pending()
+            result = RunResult(
+                run_id=run_id, status="interrupted", usage=coordinator.usage, pending=pending
+            )
+            coordinator.emit(
+                RunFinished(
+                    run_id=run_id,
+                    agent_path=(self.name,),
+                    depth=0,
+                    status="interrupted",
+                    usage=result.usage,
+                )
+            )
+        if journal is not None:
+            await journal.finish_run(result)
+        return result
+
+    async def _execute_body(
+        self, coordinator: Coordinator, prompt: str, history: Sequence[Message] | None
+    ) -> RunResult:
         run_id = coordinator.run_id
         path = (self.name,)
         coordinator.emit(RunStarted(run_id=run_id, agent_path=path, depth=0, prompt=prompt))
@@ -286,6 +425,24 @@ class Agent:
         conversation_key: str | None = None,
     ) -> RunResult:
         coordinator = ctx.coordinator
+        journal = coordinator.journal
+        if journal is None:
+            return await self._nested_body(ctx, prompt, history, conversation_key)
+        # The calling tool is counted busy; while this agent runs, its own calls count.
+        journal.leave()
+        try:
+            return await self._nested_body(ctx, prompt, history, conversation_key)
+        finally:
+            journal.enter()
+
+    async def _nested_body(
+        self,
+        ctx: ToolContext,
+        prompt: str,
+        history: Sequence[Message] | None,
+        conversation_key: str | None,
+    ) -> RunResult:
+        coordinator = ctx.coordinator
         path = (*ctx.agent_path, self.name)
         scope = f"{ctx.call_path}/{self.name}"
         extra = ""
@@ -321,6 +478,11 @@ class Agent:
             lock = coordinator.conversation_locks.setdefault(conversation_key, anyio.Lock())
             async with lock:
                 kept = coordinator.conversations.get(conversation_key)
+                journal = coordinator.journal
+                if kept is None and journal is not None:
+                    # After a cold resume the earlier calls were replayed, not run: their
+                    # conversation comes back from the journal.
+                    kept = journal.conversation(conversation_key)
                 if kept is None:
                     messages = self._first_messages(prompt, history, extra)
                 else:
@@ -338,6 +500,8 @@ class Agent:
                 )
                 # Kept only on success: a failed call must not leave a half turn behind.
                 coordinator.conversations[conversation_key] = messages
+                if journal is not None:
+                    await journal.record_conversation(conversation_key, messages)
         return RunResult(
             run_id=ctx.run_id,
             status="completed",
@@ -414,3 +578,82 @@ def _rejected(
         usage=usage,
         clarifier=clarified,
     )
+
+
+class _Opener:
+    """Opens a root run's journal in a store: a new run's record, or an earlier life's."""
+
+    __slots__ = ("agent_name", "entries", "history", "prompt", "record", "store")
+
+    def __init__(
+        self, store: Store, agent_name: str, prompt: str, history: Sequence[Message] | None
+    ) -> None:
+        self.store = store
+        self.agent_name = agent_name
+        self.prompt = prompt
+        self.history = list(history) if history else None
+        self.record: Any = None
+        self.entries: Any = None
+
+    @classmethod
+    async def for_resume(
+        cls,
+        store: Store,
+        agent_name: str,
+        run_id: str,
+        answers: Mapping[str, Any] | None,
+        max_age: float | None,
+    ) -> _Opener:
+        from .store import respond
+
+        record = await store.get_run(run_id)
+        if record is None:
+            raise UserError(f"no run {run_id!r} in {store!r}")
+        if record.agent_name != agent_name:
+            raise UserError(
+                f"run {run_id!r} was started by agent {record.agent_name!r}, not {agent_name!r}: "
+                "resume it with the same agent"
+            )
+        if max_age is not None:
+            await store.recover(max_age, run_id=run_id)
+        for request_id, answer in (answers or {}).items():
+            stored = await store.get_request(request_id)
+            if stored is not None and stored.run_id != run_id:
+                raise UserError(
+                    f"request {request_id} belongs to run {stored.run_id}, not {run_id}"
+                )
+            await respond(store, request_id, answer, context={"channel": "resume"})
+        history = message_adapter().validate_python(list(record.history)) or None
+        opener = cls(store, agent_name, record.prompt, history)
+        opener.record = record
+        opener.entries = await store.journal(run_id)
+        return opener
+
+    async def open(self, coordinator: Coordinator) -> Journal:
+        from .store import Journal, RunRecord
+
+        if self.record is None:
+            if await self.store.get_run(coordinator.run_id) is not None:
+                raise UserError(
+                    f"run {coordinator.run_id!r} is already in {self.store!r}: "
+                    "use resume() to continue it, or pick a new run_id"
+                )
+            history = message_adapter().dump_python(self.history or [], mode="json")
+            self.record = RunRecord(
+                run_id=coordinator.run_id,
+                agent_name=self.agent_name,
+                prompt=self.prompt,
+                history=history,
+            )
+        else:
+            import dataclasses
+            import time
+
+            self.record = dataclasses.replace(self.record, status="running", updated_at=time.time())
+        await self.store.put_run(self.record)
+        journal = Journal(self.store, self.record, self.entries)
+        journal.coordinator = coordinator
+        coordinator.journal = journal
+        if journal.replaying:
+            await journal.restore(coordinator)
+        return journal

@@ -53,6 +53,8 @@ class _Base:
     """Agent names from the root to the agent that produced the event."""
     depth: int
     """Nesting depth of that agent: 0 for the root agent."""
+    replayed: bool = False
+    """True when a resumed run re-emits a fact from its journal (nothing ran again)."""
 
     @property
     def agent_name(self) -> str:

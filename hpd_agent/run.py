@@ -38,13 +38,16 @@ class RunResult:
 
     Attributes:
         run_id: The run's id.
-        status: ``"completed"``, ``"failed"``, ``"cancelled"``, ``"rejected"`` (the human
-            rejected the plan of the agent's clarifier), ...
+        status: ``"completed"``, ``"failed"``, ``"cancelled"``, ``"interrupted"`` (ended with
+            requests pending in its store), or ``"rejected"`` (the human rejected the plan of
+            the agent's clarifier).
         output: The root agent's final answer (None unless completed).
         messages: The root agent's conversation, ready to pass as ``history`` to a next run.
         usage: Tokens and requests of every model call in the tree.
         error: The exception that failed the run, if it failed.
         clarifier: What the agent's clarifier learned and agreed, if it has one.
+        pending: For an interrupted run, the requests left pending in its store; answer
+            them with ``Agent.resume(run_id, store=..., answers={request_id: answer})``.
     """
 
     run_id: str
@@ -54,6 +57,7 @@ class RunResult:
     usage: Usage = field(default_factory=Usage)
     error: BaseException | None = None
     clarifier: ClarifierResult | None = None
+    pending: list[RequestEvent] = field(default_factory=list[RequestEvent])
 
 
 Executor = Callable[[Coordinator], Awaitable[RunResult]]
@@ -135,6 +139,11 @@ class Run:
                 result = RunResult(
                     run_id=self.run_id, status="cancelled", usage=self.coordinator.usage
                 )
+                journal = self.coordinator.journal
+                if journal is not None:
+                    # Shielded: the store must learn the run ended even while cancelled.
+                    with anyio.CancelScope(shield=True):
+                        await journal.finish_run(result)
                 self.coordinator.emit(
                     RunFinished(
                         run_id=self.run_id,
@@ -188,7 +197,7 @@ class Run:
             RequestCancelledError: It was cancelled.
             InvalidAnswerError: The answer does not fit the question.
         """
-        return self.coordinator.respond(request_id, answer)
+        return await self.coordinator.respond_async(request_id, answer)
 
     def cancel_request(self, request_id: str) -> None:
         """End one pending request without an answer; the asking agent is told so."""

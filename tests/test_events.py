@@ -48,6 +48,7 @@ def test_json_shape_is_stable() -> None:
             "run_id": "run_1",
             "agent_path": ["Orchestrator", "CodingAgent"],
             "depth": 1,
+            "replayed": False,
             "request_id": "req_1",
             "question": "Which framework?",
             "context": None,

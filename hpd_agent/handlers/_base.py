@@ -142,7 +142,8 @@ async def serve(run: Run, handler: Handler) -> None:
     async with anyio.create_task_group() as tg:
         async for event in run:
             await handler.on_event(event)
-            if isinstance(event, (ClarificationRequest, PermissionRequest)):
+            # A replayed request was resolved in an earlier life of the run: not to answer.
+            if isinstance(event, (ClarificationRequest, PermissionRequest)) and not event.replayed:
                 scope = anyio.CancelScope()
                 answering[event.request_id] = scope
                 tg.start_soon(_answer, run, handler, event, scope)

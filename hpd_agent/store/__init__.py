@@ -1,0 +1,63 @@
+"""Durable requests and run journals: ``MemoryStore``, ``SQLiteStore`` (default), ``PostgresStore``.
+
+Pass a store to ``Agent.run/stream(..., store=store)`` and the run journals as it goes; after
+a crash ``await agent.resume(run_id, store=store)`` replays the journal (no model call and no
+tool side effect runs twice) and continues. Any process holding the store can list pending
+requests (``store.list_requests()``) and answer them (``hpd_agent.store.respond``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from ._answers import respond
+from ._base import (
+    JournalEntry,
+    RequestRecord,
+    RequestState,
+    RunRecord,
+    RunState,
+    Store,
+)
+from ._journal import Journal
+from .memory import MemoryStore
+from .sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from .postgres import PostgresStore
+
+__all__ = [
+    "Journal",
+    "JournalEntry",
+    "MemoryStore",
+    "PostgresStore",
+    "RequestRecord",
+    "RequestState",
+    "RunRecord",
+    "RunState",
+    "SQLiteStore",
+    "Store",
+    "open_store",
+    "respond",
+]
+
+
+def open_store(location: str | os.PathLike[str]) -> Store:
+    """A store from a location: a ``postgresql://`` DSN opens a ``PostgresStore``; anything
+    else is a SQLite file path."""
+    text = os.fspath(location)
+    if text.startswith(("postgresql://", "postgres://")):
+        from .postgres import PostgresStore
+
+        return PostgresStore(text)
+    return SQLiteStore(text)
+
+
+def __getattr__(name: str) -> Any:
+    # psycopg is an optional extra: import it only when PostgresStore is asked for.
+    if name == "PostgresStore":
+        from .postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,87 @@
+"""Answering a stored request from anywhere: validation against the stored question.
+
+A process that holds only the store (the ``hpd-agent answer`` command, a web worker) has no
+live ``RequestSpec``; it rebuilds one from the stored request event and validates the
+answer before the atomic update, so a wrong option is refused here exactly as ``run.respond``
+would refuse it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ..coordinator import RequestSpec
+from ..events import ClarificationRequest, RequestEvent
+from ..exceptions import InvalidAnswerError
+from ._base import RequestRecord, Store, dump_json, refusal
+
+__all__ = ["jsonable", "respond", "spec_for_event"]
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON-compatible data (dataclasses such as ``Approve`` become objects)."""
+    return json.loads(dump_json(value))
+
+
+def spec_for_event(event: RequestEvent) -> RequestSpec | None:
+    """A spec able to validate answers to ``event``; None for a kind this module can't check."""
+    if isinstance(event, ClarificationRequest):
+        if event.question_kind != "text":
+            return None
+        from ..clarification import TextQuestion
+
+        return TextQuestion(question=event.question, context=event.context, options=event.options)
+    from ..permissions import _PermissionSpec
+
+    return _PermissionSpec(event.tool_name, dict(event.arguments))
+
+
+def validate_stored(record: RequestRecord, answer: Any) -> Any:
+    """The answer in canonical, JSON-compatible form, or ``InvalidAnswerError``."""
+    spec = spec_for_event(record.event)
+    if spec is None:
+        value = answer
+    else:
+        try:
+            value = spec.validate(answer)
+        except (ValueError, TypeError) as e:
+            raise InvalidAnswerError(
+                f"invalid answer for request {record.id}: {e}", request_id=record.id
+            ) from None
+    try:
+        return jsonable(value)
+    except Exception as e:  # pydantic_core refuses what it can't encode
+        raise InvalidAnswerError(
+            f"invalid answer for request {record.id}: not JSON-serialisable ({e})",
+            request_id=record.id,
+        ) from None
+
+
+async def respond(
+    store: Store, request_id: str, answer: Any, *, context: Mapping[str, Any] | None = None
+) -> RequestRecord:
+    """Answer a stored request from any process; the waiting run wakes up and continues.
+
+    The answer is validated against the stored question, then written with an atomic
+    conditional update: of two answers racing, exactly one is accepted.
+
+    Args:
+        store: The store holding the request.
+        request_id: The request's id.
+        answer: Text, an option, ``Approve``/``Deny`` or ``True``/``False`` for permissions.
+        context: Free-form data kept with the answer (who answered, on which channel).
+
+    Returns:
+        The answered record.
+
+    Raises:
+        UnknownRequestError, RequestAlreadyAnsweredError, RequestExpiredError,
+        RequestCancelledError, InvalidAnswerError: Refused; nothing changed.
+    """
+    record = await store.get_request(request_id)
+    if record is None or record.status != "pending":
+        raise refusal(record, request_id)
+    value = validate_stored(record, answer)
+    return await store.resolve(request_id, "answered", value, context=context)

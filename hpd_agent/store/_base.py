@@ -1,0 +1,293 @@
+"""The ``Store`` protocol and the records it keeps: requests, run journals and runs.
+
+A store is what makes a run outlive its process. It holds three things:
+
+- **requests**: every question or permission request a run raised, with its status
+  (``pending``, ``answered``, ``expired``, ``cancelled``) and answer. ``respond`` is an atomic
+  conditional update, so two processes answering at once cannot both win.
+- **the journal**: what a run already did, keyed by call path (model responses by
+  ``f"{scope_path}@{turn}"``, tool results by the tool's ``call_path``). Answers are journaled
+  by request id in the requests themselves. ``Agent.resume`` replays it.
+- **runs**: one record per root run (status, prompt, agent name, output).
+
+Every value crosses the store as JSON; events use ``event_adapter()`` and messages
+``message_adapter()``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..events import ClarificationRequest, RequestEvent, event_adapter
+from ..exceptions import (
+    RequestAlreadyAnsweredError,
+    RequestCancelledError,
+    RequestError,
+    RequestExpiredError,
+    UnknownRequestError,
+)
+
+__all__ = [
+    "JournalEntry",
+    "RequestRecord",
+    "RequestState",
+    "RunRecord",
+    "RunState",
+    "Store",
+    "dump_json",
+    "refusal",
+]
+
+RequestState = Literal["pending", "answered", "expired", "cancelled"]
+"""Where a stored request stands."""
+
+RunState = Literal["running", "completed", "failed", "cancelled", "interrupted"]
+"""Where a stored run stands; ``running`` also describes a run whose process died."""
+
+JournalKind = Literal["model", "tool", "alias", "conversation"]
+
+
+def dump_json(value: Any) -> str:
+    """JSON text of an answer, payload or context (dataclasses become objects)."""
+    from pydantic_core import to_json
+
+    return to_json(value).decode()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RequestRecord:
+    """One request as a store keeps it.
+
+    Attributes:
+        id: The request id (derived from the asking call's path, so stable across replays).
+        run_id: The root run that raised it.
+        agent_path: Agent names from the root to the asking agent.
+        kind: ``"permission"`` or the question kind (``"text"``, ``"choice"``, ...).
+        question: The question text (for a permission, a sentence naming the tool).
+        payload: The request event as JSON (``event_adapter()``), enough to validate and
+            show the request in another process.
+        options: Allowed answers, if any.
+        status: ``pending``, ``answered``, ``expired`` or ``cancelled``.
+        answer: The accepted answer as JSON-compatible data.
+        created_at: When it was raised (seconds since the epoch).
+        answered_at: When it left ``pending``.
+        expires_at: When it times out, if it has a timeout.
+        context: Free-form data about where it was shown or who answered (channel, sender).
+    """
+
+    id: str
+    run_id: str
+    agent_path: tuple[str, ...]
+    kind: str
+    question: str
+    payload: Mapping[str, Any]
+    options: tuple[str, ...] | None = None
+    status: RequestState = "pending"
+    answer: Any = None
+    created_at: float = field(default_factory=time.time)
+    answered_at: float | None = None
+    expires_at: float | None = None
+    context: Mapping[str, Any] = field(default_factory=dict[str, Any])
+
+    @classmethod
+    def from_event(
+        cls,
+        event: RequestEvent,
+        *,
+        timeout: float | None = None,
+        context: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> RequestRecord:
+        """The pending record of a request event."""
+        created = time.time() if now is None else now
+        if isinstance(event, ClarificationRequest):
+            kind, question, options = event.question_kind, event.question, event.options
+        else:
+            kind = "permission"
+            question = f"May {event.tool_name} run with {json.dumps(event.arguments)}?"
+            options = None
+        return cls(
+            id=event.request_id,
+            run_id=event.run_id,
+            agent_path=event.agent_path,
+            kind=kind,
+            question=question,
+            payload=event_adapter().dump_python(event, mode="json"),
+            options=options,
+            created_at=created,
+            expires_at=None if timeout is None else created + timeout,
+            context=dict(context or {}),
+        )
+
+    @property
+    def event(self) -> RequestEvent:
+        """The request event this record was made from."""
+        event = event_adapter().validate_python(self.payload)
+        assert isinstance(event, RequestEvent)
+        return event
+
+    def resolved(
+        self, status: RequestState, answer: Any = None, *, at: float | None = None
+    ) -> RequestRecord:
+        """A copy that left ``pending`` with ``status``."""
+        return replace(
+            self, status=status, answer=answer, answered_at=time.time() if at is None else at
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JournalEntry:
+    """One journaled fact of a run.
+
+    Attributes:
+        key: The call path it belongs to (see the module docstring).
+        kind: ``"model"`` (a model response), ``"tool"`` (a tool result), ``"alias"`` (a
+            question that joined an identical pending one: value is that one's id) or
+            ``"conversation"`` (a ``per_run`` sub-agent's messages after its last call).
+        value: JSON-compatible data.
+    """
+
+    key: str
+    kind: JournalKind
+    value: Any
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunRecord:
+    """A root run as a store keeps it.
+
+    Attributes:
+        run_id: The run's id.
+        agent_name: The root agent's name (``resume`` checks it).
+        prompt: The prompt the run started with.
+        history: Earlier messages it continued from, as ``message_adapter()`` JSON.
+        status: ``running``, ``completed``, ``failed``, ``cancelled`` or ``interrupted``.
+        output: The final answer, once completed.
+        error: What failed it, if it failed.
+        created_at: When it started.
+        updated_at: When its status last changed.
+    """
+
+    run_id: str
+    agent_name: str
+    prompt: str
+    history: Sequence[Any] = ()
+    status: RunState = "running"
+    output: str | None = None
+    error: str | None = None
+    created_at: float = field(default_factory=time.time)
+    updated_at: float = field(default_factory=time.time)
+
+
+def refusal(record: RequestRecord | None, request_id: str) -> RequestError:
+    """The error telling why ``request_id`` could not take an answer (it is not pending)."""
+    if record is None:
+        return UnknownRequestError(
+            f"no request with id {request_id!r} in the store", request_id=request_id
+        )
+    if record.status == "answered":
+        return RequestAlreadyAnsweredError(
+            f"request {request_id} was already answered", request_id=request_id
+        )
+    if record.status == "expired":
+        return RequestExpiredError(
+            f"request {request_id} expired before this answer came", request_id=request_id
+        )
+    return RequestCancelledError(f"request {request_id} was cancelled", request_id=request_id)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Durable requests, run journals and run records. All methods are async and anyio-safe.
+
+    Implementations: ``MemoryStore`` (one process, tests), ``SQLiteStore`` (one machine, the
+    default), ``PostgresStore`` (many workers).
+    """
+
+    # -- requests ------------------------------------------------------------------------
+    async def add_request(self, record: RequestRecord) -> RequestRecord:
+        """Insert a pending request; if its id exists already, return the stored one unchanged.
+
+        The second case is a replay reaching a request it raised before the crash.
+        """
+        ...
+
+    async def get_request(self, request_id: str) -> RequestRecord | None:
+        """The request with this id, or None."""
+        ...
+
+    async def list_requests(
+        self, *, run_id: str | None = None, status: RequestState | None = "pending"
+    ) -> list[RequestRecord]:
+        """Requests, oldest first, narrowed to a run and/or a status (None: any)."""
+        ...
+
+    async def resolve(
+        self,
+        request_id: str,
+        status: RequestState,
+        answer: Any = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+    ) -> RequestRecord:
+        """Atomically move a *pending* request to ``status`` (with ``answer`` if answered).
+
+        The answer must already be validated (see ``hpd_agent.store.respond``).
+
+        Returns:
+            The updated record.
+
+        Raises:
+            UnknownRequestError, RequestAlreadyAnsweredError, RequestExpiredError,
+            RequestCancelledError: It was not pending; nothing changed.
+        """
+        ...
+
+    async def wait_resolved(self, request_id: str) -> RequestRecord:
+        """Wait until the request is no longer pending (answered here or by another process)."""
+        ...
+
+    async def recover(
+        self, max_age: float, *, run_id: str | None = None, now: float | None = None
+    ) -> list[str]:
+        """Expire pending requests older than ``max_age`` seconds (or past their expiry).
+
+        Args:
+            max_age: Age in seconds past which a pending request is given up.
+            run_id: Only this run's requests.
+            now: The clock to compare against; defaults to ``time.time()``.
+
+        Returns:
+            The ids that expired.
+        """
+        ...
+
+    # -- journal -------------------------------------------------------------------------
+    async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
+        """Record one fact of a run (a later put with the same key replaces it)."""
+        ...
+
+    async def journal(self, run_id: str) -> dict[str, JournalEntry]:
+        """Every journaled fact of a run, by key."""
+        ...
+
+    # -- runs ----------------------------------------------------------------------------
+    async def put_run(self, record: RunRecord) -> None:
+        """Insert or replace a run record."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run record, or None."""
+        ...
+
+    async def list_runs(self, *, status: RunState | None = None) -> list[RunRecord]:
+        """Run records, oldest first, optionally of one status."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections. The store can't be used afterwards."""
+        ...

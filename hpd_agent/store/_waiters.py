@@ -1,0 +1,87 @@
+"""Waiting for requests to be resolved by other processes, with one watcher per store.
+
+However many requests wait in one process, one of the waiting tasks (the *leader*) watches
+the database for all of them: it asks the store's ``watch`` function which waited ids were
+resolved lately, and wakes their waiters. When the leader stops waiting it wakes another
+waiter, which takes over. So 10,000 pending requests cost one query per poll (SQLite) or
+one listening connection (PostgreSQL), not 10,000.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import anyio
+
+from ._base import RequestRecord, refusal
+
+__all__ = ["Waiters"]
+
+Watch = Callable[[list[str], anyio.Event], Awaitable[list[str]]]
+"""``watch(waited_ids, leader_wakeup)``: wait a while (returning early if ``leader_wakeup``
+is set), then return the waited ids that are no longer pending."""
+
+
+class Waiters:
+    """The waiting tasks of one store object, and the leader that watches for them.
+
+    Args:
+        fetch: Reads one request from the store.
+        watch: See ``Watch``.
+    """
+
+    def __init__(
+        self, fetch: Callable[[str], Awaitable[RequestRecord | None]], watch: Watch
+    ) -> None:
+        self._fetch = fetch
+        self._watch = watch
+        self._events: dict[str, anyio.Event] = {}
+        self._count: dict[str, int] = {}
+        self._leader: str | None = None
+
+    def wake(self, request_id: str) -> None:
+        """The request was resolved through this very store object: wake its waiters now."""
+        event = self._events.get(request_id)
+        if event is not None:
+            event.set()
+
+    async def wait(self, request_id: str) -> RequestRecord:
+        """Wait until the request leaves ``pending``; returns its record."""
+        self._count[request_id] = self._count.get(request_id, 0) + 1
+        try:
+            while True:
+                event = self._events.get(request_id)
+                if event is None or event.is_set():
+                    event = self._events[request_id] = anyio.Event()
+                # Registered before this look: an answer landing after it is seen by the
+                # watcher (or woken directly), never lost in between.
+                record = await self._fetch(request_id)
+                if record is None:
+                    raise refusal(None, request_id)
+                if record.status != "pending":
+                    return record
+                if self._leader is None:
+                    await self._lead(event, request_id)
+                else:
+                    await event.wait()
+        finally:
+            left = self._count[request_id] - 1
+            if left:
+                self._count[request_id] = left
+            else:
+                del self._count[request_id]
+                self._events.pop(request_id, None)
+
+    async def _lead(self, event: anyio.Event, request_id: str) -> None:
+        self._leader = request_id
+        try:
+            while not event.is_set():
+                for rid in await self._watch(list(self._count), event):
+                    self.wake(rid)
+        finally:
+            self._leader = None
+            # Hand over: wake one other waiter; it finds its request pending and leads.
+            for rid, other in self._events.items():
+                if rid != request_id and not other.is_set():
+                    other.set()
+                    break
