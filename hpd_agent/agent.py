@@ -8,6 +8,8 @@ context and emits there, tagged with its agent path, at any depth.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -26,7 +28,7 @@ from .tools import ApprovalPolicy, Tool
 
 if TYPE_CHECKING:
     from .handlers import Handler
-    from .store import Store
+    from .store import JournalEntry, RunRecord, Store
     from .store._journal import Journal
 
 __all__ = ["Agent"]
@@ -529,8 +531,8 @@ class _Opener:
         self.agent_name = agent_name
         self.prompt = prompt
         self.history = list(history) if history else None
-        self.record: Any = None
-        self.entries: Any = None
+        self.record: RunRecord | None = None
+        self.entries: dict[str, JournalEntry] | None = None
 
     @classmethod
     async def for_resume(
@@ -542,6 +544,8 @@ class _Opener:
         max_age: float | None,
     ) -> _Opener:
         from .store import respond
+        from .store._answers import validate_stored
+        from .store._base import refusal
 
         record = await store.get_run(run_id)
         if record is None:
@@ -553,10 +557,16 @@ class _Opener:
             )
         if max_age is not None:
             await store.recover(max_age, run_id=run_id)
-        for request_id, answer in (answers or {}).items():
+        answers = dict(answers or {})
+        # Every answer is checked before any is written: a refused one changes nothing.
+        for request_id, answer in answers.items():
             stored = await store.get_request(request_id)
             if stored is not None and stored.run_id != run_id:
                 raise UserError(f"request {request_id} belongs to run {stored.run_id}, not {run_id}")
+            if stored is None or stored.status != "pending":
+                raise refusal(stored, request_id)
+            validate_stored(stored, answer)
+        for request_id, answer in answers.items():
             await respond(store, request_id, answer, context={"channel": "resume"})
         history = message_adapter().validate_python(list(record.history)) or None
         opener = cls(store, agent_name, record.prompt, history)
@@ -581,9 +591,6 @@ class _Opener:
                 history=history,
             )
         else:
-            import dataclasses
-            import time
-
             self.record = dataclasses.replace(self.record, status="running", updated_at=time.time())
         await self.store.put_run(self.record)
         journal = Journal(self.store, self.record, self.entries)
