@@ -468,3 +468,20 @@ async def test_resume_answers_are_all_checked_before_any_is_written(store: Store
         first.run_id, store=store, answers={by_question["Name?"]: "Ann", by_question["Size?"]: "m"}
     )
     assert done.output == "Ann & M"
+
+
+async def test_cancellation_from_outside_leaves_requests_resumable(
+    store: Store, workdir: Path
+) -> None:
+    """A process shutting down (an outer cancel scope here) is like a crash, not a cancel."""
+    with anyio.CancelScope() as outer:
+        async with durable_agents.build().stream("Build", store=store, run_id="run_s") as run:
+            async for event in run:
+                if isinstance(event, ClarificationRequest):
+                    outer.cancel()
+                    await anyio.sleep_forever()
+    (record,) = await store.list_requests(run_id="run_s")
+    assert record.status == "pending"
+    done = await durable_agents.build().resume("run_s", store=store, answers={record.id: "Koa"})
+    assert done.output == "Orchestrator: built with Koa"
+    assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]

@@ -223,7 +223,7 @@ class Journal:
         try:
             await coordinator.wait(pending, ctx, remaining, external=from_store)
         except BaseException:
-            if not coordinator.interrupted and not pending.stored:
+            if coordinator.cancelling and not pending.stored:
                 with anyio.CancelScope(shield=True):
                     await self._mirror(coordinator, pending, "cancelled", None)
             raise
