@@ -127,7 +127,7 @@ class ToolContext:
         *,
         context: str | None = None,
         options: Sequence[str] | None = None,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 (a human's answer time)
     ) -> str:
         """Ask the human a free-text question and wait for the answer, mid-turn.
 

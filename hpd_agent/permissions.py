@@ -119,7 +119,7 @@ class _PermissionSpec(RequestSpec):
 
 
 async def ask_permission(
-    ctx: ToolContext, tool_name: str, arguments: dict[str, Any], *, timeout: float | None = None
+    ctx: ToolContext, tool_name: str, arguments: dict[str, Any], *, timeout: float | None = None  # noqa: ASYNC109
 ) -> str | None:
     """Ask the human whether ``tool_name`` may run with ``arguments``.
 

@@ -20,7 +20,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["HPD_AGENT_ALLOW_MODEL_REQUESTS"] = "0"
 
-from hpd_agent.models import set_allow_model_requests  # noqa: E402
+from hpd_agent.models import set_allow_model_requests
 
 set_allow_model_requests(False)
 

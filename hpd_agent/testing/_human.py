@@ -45,7 +45,7 @@ def _compile(match: str | re.Pattern[str], *, literal_full: bool = False) -> re.
     if isinstance(match, re.Pattern):
         return match
     text = re.escape(match)
-    return re.compile(text if not literal_full else text, re.IGNORECASE)
+    return re.compile(text, re.IGNORECASE)
 
 
 class ScriptedHuman(BaseHandler):
