@@ -19,7 +19,7 @@ from ._loop import AgentSpec, run_agent
 from .coordinator import Coordinator, OnUnhandled
 from .events import RunFinished, RunStarted
 from .exceptions import UserError
-from .messages import Message, SystemMessage, UserMessage, message_adapter
+from .messages import Message, SystemMessage, UserMessage
 from .models import Model, infer_model
 from .run import Run, RunResult
 from .tools import ApprovalPolicy, Tool
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .handlers import Handler
     from .presets import Clarifier, ClarifierResult
     from .store import Store
-    from .store._journal import Journal
+    from .store._journal import RunOpener
 
 __all__ = ["Agent"]
 
@@ -177,7 +177,7 @@ class Agent:
             return await self._run_nested(ctx, prompt, history=history)
         policy = self._policy(on_unhandled, store)
         rid = run_id or _new_run_id()
-        opener = None if store is None else _Opener(store, self.name, prompt, history)
+        opener = None if store is None else _opener(store, self.name, prompt, history)
         return await self._run_root(rid, prompt, history, handler, policy, opener)
 
     async def _run_root(
@@ -187,7 +187,7 @@ class Agent:
         history: Sequence[Message] | None,
         handler: Handler | None,
         policy: OnUnhandled,
-        opener: _Opener | None,
+        opener: RunOpener | None,
     ) -> RunResult:
         if handler is not None:
             from .handlers import serve
@@ -230,7 +230,7 @@ class Agent:
                 "stream() inside a tool call: use run(); nested events reach the root stream"
             )
         policy = self._policy(on_unhandled, store)
-        opener = None if store is None else _Opener(store, self.name, prompt, history)
+        opener = None if store is None else _opener(store, self.name, prompt, history)
         return self._stream(run_id or _new_run_id(), prompt, history, policy, opener)
 
     def _stream(
@@ -239,7 +239,7 @@ class Agent:
         prompt: str,
         history: Sequence[Message] | None,
         policy: OnUnhandled,
-        opener: _Opener | None,
+        opener: RunOpener | None,
     ) -> Run:
         async def execute(coordinator: Coordinator) -> RunResult:
             return await self._execute_root(coordinator, prompt, history, opener)
@@ -288,7 +288,7 @@ class Agent:
         if current_context() is not None:
             raise UserError("resume() inside a tool call: resume the root run instead")
         policy = self._policy(on_unhandled, store)
-        opener = await _Opener.for_resume(store, self.name, run_id, answers, max_age)
+        opener = await _resume_opener(store, self.name, run_id, answers, max_age)
         return await self._run_root(run_id, opener.prompt, opener.history, handler, policy, opener)
 
     def resume_stream(
@@ -311,7 +311,7 @@ class Agent:
 
         async def execute(coordinator: Coordinator) -> RunResult:
             try:
-                opener = await _Opener.for_resume(store, name, run_id, None, max_age)
+                opener = await _resume_opener(store, name, run_id, None, max_age)
             except UserError as e:
                 return RunResult(run_id=run_id, status="failed", error=e)
             return await self._execute_root(coordinator, opener.prompt, opener.history, opener)
@@ -323,7 +323,7 @@ class Agent:
         coordinator: Coordinator,
         prompt: str,
         history: Sequence[Message] | None,
-        opener: _Opener | None = None,
+        opener: RunOpener | None = None,
     ) -> RunResult:
         """Run as the root agent; failures end up in the result, cancellation propagates."""
         journal = None if opener is None else await opener.open(coordinator)
@@ -580,80 +580,21 @@ def _rejected(
     )
 
 
-class _Opener:
-    """Opens a root run's journal in a store: a new run's record, or an earlier life's."""
+def _opener(
+    store: Store, agent_name: str, prompt: str, history: Sequence[Message] | None
+) -> RunOpener:
+    from .store._journal import RunOpener  # the store package loads only when used
 
-    __slots__ = ("agent_name", "entries", "history", "prompt", "record", "store")
+    return RunOpener(store, agent_name, prompt, history)
 
-    def __init__(
-        self, store: Store, agent_name: str, prompt: str, history: Sequence[Message] | None
-    ) -> None:
-        self.store = store
-        self.agent_name = agent_name
-        self.prompt = prompt
-        self.history = list(history) if history else None
-        self.record: Any = None
-        self.entries: Any = None
 
-    @classmethod
-    async def for_resume(
-        cls,
-        store: Store,
-        agent_name: str,
-        run_id: str,
-        answers: Mapping[str, Any] | None,
-        max_age: float | None,
-    ) -> _Opener:
-        from .store import respond
+async def _resume_opener(
+    store: Store,
+    agent_name: str,
+    run_id: str,
+    answers: Mapping[str, Any] | None,
+    max_age: float | None,
+) -> RunOpener:
+    from .store._journal import RunOpener
 
-        record = await store.get_run(run_id)
-        if record is None:
-            raise UserError(f"no run {run_id!r} in {store!r}")
-        if record.agent_name != agent_name:
-            raise UserError(
-                f"run {run_id!r} was started by agent {record.agent_name!r}, not {agent_name!r}: "
-                "resume it with the same agent"
-            )
-        if max_age is not None:
-            await store.recover(max_age, run_id=run_id)
-        for request_id, answer in (answers or {}).items():
-            stored = await store.get_request(request_id)
-            if stored is not None and stored.run_id != run_id:
-                raise UserError(
-                    f"request {request_id} belongs to run {stored.run_id}, not {run_id}"
-                )
-            await respond(store, request_id, answer, context={"channel": "resume"})
-        history = message_adapter().validate_python(list(record.history)) or None
-        opener = cls(store, agent_name, record.prompt, history)
-        opener.record = record
-        opener.entries = await store.journal(run_id)
-        return opener
-
-    async def open(self, coordinator: Coordinator) -> Journal:
-        from .store import Journal, RunRecord
-
-        if self.record is None:
-            if await self.store.get_run(coordinator.run_id) is not None:
-                raise UserError(
-                    f"run {coordinator.run_id!r} is already in {self.store!r}: "
-                    "use resume() to continue it, or pick a new run_id"
-                )
-            history = message_adapter().dump_python(self.history or [], mode="json")
-            self.record = RunRecord(
-                run_id=coordinator.run_id,
-                agent_name=self.agent_name,
-                prompt=self.prompt,
-                history=history,
-            )
-        else:
-            import dataclasses
-            import time
-
-            self.record = dataclasses.replace(self.record, status="running", updated_at=time.time())
-        await self.store.put_run(self.record)
-        journal = Journal(self.store, self.record, self.entries)
-        journal.coordinator = coordinator
-        coordinator.journal = journal
-        if journal.replaying:
-            await journal.restore(coordinator)
-        return journal
+    return await RunOpener.for_resume(store, agent_name, run_id, answers, max_age)

@@ -328,7 +328,7 @@ def _load_agent(spec: str) -> Any:
 def _cmd_resume(args: argparse.Namespace) -> int:
     import anyio
 
-    from .events import ClarificationRequest, PermissionRequest
+    from .events import ClarificationRequest
     from .exceptions import HpdAgentError
 
     answers: dict[str, str] = {}
@@ -356,15 +356,10 @@ def _cmd_resume(args: argparse.Namespace) -> int:
             await store.aclose()
         if result.status == "interrupted":
             for request in result.pending:
-                what = (
-                    request.question
-                    if isinstance(request, ClarificationRequest)
-                    else (
-                        f"permission for {request.tool_name}"
-                        if isinstance(request, PermissionRequest)
-                        else ""
-                    )
-                )
+                if isinstance(request, ClarificationRequest):
+                    what = request.question
+                else:
+                    what = f"permission for {request.tool_name}"
                 print(f"pending {request.request_id}: {what}")
             return 3
         print(result.output or "")

@@ -114,6 +114,10 @@ class Coordinator:
         self.interrupted = False
         """Set when ``on_unhandled="interrupt"`` ended the run to wait for a later resume."""
         self.interrupt_scope: anyio.CancelScope | None = None
+        self.cancelling = False
+        """Set when the run is cancelled on purpose (``Run.cancel``, leaving its block early).
+        Only then do stored requests end as cancelled; any other cancellation (the process
+        shutting down, an outer cancel scope) leaves them pending for a resume, like a crash."""
         self._open_questions: dict[tuple[Any, ...], _Pending] = {}
         self._requests_n = 0
         self._input_tokens = 0

@@ -118,7 +118,11 @@ class _PermissionSpec(RequestSpec):
 
 
 async def ask_permission(
-    ctx: ToolContext, tool_name: str, arguments: dict[str, Any], *, timeout: float | None = None
+    ctx: ToolContext,
+    tool_name: str,
+    arguments: dict[str, Any],
+    *,
+    timeout: float | None = None,
 ) -> str | None:
     """Ask the human whether ``tool_name`` may run with ``arguments``.
 

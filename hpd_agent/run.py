@@ -116,6 +116,10 @@ class Run:
     ) -> bool | None:
         assert self._task_group is not None
         if not self._finished.is_set():
+            # Leaving the block early cancels the run on purpose; an exception passing
+            # through (e.g. the process shutting down) leaves stored requests resumable.
+            if exc_type is None:
+                self.coordinator.cancelling = True
             self._scope.cancel()
         try:
             await self._task_group.__aexit__(exc_type, exc, tb)
@@ -140,8 +144,10 @@ class Run:
                     run_id=self.run_id, status="cancelled", usage=self.coordinator.usage
                 )
                 journal = self.coordinator.journal
-                if journal is not None:
-                    # Shielded: the store must learn the run ended even while cancelled.
+                # Only a deliberate cancel ends the stored run; a shutdown or an outer
+                # cancellation is like a crash, so the run stays resumable. Shielded: the
+                # store must learn it even while this task is being cancelled.
+                if journal is not None and self.coordinator.cancelling:
                     with anyio.CancelScope(shield=True):
                         await journal.finish_run(result)
                 self.coordinator.emit(
@@ -204,7 +210,9 @@ class Run:
         self.coordinator.cancel_request(request_id)
 
     def cancel(self) -> None:
-        """Cancel the run and its whole agent tree. Pending requests end as cancelled."""
+        """Cancel the run and its whole agent tree. Pending requests end as cancelled
+        (in the store too, when the run has one)."""
+        self.coordinator.cancelling = True
         self._scope.cancel()
 
     @property

@@ -92,13 +92,13 @@ def read_lines(name: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    # Child-process entry: python durable_agents.py DB RUN_ID
+    # Child-process entry: python durable_agents.py DB_PATH_OR_DSN RUN_ID
     import anyio
 
-    from hpd_agent.store import SQLiteStore
+    from hpd_agent.store import open_store
 
     async def main() -> None:
-        store = SQLiteStore(sys.argv[1])
+        store = open_store(sys.argv[1])
         result = await build().run("Build an API", store=store, run_id=sys.argv[2])
         print(result.output, flush=True)
 

@@ -208,3 +208,29 @@ async def test_resume_reports_bad_input(workdir: Path) -> None:
     record = await store.get_request(rid)
     assert record is not None and record.status == "pending"
     await store.aclose()
+
+
+async def test_answer_a_permission_request(workdir: Path) -> None:
+    from hpd_agent.events import PermissionRequest
+
+    db = workdir / "runs.db"
+    store = SQLiteStore(db)
+    event = PermissionRequest(
+        run_id="run_1",
+        agent_path=("A",),
+        depth=0,
+        request_id="req_perm",
+        tool_name="deploy",
+        arguments={"target": "prod"},
+        tool_call_id="c1",
+    )
+    await store.add_request(RequestRecord.from_event(event))
+    listed = await cli(workdir, "pending", "--db", str(db))
+    assert 'permission: May deploy run with {"target": "prod"}?' in listed.stdout
+    refused = await cli(workdir, "answer", "req_perm", "maybe", "--db", str(db))
+    assert refused.returncode == 7 and "neither an approval nor a denial" in refused.stderr
+    ok = await cli(workdir, "answer", "req_perm", "always", "--db", str(db))
+    assert ok.returncode == 0
+    record = await store.get_request("req_perm")
+    assert record is not None and record.answer == {"scope": "run", "kind": "approve"}
+    await store.aclose()

@@ -55,7 +55,8 @@ EXPECTED: dict[str, list[str]] = {
 
 
 def test_every_example_is_checked() -> None:
-    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted(EXPECTED)
+    # durable_run.py runs twice (stop, then resume): its own test is below.
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted([*EXPECTED, "durable_run.py"])
 
 
 @pytest.mark.parametrize(
@@ -76,3 +77,25 @@ def test_example_runs_offline(name: str, args: tuple[str, ...]) -> None:
     for needle in EXPECTED[name]:
         assert needle in out.stdout, f"{name}: {needle!r} not in output:\n{out.stdout}"
     assert "litellm" not in out.stderr
+
+
+def _run_durable(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "durable_run.py"), *args],
+        cwd=cwd,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_durable_example_stops_then_resumes_without_repeating_side_effects(tmp_path: Path) -> None:
+    first = _run_durable(tmp_path)
+    assert first.count("[side effect]") == 1
+    assert "interrupted: req_" in first
+    second = _run_durable(tmp_path, "fastapi")
+    assert "[side effect]" not in second
+    assert second.strip() == "Done: scaffolded api, using FastAPI"

@@ -441,3 +441,47 @@ async def test_dedup_interrupts_again_on_resume_without_answers(store: Store) ->
         first.run_id, store=store, answers={first.pending[0].request_id: "ap"}
     )
     assert done.output == "ap & ap"
+
+
+async def test_resume_answers_are_all_checked_before_any_is_written(store: Store) -> None:
+    def model(messages: Sequence[Message], info: ModelRequestParams):
+        if info.turn == 0:
+            return [
+                tool_call("ask_user", _id="a", question="Name?"),
+                tool_call("ask_user", _id="b", question="Size?", options=["S", "M"]),
+            ]
+        return text(" & ".join(m.content for m in messages if isinstance(m, ToolResultMessage)))
+
+    agent = Agent("A", model=FunctionModel(model), tools=[ask_user()])
+    first = await agent.run("go", store=store, on_unhandled="interrupt")
+    # Both parallel questions were raised before the run stopped.
+    by_question = {p.question: p.request_id for p in first.pending}  # type: ignore[union-attr]
+    assert set(by_question) == {"Name?", "Size?"}
+    with pytest.raises(InvalidAnswerError):
+        await agent.resume(
+            first.run_id,
+            store=store,
+            answers={by_question["Name?"]: "Ann", by_question["Size?"]: "XL"},
+        )
+    assert len(await store.list_requests(run_id=first.run_id)) == 2  # nothing was written
+    done = await agent.resume(
+        first.run_id, store=store, answers={by_question["Name?"]: "Ann", by_question["Size?"]: "m"}
+    )
+    assert done.output == "Ann & M"
+
+
+async def test_cancellation_from_outside_leaves_requests_resumable(
+    store: Store, workdir: Path
+) -> None:
+    """A process shutting down (an outer cancel scope here) is like a crash, not a cancel."""
+    with anyio.CancelScope() as outer:
+        async with durable_agents.build().stream("Build", store=store, run_id="run_s") as run:
+            async for event in run:
+                if isinstance(event, ClarificationRequest):
+                    outer.cancel()
+                    await anyio.sleep_forever()
+    (record,) = await store.list_requests(run_id="run_s")
+    assert record.status == "pending"
+    done = await durable_agents.build().resume("run_s", store=store, answers={record.id: "Koa"})
+    assert done.output == "Orchestrator: built with Koa"
+    assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]

@@ -1,31 +1,38 @@
 """Cold resume after SIGKILL: a real child process dies while a depth-2 question is pending.
 
-The child runs the ``durable_agents`` tree with a SQLite store. In the CodingAgent's turn the
-sibling tool ``record_step`` has already written its side effect when ``ask_user`` waits.
-The test kills the child, answers through the store from another process (the CLI), resumes
-in this process and checks that nothing ran twice.
+The child runs the ``durable_agents`` tree with a store (a SQLite file, or a PostgreSQL
+server: then the resuming "worker" is another process of the same cluster). In the
+CodingAgent's turn the sibling tool ``record_step`` has already written its side effect when
+``ask_user`` waits. The test kills the child, answers through the store from another process
+(the CLI), resumes in this process and checks that nothing ran twice.
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import sqlite3
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import anyio
-import anyio.to_thread
 import durable_agents
 import pytest
+from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent.events import ClarificationRequest, Event, ToolCallFinished
-from hpd_agent.store import SQLiteStore
+from hpd_agent.store import Store, open_store
+
+pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "runs.db")
+    return str(request.getfixturevalue("fresh_postgres"))
 
 
 def _env(workdir: Path) -> dict[str, str]:
@@ -37,72 +44,54 @@ def _env(workdir: Path) -> dict[str, str]:
     }
 
 
-def _wait_until(condition, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-def _pending_and_journaled(db: Path) -> list[str]:
+async def _pending_once_sibling_journaled(store: Store) -> list[str]:
     """Ids of pending requests, once the sibling's tool result is journaled too."""
-    if not db.exists():
+    if await store.get_run("run_kill") is None:
         return []
-    conn = sqlite3.connect(db)
-    try:
-        try:
-            pending = [
-                r[0] for r in conn.execute("SELECT id FROM hpd_requests WHERE status='pending'")
-            ]
-            sibling = conn.execute(
-                "SELECT count(*) FROM hpd_journal WHERE kind='tool' AND key LIKE '%:step'"
-            ).fetchone()[0]
-        except sqlite3.OperationalError:  # tables not created yet
-            return []
-    finally:
-        conn.close()
-    return pending if sibling == 1 else []
-
-
-def _kill_at_pending_question_then_answer(db: Path, workdir: Path) -> str:
-    """Start the child, SIGKILL it once the depth-2 question waits, answer from the CLI."""
-    child = subprocess.Popen(
-        [sys.executable, str(TESTS / "durable_agents.py"), str(db), "run_kill"],
-        env=_env(workdir),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_until(lambda: _pending_and_journaled(db), "the depth-2 question to be pending")
-    finally:
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
-    assert child.returncode == -signal.SIGKILL
-    (request_id,) = _pending_and_journaled(db)
-    assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
-    assert durable_agents.read_lines("calls.txt") == ["orchestrator@0", "coder@0"]
-
-    # Answer from another process, through the CLI.
-    answered = subprocess.run(
-        [sys.executable, "-m", "hpd_agent.cli", "answer", request_id, "FastAPI", "--db", str(db)],
-        env=_env(workdir),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert answered.returncode == 0, answered.stderr
-    return request_id
+    journal = await store.journal("run_kill")
+    sibling = [k for k, e in journal.items() if e.kind == "tool" and k.endswith(":step")]
+    pending = await store.list_requests(run_id="run_kill")
+    return [r.id for r in pending] if len(sibling) == 1 else []
 
 
 async def test_sigkill_while_depth2_question_pending_then_resume(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HPD_TEST_DIR", str(tmp_path))
-    db = tmp_path / "runs.db"
-    request_id = await anyio.to_thread.run_sync(_kill_at_pending_question_then_answer, db, tmp_path)
+    if location.endswith(".db"):
+        open_store(location)  # create the tables, so this process can look before the child
+    store = open_store(location)
+    child = await anyio.open_process(
+        [sys.executable, str(TESTS / "durable_agents.py"), location, "run_kill"],
+        env=_env(tmp_path),
+    )
+    async with child:
+        try:
+            # Bounded polling of the store for the condition (at most ~60 s).
+            for _ in range(3000):
+                if pending := await _pending_once_sibling_journaled(store):
+                    break
+                await anyio.sleep(0.02)
+            else:
+                raise AssertionError("the depth-2 question never became pending")
+        finally:
+            child.send_signal(signal.SIGKILL)
+            await child.wait()
+    assert child.returncode == -signal.SIGKILL
+    (request_id,) = pending
+    assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
+    assert durable_agents.read_lines("calls.txt") == ["orchestrator@0", "coder@0"]
+    run_record = await store.get_run("run_kill")
+    assert run_record is not None and run_record.status == "running"  # it died running
 
-    store = SQLiteStore(db)
+    # Answer from another process, through the CLI.
+    answered = await anyio.run_process(
+        [sys.executable, "-m", "hpd_agent.cli", "answer", request_id, "FastAPI", "--db", location],
+        env=_env(tmp_path),
+        check=False,
+    )
+    assert answered.returncode == 0, answered.stderr
+
     events: list[Event] = []
     async with durable_agents.build().resume_stream("run_kill", store=store) as run:
         async for event in run:

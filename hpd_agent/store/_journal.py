@@ -17,24 +17,32 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
 from ..events import Event
-from ..exceptions import QuestionNotAnswered, RequestError
+from ..exceptions import QuestionNotAnswered, RequestError, UserError
 from ..messages import Message, ToolCall, Usage, message_adapter
 from ..models import ModelResponse
-from ._answers import jsonable
-from ._base import JournalEntry, RequestRecord, RequestState, RunRecord, RunState, Store
+from ._answers import jsonable, respond, validate_stored
+from ._base import (
+    JournalEntry,
+    RequestRecord,
+    RequestState,
+    RunRecord,
+    RunState,
+    Store,
+    refusal,
+)
 
 if TYPE_CHECKING:
     from .._context import ToolContext
     from ..coordinator import Coordinator, RequestSpec, _Pending
     from ..run import RunResult
 
-__all__ = ["Journal"]
+__all__ = ["Journal", "RunOpener"]
 
 
 def _replayed(event: Event) -> Event:
@@ -223,7 +231,7 @@ class Journal:
         try:
             await coordinator.wait(pending, ctx, remaining, external=from_store)
         except BaseException:
-            if not coordinator.interrupted and not pending.stored:
+            if coordinator.cancelling and not pending.stored:
                 with anyio.CancelScope(shield=True):
                     await self._mirror(coordinator, pending, "cancelled", None)
             raise
@@ -361,3 +369,81 @@ def _revive(spec: RequestSpec, stored: Any) -> Any:
         return spec.validate(stored)
     except (ValueError, TypeError):
         return stored
+
+
+class RunOpener:
+    """Opens a root run's journal in a store: a new run's record, or an earlier life's."""
+
+    __slots__ = ("agent_name", "entries", "history", "prompt", "record", "store")
+
+    def __init__(
+        self, store: Store, agent_name: str, prompt: str, history: Sequence[Message] | None
+    ) -> None:
+        self.store = store
+        self.agent_name = agent_name
+        self.prompt = prompt
+        self.history = list(history) if history else None
+        self.record: RunRecord | None = None
+        self.entries: dict[str, JournalEntry] | None = None
+
+    @classmethod
+    async def for_resume(
+        cls,
+        store: Store,
+        agent_name: str,
+        run_id: str,
+        answers: Mapping[str, Any] | None,
+        max_age: float | None,
+    ) -> RunOpener:
+        record = await store.get_run(run_id)
+        if record is None:
+            raise UserError(f"no run {run_id!r} in {store!r}")
+        if record.agent_name != agent_name:
+            raise UserError(
+                f"run {run_id!r} was started by agent {record.agent_name!r}, not {agent_name!r}: "
+                "resume it with the same agent"
+            )
+        if max_age is not None:
+            await store.recover(max_age, run_id=run_id)
+        answers = dict(answers or {})
+        # Every answer is checked before any is written: a refused one changes nothing.
+        for request_id, answer in answers.items():
+            stored = await store.get_request(request_id)
+            if stored is not None and stored.run_id != run_id:
+                raise UserError(
+                    f"request {request_id} belongs to run {stored.run_id}, not {run_id}"
+                )
+            if stored is None or stored.status != "pending":
+                raise refusal(stored, request_id)
+            validate_stored(stored, answer)
+        for request_id, answer in answers.items():
+            await respond(store, request_id, answer, context={"channel": "resume"})
+        history = message_adapter().validate_python(list(record.history)) or None
+        opener = cls(store, agent_name, record.prompt, history)
+        opener.record = record
+        opener.entries = await store.journal(run_id)
+        return opener
+
+    async def open(self, coordinator: Coordinator) -> Journal:
+        if self.record is None:
+            if await self.store.get_run(coordinator.run_id) is not None:
+                raise UserError(
+                    f"run {coordinator.run_id!r} is already in {self.store!r}: "
+                    "use resume() to continue it, or pick a new run_id"
+                )
+            history = message_adapter().dump_python(self.history or [], mode="json")
+            self.record = RunRecord(
+                run_id=coordinator.run_id,
+                agent_name=self.agent_name,
+                prompt=self.prompt,
+                history=history,
+            )
+        else:
+            self.record = dataclasses.replace(self.record, status="running", updated_at=time.time())
+        await self.store.put_run(self.record)
+        journal = Journal(self.store, self.record, self.entries)
+        journal.coordinator = coordinator
+        coordinator.journal = journal
+        if journal.replaying:
+            await journal.restore(coordinator)
+        return journal

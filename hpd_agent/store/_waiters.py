@@ -71,6 +71,10 @@ class Waiters:
             else:
                 del self._count[request_id]
                 self._events.pop(request_id, None)
+            if self._leader is None:
+                # This waiter may have been woken to take over just as its own request was
+                # resolved: pass the watch on, or the others would wait unwatched.
+                self._hand_over(request_id)
 
     async def _lead(self, event: anyio.Event, request_id: str) -> None:
         self._leader = request_id
@@ -80,8 +84,11 @@ class Waiters:
                     self.wake(rid)
         finally:
             self._leader = None
-            # Hand over: wake one other waiter; it finds its request pending and leads.
-            for rid, other in self._events.items():
-                if rid != request_id and not other.is_set():
-                    other.set()
-                    break
+            self._hand_over(request_id)
+
+    def _hand_over(self, leaving: str) -> None:
+        """Wake one other waiter; finding its request still pending, it starts watching."""
+        for rid, other in self._events.items():
+            if rid != leaving and not other.is_set():
+                other.set()
+                return
