@@ -10,7 +10,7 @@ import anyio
 import durable_agents
 import pytest
 
-from hpd_agent import Agent, Approve, ask_user, tool
+from hpd_agent import Agent, Approve, ToolContext, ask_user, tool
 from hpd_agent.events import (
     ClarificationRequest,
     ClarificationResolved,
@@ -485,3 +485,34 @@ async def test_cancellation_from_outside_leaves_requests_resumable(
     done = await durable_agents.build().resume("run_s", store=store, answers={record.id: "Koa"})
     assert done.output == "Orchestrator: built with Koa"
     assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
+
+
+async def test_typed_question_answered_through_the_store_is_checked_by_kind(
+    store: Store,
+) -> None:
+    # A choice question left pending in the store: another process (here: store.respond,
+    # as the CLI does) must get the same checks as run.respond, by value or by index.
+    @tool
+    async def pick_region(ctx: ToolContext) -> str:
+        """Pick where to deploy."""
+        return await ctx.ask_choice("Which region?", ["eu-west", "us-east"])
+
+    model = FunctionModel(
+        lambda messages, info: (
+            text(f"deploying to {messages[-1].content}")  # type: ignore[union-attr]
+            if isinstance(messages[-1], ToolResultMessage)
+            else tool_call("pick_region")
+        )
+    )
+    agent = Agent("Deployer", model=model, tools=[pick_region])
+    first = await agent.run("deploy", store=store, on_unhandled="interrupt")
+    (pending,) = first.pending
+    assert isinstance(pending, ClarificationRequest) and pending.question_kind == "choice"
+    with pytest.raises(InvalidAnswerError):
+        await respond(store, pending.request_id, "mars")
+    with pytest.raises(InvalidAnswerError):
+        await respond(store, pending.request_id, 7)
+    record = await respond(store, pending.request_id, 1)
+    assert record.answer == "us-east"
+    resumed = await agent.resume(first.run_id, store=store)
+    assert resumed.output == "deploying to us-east"

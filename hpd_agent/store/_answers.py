@@ -26,13 +26,11 @@ def jsonable(value: Any) -> Any:
 
 
 def spec_for_event(event: RequestEvent) -> RequestSpec | None:
-    """A spec able to validate answers to ``event``; None for a kind this module can't check."""
+    """A spec able to validate answers to ``event``, whatever its question kind."""
     if isinstance(event, ClarificationRequest):
-        if event.question_kind != "text":
-            return None
-        from ..clarification import TextQuestion
+        from ..questions import restore_question
 
-        return TextQuestion(question=event.question, context=event.context, options=event.options)
+        return restore_question(event)
     from ..permissions import _PermissionSpec
 
     return _PermissionSpec(event.tool_name, dict(event.arguments))
