@@ -242,16 +242,26 @@ async def test_same_question_twice_in_parallel_is_asked_once(store: Store) -> No
             return [
                 tool_call("ask_user", _id="a", question="Which region?"),
                 tool_call("ask_user", _id="b", question="Which region?"),
+                tool_call("ask_user", _id="c", question="Which zone?"),
             ]
         results = [m.content for m in messages if isinstance(m, ToolResultMessage)]
         return text(" & ".join(results))
 
     agent = Agent("A", model=FunctionModel(model), tools=[ask_user()])
-    human = ScriptedHuman({"region": "eu-west"})
-    result = await agent.run("go", store=store, handler=human)
-    assert result.output == "eu-west & eu-west"
-    assert len(human.asked) == 1
-    assert len(await store.list_requests(status=None)) == 1
+    asked: list[ClarificationRequest] = []
+    answers = {"Which region?": "eu-west", "Which zone?": "b"}
+    async with agent.stream("go", store=store) as run:
+        async for event in run:
+            if isinstance(event, ClarificationRequest):
+                asked.append(event)
+                # Calls start in the model's order: once the zone question is out, the second
+                # region question has joined the first, so answer only then.
+                if event.question == "Which zone?":
+                    for request in asked:
+                        await run.respond(request.request_id, answers[request.question])
+    assert run.result.output == "eu-west & eu-west & b"
+    assert sorted(r.question for r in asked) == ["Which region?", "Which zone?"]
+    assert len(await store.list_requests(status=None)) == 2
 
 
 async def test_same_question_twice_without_store_is_asked_once() -> None:
@@ -266,10 +276,20 @@ async def test_same_question_twice_without_store_is_asked_once() -> None:
         return text(" & ".join(results))
 
     agent = Agent("A", model=FunctionModel(model), tools=[ask_user()])
-    human = ScriptedHuman({"region": "eu", "zone": "b"})
-    result = await agent.run("go", handler=human)
-    assert result.output == "eu & eu & b"
-    assert sorted(r.question for r in human.asked) == ["Which region?", "Which zone?"]  # type: ignore[union-attr]
+    asked: list[ClarificationRequest] = []
+    answers = {"Which region?": "eu", "Which zone?": "b"}
+    async with agent.stream("go") as run:
+        async for event in run:
+            if isinstance(event, ClarificationRequest):
+                asked.append(event)
+                # Calls start in the model's order, so once the zone question is out, the
+                # second region question has already joined the first: answer only then,
+                # while both region askers are still waiting.
+                if event.question == "Which zone?":
+                    for request in asked:
+                        await run.respond(request.request_id, answers[request.question])
+    assert run.result.output == "eu & eu & b"
+    assert sorted(r.question for r in asked) == ["Which region?", "Which zone?"]
 
 
 async def test_dedup_survives_interrupt_and_resume(store: Store) -> None:
