@@ -37,6 +37,8 @@ from ._waiters import Waiters
 __all__ = [
     "REQUEST_COLUMNS",
     "RUN_COLUMNS",
+    "Connection",
+    "Cursor",
     "Dialect",
     "SQLStore",
     "journal_from_row",
