@@ -39,6 +39,7 @@ __all__ = [
     "RunState",
     "Store",
     "dump_json",
+    "expire_stale",
     "refusal",
 ]
 
@@ -291,3 +292,20 @@ class Store(Protocol):
     async def aclose(self) -> None:
         """Release connections. The store can't be used afterwards."""
         ...
+
+
+async def expire_stale(
+    store: Store, max_age: float, *, run_id: str | None = None, now: float | None = None
+) -> list[str]:
+    """``Store.recover`` in terms of the other methods; every store's ``recover`` uses it."""
+    clock = time.time() if now is None else now
+    expired: list[str] = []
+    for record in await store.list_requests(run_id=run_id):
+        late = record.expires_at is not None and record.expires_at <= clock
+        if clock - record.created_at > max_age or late:
+            try:
+                await store.resolve(record.id, "expired")
+            except Exception:
+                continue  # answered or cancelled meanwhile: leave it as it is
+            expired.append(record.id)
+    return expired

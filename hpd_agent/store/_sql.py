@@ -1,20 +1,46 @@
-"""What the SQL stores share: the schema and the row <-> record mapping.
+"""What the SQL stores share: the schema, the row <-> record mapping and the queries.
 
-Both SQL stores keep JSON as text columns, so one mapping serves SQLite and PostgreSQL; only
-the placeholder style and the float column type differ.
+Both SQL stores keep JSON as text columns, so one mapping serves SQLite and PostgreSQL.
+``SQLStore`` holds every query the two run alike; a ``Dialect`` spells the few pieces of SQL
+that differ (placeholders, the float type, insert-or-ignore and upsert, locking a row), and
+each concrete store supplies its connection, its transaction, its notify step and how it
+watches for answers from other processes.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from typing import Any, cast
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
+from typing import Any, Generic, Protocol, TypeVar, cast
 
-from ._base import JournalEntry, RequestRecord, RunRecord, dump_json
+import anyio
+import anyio.to_thread
+
+from ..exceptions import UserError
+from ._base import (
+    JournalEntry,
+    RequestRecord,
+    RequestState,
+    RunRecord,
+    RunState,
+    dump_json,
+    expire_stale,
+    refusal,
+)
+from ._waiters import Waiters
 
 __all__ = [
     "REQUEST_COLUMNS",
     "RUN_COLUMNS",
+    "Connection",
+    "Cursor",
+    "Dialect",
+    "SQLStore",
     "journal_from_row",
     "record_from_row",
     "record_to_row",
@@ -144,3 +170,275 @@ def run_from_row(row: Sequence[Any]) -> RunRecord:
         created_at=row[7],
         updated_at=row[8],
     )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Dialect:
+    """The pieces of SQL that differ between the stores' databases.
+
+    Attributes:
+        mark: The parameter placeholder (``?`` or ``%s``).
+        real: The floating-point column type.
+        on_conflict: True for ``INSERT ... ON CONFLICT`` (PostgreSQL), False for
+            ``INSERT OR IGNORE`` / ``INSERT OR REPLACE`` (SQLite).
+        lock_row: Appended to the ``SELECT`` that reads a request before resolving it, to
+            lock the row for the transaction (empty when the transaction holds the lock).
+    """
+
+    mark: str
+    real: str
+    on_conflict: bool
+    lock_row: str = ""
+
+    def marks(self, n: int) -> str:
+        """``n`` comma-separated placeholders."""
+        return ",".join([self.mark] * n)
+
+    def insert(self, table: str, columns: str, key: str, *, overwrite: bool) -> str:
+        """An INSERT of one row that keeps (or overwrites) an existing row with the same key.
+
+        Args:
+            table: The table.
+            columns: The comma-separated columns, key columns first.
+            key: The comma-separated key columns (the conflict target).
+            overwrite: Overwrite the non-key columns of an existing row instead of keeping it.
+        """
+        names = columns.split(", ")
+        values = f"({columns}) VALUES ({self.marks(len(names))})"
+        if not self.on_conflict:
+            return f"INSERT OR {'REPLACE' if overwrite else 'IGNORE'} INTO {table} {values}"
+        if not overwrite:
+            return f"INSERT INTO {table} {values} ON CONFLICT ({key}) DO NOTHING"
+        keys = key.split(", ")
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in names if c not in keys)
+        return f"INSERT INTO {table} {values} ON CONFLICT ({key}) DO UPDATE SET {updates}"
+
+
+class Cursor(Protocol):
+    """What the shared queries use of a DB-API cursor."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the last statement changed."""
+        ...
+
+    def fetchone(self) -> Sequence[Any] | None:
+        """The next row, or None."""
+        ...
+
+    def fetchall(self) -> Sequence[Sequence[Any]]:
+        """The remaining rows."""
+        ...
+
+
+class Connection(Protocol):
+    """What the shared code uses of a connection directly (queries go through ``_query``)."""
+
+    def close(self) -> None:
+        """Close the connection."""
+        ...
+
+
+C = TypeVar("C", bound=Connection)
+T = TypeVar("T")
+
+
+class SQLStore(ABC, Generic[C]):
+    """The ``Store`` methods the SQL stores share, over one connection used by one thread at a time.
+
+    Blocking calls run in worker threads (``anyio.to_thread``), serialised by a lock.
+
+    Args:
+        conn: The open connection, with the tables created.
+    """
+
+    dialect: Dialect
+    """The SQL spelling of the concrete store's database."""
+
+    def __init__(self, conn: C) -> None:
+        self._conn: C | None = conn
+        self._lock = threading.Lock()
+        self._waiters = Waiters(self.get_request, self._watch)
+
+    # -- what each database does its own way ---------------------------------------------
+    @abstractmethod
+    def _query(self, conn: C, sql: str, args: Sequence[Any] = ()) -> Cursor:
+        """Run one statement on ``conn``."""
+
+    @abstractmethod
+    def _transaction(self, conn: C) -> AbstractContextManager[object]:
+        """A write transaction: committed on normal exit, rolled back on an exception."""
+
+    @abstractmethod
+    def _notify(self, conn: C, request_id: str) -> None:
+        """Inside ``resolve``'s transaction: tell other processes the request was resolved."""
+
+    @abstractmethod
+    async def _watch(self, waited: list[str], wakeup: anyio.Event) -> list[str]:
+        """Wait a while for answers from other processes (see ``_waiters.Watch``)."""
+
+    def _close(self, conn: C) -> None:
+        """Release the connection (and whatever else the store holds); under the lock."""
+        conn.close()
+        self._conn = None
+
+    # -- plumbing ------------------------------------------------------------------------
+    def _locked(self, fn: Callable[[C], T]) -> T:
+        with self._lock:
+            if self._conn is None:
+                raise UserError(f"{self!r} is closed")
+            return fn(self._conn)
+
+    async def _run(self, fn: Callable[[C], T]) -> T:
+        return await anyio.to_thread.run_sync(self._locked, fn)
+
+    def _get(self, conn: C, request_id: str, *, lock: bool = False) -> RequestRecord | None:
+        sql = f"SELECT {REQUEST_COLUMNS} FROM hpd_requests WHERE id = {self.dialect.mark}"
+        if lock:
+            sql += self.dialect.lock_row
+        row = self._query(conn, sql, (request_id,)).fetchone()
+        return None if row is None else record_from_row(row)
+
+    # -- requests ------------------------------------------------------------------------
+    async def add_request(self, record: RequestRecord) -> RequestRecord:
+        """Insert a pending request, or return the stored one with that id."""
+        row = record_to_row(record)
+        sql = self.dialect.insert("hpd_requests", REQUEST_COLUMNS, "id", overwrite=False)
+
+        def add(conn: C) -> RequestRecord:
+            if self._query(conn, sql, row).rowcount == 1:
+                return record
+            found = self._get(conn, record.id)
+            assert found is not None
+            return found
+
+        return await self._run(add)
+
+    async def get_request(self, request_id: str) -> RequestRecord | None:
+        """The request with this id, or None."""
+        return await self._run(lambda conn: self._get(conn, request_id))
+
+    async def list_requests(
+        self, *, run_id: str | None = None, status: RequestState | None = "pending"
+    ) -> list[RequestRecord]:
+        """Requests, oldest first, narrowed to a run and/or a status."""
+        mark = self.dialect.mark
+        where: list[str] = []
+        args: list[Any] = []
+        if run_id is not None:
+            where.append(f"run_id = {mark}")
+            args.append(run_id)
+        if status is not None:
+            where.append(f"status = {mark}")
+            args.append(status)
+        sql = f"SELECT {REQUEST_COLUMNS} FROM hpd_requests"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at, id"
+        return await self._run(
+            lambda conn: [record_from_row(r) for r in self._query(conn, sql, args).fetchall()]
+        )
+
+    async def resolve(
+        self,
+        request_id: str,
+        status: RequestState,
+        answer: Any = None,
+        *,
+        context: Mapping[str, Any] | None = None,
+    ) -> RequestRecord:
+        """Atomically move a pending request to ``status``; distinct errors if not pending."""
+        answer_json = dump_json(answer) if status == "answered" else None
+        extra = dict(context or {})
+        mark = self.dialect.mark
+        sql = (
+            f"UPDATE hpd_requests SET status = {mark}, answer = {mark}, answered_at = {mark}, "
+            f"context = {mark} WHERE id = {mark} AND status = 'pending'"
+        )
+
+        def update(conn: C) -> RequestRecord:
+            with self._transaction(conn):
+                # Locked (by the transaction or the row lock) from this read to the commit:
+                # a racing resolver, in any process, reads the status committed here.
+                current = self._get(conn, request_id, lock=True)
+                if current is None or current.status != "pending":
+                    raise refusal(current, request_id)
+                merged = {**current.context, **extra}
+                now = time.time()
+                args = (status, answer_json, now, dump_json(merged), request_id)
+                if self._query(conn, sql, args).rowcount != 1:
+                    raise refusal(self._get(conn, request_id), request_id)
+                self._notify(conn, request_id)
+            stored = None if answer_json is None else json.loads(answer_json)
+            return replace(current, status=status, answer=stored, answered_at=now, context=merged)
+
+        record = await self._run(update)
+        self._waiters.wake(request_id)
+        return record
+
+    async def wait_resolved(self, request_id: str) -> RequestRecord:
+        """Wait until the request leaves ``pending``, resolved here or by another process.
+
+        However many requests wait in this process, one watcher serves them all (see
+        ``_waiters``).
+        """
+        return await self._waiters.wait(request_id)
+
+    async def recover(
+        self, max_age: float, *, run_id: str | None = None, now: float | None = None
+    ) -> list[str]:
+        """Expire pending requests older than ``max_age`` seconds or past their expiry."""
+        return await expire_stale(self, max_age, run_id=run_id, now=now)
+
+    # -- journal -------------------------------------------------------------------------
+    async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
+        """Record one fact of a run."""
+        row = (run_id, entry.key, entry.kind, dump_json(entry.value))
+        sql = self.dialect.insert(
+            "hpd_journal", "run_id, key, kind, value", "run_id, key", overwrite=True
+        )
+        await self._run(lambda conn: self._query(conn, sql, row))
+
+    async def journal(self, run_id: str) -> dict[str, JournalEntry]:
+        """Every journaled fact of a run, by key."""
+        sql = f"SELECT key, kind, value FROM hpd_journal WHERE run_id = {self.dialect.mark}"
+
+        def select(conn: C) -> dict[str, JournalEntry]:
+            rows = self._query(conn, sql, (run_id,)).fetchall()
+            return {r[0]: journal_from_row(r) for r in rows}
+
+        return await self._run(select)
+
+    # -- runs ----------------------------------------------------------------------------
+    async def put_run(self, record: RunRecord) -> None:
+        """Insert or replace a run record."""
+        row = run_to_row(record)
+        sql = self.dialect.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=True)
+        await self._run(lambda conn: self._query(conn, sql, row))
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run record, or None."""
+        sql = f"SELECT {RUN_COLUMNS} FROM hpd_runs WHERE run_id = {self.dialect.mark}"
+
+        def select(conn: C) -> RunRecord | None:
+            row = self._query(conn, sql, (run_id,)).fetchone()
+            return None if row is None else run_from_row(row)
+
+        return await self._run(select)
+
+    async def list_runs(self, *, status: RunState | None = None) -> list[RunRecord]:
+        """Run records, oldest first."""
+        sql = f"SELECT {RUN_COLUMNS} FROM hpd_runs"
+        args: tuple[Any, ...] = ()
+        if status is not None:
+            sql += f" WHERE status = {self.dialect.mark}"
+            args = (status,)
+        sql += " ORDER BY created_at"
+        return await self._run(
+            lambda conn: [run_from_row(r) for r in self._query(conn, sql, args).fetchall()]
+        )
+
+    async def aclose(self) -> None:
+        """Close the database connection."""
+        if self._conn is not None:
+            await self._run(self._close)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +15,7 @@ from ._base import (
     RunRecord,
     RunState,
     dump_json,
+    expire_stale,
     refusal,
 )
 
@@ -100,14 +100,7 @@ class MemoryStore:
         self, max_age: float, *, run_id: str | None = None, now: float | None = None
     ) -> list[str]:
         """Expire pending requests older than ``max_age`` seconds or past their expiry."""
-        clock = time.time() if now is None else now
-        expired: list[str] = []
-        for record in await self.list_requests(run_id=run_id):
-            too_old = clock - record.created_at > max_age
-            if too_old or (record.expires_at is not None and record.expires_at <= clock):
-                await self.resolve(record.id, "expired")
-                expired.append(record.id)
-        return expired
+        return await expire_stale(self, max_age, run_id=run_id, now=now)
 
     async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
         """Record one fact of a run."""
