@@ -31,7 +31,7 @@ from hpd_agent.exceptions import (
 from hpd_agent.messages import Message, ToolResultMessage
 from hpd_agent.models import ModelRequestParams
 from hpd_agent.store import MemoryStore, SQLiteStore, Store, respond
-from hpd_agent.testing import FunctionModel, ScriptedHuman, text, tool_call
+from hpd_agent.testing import FunctionModel, text, tool_call
 
 pytestmark = pytest.mark.anyio
 
