@@ -209,16 +209,11 @@ async def _journaled_request(
     params: ModelRequestParams,
 ) -> ModelResponse:
     """The model call of this turn: replayed from the journal, or made and then recorded."""
-    key = f"{state.scope_path}@{turn}"
-    response = journal.model_response(key)
-    if response is None:
-        journal.enter()
-        try:
-            response = await state.spec.model.request(messages, params)
-        finally:
-            journal.leave()
-        await journal.record_model(key, response)
-    elif response.text:
+    spec = state.spec
+    response, replayed = await journal.model_call(
+        f"{state.scope_path}@{turn}", lambda: spec.model.request(messages, params)
+    )
+    if replayed and response.text:
         coordinator = state.coordinator
         coordinator.emit(
             TextDelta(

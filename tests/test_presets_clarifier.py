@@ -369,3 +369,46 @@ async def test_clarifier_run_from_a_tool_and_outside_any_run() -> None:
     assert human.asked[0].agent_path == ("Main",)
     with pytest.raises(UserError, match="inside a tool"):
         await Clarifier(ScriptedModel([])).run("no run here")
+
+
+async def test_a_durable_run_replays_the_clarifiers_model_calls_on_resume(tmp_path: Any) -> None:
+    from hpd_agent import ask_user
+    from hpd_agent.store import SQLiteStore
+
+    # Interrupted twice (the clarifier's question, then the main agent's): across both
+    # resumes, each model is called exactly as often as its script says.
+    asker = ScriptedModel([ask("Which years?"), ENOUGH])
+    clarifier = Clarifier(asker, max_turns=2)
+    main = ScriptedModel(
+        [tool_call("ask_user", question="Which format?"), text("the report, as a table")]
+    )
+    agent = Agent(
+        "Researcher",
+        model=main,
+        instructions="You research.",
+        clarifier=clarifier,
+        tools=[ask_user()],
+    )
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        first = await agent.run("Research it", store=store, on_unhandled="interrupt")
+        assert first.status == "interrupted"
+        (years,) = first.pending
+        assert isinstance(years, ClarificationRequest) and years.question == "Which years?"
+        second = await agent.resume(
+            first.run_id,
+            store=store,
+            answers={years.request_id: "2020-2024"},
+            on_unhandled="interrupt",
+        )
+        assert second.status == "interrupted"
+        (fmt,) = second.pending
+        assert isinstance(fmt, ClarificationRequest) and fmt.question == "Which format?"
+        done = await agent.resume(first.run_id, store=store, answers={fmt.request_id: "table"})
+    finally:
+        await store.aclose()
+    assert done.output == "the report, as a table"
+    asker.assert_complete()
+    main.assert_complete()
+    system = main.requests[-1][0]
+    assert isinstance(system, SystemMessage) and "2020-2024" in system.content

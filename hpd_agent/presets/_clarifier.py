@@ -419,8 +419,15 @@ class _Session:
             agent_path=self.ctx.agent_path,
             turn=self.turn,
         )
+        key = f"{self.ctx.call_path}@{self.turn}"
         self.turn += 1
-        response = await model.request(messages, params)
+        journal = self.ctx.coordinator.journal
+        if journal is None:
+            response = await model.request(messages, params)
+        else:
+            # A durable run journals the clarifier's model calls like any agent's, so a
+            # resume replays them instead of asking the model again.
+            response, _ = await journal.model_call(key, lambda: model.request(messages, params))
         self.ctx.coordinator.add_usage(response.usage)
         return response.text or ""
 

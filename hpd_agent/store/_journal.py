@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
@@ -106,6 +106,25 @@ class Journal:
             usage=Usage(**v.get("usage", {})),
             streamed=True,
         )
+
+    async def model_call(
+        self, key: str, request: Callable[[], Awaitable[ModelResponse]]
+    ) -> tuple[ModelResponse, bool]:
+        """The model call at ``key``: replayed from the journal, or made and then recorded.
+
+        Returns:
+            The response, and whether it was replayed (the model was not called).
+        """
+        response = self.model_response(key)
+        if response is not None:
+            return response, True
+        self.enter()
+        try:
+            response = await request()
+        finally:
+            self.leave()
+        await self.record_model(key, response)
+        return response, False
 
     async def record_model(self, key: str, response: ModelResponse) -> None:
         """Record a model response before the loop acts on it."""
