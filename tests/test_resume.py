@@ -236,7 +236,9 @@ async def test_request_timeout_survives_resume(store: Store) -> None:
     assert asks == 1
 
 
-async def test_same_question_twice_in_parallel_is_asked_once(store: Store) -> None:
+async def _ask_region_twice(store: Store | None) -> list[ClarificationRequest]:
+    """Two identical questions and a third in one turn; returns what reached the human."""
+
     def model(messages: Sequence[Message], info: ModelRequestParams):
         if info.turn == 0:
             return [
@@ -260,35 +262,17 @@ async def test_same_question_twice_in_parallel_is_asked_once(store: Store) -> No
                     for request in asked:
                         await run.respond(request.request_id, answers[request.question])
     assert run.result.output == "eu-west & eu-west & b"
+    return asked
+
+
+async def test_same_question_twice_in_parallel_is_asked_once(store: Store) -> None:
+    asked = await _ask_region_twice(store)
     assert sorted(r.question for r in asked) == ["Which region?", "Which zone?"]
     assert len(await store.list_requests(status=None)) == 2
 
 
 async def test_same_question_twice_without_store_is_asked_once() -> None:
-    def model(messages: Sequence[Message], info: ModelRequestParams):
-        if info.turn == 0:
-            return [
-                tool_call("ask_user", _id="a", question="Which region?"),
-                tool_call("ask_user", _id="b", question="Which region?"),
-                tool_call("ask_user", _id="c", question="Which zone?"),
-            ]
-        results = [m.content for m in messages if isinstance(m, ToolResultMessage)]
-        return text(" & ".join(results))
-
-    agent = Agent("A", model=FunctionModel(model), tools=[ask_user()])
-    asked: list[ClarificationRequest] = []
-    answers = {"Which region?": "eu", "Which zone?": "b"}
-    async with agent.stream("go") as run:
-        async for event in run:
-            if isinstance(event, ClarificationRequest):
-                asked.append(event)
-                # Calls start in the model's order, so once the zone question is out, the
-                # second region question has already joined the first: answer only then,
-                # while both region askers are still waiting.
-                if event.question == "Which zone?":
-                    for request in asked:
-                        await run.respond(request.request_id, answers[request.question])
-    assert run.result.output == "eu & eu & b"
+    asked = await _ask_region_twice(None)
     assert sorted(r.question for r in asked) == ["Which region?", "Which zone?"]
 
 
