@@ -251,15 +251,20 @@ async def _ask_region_twice(store: Store | None) -> list[ClarificationRequest]:
 
     agent = Agent("A", model=FunctionModel(model), tools=[ask_user()])
     asked: list[ClarificationRequest] = []
+    answered: set[str] = set()
     answers = {"Which region?": "eu-west", "Which zone?": "b"}
     async with agent.stream("go", store=store) as run:
         async for event in run:
             if isinstance(event, ClarificationRequest):
                 asked.append(event)
-                # Calls start in the model's order: once the zone question is out, the second
-                # region question has joined the first, so answer only then.
-                if event.question == "Which zone?":
-                    for request in asked:
+            # Calls start in the model's order, each once the one before has suspended: by
+            # the time the zone question exists, the second region question has found the
+            # first and joined it. Answer nothing before that (events may come in any
+            # order when the store write yields), everything after.
+            if any(r.question == "Which zone?" for r in asked):
+                for request in asked:
+                    if request.request_id not in answered:
+                        answered.add(request.request_id)
                         await run.respond(request.request_id, answers[request.question])
     assert run.result.output == "eu-west & eu-west & b"
     return asked
