@@ -281,7 +281,9 @@ async def test_same_question_twice_without_store_is_asked_once() -> None:
     assert sorted(r.question for r in asked) == ["Which region?", "Which zone?"]
 
 
-async def test_dedup_survives_interrupt_and_resume(store: Store) -> None:
+def _region_twice_agent() -> Agent:
+    """An agent whose first turn asks the same question twice in parallel."""
+
     def model(messages: Sequence[Message], info: ModelRequestParams):
         if info.turn == 0:
             return [
@@ -290,7 +292,11 @@ async def test_dedup_survives_interrupt_and_resume(store: Store) -> None:
             ]
         return text(" & ".join(m.content for m in messages if isinstance(m, ToolResultMessage)))
 
-    agent = Agent("A", model=FunctionModel(model), tools=[ask_user()])
+    return Agent("A", model=FunctionModel(model), tools=[ask_user()])
+
+
+async def test_dedup_survives_interrupt_and_resume(store: Store) -> None:
+    agent = _region_twice_agent()
     human_free = await agent.run("go", store=store, on_unhandled="interrupt")
     assert len(await store.list_requests()) == 1
     rid = (await store.list_requests())[0].id
@@ -432,15 +438,7 @@ async def test_per_run_sub_agent_conversation_survives_resume(store: Store) -> N
 
 
 async def test_dedup_interrupts_again_on_resume_without_answers(store: Store) -> None:
-    def model(messages: Sequence[Message], info: ModelRequestParams):
-        if info.turn == 0:
-            return [
-                tool_call("ask_user", _id="a", question="Which region?"),
-                tool_call("ask_user", _id="b", question="Which region?"),
-            ]
-        return text(" & ".join(m.content for m in messages if isinstance(m, ToolResultMessage)))
-
-    agent = Agent("A", model=FunctionModel(model), tools=[ask_user()])
+    agent = _region_twice_agent()
     first = await agent.run("go", store=store, on_unhandled="interrupt")
     with anyio.fail_after(10):
         second = await agent.resume(first.run_id, store=store, on_unhandled="interrupt")
