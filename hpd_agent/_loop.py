@@ -134,7 +134,7 @@ async def _observed_run(
     try:
         outcome = await _turns(state, messages)
     except anyio.get_cancelled_exc_class():
-        status: RunStatus = "interrupted" if coordinator.interrupted else "cancelled"
+        status: RunStatus = "interrupted" if coordinator.quiescence.interrupted else "cancelled"
         coordinator.emit(_agent_finished(state, invocation, status))
         raise
     except Exception as e:
@@ -188,7 +188,7 @@ async def _turns(state: _State, messages: list[Message]) -> AgentOutcome:
         messages.append(response.to_message())
         if not calls:
             return AgentOutcome(output=response.text or "", messages=messages, usage=state.usage)
-        coordinator.enter(len(calls))
+        coordinator.quiescence.enter(len(calls))
         messages.extend(await _run_batch(state, turn, calls))
     raise MaxTurnsExceededError(
         f"agent {spec.name!r} was still calling tools after max_turns={spec.max_turns} turns"
@@ -254,7 +254,7 @@ async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessa
         else:
             outcome = await _live_call(state)(execution)
     finally:
-        coordinator.leave()  # entered for the whole batch, before any call started
+        coordinator.quiescence.leave()  # entered for the whole batch, before any call started
     return ToolResultMessage(
         tool_call_id=call.id, name=call.name, content=outcome.text, is_error=outcome.is_error
     )
