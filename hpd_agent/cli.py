@@ -27,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hpd-agent", description="Nested multi-agent orchestration with a human in the loop."
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command")
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=_cmd_version)
 
@@ -65,10 +66,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _cmd_version(args: argparse.Namespace) -> int:
+def _version() -> str:
     from . import __version__
 
-    print(__version__)
+    return __version__
+
+
+def _cmd_version(args: argparse.Namespace) -> int:
+    print(_version())
     return 0
 
 
@@ -180,7 +185,9 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 _DEMO_AGENTS = "hpd_agent._demo:demo_agents"
 
-# Exit statuses of `answer`, one per refusal, so scripts can tell them apart.
+# Exit statuses of `answer`, one per refusal, so scripts can tell them apart. Every other
+# status means one thing too: 0 done, 1 error, 2 bad usage, 130 Ctrl-C, and
+# _INTERRUPTED for a `resume --interrupt` that stopped at an unanswered question.
 _REFUSALS = {
     "UnknownRequestError": 3,
     "RequestAlreadyAnsweredError": 4,
@@ -188,6 +195,8 @@ _REFUSALS = {
     "RequestCancelledError": 6,
     "InvalidAnswerError": 7,
 }
+_INTERRUPTED = 75
+"""``resume --interrupt`` stopped at a question: not an error (EX_TEMPFAIL: try again later)."""
 
 
 def _add_store_commands(sub: Any) -> None:
@@ -225,7 +234,7 @@ def _add_store_commands(sub: Any) -> None:
     resume.add_argument(
         "--interrupt",
         action="store_true",
-        help="stop with status 'interrupted' at the next unanswered question instead of waiting",
+        help="stop at the next unanswered question instead of waiting (exit status 75)",
     )
     resume.add_argument(
         "--max-age", type=float, help="expire this run's pending requests older than SECONDS"
@@ -361,7 +370,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
                 else:
                     what = f"permission for {request.tool_name}"
                 print(f"pending {request.request_id}: {what}")
-            return 3
+            return _INTERRUPTED
         print(result.output or "")
         return 0
 
@@ -400,7 +409,11 @@ class _StoreNotice:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hpd-agent`` command; returns the exit status."""
-    args = _parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    parser = _parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if args.command is None:  # a bare `hpd-agent`: the help, as asked for (status 0)
+        parser.print_help()
+        return 0
     return int(args.func(args))
 
 

@@ -51,6 +51,10 @@ _INDENT = 2
 _TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
 _YES = {"y", "yes", "true", "1", "ok", "sure"}
 _NO = {"n", "no", "false", "0"}
+_PERMISSION_WORDS = (
+    "type 1, y, yes or once to approve once; 2, run, always or all for the whole run; "
+    "3, n, no or deny to deny (add a reason after it, e.g. 'n: not in my repo')"
+)
 
 
 class _Reply(Exception):
@@ -450,6 +454,7 @@ class ConsoleHandler(BaseHandler):
             self.console.print(
                 "  [bold]1)[/] approve once  [bold]2)[/] approve for the run  [bold]3)[/] deny"
             )
+            self.console.print(f"  [dim]{escape(_PERMISSION_WORDS)}[/]")
 
         async def reason(decision: Decision) -> Decision:
             if isinstance(decision, Deny) and not decision.reason:
@@ -540,4 +545,4 @@ def _parse_permission(text: str) -> Decision:
     for prefix in ("3 ", "n ", "no ", "deny ", "deny:", "no:", "n:"):
         if word.startswith(prefix):
             return Deny(reason=text[len(prefix) :].strip())
-    raise _Reply("Type 1 (approve once), 2 (approve for the run) or 3 (deny).")
+    raise _Reply(_PERMISSION_WORDS)
