@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -118,33 +119,43 @@ def _stdin_note(console: Console, assume_yes: bool) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    import anyio
-    from rich.panel import Panel
-
-    from ._demo import DEFAULT_PROMPT, demo_agents
-    from .handlers import ConsoleHandler
+    from ._demo import DEFAULT_PROMPT, QUESTIONS_TOGETHER, DemoConsole, demo_agents
 
     console = _console()
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="hpd-agent-demo-"))
-    orchestrator = demo_agents(args.model, workdir=str(workdir), pace=_pace())
-    handler = ConsoleHandler(console, assume_yes=args.yes)
-    prompt = args.prompt or DEFAULT_PROMPT
+    prompt = (args.prompt or "").strip() or DEFAULT_PROMPT
     mode = f"model {args.model}" if args.model else "offline scripted agents"
-    console.print(f"[bold]hpd-agent demo[/] [dim]({mode}; files go to {workdir})[/]")
-    _stdin_note(console, args.yes)
+    # Offline, the two parallel questions are known to come together, so they are gathered
+    # and answered out of order; a real model may ask any number, so each is asked at once.
+    handler = DemoConsole(
+        console,
+        assume_yes=args.yes,
+        together=0 if args.model else QUESTIONS_TOGETHER,
+        echo=not sys.stdin.isatty(),
+    )
+    with contextlib.ExitStack() as stack:
+        if args.workdir:
+            workdir, where = Path(args.workdir), f"files go to {args.workdir}"
+        else:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hpd-agent-")))
+            where = "files go to a temporary directory, removed at the end"
+        orchestrator = demo_agents(args.model, workdir=str(workdir), pace=_pace())
+        console.print(f"[bold]hpd-agent demo[/] [dim]({mode}; {where})[/]")
+        _stdin_note(console, args.yes)
 
-    async def main() -> None:
-        result = await orchestrator.run(prompt, handler=handler)
-        console.print()
-        console.print(Panel(result.output or "(no output)", title="Orchestrator's answer"))
-        files = sorted([p.name async for p in anyio.Path(workdir).iterdir() if await p.is_file()])
-        console.print(
-            f"[dim]Files in {workdir}: {', '.join(files) or 'none'} · "
-            f"{result.usage.requests} model requests, "
-            f"{result.usage.total_tokens} tokens[/]"
-        )
+        async def main() -> None:
+            result = await orchestrator.run(prompt, handler=handler)
+            files = sorted(
+                [p.name async for p in anyio.Path(workdir).iterdir() if await p.is_file()]
+            )
+            kept = f"in {workdir}" if args.workdir else "(removed with the temporary directory)"
+            console.print(
+                f"\n[dim]Run {result.status}. Files written: {', '.join(files) or 'none'} {kept} · "
+                f"{result.usage.requests} model requests, {result.usage.total_tokens} tokens[/]"
+            )
 
-    return _run(console, main)
+        import anyio
+
+        return _run(console, main)
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:

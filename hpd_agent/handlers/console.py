@@ -52,8 +52,8 @@ _TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
 _YES = {"y", "yes", "true", "1", "ok", "sure"}
 _NO = {"n", "no", "false", "0"}
 _PERMISSION_WORDS = (
-    "type 1, y, yes or once to approve once; 2, run, always or all for the whole run; "
-    "3, n, no or deny to deny (add a reason after it, e.g. 'n: not in my repo')"
+    "type 1, y, yes or once · 2, run, always or all · 3, n, no or deny "
+    "(a reason may follow: n: not here)"
 )
 
 
