@@ -444,10 +444,11 @@ class DemoConsole(ConsoleHandler):
         gathering = not self._gathered
         if gathering and len(self._queue) >= self._together:
             self._gathered = True
+            askers = ", ".join(self._label(r.agent_path) for r in self._queue)
             self._queue.sort(key=lambda r: -r.depth)  # stable: deepest first
             self._line(
-                f"[bold]{len(self._queue)} questions wait at once.[/] Answers go back by "
-                "request id, not by order: the deepest is asked first."
+                f"[bold]{len(self._queue)} questions wait at once[/] (asked by {askers}, in "
+                "that order). Answers go back by request id, not by order: the deepest first."
             )
         self._wake()
         try:
