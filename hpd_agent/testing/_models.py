@@ -103,7 +103,9 @@ class ScriptedModel(Model):
     a multi-turn conversation (``run(..., history=...)``), a sub-agent called twice, and a
     resumed run need, and the model cannot tell those from a fresh run. To play the script
     again from its first step, call ``reset()`` or build a new ``ScriptedModel`` per run;
-    for a model that answers every run alike, use ``FunctionModel``.
+    for a model that answers every run alike, use ``FunctionModel``. A resumed run replays
+    its recorded turns without asking the model, so a new ``ScriptedModel`` built for the
+    resume would start at the first step again: give durable runs a ``FunctionModel``.
 
     Args:
         steps: The turns, in order: ``text(...)``, ``tool_call(...)`` or a list of calls.
