@@ -35,14 +35,18 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser(
         "demo",
-        help="watch an Orchestrator, a CodingAgent and a ResearchAgent ask you mid-turn",
+        help="watch nested agents ask you mid-turn (offline, no key)",
         description=(
-            "The seed scenario: the CodingAgent needs a framework, the Orchestrator asks you, "
-            "the CodingAgent builds with your answer and asks before writing a file. Offline "
-            "by default (scripted agents that react to what you type)."
+            "The Orchestrator sends a ResearchAgent and a CodingAgent off on TASK in parallel; "
+            "the CodingAgent's Clarifier, two levels down, and the ResearchAgent both ask you "
+            "mid-turn; you answer them out of order and each goes on from its answer; the "
+            "CodingAgent asks before writing a file. Offline by default (scripted agents that "
+            "react to the task and to what you type)."
         ),
     )
-    demo.add_argument("prompt", nargs="?", default=None, help="the task (default: build auth)")
+    demo.add_argument(
+        "prompt", nargs="?", default=None, metavar="TASK", help="the task (default: a todo API)"
+    )
     demo.add_argument(
         "--model", help="run the agents on this litellm model, e.g. openai/gpt-4o-mini"
     )
@@ -119,6 +123,8 @@ def _stdin_note(console: Console, assume_yes: bool) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    import anyio
+
     from ._demo import DEFAULT_PROMPT, QUESTIONS_TOGETHER, DemoConsole, demo_agents
 
     console = _console()
@@ -152,8 +158,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 f"\n[dim]Run {result.status}. Files written: {', '.join(files) or 'none'} {kept} · "
                 f"{result.usage.requests} model requests, {result.usage.total_tokens} tokens[/]"
             )
-
-        import anyio
 
         return _run(console, main)
 
