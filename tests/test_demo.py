@@ -67,8 +67,10 @@ def test_demo_asks_at_depth_two_mid_turn_and_takes_answers_out_of_order(tmp_path
     assert f"  ↳ PostgreSQL goes back into {RESEARCH}'s turn, which goes on" in lines
     assert lines.index(f"{RESEARCH}: Data goes in PostgreSQL (many writers at once).") > asked_store
 
-    # The CodingAgent asks before writing, then finishes with the framework chosen.
+    # The CodingAgent asks before writing (the prompt lists the words it takes), then
+    # finishes with the framework chosen.
     assert text.index("wants to run write_file") > asked_store
+    assert "type 1, y, yes or once · 2, run, always or all · 3, n, no or deny" in text
     assert (
         "Orchestrator: Done: Built 'build a todo API' with FastAPI in app.py. "
         "Data goes in PostgreSQL (many writers at once)."
