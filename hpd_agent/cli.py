@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -27,20 +28,25 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hpd-agent", description="Nested multi-agent orchestration with a human in the loop."
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command")
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=_cmd_version)
 
     demo = sub.add_parser(
         "demo",
-        help="watch an Orchestrator, a CodingAgent and a ResearchAgent ask you mid-turn",
+        help="watch nested agents ask you mid-turn (offline, no key)",
         description=(
-            "The seed scenario: the CodingAgent needs a framework, the Orchestrator asks you, "
-            "the CodingAgent builds with your answer and asks before writing a file. Offline "
-            "by default (scripted agents that react to what you type)."
+            "The Orchestrator sends a ResearchAgent and a CodingAgent off on TASK in parallel; "
+            "the CodingAgent's Clarifier, two levels down, and the ResearchAgent both ask you "
+            "mid-turn; you answer them out of order and each goes on from its answer; the "
+            "CodingAgent asks before writing a file. Offline by default (scripted agents that "
+            "react to the task and to what you type)."
         ),
     )
-    demo.add_argument("prompt", nargs="?", default=None, help="the task (default: build auth)")
+    demo.add_argument(
+        "prompt", nargs="?", default=None, metavar="TASK", help="the task (default: a todo API)"
+    )
     demo.add_argument(
         "--model", help="run the agents on this litellm model, e.g. openai/gpt-4o-mini"
     )
@@ -65,10 +71,14 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _cmd_version(args: argparse.Namespace) -> int:
+def _version() -> str:
     from . import __version__
 
-    print(__version__)
+    return __version__
+
+
+def _cmd_version(args: argparse.Namespace) -> int:
+    print(_version())
     return 0
 
 
@@ -114,32 +124,42 @@ def _stdin_note(console: Console, assume_yes: bool) -> None:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     import anyio
-    from rich.panel import Panel
 
-    from ._demo import DEFAULT_PROMPT, demo_agents
-    from .handlers import ConsoleHandler
+    from ._demo import DEFAULT_PROMPT, QUESTIONS_TOGETHER, DemoConsole, demo_agents
 
     console = _console()
-    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="hpd-agent-demo-"))
-    orchestrator = demo_agents(args.model, workdir=str(workdir), pace=_pace())
-    handler = ConsoleHandler(console, assume_yes=args.yes)
-    prompt = args.prompt or DEFAULT_PROMPT
+    prompt = (args.prompt or "").strip() or DEFAULT_PROMPT
     mode = f"model {args.model}" if args.model else "offline scripted agents"
-    console.print(f"[bold]hpd-agent demo[/] [dim]({mode}; files go to {workdir})[/]")
-    _stdin_note(console, args.yes)
+    # Offline, the two parallel questions are known to come together, so they are gathered
+    # and answered out of order; a real model may ask any number, so each is asked at once.
+    handler = DemoConsole(
+        console,
+        assume_yes=args.yes,
+        together=0 if args.model else QUESTIONS_TOGETHER,
+        echo=not sys.stdin.isatty(),
+    )
+    with contextlib.ExitStack() as stack:
+        if args.workdir:
+            workdir, where = Path(args.workdir), f"files go to {args.workdir}"
+        else:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hpd-agent-")))
+            where = "files go to a temporary directory, removed at the end"
+        orchestrator = demo_agents(args.model, workdir=str(workdir), pace=_pace())
+        console.print(f"[bold]hpd-agent demo[/] [dim]({mode}; {where})[/]")
+        _stdin_note(console, args.yes)
 
-    async def main() -> None:
-        result = await orchestrator.run(prompt, handler=handler)
-        console.print()
-        console.print(Panel(result.output or "(no output)", title="Orchestrator's answer"))
-        files = sorted([p.name async for p in anyio.Path(workdir).iterdir() if await p.is_file()])
-        console.print(
-            f"[dim]Files in {workdir}: {', '.join(files) or 'none'} · "
-            f"{result.usage.requests} model requests, "
-            f"{result.usage.total_tokens} tokens[/]"
-        )
+        async def main() -> None:
+            result = await orchestrator.run(prompt, handler=handler)
+            files = sorted(
+                [p.name async for p in anyio.Path(workdir).iterdir() if await p.is_file()]
+            )
+            kept = f"in {workdir}" if args.workdir else "(removed with the temporary directory)"
+            console.print(
+                f"\n[dim]Run {result.status}. Files written: {', '.join(files) or 'none'} {kept} · "
+                f"{result.usage.requests} model requests, {result.usage.total_tokens} tokens[/]"
+            )
 
-    return _run(console, main)
+        return _run(console, main)
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
@@ -180,7 +200,9 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 _DEMO_AGENTS = "hpd_agent._demo:demo_agents"
 
-# Exit statuses of `answer`, one per refusal, so scripts can tell them apart.
+# Exit statuses of `answer`, one per refusal, so scripts can tell them apart. Every other
+# status means one thing too: 0 done, 1 error, 2 bad usage, 130 Ctrl-C, and
+# _INTERRUPTED for a `resume --interrupt` that stopped at an unanswered question.
 _REFUSALS = {
     "UnknownRequestError": 3,
     "RequestAlreadyAnsweredError": 4,
@@ -188,6 +210,8 @@ _REFUSALS = {
     "RequestCancelledError": 6,
     "InvalidAnswerError": 7,
 }
+_INTERRUPTED = 75
+"""``resume --interrupt`` stopped at a question: not an error (EX_TEMPFAIL: try again later)."""
 
 
 def _add_store_commands(sub: Any) -> None:
@@ -225,7 +249,7 @@ def _add_store_commands(sub: Any) -> None:
     resume.add_argument(
         "--interrupt",
         action="store_true",
-        help="stop with status 'interrupted' at the next unanswered question instead of waiting",
+        help="stop at the next unanswered question instead of waiting (exit status 75)",
     )
     resume.add_argument(
         "--max-age", type=float, help="expire this run's pending requests older than SECONDS"
@@ -361,7 +385,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
                 else:
                     what = f"permission for {request.tool_name}"
                 print(f"pending {request.request_id}: {what}")
-            return 3
+            return _INTERRUPTED
         print(result.output or "")
         return 0
 
@@ -400,7 +424,11 @@ class _StoreNotice:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``hpd-agent`` command; returns the exit status."""
-    args = _parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    parser = _parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if args.command is None:  # a bare `hpd-agent`: the help, as asked for (status 0)
+        parser.print_help()
+        return 0
     return int(args.func(args))
 
 

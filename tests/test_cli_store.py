@@ -103,7 +103,7 @@ async def test_resume_with_answer_completes_without_rerunning(workdir: Path) -> 
     run_id, rid = await _interrupted_run(db)
     agent = "durable_agents:build"
     stopped = await cli(workdir, "resume", run_id, "--db", str(db), "--agent", agent, "--interrupt")
-    assert stopped.returncode == 3
+    assert stopped.returncode == 75  # interrupted: not an error status
     assert stopped.stdout.strip() == f"pending {rid}: {durable_agents.QUESTION}"
     done = await cli(
         workdir, "resume", run_id, "--db", str(db), "--agent", agent, "--answer", f"{rid}=Hanami"

@@ -52,6 +52,10 @@ _INDENT = 2
 _TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
 _YES = YES_WORDS | {"1"}
 _NO = NO_WORDS | {"0"}
+_PERMISSION_WORDS = (
+    "type 1, y, yes or once · 2, run, always or all · 3, n, no or deny "
+    "(a reason may follow: n: not here)"
+)
 
 
 class _Reply(Exception):
@@ -451,6 +455,7 @@ class ConsoleHandler(BaseHandler):
             self.console.print(
                 "  [bold]1)[/] approve once  [bold]2)[/] approve for the run  [bold]3)[/] deny"
             )
+            self.console.print(f"  [dim]{escape(_PERMISSION_WORDS)}[/]")
 
         async def reason(decision: Decision) -> Decision:
             if isinstance(decision, Deny) and not decision.reason:
@@ -541,4 +546,4 @@ def _parse_permission(text: str) -> Decision:
     for prefix in ("3 ", "n ", "no ", "deny ", "deny:", "no:", "n:"):
         if word.startswith(prefix):
             return Deny(reason=text[len(prefix) :].strip())
-    raise _Reply("Type 1 (approve once), 2 (approve for the run) or 3 (deny).")
+    raise _Reply(_PERMISSION_WORDS)
