@@ -15,6 +15,7 @@ import anyio
 
 from ._context import Deadline, ToolContext, _current
 from ._fanout import map_concurrently
+from ._text import error_text
 from .clarification import unanswered_text
 from .coordinator import Coordinator
 from .events import AgentFinished, AgentStarted, TextDelta, ToolCallFinished, ToolCallStarted
@@ -127,7 +128,7 @@ async def run_agent(
                 agent_path=agent_path,
                 depth=depth,
                 status="failed",
-                error=f"{type(e).__name__}: {e}",
+                error=error_text(e),
                 tool_call_id=tool_call_id,
             )
         )
@@ -381,6 +382,6 @@ async def _execute(state: _State, turn: int, call: ToolCall) -> tuple[str, bool]
     except _FATAL:
         raise
     except Exception as e:
-        return f"Error: {type(e).__name__}: {e}", True
+        return f"Error: {error_text(e)}", True
     finally:
         _current.reset(token)

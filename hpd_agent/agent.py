@@ -16,6 +16,7 @@ import anyio
 
 from ._context import ToolContext, current_context
 from ._loop import AgentSpec, run_agent
+from ._text import error_text
 from .coordinator import Coordinator, OnUnhandled
 from .events import RunFinished, RunStarted
 from .exceptions import UserError
@@ -390,7 +391,7 @@ class Agent:
                     agent_path=path,
                     depth=0,
                     status="failed",
-                    error=f"{type(e).__name__}: {e}",
+                    error=error_text(e),
                     usage=result.usage,
                 )
             )

@@ -53,10 +53,20 @@ JournalKind = Literal["model", "tool", "alias", "conversation"]
 
 
 def dump_json(value: Any) -> str:
-    """JSON text of an answer, payload or context (dataclasses become objects)."""
-    from pydantic_core import to_json
+    """JSON text of an answer, payload or context (dataclasses become objects).
 
-    return to_json(value).decode()
+    Text holding lone surrogates (a model can send ``"\\ud800"``) cannot be UTF-8; it is
+    written as ASCII JSON with ``\\uXXXX`` escapes instead, so the write never fails and
+    reads back the same.
+    """
+    from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
+
+    try:
+        return to_json(value).decode()
+    except PydanticSerializationError as e:
+        if "surrogate" not in str(e):
+            raise
+        return json.dumps(to_jsonable_python(value), ensure_ascii=True)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

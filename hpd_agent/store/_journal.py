@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
+from .._text import error_text
 from ..events import Event
 from ..exceptions import QuestionNotAnswered, RequestError, UserError
 from ..messages import Message, ToolCall, Usage, message_adapter
@@ -188,7 +189,7 @@ class Journal:
     async def finish_run(self, result: RunResult) -> None:
         """Write how the run ended to its run record."""
         status: RunState = result.status  # type: ignore[assignment]
-        error = None if result.error is None else f"{type(result.error).__name__}: {result.error}"
+        error = None if result.error is None else error_text(result.error)
         self.run = dataclasses.replace(
             self.run, status=status, output=result.output, error=error, updated_at=time.time()
         )
