@@ -50,10 +50,14 @@ def printable(text: str, *, one_line: bool = False) -> str:
 
     Returns:
         The same text where every control character, escape sequence introducer, lone
-        surrogate and bidi override is spelled out (``\\x1b``, ``\\u202e``); plain text
-        is returned unchanged.
+        surrogate and bidi override is spelled out (``\\x1b``, ``\\u202e``); carriage
+        returns are dropped (kept visible with ``one_line``); plain text is returned
+        unchanged.
     """
     pattern = _UNSAFE_LINE if one_line else _UNSAFE
+    if not one_line and "\r" in text:
+        # CR's one honest use is a CRLF line end; alone it overwrites the line shown.
+        text = text.replace("\r", "")
     if pattern.search(text) is not None:
         text = pattern.sub(_visible, text)
     if _SURROGATE.search(text) is not None:
