@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import anyio
 
 from ._context import ToolContext, current_context
 from ._loop import AgentSpec, run_agent
+from ._refs import caller_module, module_ref
 from ._text import error_text
 from .coordinator import Coordinator, OnUnhandled
 from .events import RunFinished, RunStarted
@@ -79,6 +80,10 @@ class Agent:
             raise UserError("an agent needs a name")
         if max_turns < 1:
             raise UserError("max_turns must be at least 1")
+        if on_unhandled not in get_args(OnUnhandled):
+            raise UserError(
+                f"on_unhandled must be one of {get_args(OnUnhandled)}, got {on_unhandled!r}"
+            )
         self.name = name
         self.instructions = instructions
         self.description = description
@@ -86,6 +91,9 @@ class Agent:
         self.model_settings: Mapping[str, Any] = dict(model_settings or {})
         self.on_unhandled: OnUnhandled = on_unhandled
         self.clarifier = clarifier
+        self._home = (
+            caller_module()
+        )  # where to look for this agent's module:attr (a store records it)
         self._model_source = model
         self._model: Model | None = model if isinstance(model, Model) else None
         tool_map: dict[str, Tool] = {}
@@ -178,7 +186,7 @@ class Agent:
             return await self._run_nested(ctx, prompt, history=history)
         policy = self._policy(on_unhandled, store)
         rid = run_id or _new_run_id()
-        opener = None if store is None else _opener(store, self.name, prompt, history)
+        opener = None if store is None else _opener(store, self, prompt, history)
         return await self._run_root(rid, prompt, history, handler, policy, opener)
 
     async def _run_root(
@@ -231,7 +239,7 @@ class Agent:
                 "stream() inside a tool call: use run(); nested events reach the root stream"
             )
         policy = self._policy(on_unhandled, store)
-        opener = None if store is None else _opener(store, self.name, prompt, history)
+        opener = None if store is None else _opener(store, self, prompt, history)
         return self._stream(run_id or _new_run_id(), prompt, history, policy, opener)
 
     def _stream(
@@ -582,11 +590,12 @@ def _rejected(
 
 
 def _opener(
-    store: Store, agent_name: str, prompt: str, history: Sequence[Message] | None
+    store: Store, agent: Agent, prompt: str, history: Sequence[Message] | None
 ) -> RunOpener:
     from .store._journal import RunOpener  # the store package loads only when used
 
-    return RunOpener(store, agent_name, prompt, history)
+    ref = module_ref(agent, agent._home)  # pyright: ignore[reportPrivateUsage]
+    return RunOpener(store, agent.name, prompt, history, agent_ref=ref)
 
 
 async def _resume_opener(

@@ -35,6 +35,7 @@ from ._base import (
     RunRecord,
     RunState,
     Store,
+    check_entries,
     refusal,
 )
 
@@ -394,13 +395,20 @@ def _revive(spec: RequestSpec, stored: Any) -> Any:
 class RunOpener:
     """Opens a root run's journal in a store: a new run's record, or an earlier life's."""
 
-    __slots__ = ("agent_name", "entries", "history", "prompt", "record", "store")
+    __slots__ = ("agent_name", "agent_ref", "entries", "history", "prompt", "record", "store")
 
     def __init__(
-        self, store: Store, agent_name: str, prompt: str, history: Sequence[Message] | None
+        self,
+        store: Store,
+        agent_name: str,
+        prompt: str,
+        history: Sequence[Message] | None,
+        *,
+        agent_ref: str | None = None,
     ) -> None:
         self.store = store
         self.agent_name = agent_name
+        self.agent_ref = agent_ref
         self.prompt = prompt
         self.history = list(history) if history else None
         self.record: RunRecord | None = None
@@ -441,7 +449,7 @@ class RunOpener:
         history = message_adapter().validate_python(list(record.history)) or None
         opener = cls(store, agent_name, record.prompt, history)
         opener.record = record
-        opener.entries = await store.journal(run_id)
+        opener.entries = check_entries(run_id, await store.journal(run_id))
         return opener
 
     async def open(self, coordinator: Coordinator) -> Journal:
@@ -457,6 +465,7 @@ class RunOpener:
                 agent_name=self.agent_name,
                 prompt=self.prompt,
                 history=history,
+                agent_ref=self.agent_ref,
             )
         else:
             self.record = dataclasses.replace(self.record, status="running", updated_at=time.time())
