@@ -25,18 +25,21 @@ journal key concerned), never a traceback, and its own exit status:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
+import signal
 import sys
 import tempfile
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._text import bounded, error_text, printable
 
 if TYPE_CHECKING:
+    import anyio
     from rich.console import Console
 
     from .agent import Agent
@@ -201,25 +204,79 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     console.print(f"[bold]hpd-agent chat[/] [dim]({mode}; /exit or Ctrl-D to leave)[/]")
     _stdin_note(console, args.yes)
 
+    ctrl_c = _CtrlC(console)
+
     async def main() -> None:
         history: list[Message] | None = None
-        while True:
-            line = await handler.prompt("you> ")
-            if line is None or line.strip() in _EXIT_WORDS:
-                break
-            if not line.strip():
-                continue
-            try:
-                result = await agent.run(line, handler=handler, history=history)
-            except HpdAgentError as e:
-                # The turn failed; the conversation so far is kept, so the chat goes on.
-                console.print(f"[bold red]Error:[/] {type(e).__name__}: {e}")
-                continue
-            history = result.messages
-            console.print()
+        async with ctrl_c.watching():
+            while True:
+                line = await handler.prompt("you> ")
+                if line is None or line.strip() in _EXIT_WORDS:
+                    break
+                if not line.strip():
+                    continue
+                with ctrl_c.turn():  # Ctrl-C cancels this turn only; the history stays
+                    try:
+                        result = await agent.run(line, handler=handler, history=history)
+                    except HpdAgentError as e:
+                        # The turn failed; the conversation so far is kept, so the chat goes on.
+                        console.print(f"[bold red]Error:[/] {type(e).__name__}: {e}")
+                        continue
+                    history = result.messages
+                    console.print()
         console.print("[dim]bye[/]")
 
-    return _run(console, main)
+    status = _run(console, main)
+    return EXIT_INTERRUPTED if ctrl_c.left else status
+
+
+class _CtrlC:
+    """Ctrl-C in ``chat``: the first cancels the running turn and returns to the prompt; one
+    at the prompt, or a second while the turn is still being cancelled, leaves the chat."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.left = False
+        self._turn: anyio.CancelScope | None = None
+        self._chat: anyio.CancelScope | None = None
+
+    @contextlib.asynccontextmanager
+    async def watching(self) -> AsyncGenerator[None, None]:
+        import anyio
+
+        async with anyio.create_task_group() as tg:
+            self._chat = tg.cancel_scope
+            with anyio.open_signal_receiver(signal.SIGINT) as signals:
+                tg.start_soon(self._watch, signals)
+                yield
+            tg.cancel_scope.cancel()  # the chat ended: stop watching
+
+    @contextlib.contextmanager
+    def turn(self) -> Generator[None, None, None]:
+        import anyio
+
+        with anyio.CancelScope() as scope:
+            self._turn = scope
+            try:
+                yield
+            finally:
+                self._turn = None
+        if scope.cancelled_caught:
+            self.console.print(
+                "\n[bold yellow]Cancelled (Ctrl-C): that turn was stopped; Ctrl-C again leaves.[/]"
+            )
+
+    async def _watch(self, signals: AsyncIterator[int]) -> None:
+        async for _ in signals:
+            turn = self._turn
+            if turn is not None and not turn.cancel_called:
+                turn.cancel()
+                continue
+            self.left = True
+            self.console.print()
+            if self._chat is not None:
+                self._chat.cancel()
+            return
 
 
 # -- durable runs: pending, answer, resume ---------------------------------------------------

@@ -425,3 +425,26 @@ async def test_agent_modules_are_found_in_the_current_directory(workdir: Path) -
         cwd=project, script=True,
     )  # fmt: skip
     assert done.returncode == 3, done.stderr
+
+
+async def test_pending_shows_controls_instead_of_obeying_them(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    store = SQLiteStore(db)
+    event = ClarificationRequest(
+        run_id="run_1",
+        agent_path=("A",),
+        depth=0,
+        request_id="req_evil",
+        question="Deploy?\x1b[2J\x1b]0;owned\x07\nreq_fake  run_1  A  text: Fake row\r\u202eok",
+        options=("yes\x1b[8m", "no"),
+    )
+    await store.add_request(RequestRecord.from_event(event))
+    await store.aclose()
+    listed = await cli(workdir, "pending", "--db", str(db))
+    assert listed.returncode == 0
+    (line,) = listed.stdout.splitlines()  # the newline in the question fakes no second row
+    assert "\x1b" not in line and "\x07" not in line and "\r" not in line
+    assert line == (
+        "req_evil  run_1  A  text: Deploy?\\x1b[2J\\x1b]0;owned\\x07\\nreq_fake  run_1  A  "
+        "text: Fake row\\r\\u202eok  [yes\\x1b[8m | no]"
+    )
