@@ -308,7 +308,7 @@ def test_agent_rejects_bad_configuration() -> None:
     with pytest.raises(UserError, match="two tools named"):
         Agent("a", model=ScriptedModel([]), tools=[ask_user(), ask_user()])
     # A typo used to be accepted, and then a question waited forever.
-    with pytest.raises(UserError, match="on_unhandled must be one of .* got 'interupt'"):
+    with pytest.raises(UserError, match=r"on_unhandled must be one of .* got 'interupt'"):
         Agent("a", model=ScriptedModel([]), on_unhandled="interupt")  # type: ignore[arg-type]
 
 
