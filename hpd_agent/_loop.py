@@ -16,6 +16,7 @@ import anyio
 
 from ._context import Deadline, ToolContext, _current, request_model
 from ._fanout import first_leaf, map_concurrently
+from ._text import error_text
 from .clarification import unanswered_text
 from .coordinator import Coordinator
 from .events import AgentFinished, AgentStarted, RunStatus, TextDelta
@@ -138,9 +139,7 @@ async def _observed_run(
         coordinator.emit(_agent_finished(state, invocation, status))
         raise
     except Exception as e:
-        coordinator.emit(
-            _agent_finished(state, invocation, "failed", error=f"{type(e).__name__}: {e}")
-        )
+        coordinator.emit(_agent_finished(state, invocation, "failed", error=error_text(e)))
         raise
     coordinator.emit(_agent_finished(state, invocation, "completed", output=outcome.output))
     return outcome
@@ -303,7 +302,7 @@ async def _execute(state: _State, call: ToolCall, call_path: str) -> tuple[str, 
     except _FATAL:
         raise
     except Exception as e:
-        return f"Error: {type(e).__name__}: {e}", True
+        return f"Error: {error_text(e)}", True
     finally:
         _current.reset(token)
 

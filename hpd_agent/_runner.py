@@ -19,6 +19,7 @@ from ._context import ToolContext, _current
 from ._loop import AgentSpec, run_agent
 from ._requests import LocalRequests
 from ._sessions import RunSession
+from ._text import error_text
 from .coordinator import Coordinator, OnUnhandled
 from .events import AgentFinished, AgentStarted, RunStarted, RunStatus
 from .exceptions import UserError
@@ -311,7 +312,7 @@ async def before_run(
         coordinator.emit(
             AgentFinished(
                 status="cancelled" if failed else "failed",
-                error=None if failed else f"{type(e).__name__}: {e}",
+                error=None if failed else error_text(e),
                 **common,
             )
         )

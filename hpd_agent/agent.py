@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from ._context import current_context
 from ._loop import AgentSpec
+from ._refs import caller_module, module_ref
 from ._runner import (
     BeforeRun,
     Blueprint,
@@ -89,6 +90,8 @@ class Agent:
         self.model_settings: Mapping[str, Any] = dict(model_settings or {})
         self.on_unhandled: OnUnhandled = check_on_unhandled(on_unhandled)
         self.clarifier = clarifier
+        self._home = caller_module()
+        """The module that built the agent: a store records ``module:attr`` when it can."""
         self._model_source = model
         self._model: Model | None = model if isinstance(model, Model) else None
         tool_map: dict[str, Tool] = {}
@@ -187,7 +190,7 @@ class Agent:
             return await run_nested(self._plan(), ctx, prompt, history=history)
         policy = self._policy(on_unhandled, store)
         rid = run_id or _new_run_id()
-        opener = _new_session(store, rid, self.name, prompt, history)
+        opener = _new_session(store, rid, self, prompt, history)
         return await run_root(self._plan(), rid, prompt, history, handler, policy, opener, hooks)
 
     def stream(
@@ -212,7 +215,7 @@ class Agent:
             )
         policy = self._policy(on_unhandled, store)
         rid = run_id or _new_run_id()
-        opener = _new_session(store, rid, self.name, prompt, history)
+        opener = _new_session(store, rid, self, prompt, history)
         return stream_root(self._plan(), rid, prompt, history, policy, opener, hooks)
 
     # -- durable runs ----------------------------------------------------------------------
@@ -324,16 +327,17 @@ class Agent:
 def _new_session(
     store: SessionStore | None,
     run_id: str,
-    agent_name: str,
+    agent: Agent,
     prompt: str,
     history: Sequence[Message] | None,
 ) -> SessionOpener | None:
     if store is None:
         return None
+    ref = module_ref(agent, agent._home)  # pyright: ignore[reportPrivateUsage]
 
     async def opened() -> Any:
         return await store.open_session(
-            run_id=run_id, agent_name=agent_name, prompt=prompt, history=history
+            run_id=run_id, agent_name=agent.name, prompt=prompt, history=history, agent_ref=ref
         )
 
     return opened

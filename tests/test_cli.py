@@ -134,6 +134,42 @@ def test_ctrl_c_cancels_the_demo_cleanly(terminal: Any, tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_ctrl_c_in_chat_cancels_the_turn_then_leaves_at_the_prompt() -> None:
+    chat = pexpect.spawn(
+        sys.executable,
+        ["-m", "hpd_agent.cli", "chat"],
+        cwd=str(ROOT),
+        env=_env(),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 140),
+    )
+    try:
+        chat.expect("you> ")
+        chat.sendline("hello there")
+        chat.expect("You said 'hello there'")
+        chat.expect("you> ")
+        chat.sendline("what is hpd?")  # the turn waits on the agent's question
+        chat.expect("Do you want a short or a detailed answer")
+        chat.expect(r"\n> ")
+        chat.sendintr()
+        chat.expect(r"Cancelled \(Ctrl-C\): that turn was stopped")
+        chat.expect("you> ")  # back at the prompt, still chatting
+        chat.sendline("second message")
+        # The cancelled turn left no trace; the first one is still remembered.
+        chat.expect(r"This is message 2 of our chat \(1 replies so far\); your first was")
+        chat.expect("you> ")
+        chat.sendintr()  # at the prompt: leave
+        chat.expect("bye")
+        chat.expect(pexpect.EOF)
+        shown = ANSI.sub("", chat.before or "")
+        chat.close()
+        assert chat.exitstatus == 130, shown
+        assert "Traceback" not in shown
+    finally:
+        chat.close(force=True)
+
+
 def test_demo_with_yes_runs_unattended_with_defaults(tmp_path: Path) -> None:
     out = _hpd("demo", "--yes", "--workdir", str(tmp_path))
     assert out.returncode == 0, out.stderr
