@@ -123,6 +123,20 @@ async def execute_root(
         result = RunResult(run_id=coordinator.run_id, status="failed", error=e)
         coordinator.emit(finished_event(result, bp.name))
         return result
+    if session is None:
+        return await _execute_with(bp, coordinator, prompt, history, None, hooks)
+    async with session.held():
+        return await _execute_with(bp, coordinator, prompt, history, session, hooks)
+
+
+async def _execute_with(
+    bp: Blueprint,
+    coordinator: Coordinator,
+    prompt: str,
+    history: Sequence[Message] | None,
+    session: RunSession | None,
+    hooks: Sequence[Hook],
+) -> RunResult:
     _configure(coordinator, session, hooks)
     if session is not None:
         await session.attach(coordinator)

@@ -7,9 +7,10 @@ the run record, approvals for the run restored on resume. ``Sessions`` gives eve
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._text import error_text
@@ -51,6 +52,11 @@ class StoreSession:
     @property
     def resumed(self) -> bool:
         return self.journal.replaying
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncGenerator[None]:
+        """Held around the whole run (see the core's ``RunSession.held``)."""
+        yield
 
     async def attach(self, coordinator: Coordinator) -> None:
         """Bring back approvals "for the run" an earlier life got.
