@@ -68,6 +68,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from .handlers.console import ConsoleHandler
+    from .otel import instrument
 
 
 def __getattr__(name: str) -> Any:
@@ -76,6 +77,11 @@ def __getattr__(name: str) -> Any:
         from .handlers.console import ConsoleHandler
 
         return ConsoleHandler
+    if name == "instrument":
+        # opentelemetry is imported only by programs that trace.
+        from .otel import instrument
+
+        return instrument
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -137,6 +143,7 @@ __all__ = [
     "__version__",
     "ask_user",
     "current_context",
+    "instrument",
     "tool",
     "validate_answer",
 ]
