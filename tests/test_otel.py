@@ -185,7 +185,10 @@ async def test_depth3_question_tree_attributes_and_metrics(otel: Telemetry) -> N
     assert first.attributes["gen_ai.request.model"] == "engineer-model"
     assert first.attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
     assert last.attributes["gen_ai.response.finish_reasons"] == ("stop",)
-    assert (last.attributes["gen_ai.usage.input_tokens"], last.attributes["gen_ai.usage.output_tokens"]) == (7, 2)  # fmt: skip
+    assert (
+        last.attributes["gen_ai.usage.input_tokens"],
+        last.attributes["gen_ai.usage.output_tokens"],
+    ) == (7, 2)
 
     call = otel.one("execute_tool ask_user")
     assert call.attributes is not None
@@ -204,7 +207,11 @@ async def test_depth3_question_tree_attributes_and_metrics(otel: Telemetry) -> N
     assert all(s.status.status_code is StatusCode.UNSET for s in otel.spans)
 
     points = otel.metrics()
-    tokens = {p.attributes["gen_ai.token.type"]: p for p in points["gen_ai.client.token.usage"] if p.attributes["gen_ai.request.model"] == "manager-model"}  # fmt: skip
+    tokens = {
+        p.attributes["gen_ai.token.type"]: p
+        for p in points["gen_ai.client.token.usage"]
+        if p.attributes["gen_ai.request.model"] == "manager-model"
+    }
     assert (tokens["input"].sum, tokens["output"].sum) == (10, 3)
     durations = points["gen_ai.client.operation.duration"]
     assert sum(p.count for p in durations) == 8  # two model calls per agent
@@ -273,7 +280,11 @@ async def test_parallel_calls_are_siblings_each_with_its_own_wait(otel: Telemetr
     assert second.start_time < first.end_time, "the two calls ran at the same time"
     # each wait hangs under the call that asked it
     for ask in asks:
-        (wait,) = [w for w in otel.named("await_human text") if w.parent and w.parent.span_id == ask.context.span_id]  # fmt: skip
+        (wait,) = [
+            w
+            for w in otel.named("await_human text")
+            if w.parent and w.parent.span_id == ask.context.span_id
+        ]
         assert wait.attributes is not None
         assert wait.attributes["hpd_agent.request.outcome"] == "answered"
 
@@ -313,7 +324,11 @@ async def test_permission_denied_and_approved(otel: Telemetry) -> None:
 
     def wait_under(tool_name: str) -> ReadableSpan:
         call = otel.one(f"execute_tool {tool_name}")
-        (wait,) = [w for w in otel.named("await_human permission") if w.parent and w.parent.span_id == call.context.span_id]  # fmt: skip
+        (wait,) = [
+            w
+            for w in otel.named("await_human permission")
+            if w.parent and w.parent.span_id == call.context.span_id
+        ]
         return wait
 
     denied = wait_under("delete_file")
@@ -420,7 +435,9 @@ def _durable_tree(calls: list[str]) -> Agent:
             return tool_call("Coder", _id="delegate", query="Build the API")
         return text("Orchestrator: " + _results(messages)[-1])
 
-    coder_agent = Agent("Coder", model=FunctionModel(coder, name="coder"), tools=[fetch, ask_user()])
+    coder_agent = Agent(
+        "Coder", model=FunctionModel(coder, name="coder"), tools=[fetch, ask_user()]
+    )
     return Agent(
         "Orchestrator",
         model=FunctionModel(orchestrator, name="orchestrator"),
@@ -473,7 +490,16 @@ async def test_resumed_run_has_spans_only_for_real_work(otel: Telemetry, tmp_pat
 
 
 # -- content -----------------------------------------------------------------------------------
-SECRETS = ("PROMPT-XYZZY", "INSTR-PLUGH", "ARG-FROTZ", "RESULT-GRUE", "QUESTION-ZORK", "ANSWER-BLORB", "OUTPUT-QUUX", "FAIL-WUMPUS")  # fmt: skip
+SECRETS = (
+    "PROMPT-XYZZY",
+    "INSTR-PLUGH",
+    "ARG-FROTZ",
+    "RESULT-GRUE",
+    "QUESTION-ZORK",
+    "ANSWER-BLORB",
+    "OUTPUT-QUUX",
+    "FAIL-WUMPUS",
+)
 
 
 @tool
@@ -537,7 +563,9 @@ def _every_recorded_value(otel: Telemetry) -> list[str]:
 
 
 async def _run_secret(otel: Telemetry) -> None:
-    human = ScriptedHuman({"QUESTION-ZORK": "ANSWER-BLORB"}, permissions={"wipe": Deny(reason="ANSWER-BLORB")})  # fmt: skip
+    human = ScriptedHuman(
+        {"QUESTION-ZORK": "ANSWER-BLORB"}, permissions={"wipe": Deny(reason="ANSWER-BLORB")}
+    )
     result = await _secret_agent().run("PROMPT-XYZZY", handler=human)
     assert result.output == "OUTPUT-QUUX"
     assert len(otel.named("await_human text")) == 1
@@ -571,10 +599,19 @@ async def test_capture_on_records_messages_questions_and_answers(
     ]
     calls = json.loads(str(first.attributes["gen_ai.output.messages"]))
     assert calls[0]["role"] == "assistant" and calls[0]["finish_reason"] == "tool_calls"
-    assert calls[0]["parts"][0] == {"type": "tool_call", "id": "call_1", "name": "lookup", "arguments": {"key": "ARG-FROTZ"}}  # fmt: skip
+    assert calls[0]["parts"][0] == {
+        "type": "tool_call",
+        "id": "call_1",
+        "name": "lookup",
+        "arguments": {"key": "ARG-FROTZ"},
+    }
     back = json.loads(str(last.attributes["gen_ai.input.messages"]))
     responses = [p for m in back if m["role"] == "tool" for p in m["parts"]]
-    assert {"type": "tool_call_response", "id": "call_1", "response": "value RESULT-GRUE for ARG-FROTZ"} in responses  # fmt: skip
+    assert {
+        "type": "tool_call_response",
+        "id": "call_1",
+        "response": "value RESULT-GRUE for ARG-FROTZ",
+    } in responses
     final = json.loads(str(last.attributes["gen_ai.output.messages"]))
     assert final == [
         {
@@ -589,7 +626,10 @@ async def test_capture_on_records_messages_questions_and_answers(
     assert question["hpd_agent.request.answer"] == "ANSWER-BLORB"
     permission = telemetry.one("await_human permission").attributes
     assert permission is not None
-    assert json.loads(str(permission["hpd_agent.request.question"])) == {"tool": "wipe", "arguments": {"path": "ARG-FROTZ"}}  # fmt: skip
+    assert json.loads(str(permission["hpd_agent.request.question"])) == {
+        "tool": "wipe",
+        "arguments": {"path": "ARG-FROTZ"},
+    }
     assert "ANSWER-BLORB" in str(permission["hpd_agent.request.answer"])
     lookup_call = telemetry.one("execute_tool lookup").attributes
     assert lookup_call is not None
@@ -610,7 +650,9 @@ async def test_env_var_turns_capture_on_and_explicit_false_wins(
     assert wait is not None and wait["hpd_agent.request.answer"] == "ANSWER-BLORB"
 
     tracer_provider, meter_provider, explicit = _providers()
-    instrument(tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=False)  # fmt: skip
+    instrument(
+        tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=False
+    )
     await _run_secret(explicit)
     assert [(s, v) for v in _every_recorded_value(explicit) for s in SECRETS if s in v] == []
 
@@ -649,10 +691,17 @@ async def test_request_events_match_the_wait_spans(otel: Telemetry) -> None:
     """Ids on the wait spans are the ids the stream carries (a backend can join them)."""
     human = ScriptedHuman({"language": "Go"}, permissions={"write_file": True})
     model = ScriptedModel(
-        [[tool_call("ask_user", question="Which language?"), tool_call("write_file", path="x")], text("ok")],  # fmt: skip
+        [
+            [tool_call("ask_user", question="Which language?"), tool_call("write_file", path="x")],
+            text("ok"),
+        ],
         name="m",
     )
     await Agent("A", model=model, tools=[ask_user(), write_file]).run("go", handler=human)
     ids = {r.request_id for r in human.asked}
-    assert {str((s.attributes or {})["hpd_agent.request.id"]) for s in otel.spans if s.name.startswith("await_human")} == ids  # fmt: skip
+    assert {
+        str((s.attributes or {})["hpd_agent.request.id"])
+        for s in otel.spans
+        if s.name.startswith("await_human")
+    } == ids
     assert {type(r) for r in human.asked} == {ClarificationRequest, PermissionRequest}
