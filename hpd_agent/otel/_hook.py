@@ -10,8 +10,9 @@ by (run id, request id).
 
 from __future__ import annotations
 
+import importlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -42,6 +43,7 @@ class Telemetry:
     """What ``instrument`` chose: the tracer, the instruments, and whether content is kept."""
 
     __slots__ = (
+        "_live",
         "capture",
         "duration",
         "meter_provider",
@@ -63,6 +65,7 @@ class Telemetry:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
         self.capture = capture
+        self._live = False
         # With no provider given these are the global proxies: they start emitting as soon
         # as the application installs an SDK, whenever it does.
         self.tracer = trace.get_tracer(a.SCOPE, __version__, tracer_provider=tracer_provider)
@@ -92,16 +95,45 @@ class Telemetry:
         )
 
     def live(self) -> bool:
-        """Whether any provider records anything (False while only the API's no-ops are in)."""
-        tracer_provider = self.tracer_provider or trace.get_tracer_provider()
-        if not isinstance(tracer_provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
-            return True
-        meter_provider = self.meter_provider or metrics.get_meter_provider()
-        # The API's stand-in before an SDK is set has no public class: known by its name.
-        return not (
-            isinstance(meter_provider, metrics.NoOpMeterProvider)
-            or type(meter_provider).__name__ == "_ProxyMeterProvider"
-        )
+        """Whether any provider records anything (False while only the API's no-ops are in).
+
+        Asked once per root run, so it must cost next to nothing while no SDK is set: the
+        API's getters look the environment up on every call, so the globals behind them
+        are read directly. A provider that records never stops (the globals are set once).
+        """
+        if not self._live:
+            self._live = _records(
+                self.tracer_provider
+                or _global(trace, "_TRACER_PROVIDER", trace.get_tracer_provider)
+            ) or _records(
+                self.meter_provider
+                or _global(_metrics_api, "_METER_PROVIDER", metrics.get_meter_provider)
+            )
+        return self._live
+
+
+_metrics_api: Any = importlib.import_module("opentelemetry.metrics._internal")
+
+# The API's stand-ins for a provider. The meter's proxy has no public name.
+_NO_OPS: tuple[type, ...] = (
+    trace.ProxyTracerProvider,
+    trace.NoOpTracerProvider,
+    metrics.NoOpMeterProvider,
+    *[t for t in (getattr(_metrics_api, "_ProxyMeterProvider", None),) if isinstance(t, type)],
+)
+
+
+def _global(module: Any, name: str, getter: Callable[[], Any]) -> Any:
+    """The API's global provider (None while unset), or the getter's answer should the API
+    ever keep it elsewhere."""
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        return getter()
+
+
+def _records(provider: object) -> bool:
+    return provider is not None and not isinstance(provider, _NO_OPS)
 
 
 class _Tally:
