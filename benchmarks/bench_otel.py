@@ -11,7 +11,8 @@ Two workloads with scripted models (no network), the shapes of bench_hpd_agent.p
 Three modes, interleaved round by round in one process so drift on a shared machine hits
 them alike:
 
-- ``off``: ``instrument()`` never called;
+- ``off``: ``instrument()`` never called (``off2``: the same again, a control: the gap
+  between the two is the noise floor of the machine at that moment);
 - ``noop``: ``instrument()`` with the global providers while no SDK is set (the API's
   no-ops): the hook sits the runs out, so this must cost what ``off`` costs;
 - ``sdk``: ``instrument()`` with an SDK ``TracerProvider`` whose processor hands every span
@@ -160,12 +161,14 @@ def main() -> None:
     p.add_argument("--trees", type=int, default=200, help="tree: runs per sample")
     p.add_argument("--rounds", type=int, default=15, help="samples per mode")
     p.add_argument(
-        "--modes", default="off,noop,sdk", help="comma-separated, from off,noop,sdk (off first)"
+        "--modes",
+        default="off,off2,noop,sdk",
+        help="comma-separated, from off,off2,noop,sdk (off first)",
     )
     args = p.parse_args()
     modes = tuple(args.modes.split(","))
-    if modes[0] != "off" or not set(modes) <= {"off", "noop", "sdk"}:
-        p.error("--modes: a comma-separated list of off, noop, sdk starting with off")
+    if modes[0] != "off" or not set(modes) <= {"off", "off2", "noop", "sdk"}:
+        p.error("--modes: a comma-separated list of off, off2, noop, sdk starting with off")
     samples = anyio.run(measure, args.turns, args.trees, args.rounds, modes)
     result: dict[str, Any] = {}
     spans = {"loop": 2, "tree": TREE_SPANS}
@@ -177,10 +180,11 @@ def main() -> None:
         print(f"{workload} ({unit[workload]}, {args.rounds} samples per mode)")
         for m in med:
             print(f"  {m:5} median {med[m]:8.2f}  min {low[m]:8.2f}")
-        if "noop" in med:
-            noop_delta = (med["noop"] - med["off"]) / med["off"] * 100
-            result[workload]["noop_vs_off_percent"] = noop_delta
-            print(f"  noop vs off: {noop_delta:+.1f} % (medians)")
+        for other in ("off2", "noop"):
+            if other in med:
+                delta = (med[other] - med["off"]) / med["off"] * 100
+                result[workload][f"{other}_vs_off_percent"] = delta
+                print(f"  {other} vs off: {delta:+.1f} % (medians)")
         if "sdk" in med:
             per_span = (med["sdk"] - med["off"]) / spans[workload]
             result[workload]["us_per_span_sdk"] = per_span
