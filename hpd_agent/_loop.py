@@ -267,9 +267,9 @@ async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessa
         if not coordinator.hooks.tool_wrappers and not coordinator.observed:
             # Unobserved, unhooked runs (plain run() without a handler) would only drop the
             # call's events: building them was a third of the cost of a trivial tool call.
-            text, is_error = await _execute(state, call, call_path)
+            text, error = await _execute(state, call, call_path)
             return ToolResultMessage(
-                tool_call_id=call.id, name=call.name, content=text, is_error=is_error
+                tool_call_id=call.id, name=call.name, content=text, is_error=error is not None
             )
         execution = ToolExecution(
             run_id=coordinator.run_id,
@@ -294,24 +294,25 @@ def _live_call(state: _State) -> Callable[[ToolExecution], Coroutine[Any, Any, T
     async def live(execution: ToolExecution) -> ToolOutcome:
         coordinator = state.coordinator
         coordinator.emit(execution.started_event())
-        text, is_error = await _execute(state, execution.call, execution.call_path)
-        outcome = ToolOutcome(text=text, is_error=is_error)
+        text, error = await _execute(state, execution.call, execution.call_path)
+        outcome = ToolOutcome(text=text, is_error=error is not None, error_type=error)
         coordinator.emit(execution.finished_event(outcome))
         return outcome
 
     return live
 
 
-async def _execute(state: _State, call: ToolCall, call_path: str) -> tuple[str, bool]:
-    """Validate, ask permission, run; every failure becomes (text for the model, True)."""
+async def _execute(state: _State, call: ToolCall, call_path: str) -> tuple[str, str | None]:
+    """Validate, ask permission, run: (text for the model, None), or on any failure
+    (text for the model, the error's type: see ``ToolOutcome.error_type``)."""
     tool = state.spec.tools.get(call.name)
     if tool is None:
         available = ", ".join(state.spec.tools) or "none"
-        return f"Unknown tool {call.name!r}. Available tools: {available}.", True
+        return f"Unknown tool {call.name!r}. Available tools: {available}.", "unknown_tool"
     try:
         arguments = tool.validate_arguments(call.arguments)
     except ToolArgumentsError as e:
-        return str(e), True
+        return str(e), type(e).__name__
     ctx = ToolContext(
         coordinator=state.coordinator,
         agent_path=state.agent_path,
@@ -326,26 +327,28 @@ async def _execute(state: _State, call: ToolCall, call_path: str) -> tuple[str, 
         if tool.needs_approval(arguments):
             refusal = await ctx.ask_permission(tool.name, arguments)
             if refusal is not None:
-                return refusal, False
+                return refusal, None
         return await _call_tool(tool, ctx, arguments)
     except QuestionNotAnswered as e:
-        return unanswered_text(e), False
+        return unanswered_text(e), None
     except _FATAL:
         raise
     except Exception as e:
-        return f"Error: {error_text(e)}", True
+        return f"Error: {error_text(e)}", type(e).__name__
     finally:
         _current.reset(token)
 
 
-async def _call_tool(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> tuple[str, bool]:
+async def _call_tool(
+    tool: Tool, ctx: ToolContext, arguments: dict[str, Any]
+) -> tuple[str, str | None]:
     if tool.timeout is None:
-        return result_to_text(await tool.call(ctx, arguments)), False
+        return result_to_text(await tool.call(ctx, arguments)), None
     scope = anyio.CancelScope(deadline=anyio.current_time() + tool.timeout)
     ctx.deadlines = (*ctx.deadlines, Deadline(scope))
     value = None
     with scope:
         value = await tool.call(ctx, arguments)
     if scope.cancelled_caught:
-        return f"Error: tool {tool.name!r} timed out after {tool.timeout:g} seconds.", True
-    return result_to_text(value), False
+        return f"Error: tool {tool.name!r} timed out after {tool.timeout:g} seconds.", "timeout"
+    return result_to_text(value), None

@@ -226,7 +226,7 @@ def stream_root(
 
 
 def _configure(coordinator: Coordinator, session: RunSession | None, hooks: Sequence[Hook]) -> None:
-    everything = [*hooks, *installed()]
+    everything = [h for h in (*hooks, *installed()) if h.active()]
     if session is None:
         if everything:
             coordinator.configure(HookSet(everything), LocalRequests())
