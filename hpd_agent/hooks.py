@@ -37,6 +37,7 @@ __all__ = [
     "Hook",
     "HookSet",
     "ModelCall",
+    "StepCall",
     "ToolExecution",
     "ToolOutcome",
     "install",
@@ -201,6 +202,26 @@ class ToolExecution:
         )
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepCall:
+    """One journaled step of a tool (``await ctx.step(name, fn, ...)``).
+
+    Attributes:
+        run_id: Id of the root run.
+        agent_path: Agent names down to the agent whose tool takes the step.
+        name: The step's name, as the tool gave it.
+        key: Stable id of the step in the run (the tool call's path, the step's index and
+            name), the same after a crash and a resume.
+        run: Does the step (calls the tool's function) and returns its result.
+    """
+
+    run_id: str
+    agent_path: tuple[str, ...]
+    name: str
+    key: str
+    run: Callable[[], Awaitable[Any]]
+
+
 class Hook:
     """Base class of hooks: override what you need; the defaults pass straight through.
 
@@ -225,6 +246,10 @@ class Hook:
     ) -> ToolOutcome:
         """Around one tool call (validation, permission and execution)."""
         return await call_next(execution)
+
+    async def wrap_step(self, step: StepCall, call_next: CallNext[StepCall, Any]) -> Any:
+        """Around one journaled step of a tool (a durable run records its result)."""
+        return await call_next(step)
 
     def request_opened(self, event: RequestEvent) -> None:
         """A question or permission request is about to reach the stream."""
@@ -272,7 +297,14 @@ class HookSet:
     for that before building a call object: a run with no hooks pays nothing.
     """
 
-    __slots__ = ("agent_wrappers", "hooks", "model_wrappers", "observers", "tool_wrappers")
+    __slots__ = (
+        "agent_wrappers",
+        "hooks",
+        "model_wrappers",
+        "observers",
+        "step_wrappers",
+        "tool_wrappers",
+    )
 
     def __init__(self, hooks: Sequence[Hook] = ()) -> None:
         hooks = [h for h in hooks if h.active()]
@@ -284,6 +316,7 @@ class HookSet:
         self.tool_wrappers = tuple(
             h.wrap_tool_call for h in hooks if _overrides(h, "wrap_tool_call")
         )
+        self.step_wrappers = tuple(h.wrap_step for h in hooks if _overrides(h, "wrap_step"))
         self.observers = tuple(
             h for h in hooks if _overrides(h, "request_opened") or _overrides(h, "request_resolved")
         )
@@ -308,6 +341,10 @@ class HookSet:
     ) -> CallNext[ToolExecution, ToolOutcome]:
         """``terminal`` wrapped by every ``wrap_tool_call``."""
         return _chain(self.tool_wrappers, terminal)
+
+    def step(self, terminal: CallNext[StepCall, Any]) -> CallNext[StepCall, Any]:
+        """``terminal`` wrapped by every ``wrap_step``."""
+        return _chain(self.step_wrappers, terminal)
 
     def opened(self, event: RequestEvent) -> None:
         """Tell every observer a request opened."""
