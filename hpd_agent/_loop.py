@@ -8,7 +8,7 @@ same coordinator and a longer path.
 from __future__ import annotations
 
 from collections.abc import Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -19,7 +19,7 @@ from .clarification import unanswered_text
 from .coordinator import Coordinator
 from .events import AgentFinished, AgentStarted, TextDelta, ToolCallFinished, ToolCallStarted
 from .exceptions import MaxTurnsExceededError, NoUserAvailableError, QuestionNotAnswered
-from .messages import Message, ToolCall, ToolResultMessage, Usage
+from .messages import Message, ToolCall, ToolResultMessage, Usage, truncated_call_text
 from .models import Model, ModelRequestParams, ModelResponse, ToolDefinition
 from .permissions import ask_permission
 from .tools import Tool, ToolArgumentsError, result_to_text
@@ -54,12 +54,22 @@ class AgentOutcome:
     output: str
     messages: list[Message]
     usage: Usage
+    truncated: bool = False
 
 
 class _State:
     """Per-agent-run state shared by the turns and tool calls of that run."""
 
-    __slots__ = ("agent_path", "coordinator", "deadlines", "depth", "journal", "scope_path", "spec")
+    __slots__ = (
+        "agent_path",
+        "coordinator",
+        "deadlines",
+        "depth",
+        "journal",
+        "scope_path",
+        "spec",
+        "usage",
+    )
 
     def __init__(
         self,
@@ -76,6 +86,8 @@ class _State:
         self.scope_path = scope_path
         self.deadlines = deadlines
         self.journal: Journal | None = coordinator.journal
+        # Kept here, not returned, so a failed or cancelled run still reports what it spent.
+        self.usage = Usage()
 
 
 async def run_agent(
@@ -106,9 +118,8 @@ async def run_agent(
             tool_call_id=tool_call_id,
         )
     )
-    usage = Usage()
     try:
-        output, usage = await _turns(state, messages)
+        output, truncated = await _turns(state, messages)
     except anyio.get_cancelled_exc_class():
         coordinator.emit(
             AgentFinished(
@@ -117,6 +128,7 @@ async def run_agent(
                 depth=depth,
                 status="interrupted" if coordinator.interrupted else "cancelled",
                 tool_call_id=tool_call_id,
+                usage=state.usage,
             )
         )
         raise
@@ -129,6 +141,7 @@ async def run_agent(
                 status="failed",
                 error=f"{type(e).__name__}: {e}",
                 tool_call_id=tool_call_id,
+                usage=state.usage,
             )
         )
         raise
@@ -139,11 +152,12 @@ async def run_agent(
             depth=depth,
             status="completed",
             output=output,
-            usage=usage,
+            usage=state.usage,
             tool_call_id=tool_call_id,
+            truncated=truncated,
         )
     )
-    return AgentOutcome(output=output, messages=messages, usage=usage)
+    return AgentOutcome(output=output, messages=messages, usage=state.usage, truncated=truncated)
 
 
 def _text_sink(state: _State) -> Callable[[str], None]:
@@ -159,12 +173,12 @@ def _text_sink(state: _State) -> Callable[[str], None]:
     return on_text
 
 
-async def _turns(state: _State, messages: list[Message]) -> tuple[str, Usage]:
+async def _turns(state: _State, messages: list[Message]) -> tuple[str, bool]:
+    """The turns of one agent run; returns the final text and whether it was truncated."""
     spec = state.spec
     coordinator = state.coordinator
     model = spec.model
     on_text = _text_sink(state)
-    usage = Usage()
     journal = state.journal
     for turn in range(spec.max_turns):
         params = ModelRequestParams(
@@ -179,7 +193,7 @@ async def _turns(state: _State, messages: list[Message]) -> tuple[str, Usage]:
             response = await model.request(messages, params)
         else:
             response = await _journaled_request(state, journal, turn, messages, params)
-        usage = usage + response.usage
+        state.usage = state.usage + response.usage
         coordinator.add_usage(response.usage)
         if response.text and not response.streamed:
             on_text(response.text)
@@ -187,12 +201,10 @@ async def _turns(state: _State, messages: list[Message]) -> tuple[str, Usage]:
         if calls:
             calls = _normalise_ids(calls, turn)
             if calls is not response.tool_calls:
-                response = ModelResponse(
-                    text=response.text, tool_calls=calls, usage=response.usage, streamed=True
-                )
+                response = replace(response, tool_calls=calls, streamed=True)
         messages.append(response.to_message())
         if not calls:
-            return response.text or "", usage
+            return response.text or "", response.truncated
         if journal is not None:
             journal.enter(len(calls))
         messages.extend(await _run_batch(state, turn, calls))
@@ -235,7 +247,7 @@ def _normalise_ids(calls: tuple[ToolCall, ...], turn: int) -> tuple[ToolCall, ..
         if not call.id or call.id in seen:
             if fixed is None:
                 fixed = list(calls)
-            fixed[i] = ToolCall(id=f"call_{turn}_{i}", name=call.name, arguments=call.arguments)
+            fixed[i] = replace(call, id=f"call_{turn}_{i}")
         seen.add(fixed[i].id if fixed is not None else call.id)
     return calls if fixed is None else tuple(fixed)
 
@@ -342,6 +354,8 @@ async def _journaled_call(
 
 async def _execute(state: _State, turn: int, call: ToolCall) -> tuple[str, bool]:
     """Validate, ask permission, run; every failure becomes (text for the model, True)."""
+    if call.truncated:
+        return truncated_call_text(call), True
     tool = state.spec.tools.get(call.name)
     if tool is None:
         available = ", ".join(state.spec.tools) or "none"

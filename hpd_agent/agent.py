@@ -413,6 +413,7 @@ class Agent:
             messages=outcome.messages,
             usage=usage,
             clarifier=clarified,
+            truncated=outcome.truncated,
         )
 
     # -- nested runs -----------------------------------------------------------------------
@@ -508,6 +509,7 @@ class Agent:
             output=outcome.output,
             messages=outcome.messages,
             usage=outcome.usage,
+            truncated=outcome.truncated,
         )
 
     def as_tool(

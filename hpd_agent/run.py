@@ -48,6 +48,8 @@ class RunResult:
         clarifier: What the agent's clarifier learned and agreed, if it has one.
         pending: For an interrupted run, the requests left pending in its store; answer
             them with ``Agent.resume(run_id, store=..., answers={request_id: answer})``.
+        truncated: The final answer was cut off by the model's token limit
+            (``finish_reason="length"``): ``output`` is incomplete.
     """
 
     run_id: str
@@ -58,6 +60,7 @@ class RunResult:
     error: BaseException | None = None
     clarifier: ClarifierResult | None = None
     pending: list[RequestEvent] = field(default_factory=list[RequestEvent])
+    truncated: bool = False
 
 
 Executor = Callable[[Coordinator], Awaitable[RunResult]]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..exceptions import ModelError, UserError
@@ -78,16 +79,42 @@ class ModelResponse:
         tool_calls: Tool calls, in the model's order (several mean parallel calls).
         usage: Tokens used by this request.
         streamed: True when ``text`` was already delivered through ``on_text``.
+        finish_reason: Why the model stopped, as the provider said (``"stop"``,
+            ``"tool_calls"``, ``"length"``, ``"content_filter"``, ...); None if unknown.
+            With ``"length"`` (the token limit), a tool call whose arguments do not parse
+            is marked ``truncated`` and is not run.
     """
 
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     streamed: bool = False
+    finish_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.finish_reason == "length" and self.tool_calls:
+            marked = tuple(_mark_truncated(c) for c in self.tool_calls)
+            object.__setattr__(self, "tool_calls", marked)
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the token limit cut this response off (``finish_reason == "length"``)."""
+        return self.finish_reason == "length"
 
     def to_message(self) -> AssistantMessage:
         """The assistant message that records this response in the conversation."""
         return AssistantMessage(content=self.text, tool_calls=self.tool_calls, usage=self.usage)
+
+
+def _mark_truncated(call: ToolCall) -> ToolCall:
+    """``call``, marked truncated when its arguments are not a whole JSON object."""
+    if call.truncated:
+        return call
+    try:
+        whole = isinstance(json.loads(call.arguments), dict)
+    except (ValueError, RecursionError):
+        whole = False
+    return call if whole else replace(call, truncated=True)
 
 
 class Model(ABC):
