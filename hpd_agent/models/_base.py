@@ -162,16 +162,28 @@ def check_allow_model_requests(model_name: str) -> None:
         )
 
 
-def infer_model(model: str | Model) -> Model:
+def infer_model(
+    model: str | Model, *, api_base: str | None = None, api_key: str | None = None
+) -> Model:
     """Resolve ``Agent(model=...)``: a ``Model`` is used as is; a string names a litellm model.
 
     litellm is imported only here, on first use of a string model, so offline paths never pay
     for it.
+
+    Args:
+        model: A ``Model``, or a litellm model string such as ``"openai/gpt-4o-mini"``.
+        api_base: For a string: the endpoint of an OpenAI-compatible server.
+        api_key: For a string: the API key (default: the provider's environment variable).
+
+    Raises:
+        UserError: ``model`` is neither, or ``api_base``/``api_key`` came with a ``Model``.
     """
     if isinstance(model, Model):
+        if api_base is not None or api_key is not None:
+            raise UserError("api_base/api_key go with a model string; a Model object takes its own")
         return model
     if isinstance(model, str) and model:  # pyright: ignore[reportUnnecessaryIsInstance]
         from .litellm import LiteLLMModel
 
-        return LiteLLMModel(model)
+        return LiteLLMModel(model, api_base=api_base, api_key=api_key)
     raise UserError(f"model must be a litellm model string or a Model, got {model!r}")
