@@ -8,6 +8,8 @@ turn.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._context import ToolContext, current_context
 from .agent import Agent
 from .clarification import ask_user
@@ -53,7 +55,8 @@ from .exceptions import (
     UnknownRequestError,
     UserError,
 )
-from .handlers import BaseHandler, ConsoleHandler, Handler
+from .handlers import BaseHandler, Handler
+from .hooks import Hook
 from .messages import Message, Usage
 from .models import Model
 from .permissions import Approve, Decision, Deny
@@ -62,6 +65,19 @@ from .run import Run, RunResult
 from .tools import Tool, tool
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .handlers.console import ConsoleHandler
+
+
+def __getattr__(name: str) -> Any:
+    # The console pulls in rich: `import hpd_agent` loads it only when it is asked for.
+    if name == "ConsoleHandler":
+        from .handlers.console import ConsoleHandler
+
+        return ConsoleHandler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "QUESTION_KINDS",
@@ -79,6 +95,7 @@ __all__ = [
     "Deny",
     "Event",
     "Handler",
+    "Hook",
     "HpdAgentError",
     "InvalidAnswerError",
     "MaxTurnsExceededError",

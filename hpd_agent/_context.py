@@ -12,15 +12,28 @@ import hashlib
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any, Literal, overload
 
 import anyio
 
-if TYPE_CHECKING:
-    from .coordinator import Coordinator
-    from .events import Event
+from ._requests import RequestSpec
+from .coordinator import Coordinator
+from .events import Event
+from .exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError
+from .hooks import ModelCall
+from .messages import Message
+from .models._base import Model, ModelRequestParams, ModelResponse
+from .permissions import Deny, PermissionSpec
+from .questions import (
+    ActionQuestion,
+    ChoiceQuestion,
+    ConfirmQuestion,
+    CustomQuestion,
+    InputQuestion,
+    TextQuestion,
+)
 
-__all__ = ["Deadline", "ToolContext", "current_context"]
+__all__ = ["Deadline", "ToolContext", "current_context", "request_model"]
 
 _current: ContextVar[ToolContext | None] = ContextVar("hpd_agent_tool_context", default=None)
 
@@ -121,6 +134,90 @@ class ToolContext:
         """Put an event on the root run's stream."""
         self.coordinator.emit(event)
 
+    async def request(self, spec: RequestSpec, *, timeout: float | None = None) -> Any:
+        """Raise a request of any kind (a ``RequestSpec``) from this call and wait for it.
+
+        The ``ask*`` helpers and permission checks go through here; the request id comes
+        from this call's path, so a replay asks under the same id.
+        """
+        return await self.coordinator.request(
+            self, spec, request_id=self.next_request_id(), timeout=timeout
+        )
+
+    async def ask_permission(
+        self, tool_name: str, arguments: dict[str, Any], *, timeout: float | None = None
+    ) -> str | None:
+        """Ask the human whether ``tool_name`` may run with ``arguments``.
+
+        Returns:
+            None when the call may run; otherwise the text the model gets instead of a result.
+        """
+        if (self.agent_path, tool_name) in self.coordinator.run_approvals:
+            return None
+        try:
+            decision = await self.request(PermissionSpec(tool_name, arguments), timeout=timeout)
+        except QuestionNotAnswered as e:
+            return f"The tool {tool_name!r} did not run: it needs the user's approval. {e}"
+        if isinstance(decision, Deny):
+            reason = f" Reason: {decision.reason}" if decision.reason else ""
+            return f"The user denied permission to run {tool_name!r}.{reason}"
+        return None
+
+    async def request_model(
+        self, model: Model, messages: Sequence[Message], params: ModelRequestParams
+    ) -> ModelResponse:
+        """Call ``model`` from this frame as the run's agents do: through the run's hooks
+        (a durable run journals it and replays it on resume), counted in the run's usage.
+
+        The request's stable key is ``f"{scope_path}@{params.turn}"``: give each request of
+        this frame its own ``turn``.
+        """
+        return await request_model(
+            self.coordinator, self.agent_path, self.scope_path, model, messages, params
+        )
+
+    async def _ask_racing(
+        self, spec: RequestSpec, resolver: Callable[[], Awaitable[Any]], timeout: float | None
+    ) -> Any:
+        """Ask ``spec`` while ``resolver`` runs; whichever answers first wins.
+
+        The resolver's result goes through ``respond`` like a human's answer (checked and
+        announced); if the request ended meanwhile it is dropped. An exception from the
+        resolver, or an answer ``respond`` refuses, propagates and cancels the question.
+        """
+        request_id = self.next_request_id()
+        coordinator = self.coordinator
+        outcome: dict[str, Any] = {}
+
+        async def resolve() -> None:
+            # Starts once the asker is waiting, so the request is registered by then.
+            try:
+                await coordinator.respond(request_id, await resolver())
+            except InvalidAnswerError as e:
+                # A resolver giving a wrong answer is a bug in the app: say so.
+                outcome["resolver_error"] = e
+                tg.cancel_scope.cancel()
+            except RequestError:
+                pass  # the human answered first, or the request ended: that stands
+            except Exception as e:
+                outcome["resolver_error"] = e
+                tg.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(resolve)
+            try:
+                outcome["value"] = await coordinator.request(
+                    self, spec, request_id=request_id, timeout=timeout
+                )
+            except QuestionNotAnswered as e:
+                outcome["error"] = e
+            tg.cancel_scope.cancel()
+        if "resolver_error" in outcome:
+            raise outcome["resolver_error"]
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
+
     async def ask(
         self,
         question: str,
@@ -147,11 +244,9 @@ class ToolContext:
             QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
                 Left uncaught, the loop turns it into a plain tool result for the model.
         """
-        from .questions import TextQuestion
 
         spec = TextQuestion(question=question, context=context, options=options)
-        answer: Any = await self.coordinator.request(self, spec, timeout=timeout)
-        return str(answer)
+        return str(await self.request(spec, timeout=timeout))
 
     async def ask_input(
         self,
@@ -177,12 +272,11 @@ class ToolContext:
         Raises:
             QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
         """
-        from .questions import InputQuestion
 
         spec = InputQuestion(
             argument=argument, tool=self.tool_name, question=question, context=context
         )
-        return str(await self.coordinator.request(self, spec, timeout=timeout))
+        return str(await self.request(spec, timeout=timeout))
 
     @overload
     async def ask_choice(
@@ -233,12 +327,11 @@ class ToolContext:
         Raises:
             QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
         """
-        from .questions import ChoiceQuestion
 
         spec = ChoiceQuestion(
             question=question, options=options, multiple=multiple, context=context
         )
-        answer: Any = await self.coordinator.request(self, spec, timeout=timeout)
+        answer: Any = await self.request(spec, timeout=timeout)
         return answer
 
     async def confirm(
@@ -257,10 +350,9 @@ class ToolContext:
         Raises:
             QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
         """
-        from .questions import ConfirmQuestion
 
         spec = ConfirmQuestion(question=question, context=context)
-        return bool(await self.coordinator.request(self, spec, timeout=timeout))
+        return bool(await self.request(spec, timeout=timeout))
 
     async def ask_action(
         self,
@@ -293,12 +385,11 @@ class ToolContext:
         Raises:
             QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
         """
-        from .questions import ActionQuestion, ask_with_resolver
 
         spec = ActionQuestion(url=url, label=label, question=question, context=context)
         if resolver is None:
-            return bool(await self.coordinator.request(self, spec, timeout=timeout))
-        return bool(await ask_with_resolver(self, spec, resolver, timeout=timeout))
+            return bool(await self.request(spec, timeout=timeout))
+        return bool(await self._ask_racing(spec, resolver, timeout))
 
     async def ask_custom(
         self,
@@ -326,9 +417,54 @@ class ToolContext:
         Raises:
             QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
         """
-        from .questions import CustomQuestion
 
         spec = CustomQuestion(
             name=name, question=question, payload=payload, schema=schema, context=context
         )
-        return await self.coordinator.request(self, spec, timeout=timeout)
+        return await self.request(spec, timeout=timeout)
+
+
+async def request_model(
+    coordinator: Coordinator,
+    agent_path: tuple[str, ...],
+    scope_path: str,
+    model: Model,
+    messages: Sequence[Message],
+    params: ModelRequestParams,
+) -> ModelResponse:
+    """One model request of a run: through the run's model wrappers (if any), counted busy
+    while it is live (an interrupt waits for it) and added to the run's usage."""
+    wrappers = coordinator.hooks.model_wrappers
+    if not wrappers:
+        coordinator.enter()
+        try:
+            response = await model.request(messages, params)
+        finally:
+            coordinator.leave()
+    else:
+        call = ModelCall(
+            run_id=coordinator.run_id,
+            agent_path=agent_path,
+            scope_path=scope_path,
+            turn=params.turn,
+            model=model,
+            messages=messages,
+            params=params,
+            emit=coordinator.emit,
+        )
+        response = await coordinator.hooks.model(_live_model_request(coordinator))(call)
+    coordinator.add_usage(response.usage)
+    return response
+
+
+def _live_model_request(
+    coordinator: Coordinator,
+) -> Callable[[ModelCall], Awaitable[ModelResponse]]:
+    async def live(call: ModelCall) -> ModelResponse:
+        coordinator.enter()
+        try:
+            return await call.model.request(call.messages, call.params)
+        finally:
+            coordinator.leave()
+
+    return live

@@ -22,18 +22,22 @@ the classes here are the ``RequestSpec``s behind those calls.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, cast
 from urllib.parse import urlsplit
 
-import anyio
-
-from .coordinator import Coordinator, RequestSpec
-from .events import ClarificationRequest, ClarificationResolved, Event, RequestEvent, RequestStatus
-from .exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError, UserError
-
-if TYPE_CHECKING:
-    from ._context import ToolContext
+from ._requests import Asker, RequestSpec
+from ._vocabulary import DECLINED_WORDS, DONE_WORDS, NO_WORDS, YES_WORDS, normalise
+from .events import (
+    ClarificationRequest,
+    ClarificationResolved,
+    Event,
+    PermissionRequest,
+    RequestEvent,
+    RequestStatus,
+)
+from .exceptions import InvalidAnswerError, UserError
+from .permissions import PermissionSpec, to_decision
 
 __all__ = [
     "QUESTION_KINDS",
@@ -44,19 +48,15 @@ __all__ = [
     "InputQuestion",
     "Question",
     "TextQuestion",
-    "ask_with_resolver",
+    "answer_for",
     "check_answer",
     "restore_question",
+    "spec_for",
     "validate_answer",
 ]
 
 QUESTION_KINDS: tuple[str, ...] = ("text", "input", "choice", "confirm", "action", "custom")
 """Every ``ClarificationRequest.question_kind`` this version understands."""
-
-_YES = frozenset({"yes", "y", "true"})
-_NO = frozenset({"no", "n", "false"})
-_DONE = _YES | {"done"}
-_DECLINED = _NO | {"declined", "decline"}
 
 
 # -- answer checks (work from the event's fields alone) ---------------------------------------
@@ -124,7 +124,7 @@ def _yes_no(answer: Any, yes: frozenset[str], no: frozenset[str], what: str) -> 
     if isinstance(answer, bool):
         return answer
     if isinstance(answer, str):
-        word = answer.strip().lower()
+        word = normalise(answer)
         if word in yes:
             return True
         if word in no:
@@ -210,30 +210,40 @@ def check_answer(
     if kind == "choice":
         return _check_choice(answer, opts, details)
     if kind == "confirm":
-        return _yes_no(answer, _YES, _NO, "yes or no")
+        return _yes_no(answer, YES_WORDS, NO_WORDS, "yes or no")
     if kind == "action":
-        return _yes_no(answer, _DONE, _DECLINED, "True (done) or False (declined)")
+        return _yes_no(answer, DONE_WORDS, DECLINED_WORDS, "True (done) or False (declined)")
     if kind == "custom":
         return _check_custom(answer, details)
     raise ValueError(f"unknown question kind {kind!r}; known kinds: {', '.join(QUESTION_KINDS)}")
 
 
-def validate_answer(request: ClarificationRequest, answer: Any) -> Any:
-    """Check an answer against a question event alone (e.g. a record loaded from a store).
+def answer_for(request: RequestEvent, answer: Any) -> Any:
+    """The one answer check: ``answer`` in canonical form for the request event ``request``
+    (a question of any kind, or a permission request: then a ``Decision``).
 
-    The coordinator checks answers with the same logic, so a stored request and a live one
-    accept exactly the same answers.
-
-    Returns:
-        The answer in canonical form (see ``check_answer``).
+    Every way an answer arrives goes through it (``run.respond``, a store's ``respond`` from
+    another process, ``resume(answers=...)``), so they all accept exactly the same answers.
 
     Raises:
-        InvalidAnswerError: The answer does not fit the question.
+        ValueError, TypeError: The answer does not fit; the message says why.
+    """
+    if isinstance(request, PermissionRequest):
+        return to_decision(answer)
+    return check_answer(request.question_kind, answer, options=request.options, data=request.data)
+
+
+def validate_answer(request: RequestEvent, answer: Any) -> Any:
+    """Check an answer against a request event alone (e.g. a record loaded from a store).
+
+    Returns:
+        The answer in canonical form (see ``answer_for``).
+
+    Raises:
+        InvalidAnswerError: The answer does not fit the request.
     """
     try:
-        return check_answer(
-            request.question_kind, answer, options=request.options, data=request.data
-        )
+        return answer_for(request, answer)
     except (ValueError, TypeError) as e:
         raise InvalidAnswerError(
             f"invalid answer for request {request.request_id}: {e}",
@@ -277,19 +287,19 @@ class Question(RequestSpec):
         """The kind this question has on the stream (``ClarificationRequest.question_kind``)."""
         return self.kind
 
-    def build(self, *, request_id: str, ctx: ToolContext) -> RequestEvent:
+    def build(self, *, request_id: str, asker: Asker) -> RequestEvent:
         """The ``ClarificationRequest`` event, tagged with the asking agent's path."""
         return ClarificationRequest(
-            run_id=ctx.run_id,
-            agent_path=ctx.agent_path,
-            depth=ctx.depth,
+            run_id=asker.run_id,
+            agent_path=asker.agent_path,
+            depth=asker.depth,
             request_id=request_id,
             question=self.question,
             context=self.context,
             options=self.options,
             question_kind=self.question_kind,
             data=self.data,
-            tool_call_id=ctx.tool_call_id,
+            tool_call_id=asker.tool_call_id,
         )
 
     def validate(self, answer: Any) -> Any:
@@ -490,78 +500,9 @@ def restore_question(request: ClarificationRequest) -> Question:
     return _Restored(request)
 
 
-class _Observed(RequestSpec):
-    """Wraps a spec to learn the request id the coordinator gives it."""
-
-    __slots__ = ("built", "inner", "request_id")
-
-    def __init__(self, inner: RequestSpec) -> None:
-        self.inner = inner
-        self.request_id = ""
-        self.built = anyio.Event()
-
-    def build(self, *, request_id: str, ctx: ToolContext) -> RequestEvent:
-        event = self.inner.build(request_id=request_id, ctx=ctx)
-        self.request_id = request_id
-        self.built.set()
-        return event
-
-    def validate(self, answer: Any) -> Any:
-        return self.inner.validate(answer)
-
-    def resolved(self, request: RequestEvent, status: RequestStatus, answer: Any) -> Event:
-        return self.inner.resolved(request, status, answer)
-
-    def after_answer(self, coordinator: Coordinator, request: RequestEvent, answer: Any) -> None:
-        self.inner.after_answer(coordinator, request, answer)
-
-
-async def ask_with_resolver(
-    ctx: ToolContext,
-    spec: RequestSpec,
-    resolver: Callable[[], Awaitable[Any]],
-    *,
-    timeout: float | None = None,
-) -> Any:
-    """Ask ``spec`` from ``ctx`` while ``resolver`` runs; whichever answers first wins.
-
-    The resolver's result goes through ``respond`` like a human's answer (so it is checked
-    and announced on the stream); if the request ended meanwhile, the result is dropped. When
-    the request ends first, the resolver is cancelled. An exception from the resolver, or an
-    answer ``respond`` refuses, propagates and ends the question as cancelled.
-
-    Raises:
-        QuestionNotAnswered: Neither the human nor the resolver answered.
-    """
-    observed = _Observed(spec)
-    outcome: dict[str, Any] = {}
-
-    async def resolve() -> None:
-        try:
-            value = await resolver()
-        except Exception as e:
-            outcome["resolver_error"] = e
-            tg.cancel_scope.cancel()
-            return
-        await observed.built.wait()
-        try:
-            ctx.coordinator.respond(observed.request_id, value)
-        except InvalidAnswerError as e:
-            # A resolver giving a wrong answer is a bug in the app: say so, don't hide it.
-            outcome["resolver_error"] = e
-            tg.cancel_scope.cancel()
-        except RequestError:
-            pass  # the human answered first, or the request ended: that outcome stands
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(resolve)
-        try:
-            outcome["value"] = await ctx.coordinator.request(ctx, observed, timeout=timeout)
-        except QuestionNotAnswered as e:
-            outcome["error"] = e
-        tg.cancel_scope.cancel()
-    if "resolver_error" in outcome:
-        raise outcome["resolver_error"]
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+def spec_for(request: RequestEvent) -> RequestSpec:
+    """The spec behind a request event of any kind (e.g. one loaded from a store): it checks
+    answers exactly as the original did."""
+    if isinstance(request, PermissionRequest):
+        return PermissionSpec(request.tool_name, dict(request.arguments))
+    return _Restored(request)

@@ -24,7 +24,7 @@ import pydantic_core
 
 from ._context import ToolContext
 from .exceptions import ToolDefinitionError
-from .models import ToolDefinition
+from .models._base import ToolDefinition
 
 __all__ = ["ApprovalPolicy", "Tool", "ToolArgumentsError", "tool"]
 

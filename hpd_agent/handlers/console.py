@@ -24,6 +24,7 @@ import anyio.lowlevel
 from rich.console import Console
 from rich.markup import escape
 
+from .._vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, NO_WORDS, REJECT_WORDS, YES_WORDS
 from ..events import (
     AgentFinished,
     ClarificationRequest,
@@ -49,8 +50,8 @@ _PALETTE = ("cyan", "magenta", "green", "blue", "yellow", "bright_cyan", "bright
 _PREVIEW_LINES = 8
 _INDENT = 2
 _TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
-_YES = {"y", "yes", "true", "1", "ok", "sure"}
-_NO = {"n", "no", "false", "0"}
+_YES = YES_WORDS | {"1"}
+_NO = NO_WORDS | {"0"}
 
 
 class _Reply(Exception):
@@ -532,11 +533,11 @@ def _parse(request: ClarificationRequest, text: str) -> Any:
 
 def _parse_permission(text: str) -> Decision:
     word = text.casefold()
-    if word in ("1", "y", "yes", "once", "approve"):
+    if word == "1" or word in APPROVE_WORDS:
         return Approve(scope="once")
-    if word in ("2", "always", "run", "all", "approve for the run"):
+    if word == "2" or word in APPROVE_RUN_WORDS:
         return Approve(scope="run")
-    if word in ("3", "n", "no", "deny", "d"):
+    if word in ("3", "d") or word in REJECT_WORDS:
         return Deny()
     for prefix in ("3 ", "n ", "no ", "deny ", "deny:", "no:", "n:"):
         if word.startswith(prefix):

@@ -15,10 +15,12 @@ from ..messages import AssistantMessage, Message, ToolCall, Usage
 __all__ = [
     "Model",
     "ModelRequestParams",
+    "ModelResolver",
     "ModelResponse",
     "ToolDefinition",
     "check_allow_model_requests",
     "infer_model",
+    "register_model_resolver",
     "set_allow_model_requests",
 ]
 
@@ -162,18 +164,33 @@ def check_allow_model_requests(model_name: str) -> None:
         )
 
 
+ModelResolver = Callable[[str], Model]
+"""Turns a model string into a ``Model`` (see ``register_model_resolver``)."""
+
+_resolvers: list[ModelResolver] = []
+
+
+def register_model_resolver(resolver: ModelResolver) -> None:
+    """Make ``resolver`` the one that turns model strings into models (the last one wins).
+
+    ``hpd_agent.models`` registers the litellm resolver, which imports litellm only on first
+    use of a string model, so offline paths never pay for it.
+    """
+    _resolvers.append(resolver)
+
+
 def infer_model(
     model: str | Model, *, api_base: str | None = None, api_key: str | None = None
 ) -> Model:
-    """Resolve ``Agent(model=...)``: a ``Model`` is used as is; a string names a litellm model.
-
-    litellm is imported only here, on first use of a string model, so offline paths never pay
-    for it.
+    """Resolve ``Agent(model=...)``: a ``Model`` is used as is; a string goes to the resolver
+    registered last (litellm's by default: any provider litellm knows).
 
     Args:
-        model: A ``Model``, or a litellm model string such as ``"openai/gpt-4o-mini"``.
-        api_base: For a string: the endpoint of an OpenAI-compatible server.
-        api_key: For a string: the API key (default: the provider's environment variable).
+        model: A ``Model``, or a model string such as ``"openai/gpt-4o-mini"``.
+        api_base: The endpoint of an OpenAI-compatible server: the string names a
+            ``LiteLLMModel`` served there.
+        api_key: The API key of a ``LiteLLMModel`` (default: the provider's environment
+            variable).
 
     Raises:
         UserError: ``model`` is neither, or ``api_base``/``api_key`` came with a ``Model``.
@@ -182,8 +199,15 @@ def infer_model(
         if api_base is not None or api_key is not None:
             raise UserError("api_base/api_key go with a model string; a Model object takes its own")
         return model
-    if isinstance(model, str) and model:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if model and (api_base is not None or api_key is not None):
+        # An endpoint and a key are litellm's notions: whatever resolver is registered.
         from .litellm import LiteLLMModel
 
         return LiteLLMModel(model, api_base=api_base, api_key=api_key)
+    if isinstance(model, str) and model:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not _resolvers:
+            raise UserError(
+                f"no model resolver is registered for {model!r}: import hpd_agent.models"
+            )
+        return _resolvers[-1](model)
     raise UserError(f"model must be a litellm model string or a Model, got {model!r}")

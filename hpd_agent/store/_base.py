@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from .._sessions import RunSession
 from ..events import ClarificationRequest, RequestEvent, event_adapter
 from ..exceptions import (
     RequestAlreadyAnsweredError,
@@ -30,6 +31,7 @@ from ..exceptions import (
     RequestExpiredError,
     UnknownRequestError,
 )
+from ..messages import Message
 
 __all__ = [
     "JournalEntry",
@@ -291,6 +293,30 @@ class Store(Protocol):
 
     async def aclose(self) -> None:
         """Release connections. The store can't be used afterwards."""
+        ...
+
+    # -- runs as the core opens them (``hpd_agent.store._session.Sessions``) --------------
+    async def open_session(
+        self,
+        *,
+        run_id: str,
+        agent_name: str,
+        prompt: str,
+        history: Sequence[Message] | None,
+        agent_ref: str | None = None,
+    ) -> RunSession:
+        """Start keeping a new run (``Agent.run/stream(store=...)`` calls it)."""
+        ...
+
+    async def resume_session(
+        self,
+        run_id: str,
+        *,
+        agent_name: str,
+        answers: Mapping[str, Any] | None = None,
+        max_age: float | None = None,
+    ) -> RunSession:
+        """Reopen a run it holds (``Agent.resume`` calls it)."""
         ...
 
 

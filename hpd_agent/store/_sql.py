@@ -32,6 +32,7 @@ from ._base import (
     expire_stale,
     refusal,
 )
+from ._session import Sessions
 from ._waiters import Waiters
 
 __all__ = [
@@ -243,7 +244,7 @@ C = TypeVar("C", bound=Connection)
 T = TypeVar("T")
 
 
-class SQLStore(ABC, Generic[C]):
+class SQLStore(Sessions, ABC, Generic[C]):
     """The ``Store`` methods the SQL stores share, over one connection used by one thread at a time.
 
     Blocking calls run in worker threads (``anyio.to_thread``), serialised by a lock.

@@ -12,7 +12,7 @@ import anyio.lowlevel
 
 from ..exceptions import ScriptExhaustedError, UserError
 from ..messages import Message, ToolCall, Usage
-from ..models import Model, ModelRequestParams, ModelResponse
+from ..models._base import Model, ModelRequestParams, ModelResponse
 
 __all__ = ["FunctionModel", "ScriptedModel", "Step", "text", "tool_call"]
 
