@@ -13,13 +13,22 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from ._context import ToolContext, current_context
+from ._context import current_context
 from ._loop import AgentSpec
-from ._runner import BeforeRun, Blueprint, SessionOpener, execute_root, run_nested
+from ._refs import caller_module, module_ref
+from ._runner import (
+    BeforeRun,
+    Blueprint,
+    SessionOpener,
+    agent_tool,
+    run_nested,
+    run_root,
+    stream_root,
+)
 from ._sessions import SessionStore
-from .coordinator import Coordinator, OnUnhandled, check_on_unhandled
+from .coordinator import OnUnhandled, check_on_unhandled
 from .exceptions import UserError
-from .handlers._base import Handler, serve
+from .handlers._base import Handler
 from .hooks import Hook
 from .messages import Message
 from .models._base import Model, infer_model
@@ -89,6 +98,8 @@ class Agent:
         self.model_settings: Mapping[str, Any] = dict(model_settings or {})
         self.on_unhandled: OnUnhandled = check_on_unhandled(on_unhandled)
         self.clarifier = clarifier
+        self._home = caller_module()
+        """The module that built the agent: a store records ``module:attr`` when it can."""
         self._model_source = model
         self._endpoint = {"api_base": api_base, "api_key": api_key}
         self._model: Model | None = model if isinstance(model, Model) else None
@@ -188,30 +199,8 @@ class Agent:
             return await run_nested(self._plan(), ctx, prompt, history=history)
         policy = self._policy(on_unhandled, store)
         rid = run_id or _new_run_id()
-        opener = _new_session(store, rid, self.name, prompt, history)
-        return await self._run_root(rid, prompt, history, handler, policy, opener, hooks)
-
-    async def _run_root(
-        self,
-        run_id: str,
-        prompt: str,
-        history: Sequence[Message] | None,
-        handler: Handler | None,
-        policy: OnUnhandled,
-        opener: SessionOpener | None,
-        hooks: Sequence[Hook],
-    ) -> RunResult:
-        if handler is not None:
-            async with self._stream(run_id, prompt, history, policy, opener, hooks) as run:
-                await serve(run, handler)
-            return run.result
-        coordinator = Coordinator(run_id, on_unhandled=policy)
-        result = await execute_root(
-            self._plan(), coordinator, prompt, history, open_session=opener, hooks=hooks
-        )
-        if result.error is not None:
-            raise result.error
-        return result
+        opener = _new_session(store, rid, self, prompt, history)
+        return await run_root(self._plan(), rid, prompt, history, handler, policy, opener, hooks)
 
     def stream(
         self,
@@ -235,51 +224,8 @@ class Agent:
             )
         policy = self._policy(on_unhandled, store)
         rid = run_id or _new_run_id()
-        opener = _new_session(store, rid, self.name, prompt, history)
-        return self._stream(rid, prompt, history, policy, opener, hooks)
-
-    def _stream(
-        self,
-        run_id: str,
-        prompt: str,
-        history: Sequence[Message] | None,
-        policy: OnUnhandled,
-        opener: SessionOpener | None,
-        hooks: Sequence[Hook],
-    ) -> Run:
-        blueprint = self._plan()
-        sessions: list[Any] = []
-
-        async def opened() -> Any:
-            assert opener is not None
-            session = await opener()
-            sessions.append(session)
-            return session
-
-        async def execute(coordinator: Coordinator) -> RunResult:
-            return await execute_root(
-                blueprint,
-                coordinator,
-                prompt,
-                history,
-                open_session=None if opener is None else opened,
-                hooks=hooks,
-            )
-
-        run = Run(
-            run_id=run_id,
-            prompt=prompt,
-            agent_name=self.name,
-            executor=execute,
-            on_unhandled=policy,
-        )
-
-        async def on_cancel(result: RunResult) -> None:
-            for session in sessions:
-                await session.finish(result)
-
-        run.on_cancel = on_cancel
-        return run
+        opener = _new_session(store, rid, self, prompt, history)
+        return stream_root(self._plan(), rid, prompt, history, policy, opener, hooks)
 
     # -- durable runs ----------------------------------------------------------------------
     async def resume(
@@ -326,8 +272,8 @@ class Agent:
         async def reopened() -> Any:
             return session
 
-        return await self._run_root(
-            run_id, session.prompt, session.history, handler, policy, reopened, hooks
+        return await run_root(
+            self._plan(), run_id, session.prompt, session.history, handler, policy, reopened, hooks
         )
 
     def resume_stream(
@@ -354,7 +300,7 @@ class Agent:
         async def reopened() -> Any:
             return await store.resume_session(run_id, agent_name=name, max_age=max_age)
 
-        return self._stream(run_id, "", None, policy, reopened, hooks)
+        return stream_root(self._plan(), run_id, "", None, policy, reopened, hooks)
 
     # -- as a tool -------------------------------------------------------------------------
     def as_tool(
@@ -375,26 +321,13 @@ class Agent:
             requires_approval: Ask the human before each call; see ``Tool``.
             timeout: Seconds a call may take, not counting time waiting for a human.
         """
-        agent = self
-        tool_name = name or self.name
-        keep = conversation == "per_run"
-
-        async def call_agent(ctx: ToolContext, query: str) -> str:
-            """Delegate a task to the agent.
-
-            Args:
-                query: The task or question for the agent, with every detail it needs.
-            """
-            key = f"{ctx.scope_path}|{tool_name}" if keep else None
-            result = await run_nested(agent._plan(), ctx, query, conversation_key=key)
-            return result.output or ""
-
-        return Tool(
-            call_agent,
-            name=tool_name,
+        return agent_tool(
+            self._plan,
+            name=name or self.name,
             description=description
             or self.description
             or f"Delegate a task to the {self.name} agent and get its answer.",
+            keep=conversation == "per_run",
             requires_approval=requires_approval,
             timeout=timeout,
         )
@@ -403,16 +336,17 @@ class Agent:
 def _new_session(
     store: SessionStore | None,
     run_id: str,
-    agent_name: str,
+    agent: Agent,
     prompt: str,
     history: Sequence[Message] | None,
 ) -> SessionOpener | None:
     if store is None:
         return None
+    ref = module_ref(agent, agent._home)  # pyright: ignore[reportPrivateUsage]
 
     async def opened() -> Any:
         return await store.open_session(
-            run_id=run_id, agent_name=agent_name, prompt=prompt, history=history
+            run_id=run_id, agent_name=agent.name, prompt=prompt, history=history, agent_ref=ref
         )
 
     return opened
