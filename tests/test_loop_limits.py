@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ from hpd_agent.messages import (
     to_openai,
 )
 from hpd_agent.models import ModelRequestParams, ModelResponse
+from hpd_agent.store import SQLiteStore
 from hpd_agent.testing import FunctionModel, ScriptedModel, text, tool_call
 
 CUT = '{"path": "notes.txt", "content": "the token limit cut this o'
@@ -236,3 +238,29 @@ def test_only_json_object_arguments_are_sent_back(arguments: str, sent: str) -> 
 def test_an_empty_assistant_turn_is_sent_with_empty_content() -> None:
     # A turn cut off before any text: providers refuse an assistant message with neither.
     assert to_openai([AssistantMessage()]) == [{"role": "assistant", "content": ""}]
+
+
+# -- durable runs ------------------------------------------------------------------------------
+async def test_a_cut_off_call_and_a_truncated_answer_replay_from_the_journal(
+    tmp_path: Path,
+) -> None:
+    written: list[str] = []
+    steps = [_cut_call(), ModelResponse(text="Half an ans", finish_reason="length")]
+    model = ScriptedModel(steps)
+    agent = Agent("Writer", model=model, tools=[_writer(written)])
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        first = await agent.run("Write notes", store=store)
+        assert first.truncated and first.output == "Half an ans"
+        # Resuming the finished run replays it from the journal: no model call, no tool run,
+        # and the same flags.
+        replayed = await Agent("Writer", model=ScriptedModel([]), tools=[_writer(written)]).resume(
+            first.run_id, store=store
+        )
+    finally:
+        await store.aclose()
+    assert replayed.status == "completed"
+    assert replayed.output == "Half an ans" and replayed.truncated
+    assert written == []
+    calls = [m for m in replayed.messages if isinstance(m, AssistantMessage) and m.tool_calls]
+    assert calls[0].tool_calls[0].truncated
