@@ -164,8 +164,9 @@ def check_allow_model_requests(model_name: str) -> None:
         )
 
 
-ModelResolver = Callable[[str], Model]
-"""Turns a model string into a ``Model`` (see ``register_model_resolver``)."""
+ModelResolver = Callable[..., Model]
+"""Turns a model string into a ``Model`` (see ``register_model_resolver``): called as
+``resolver(name)``, or ``resolver(name, api_base=..., api_key=...)`` with those given."""
 
 _resolvers: list[ModelResolver] = []
 
@@ -174,7 +175,8 @@ def register_model_resolver(resolver: ModelResolver) -> None:
     """Make ``resolver`` the one that turns model strings into models (the last one wins).
 
     ``hpd_agent.models`` registers the litellm resolver, which imports litellm only on first
-    use of a string model, so offline paths never pay for it.
+    use of a string model, so offline paths never pay for it. A resolver gets ``api_base``
+    and ``api_key`` as keyword arguments when the agent was given them.
     """
     _resolvers.append(resolver)
 
@@ -187,10 +189,9 @@ def infer_model(
 
     Args:
         model: A ``Model``, or a model string such as ``"openai/gpt-4o-mini"``.
-        api_base: The endpoint of an OpenAI-compatible server: the string names a
-            ``LiteLLMModel`` served there.
-        api_key: The API key of a ``LiteLLMModel`` (default: the provider's environment
-            variable).
+        api_base: For a string: the endpoint of an OpenAI-compatible server (passed to the
+            resolver; litellm's makes a ``LiteLLMModel`` served there).
+        api_key: For a string: the API key (default: the provider's environment variable).
 
     Raises:
         UserError: ``model`` is neither, or ``api_base``/``api_key`` came with a ``Model``.
@@ -199,15 +200,11 @@ def infer_model(
         if api_base is not None or api_key is not None:
             raise UserError("api_base/api_key go with a model string; a Model object takes its own")
         return model
-    if model and (api_base is not None or api_key is not None):
-        # An endpoint and a key are litellm's notions: whatever resolver is registered.
-        from .litellm import LiteLLMModel
-
-        return LiteLLMModel(model, api_base=api_base, api_key=api_key)
     if isinstance(model, str) and model:  # pyright: ignore[reportUnnecessaryIsInstance]
         if not _resolvers:
             raise UserError(
                 f"no model resolver is registered for {model!r}: import hpd_agent.models"
             )
-        return _resolvers[-1](model)
+        given = (("api_base", api_base), ("api_key", api_key))
+        return _resolvers[-1](model, **{k: v for k, v in given if v is not None})
     raise UserError(f"model must be a litellm model string or a Model, got {model!r}")
