@@ -124,9 +124,12 @@ class Model(ABC):
 
     Attributes:
         name: A label for logs, traces and events.
+        provider: Who serves the model, for traces (``gen_ai.provider.name``); None if
+            unknown.
     """
 
     name: str = "model"
+    provider: str | None = None
 
     @abstractmethod
     async def request(

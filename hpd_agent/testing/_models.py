@@ -112,6 +112,8 @@ class ScriptedModel(Model):
         chunk_size: Stream text in pieces of this many characters (None: one piece).
     """
 
+    provider = "hpd_agent.scripted"
+
     def __init__(
         self, steps: Iterable[Step], *, name: str = "scripted", chunk_size: int | None = None
     ) -> None:
@@ -180,6 +182,8 @@ class FunctionModel(Model):
         name: A label.
         chunk_size: Stream text in pieces of this many characters (None: one piece).
     """
+
+    provider = "hpd_agent.scripted"
 
     def __init__(
         self, fn: ModelFunction, *, name: str | None = None, chunk_size: int | None = None
