@@ -127,13 +127,15 @@ class ToolContext(Asking):
         """Put an event on the root run's stream."""
         self.coordinator.emit(event)
 
-    async def request(self, spec: RequestSpec, *, timeout: float | None = None) -> Any:
-        """Raise a request of any kind (a ``RequestSpec``) from this call and wait for it.
+    def request(self, spec: RequestSpec, *, timeout: float | None = None) -> Awaitable[Any]:
+        """Raise a request of any kind (a ``RequestSpec``) from this call and wait for it
+        (``await ctx.request(spec)``).
 
         The ``ask*`` helpers and permission checks go through here; the request id comes
         from this call's path, so a replay asks under the same id.
         """
-        return await self.coordinator.request(
+        # Not a coroutine of its own: one frame less for every suspended question.
+        return self.coordinator.request(
             self, spec, request_id=self.next_request_id(), timeout=timeout
         )
 

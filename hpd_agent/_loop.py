@@ -172,10 +172,11 @@ async def _observed_run(
     )
     quiescence = coordinator.quiescence
     on_text = _text_sink(state)
+    wrapped = bool(coordinator.hooks.model_wrappers)
     try:
         for turn in range(spec.max_turns):
             params = _params(state, turn, on_text)
-            if coordinator.hooks.model_wrappers:
+            if wrapped:
                 response = await request_model(
                     coordinator, state.agent_path, state.scope_path, spec.model, messages, params
                 )
@@ -308,9 +309,10 @@ async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessa
     """One tool call: through the tool wrappers if any hook has one, else straight."""
     coordinator = state.coordinator
     call_path = f"{state.scope_path}@{turn}:{call.id}"
+    hooks = coordinator.hooks
     try:
-        if coordinator.hooks.tool_wrappers:
-            outcome = await coordinator.hooks.tool(partial(_live_call, state))(
+        if hooks.tool_wrappers:
+            outcome = await hooks.tool(partial(_live_call, state))(
                 _execution(state, call, call_path)
             )
             text, is_error = outcome.text, outcome.is_error

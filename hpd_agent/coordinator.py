@@ -269,58 +269,23 @@ class Coordinator:
         Time waiting pauses the asker's enclosing deadlines. A question identical to one
         still open from the same agent is not asked again: it shares that one's answer.
         """
-        backend = self.backend
-        first = backend.alias_of(request_id)
-        if first is not None:
-            return await _follow(self, asker, spec, first, timeout)
+        if self.backend.durable:
+            return await _kept_request(self, asker, spec, request_id, timeout)
+        # In memory: the request lives here only (the hot path of a question).
         event = spec.build(request_id=request_id, asker=asker)
         table = self.requests
         duplicate = table.find_duplicate(event)
         if duplicate is not None:
-            await backend.record_alias(request_id, duplicate.request_id)
             return await self.join(duplicate, asker, timeout)
-        # Tracked before the backend write (which may yield), so an identical question asked
-        # meanwhile by a sibling joins this one instead of racing it.
         pending = table.track(event, spec)
-        try:
-            settled, remaining = await backend.open(event, timeout)
-        except BaseException:
-            table.settle_quietly(pending, "cancelled", None)
-            raise
-        if settled is not None:
-            table.settle_quietly(pending, settled.status, None)
-            value = _replay_settled(self, spec, event, settled)
-            pending.answer = value
-            return value
         table.announce(pending)
-        if not self.listening and not backend.durable:
+        if not self.listening:
             table.finish(pending, "unavailable", None)
         else:
-            await self._wait_parked(pending, asker, remaining)
-        if not pending.stored:
+            await _wait(self, pending, asker, timeout)
             if pending.status == "pending":
-                await _mirror(self, pending, "expired", None)
-            else:
-                status = pending.status
-                await _mirror(
-                    self,
-                    pending,
-                    "cancelled" if status == "unavailable" else status,
-                    pending.answer,
-                )
+                table.finish(pending, "expired", None)
         return self.outcome(pending, timeout)
-
-    async def _wait_parked(
-        self, pending: PendingRequest, asker: Asker, timeout: float | None
-    ) -> None:
-        with self.parked():
-            try:
-                await _wait(self, pending, asker, timeout)
-            except BaseException:
-                if self.cancelling and not pending.stored:
-                    with anyio.CancelScope(shield=True):
-                        await _mirror(self, pending, "cancelled", None)
-                raise
 
     async def join(self, pending: PendingRequest, asker: Asker, timeout: float | None) -> Any:
         """Wait for another asker's identical request; its answer is this asker's too."""
@@ -440,6 +405,60 @@ def _outcome(pending: PendingRequest, timeout: float | None, policy: OnUnhandled
     )
 
 
+async def _kept_request(
+    coordinator: Coordinator,
+    asker: Asker,
+    spec: RequestSpec,
+    request_id: str,
+    timeout: float | None,
+) -> Any:
+    """``Coordinator.request`` with a durable backend: the request is kept there before its
+    event goes out, an earlier life's outcome is replayed, and the outcome reached here is
+    written back (the backend's wins a race)."""
+    backend = coordinator.backend
+    first = backend.alias_of(request_id)
+    if first is not None:
+        return await _follow(coordinator, asker, spec, first, timeout)
+    event = spec.build(request_id=request_id, asker=asker)
+    table = coordinator.requests
+    duplicate = table.find_duplicate(event)
+    if duplicate is not None:
+        await backend.record_alias(request_id, duplicate.request_id)
+        return await coordinator.join(duplicate, asker, timeout)
+    # Tracked before the backend write (which yields), so an identical question asked
+    # meanwhile by a sibling joins this one instead of racing it.
+    pending = table.track(event, spec)
+    try:
+        settled, remaining = await backend.open(event, timeout)
+    except BaseException:
+        table.settle_quietly(pending, "cancelled", None)
+        raise
+    if settled is not None:
+        table.settle_quietly(pending, settled.status, None)
+        value = _replay_settled(coordinator, spec, event, settled)
+        pending.answer = value
+        return value
+    table.announce(pending)
+    with coordinator.parked():
+        try:
+            await _wait(coordinator, pending, asker, remaining)
+        except BaseException:
+            if coordinator.cancelling and not pending.stored:
+                with anyio.CancelScope(shield=True):
+                    await _mirror(coordinator, pending, "cancelled", None)
+            raise
+    if not pending.stored:
+        status = pending.status
+        if status == "pending":
+            await _mirror(coordinator, pending, "expired", None)
+        else:
+            answer = pending.answer
+            await _mirror(
+                coordinator, pending, "cancelled" if status == "unavailable" else status, answer
+            )
+    return coordinator.outcome(pending, timeout)
+
+
 async def _wait(
     coordinator: Coordinator, pending: PendingRequest, asker: Asker, timeout: float | None
 ) -> None:
@@ -460,7 +479,7 @@ async def _wait(
                     tg.cancel_scope.cancel()
     except BaseException:
         # Interrupted: it stays pending for a resume. Cancelled on purpose with a store:
-        # the store decides between this cancel and a racing answer (see _wait_parked).
+        # the store decides between this cancel and a racing answer (see _kept_request).
         keep = coordinator.quiescence.interrupted or (
             coordinator.cancelling and coordinator.backend.durable
         )
