@@ -134,10 +134,16 @@ def _run(console: Console, main: Callable[[], Awaitable[Any]]) -> int:
         # question of the run was cancelled before we got here.
         console.print("\n[bold yellow]Cancelled (Ctrl-C): the run and its agents were stopped.[/]")
         return 130
+    except _Shown:
+        return 1
     except HpdAgentError as e:
-        console.print(f"[bold red]Error:[/] {type(e).__name__}: {e}")
+        console.print(f"[bold red]Error:[/] {type(e).__name__}: {e}", soft_wrap=True)
         return 1
     return 0
+
+
+class _Shown(Exception):
+    """The run failed and the console handler already said so ("Run failed: ...")."""
 
 
 def _stdin_note(console: Console, assume_yes: bool) -> None:
@@ -175,7 +181,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         _stdin_note(console, args.yes)
 
         async def main() -> None:
-            result = await orchestrator.run(prompt, handler=handler)
+            from .exceptions import HpdAgentError
+
+            try:
+                result = await orchestrator.run(prompt, handler=handler)
+            except HpdAgentError:
+                raise _Shown from None
             files = sorted(
                 [p.name async for p in anyio.Path(workdir).iterdir() if await p.is_file()]
             )
@@ -215,9 +226,8 @@ def _cmd_chat(args: argparse.Namespace) -> int:
                 with ctrl_c.turn():  # Ctrl-C cancels this turn only; the history stays
                     try:
                         result = await agent.run(line, handler=handler, history=history)
-                    except HpdAgentError as e:
-                        # The turn failed; the conversation so far is kept, so the chat goes on.
-                        console.print(f"[bold red]Error:[/] {type(e).__name__}: {e}")
+                    except HpdAgentError:
+                        # The turn failed (the handler said so); the conversation so far is kept.
                         continue
                     history = result.messages
                     console.print()
