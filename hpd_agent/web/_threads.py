@@ -243,13 +243,15 @@ class Threads:
                 if status == "cancelled":
                     row.status = "cancelled"
                 pending = await self.store.list_requests(run_id=row.run_id)
+                await self._db.put_run(thread.thread_id, len(thread.runs), row)
+                # No await from the terminal event to ``running = False``: a client that saw
+                # RUN_FINISHED may post its next input at once.
                 for out in translator.close():
                     self.append(thread, out)
                 for out in finish_events(
                     thread, translator, agui_run_id, status, output, error, pending
                 ):
                     self.append(thread, out)
-                await self._db.put_run(thread.thread_id, len(thread.runs), row)
                 await self._end(thread)
 
     async def _announce(self, thread: Thread, translator: Translator, event: RequestEvent) -> None:

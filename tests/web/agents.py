@@ -12,6 +12,7 @@ Prompts:
   "Which database?" (options postgres/sqlite); its answer travels back up.
 - ``parallel``: in one turn the Orchestrator asks "First question?" itself and the Manager
   (via the Specialist) asks "Which database?".
+- ``two``: in one turn the Orchestrator asks "First question?" and "Second question?".
 - ``permission``: calls ``delete_file``, which needs approval.
 - ``turns N``: N model turns of one ``count`` tool call each, then text (benchmark workload).
 """
@@ -28,6 +29,7 @@ from hpd_agent.testing import FunctionModel, text, tool_call
 
 DB_QUESTION = "Which database?"
 FIRST_QUESTION = "First question?"
+SECOND_QUESTION = "Second question?"
 
 
 def _prompt(messages: Sequence[Message]) -> str:
@@ -102,6 +104,11 @@ def _first_turn(prompt: str):
         return [
             tool_call("ask_user", question=FIRST_QUESTION),
             tool_call("Manager", query="plan the storage"),
+        ]
+    if prompt == "two":
+        return [
+            tool_call("ask_user", question=FIRST_QUESTION),
+            tool_call("ask_user", question=SECOND_QUESTION),
         ]
     if prompt == "permission":
         return tool_call("delete_file", path="/tmp/x")
