@@ -73,13 +73,13 @@ const scenarios = {
   },
   async parallel() {
     const agent = newAgent("parallel-thread");
-    say(agent, "parallel");
+    say(agent, "two");
     const first = await run(agent, {});
     const interrupts = first.finished.outcome.interrupts;
     const resume = [...interrupts].reverse().map((i) => ({
       interruptId: i.id,
       status: "resolved",
-      payload: i.message === "Which database?" ? "postgres" : "the first answer",
+      payload: i.message === "Second question?" ? "the second answer" : "the first answer",
     }));
     const second = await run(agent, { resume });
     return { runs: [first, second], messages: agent.messages };
