@@ -11,7 +11,7 @@ import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ag_ui.core import MessagesSnapshotEvent, RunAgentInput, TextPart
 from pydantic import ValidationError
@@ -65,6 +65,13 @@ async def _json_body(request: Request) -> Any:
         raise _HTTPError(400, "body is not JSON") from None
 
 
+async def _object_body(request: Request) -> dict[str, Any]:
+    body = await _json_body(request)
+    if not isinstance(body, dict):
+        raise _HTTPError(400, "body must be a JSON object")
+    return cast(dict[str, Any], body)
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -89,11 +96,10 @@ def _conversation(data: RunAgentInput) -> tuple[str, list[Message]]:
 
 
 def _mode(data: RunAgentInput) -> Mode:
-    props = data.forwarded_props
-    if isinstance(props, dict):
-        ours = props.get("hpd_agent")  # pyright: ignore[reportUnknownMemberType]
-        if isinstance(ours, dict) and ours.get("mode") == "live":  # pyright: ignore[reportUnknownMemberType]
-            return "live"
+    props: Any = data.forwarded_props
+    ours: Any = cast(dict[str, Any], props).get("hpd_agent") if isinstance(props, dict) else None
+    if isinstance(ours, dict) and cast(dict[str, Any], ours).get("mode") == "live":
+        return "live"
     return "interrupt"
 
 
@@ -146,7 +152,9 @@ class _Routes:
         last = thread.run
         if data.resume:
             if last is None or last.status != "interrupted":
-                return await self._refuse(thread, run_id, "nothing to resume on this thread", "not_interrupted")
+                return await self._refuse(
+                    thread, run_id, "nothing to resume on this thread", "not_interrupted"
+                )
             try:
                 await apply_resume(threads.store, last.run_id, data.resume)
             except ResumeRefused as e:
@@ -196,19 +204,19 @@ class _Routes:
         return JSONResponse({"requests": await self.threads.pending(thread)})
 
     async def answer(self, request: Request) -> Response:
-        body = await _json_body(request)
-        if not isinstance(body, dict) or "answer" not in body:
+        body = await _object_body(request)
+        if "answer" not in body:
             raise _HTTPError(400, 'body must be {"answer": ...}')
-        unknown = sorted(set(body) - {"answer"})  # pyright: ignore[reportUnknownArgumentType]
+        unknown = sorted(set(body) - {"answer"})
         if unknown:
             raise _HTTPError(400, f"unknown fields {unknown}")
         return await self._answer(request.path_params["thread_id"], request, body["answer"])
 
     async def answer_flat(self, request: Request) -> Response:
-        body = await _json_body(request)
-        if not isinstance(body, dict) or not {"answer", "threadId"} <= set(body):  # pyright: ignore[reportUnknownArgumentType]
+        body = await _object_body(request)
+        if not {"answer", "threadId"} <= set(body):
             raise _HTTPError(400, 'body must be {"threadId": ..., "answer": ...}')
-        unknown = sorted(set(body) - {"answer", "threadId"})  # pyright: ignore[reportUnknownArgumentType]
+        unknown = sorted(set(body) - {"answer", "threadId"})
         if unknown:
             raise _HTTPError(400, f"unknown fields {unknown}")
         return await self._answer(str(body["threadId"]), request, body["answer"])

@@ -19,9 +19,11 @@ import anyio
 from ag_ui.core import (
     BaseEvent,
     CustomEvent,
-    Event as AguiEvent,
     RunErrorEvent,
     RunStartedEvent,
+)
+from ag_ui.core import (
+    Event as AguiEvent,
 )
 from ag_ui.core.version import PROTOCOL_VERSION
 from ag_ui.encoder import EventEncoder

@@ -80,7 +80,9 @@ def test_tool_call(node: str, server: Server, tmp_path: Path) -> None:
     assert summary["runs"][0]["result"] == "done: noted: hello note"
     calls = [m for m in summary["messages"] if m["role"] == "assistant" and m.get("toolCalls")]
     assert calls[0]["toolCalls"][0]["function"]["name"] == "write_note"
-    assert any(m["role"] == "tool" and m["content"] == "noted: hello note" for m in summary["messages"])
+    assert any(
+        m["role"] == "tool" and m["content"] == "noted: hello note" for m in summary["messages"]
+    )
     check_all(tmp_path, "tool", 1)
     assert server.notes() == ["hello note"]
 

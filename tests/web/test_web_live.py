@@ -102,9 +102,10 @@ def test_killed_server_restarts_and_the_run_completes_with_each_side_effect_once
 def test_live_run_killed_mid_question_resumes_by_interrupt_after_restart(tmp_path: Path) -> None:
     first = start_server(tmp_path)
     try:
-        with first.client() as c, c.stream(
-            "POST", "/agent", json=run_input("t", "r1", "deep", **LIVE)
-        ) as response:
+        with (
+            first.client() as c,
+            c.stream("POST", "/agent", json=run_input("t", "r1", "deep", **LIVE)) as response,
+        ):
             text = ""
             for chunk in response.iter_text():
                 text += chunk
