@@ -109,6 +109,7 @@ def serve_pydantic_ai(turns: int) -> None:
     from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
     from pydantic_ai.ui.ag_ui import AGUIAdapter
+    from pydantic_ai.usage import UsageLimits
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
@@ -130,7 +131,8 @@ def serve_pydantic_ai(turns: int) -> None:
         return str(n)
 
     async def endpoint(request: Request) -> Response:
-        return await AGUIAdapter.dispatch_request(request, agent=agent)
+        limits = UsageLimits(request_limit=turns + 10)
+        return await AGUIAdapter.dispatch_request(request, agent=agent, usage_limits=limits)
 
     app = Starlette(routes=[Route("/agent", endpoint, methods=["POST"])])
     sock = socket.socket()
