@@ -101,11 +101,10 @@ def _body(thread: str, prompt: str) -> dict[str, Any]:
 def serve_pydantic_ai(turns: int) -> None:
     """Child process: pydantic-ai's AG-UI adapter over the same scripted workload."""
     import socket
+    from collections.abc import AsyncIterator
 
     import uvicorn
     from pydantic_ai import Agent
-    from collections.abc import AsyncIterator
-
     from pydantic_ai.messages import ModelMessage, ModelResponse
     from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
     from pydantic_ai.ui.ag_ui import AGUIAdapter
