@@ -165,12 +165,18 @@ class Threads:
         )
         return start
 
-    async def fail(self, thread: Thread, agui_run_id: str, message: str, code: str) -> int:
-        """A run that ends before it starts: RUN_STARTED then RUN_ERROR; returns the start."""
-        start = await self.begin(thread, agui_run_id)
-        self.append(thread, RunErrorEvent(message=message, code=code), publish=False)
-        await self._end(thread)
-        return start
+    def refusal(self, thread: Thread, agui_run_id: str, message: str, code: str) -> list[str]:
+        """The frames of a refused input: RUN_STARTED then RUN_ERROR, recorded nowhere (the
+        thread's own run, if any, goes on untouched)."""
+        now = int(time.time() * 1000)
+        started = RunStartedEvent(
+            thread_id=thread.thread_id,
+            run_id=agui_run_id,
+            protocol_version=PROTOCOL_VERSION,
+            timestamp=now,
+        )
+        error = RunErrorEvent(message=message, code=code, timestamp=now)
+        return [self._encoder.encode(started), self._encoder.encode(error)]
 
     async def _end(self, thread: Thread) -> None:
         # The closing frames are written before anyone sees them: a client that saw
