@@ -8,6 +8,8 @@ turn.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._context import ToolContext, current_context
 from .agent import Agent
 from .clarification import ask_user
@@ -48,12 +50,16 @@ from .exceptions import (
     RequestExpiredError,
     RunCancelledError,
     RunNotFinishedError,
+    StoreCorruptError,
+    StoreError,
+    StoreUnavailableError,
     ToolDefinitionError,
     TransientModelError,
     UnknownRequestError,
     UserError,
 )
-from .handlers import BaseHandler, ConsoleHandler, Handler
+from .handlers import BaseHandler, Handler
+from .hooks import Hook
 from .messages import Message, Usage
 from .models import Model
 from .permissions import Approve, Decision, Deny
@@ -62,6 +68,19 @@ from .run import Run, RunResult
 from .tools import Tool, tool
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from .handlers.console import ConsoleHandler
+
+
+def __getattr__(name: str) -> Any:
+    # The console pulls in rich: `import hpd_agent` loads it only when it is asked for.
+    if name == "ConsoleHandler":
+        from .handlers.console import ConsoleHandler
+
+        return ConsoleHandler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "QUESTION_KINDS",
@@ -79,6 +98,7 @@ __all__ = [
     "Deny",
     "Event",
     "Handler",
+    "Hook",
     "HpdAgentError",
     "InvalidAnswerError",
     "MaxTurnsExceededError",
@@ -107,6 +127,9 @@ __all__ = [
     "RunNotFinishedError",
     "RunResult",
     "RunStarted",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreUnavailableError",
     "TextDelta",
     "Tool",
     "ToolCallFinished",

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import anyio
 from anyio.abc import TaskGroup
 
-__all__ = ["map_concurrently"]
+__all__ = ["first_leaf", "map_concurrently"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -105,3 +105,12 @@ class _Resumed:
                     value = run(coro.send, sent)
                 except StopIteration as done:
                     return done.value
+
+
+def first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first non-group exception inside a (possibly nested) exception group."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        inner: BaseExceptionGroup[BaseException] = exc  # pyright: ignore[reportUnknownVariableType]
+        exc = inner.exceptions[0]
+    return exc

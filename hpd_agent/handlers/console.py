@@ -24,6 +24,8 @@ import anyio.lowlevel
 from rich.console import Console
 from rich.markup import escape
 
+from .._text import printable
+from .._vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, NO_WORDS, REJECT_WORDS, YES_WORDS
 from ..events import (
     AgentFinished,
     ClarificationRequest,
@@ -49,8 +51,17 @@ _PALETTE = ("cyan", "magenta", "green", "blue", "yellow", "bright_cyan", "bright
 _PREVIEW_LINES = 8
 _INDENT = 2
 _TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
-_YES = {"y", "yes", "true", "1", "ok", "sure"}
-_NO = {"n", "no", "false", "0"}
+_YES = YES_WORDS | {"1"}
+_NO = NO_WORDS | {"0"}
+_PERMISSION_WORDS = (
+    "type 1, y, yes or once · 2, run, always or all · 3, n, no or deny "
+    "(a reason may follow: n: not here)"
+)
+
+
+def _esc(text: str) -> str:
+    """Text from a model, tool or store, safe for rich markup and for the terminal."""
+    return escape(printable(text))
 
 
 class _Reply(Exception):
@@ -187,7 +198,7 @@ class ConsoleHandler(BaseHandler):
     # -- output --------------------------------------------------------------------------
     def _label(self, path: tuple[str, ...]) -> str:
         parts = [
-            f"[bold {_PALETTE[sum(map(ord, name)) % len(_PALETTE)]}]{escape(name)}[/]"
+            f"[bold {_PALETTE[sum(map(ord, name)) % len(_PALETTE)]}]{_esc(name)}[/]"
             for name in path
         ]
         return " > ".join(parts)
@@ -287,27 +298,28 @@ class ConsoleHandler(BaseHandler):
     async def on_event(self, event: Event) -> None:
         """Print one event: text as it streams, tool calls, outcomes."""
         if isinstance(event, TextDelta):
-            self._text(event.agent_path, event.text)
+            # Newlines and tabs stay (layout); escape sequences and other controls show.
+            self._text(event.agent_path, printable(event.text))
             return
         self._settle(event.agent_path, ending=isinstance(event, (AgentFinished, RunFinished)))
         if isinstance(event, RunStarted):
-            self._line(f"[dim]▶ {escape(event.agent_name)}: {escape(self._short(event.prompt))}[/]")
+            self._line(f"[dim]▶ {_esc(event.agent_name)}: {_esc(self._short(event.prompt))}[/]")
         elif isinstance(event, ToolCallStarted):
             self._line(
-                f"  {self._label(event.agent_path)} [dim]→[/] [bold]{escape(event.tool_name)}[/]"
-                f"[dim]({escape(self._short(_arguments(event.arguments)))})[/]"
+                f"  {self._label(event.agent_path)} [dim]→[/] [bold]{_esc(event.tool_name)}[/]"
+                f"[dim]({_esc(self._short(_arguments(event.arguments)))})[/]"
             )
         elif isinstance(event, ToolCallFinished):
             if self.show_tool_results or event.is_error:
                 style = "red" if event.is_error else "dim"
                 self._line(
-                    f"  {self._label(event.agent_path)} [dim]←[/] {escape(event.tool_name)}: "
-                    f"[{style}]{escape(self._short(event.result))}[/]"
+                    f"  {self._label(event.agent_path)} [dim]←[/] {_esc(event.tool_name)}: "
+                    f"[{style}]{_esc(self._short(event.result))}[/]"
                 )
         elif isinstance(event, AgentFinished):
             if event.status == "failed":
                 self._line(
-                    f"[red]✗ {self._label(event.agent_path)} failed: {escape(event.error or '')}[/]"
+                    f"[red]✗ {self._label(event.agent_path)} failed: {_esc(event.error or '')}[/]"
                 )
         elif isinstance(event, (ClarificationResolved, PermissionResolved)):
             self._resolved(event)
@@ -321,7 +333,7 @@ class ConsoleHandler(BaseHandler):
         elif isinstance(event, RunFinished):
             self._end_line()
             if event.status == "failed":
-                self._line(f"[bold red]Run failed:[/] {escape(event.error or '')}")
+                self._line(f"[bold red]Run failed:[/] {_esc(event.error or '')}")
             elif event.status == "cancelled":
                 self._line("[bold yellow]Run cancelled.[/]")
 
@@ -334,7 +346,7 @@ class ConsoleHandler(BaseHandler):
                 and event.scope == "run"
             ):
                 self._line(
-                    f"[green]✓ {escape(event.tool_name)} approved for the run "
+                    f"[green]✓ {_esc(event.tool_name)} approved for the run "
                     f"({self._label(event.agent_path)})[/]"
                 )
             return
@@ -351,7 +363,7 @@ class ConsoleHandler(BaseHandler):
             return None
 
     def _echo(self, prompt: str) -> None:
-        self.console.print(escape(prompt), end="")
+        self.console.print(_esc(prompt), end="")
 
     async def _ask(
         self,
@@ -375,7 +387,7 @@ class ConsoleHandler(BaseHandler):
                     try:
                         answer = parse(line.strip())
                     except _Reply as again:
-                        self._line(f"[red]{escape(str(again))}[/]")
+                        self._line(f"[red]{_esc(str(again))}[/]")
                         continue
                     # Still holding the lock: a follow-up belongs to the same question.
                     return answer if follow_up is None else await follow_up(answer)
@@ -385,7 +397,7 @@ class ConsoleHandler(BaseHandler):
     def _auto(self, request: ClarificationRequest | PermissionRequest) -> Any:
         answer = default_answer(request)
         shown = "approve once" if isinstance(answer, Approve) else _show_value(answer)
-        self._line(f"[dim]  (answered automatically: {escape(shown)})[/]")
+        self._line(f"[dim]  (answered automatically: {_esc(shown)})[/]")
         return answer
 
     async def on_clarification(self, request: ClarificationRequest) -> Any:
@@ -397,31 +409,31 @@ class ConsoleHandler(BaseHandler):
         def show() -> None:
             self.console.print(
                 f"[bold yellow]?[/] {self._label(request.agent_path)} asks: "
-                f"[bold]{escape(request.question)}[/]",
+                f"[bold]{_esc(request.question)}[/]",
                 soft_wrap=True,
             )
             if request.context:
-                self.console.print(f"  [dim]{escape(request.context)}[/]", soft_wrap=True)
+                self.console.print(f"  [dim]{_esc(request.context)}[/]", soft_wrap=True)
             if kind == "input":
                 self.console.print(
-                    f"  [dim]value for[/] {escape(str(data.get('argument', '?')))} "
-                    f"[dim]of tool[/] {escape(str(data.get('tool', '?')))}"
+                    f"  [dim]value for[/] {_esc(str(data.get('argument', '?')))} "
+                    f"[dim]of tool[/] {_esc(str(data.get('tool', '?')))}"
                 )
             elif kind == "confirm":
                 self.console.print("  [dim]answer y or n[/]")
             elif kind == "action":
                 label = data.get("label") or "Open this link"
                 self.console.print(
-                    f"  {escape(str(label))}: [link]{escape(str(data.get('url', '')))}[/]"
+                    f"  {_esc(str(label))}: [link]{_esc(str(data.get('url', '')))}[/]"
                 )
                 self.console.print("  [dim]press Enter when done, or n to decline[/]")
             elif kind == "custom":
-                self.console.print(f"  [dim]{escape(str(data.get('name', 'custom')))}[/]")
+                self.console.print(f"  [dim]{_esc(str(data.get('name', 'custom')))}[/]")
                 if data.get("payload"):
-                    self.console.print(f"  {escape(json.dumps(data['payload']))}")
+                    self.console.print(f"  {_esc(json.dumps(data['payload']))}")
                 self.console.print("  [dim]answer with JSON[/]")
             for i, option in enumerate(options, 1):
-                self.console.print(f"  [bold]{i})[/] {escape(option)}")
+                self.console.print(f"  [bold]{i})[/] {_esc(option)}")
             if kind == "choice" and data.get("multiple"):
                 self.console.print("  [dim]one or more, separated by commas[/]")
 
@@ -433,23 +445,24 @@ class ConsoleHandler(BaseHandler):
         def show() -> None:
             self.console.print(
                 f"[bold yellow]?[/] {self._label(request.agent_path)} wants to run "
-                f"[bold]{escape(request.tool_name)}[/]"
+                f"[bold]{_esc(request.tool_name)}[/]"
             )
             for name, value in request.arguments.items():
                 if isinstance(value, str) and "\n" in value.strip():
                     # A file body or a script: show its first lines as they are.
                     lines = value.splitlines()
-                    self.console.print(f"  [dim]{escape(name)}: ({len(lines)} lines)[/]")
+                    self.console.print(f"  [dim]{_esc(name)}: ({len(lines)} lines)[/]")
                     for text_line in lines[:_PREVIEW_LINES]:
-                        self.console.print(f"  [dim]│[/] {escape(text_line)}", soft_wrap=True)
+                        self.console.print(f"  [dim]│[/] {_esc(text_line)}", soft_wrap=True)
                     if len(lines) > _PREVIEW_LINES:
                         self.console.print("  [dim]│ …[/]")
                     continue
                 shown = value if isinstance(value, str) else json.dumps(value)
-                self.console.print(f"  [dim]{escape(name)}:[/] {escape(self._short(shown))}")
+                self.console.print(f"  [dim]{_esc(name)}:[/] {_esc(self._short(shown))}")
             self.console.print(
                 "  [bold]1)[/] approve once  [bold]2)[/] approve for the run  [bold]3)[/] deny"
             )
+            self.console.print(f"  [dim]{escape(_PERMISSION_WORDS)}[/]")
 
         async def reason(decision: Decision) -> Decision:
             if isinstance(decision, Deny) and not decision.reason:
@@ -531,13 +544,13 @@ def _parse(request: ClarificationRequest, text: str) -> Any:
 
 def _parse_permission(text: str) -> Decision:
     word = text.casefold()
-    if word in ("1", "y", "yes", "once", "approve"):
+    if word == "1" or word in APPROVE_WORDS:
         return Approve(scope="once")
-    if word in ("2", "always", "run", "all", "approve for the run"):
+    if word == "2" or word in APPROVE_RUN_WORDS:
         return Approve(scope="run")
-    if word in ("3", "n", "no", "deny", "d"):
+    if word in ("3", "d") or word in REJECT_WORDS:
         return Deny()
     for prefix in ("3 ", "n ", "no ", "deny ", "deny:", "no:", "n:"):
         if word.startswith(prefix):
             return Deny(reason=text[len(prefix) :].strip())
-    raise _Reply("Type 1 (approve once), 2 (approve for the run) or 3 (deny).")
+    raise _Reply(_PERMISSION_WORDS)

@@ -14,10 +14,12 @@ from ..messages import AssistantMessage, Message, ToolCall, Usage
 __all__ = [
     "Model",
     "ModelRequestParams",
+    "ModelResolver",
     "ModelResponse",
     "ToolDefinition",
     "check_allow_model_requests",
     "infer_model",
+    "register_model_resolver",
     "set_allow_model_requests",
 ]
 
@@ -135,16 +137,30 @@ def check_allow_model_requests(model_name: str) -> None:
         )
 
 
-def infer_model(model: str | Model) -> Model:
-    """Resolve ``Agent(model=...)``: a ``Model`` is used as is; a string names a litellm model.
+ModelResolver = Callable[[str], Model]
+"""Turns a model string into a ``Model`` (see ``register_model_resolver``)."""
 
-    litellm is imported only here, on first use of a string model, so offline paths never pay
-    for it.
+_resolvers: list[ModelResolver] = []
+
+
+def register_model_resolver(resolver: ModelResolver) -> None:
+    """Make ``resolver`` the one that turns model strings into models (the last one wins).
+
+    ``hpd_agent.models`` registers the litellm resolver, which imports litellm only on first
+    use of a string model, so offline paths never pay for it.
     """
+    _resolvers.append(resolver)
+
+
+def infer_model(model: str | Model) -> Model:
+    """Resolve ``Agent(model=...)``: a ``Model`` is used as is; a string goes to the resolver
+    registered last (litellm's by default: any provider litellm knows)."""
     if isinstance(model, Model):
         return model
     if isinstance(model, str) and model:  # pyright: ignore[reportUnnecessaryIsInstance]
-        from .litellm import LiteLLMModel
-
-        return LiteLLMModel(model)
+        if not _resolvers:
+            raise UserError(
+                f"no model resolver is registered for {model!r}: import hpd_agent.models"
+            )
+        return _resolvers[-1](model)
     raise UserError(f"model must be a litellm model string or a Model, got {model!r}")

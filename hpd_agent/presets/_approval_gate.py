@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from .._context import ToolContext
+from .._vocabulary import APPROVE_WORDS, REJECT_WORDS
 from ..exceptions import QuestionNotAnswered, UserError
 from ._shared import frame, keywords, normalise_reply
 
@@ -20,9 +21,9 @@ __all__ = ["GATE_APPROVE_WORDS", "GATE_REJECT_WORDS", "GateResult", "GateStatus"
 
 T = TypeVar("T")
 
-GATE_APPROVE_WORDS: frozenset[str] = frozenset({"approve", "approved", "yes", "y", "ok", "accept"})
+GATE_APPROVE_WORDS: frozenset[str] = APPROVE_WORDS - {"once", "allow"}
 """Replies that approve the value (the whole reply, after strip and lower case)."""
-GATE_REJECT_WORDS: frozenset[str] = frozenset({"reject", "rejected", "no", "n", "cancel"})
+GATE_REJECT_WORDS: frozenset[str] = REJECT_WORDS - {"deny", "denied"}
 """Replies that reject it."""
 
 GateStatus = Literal["approved", "edited", "rejected", "unanswered"]

@@ -27,6 +27,6 @@ def test_unknown_agent_is_a_clear_error(tmp_path: Path) -> None:
     command = serve_command("--port", "0", "--store", str(tmp_path / "s.db"))
     command[command.index("tests.web.agents:root")] = "tests.web.agents:nobody"
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2
+    assert done.returncode == 10  # the CLI's "agent cannot be loaded" status
     assert "cannot load --agent 'tests.web.agents:nobody'" in done.stderr
     assert "Traceback" not in done.stderr
