@@ -8,6 +8,8 @@ request, each tool call); with no hooks the loop calls the model and the tools d
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +24,7 @@ from .coordinator import Coordinator
 from .events import AgentFinished, AgentStarted, RunStatus, TextDelta
 from .exceptions import MaxTurnsExceededError, NoUserAvailableError, QuestionNotAnswered
 from .hooks import AgentInvocation, AgentOutcome, ToolExecution, ToolOutcome
-from .messages import Message, ToolCall, ToolResultMessage, Usage
+from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
 from .models._base import Model, ModelRequestParams, ModelResponse, ToolDefinition
 from .tools import Tool, ToolArgumentsError, result_to_text
 
@@ -47,7 +49,16 @@ class AgentSpec:
 class _State:
     """Per-agent-run state shared by the turns and tool calls of that run."""
 
-    __slots__ = ("agent_path", "coordinator", "deadlines", "depth", "scope_path", "spec", "usage")
+    __slots__ = (
+        "agent_path",
+        "coordinator",
+        "deadlines",
+        "depth",
+        "ids",
+        "scope_path",
+        "spec",
+        "usage",
+    )
 
     def __init__(
         self,
@@ -65,6 +76,8 @@ class _State:
         self.deadlines = deadlines
         self.usage = Usage()
         """This agent's own usage so far (kept here so a failure can report it too)."""
+        self.ids: set[str] = set()
+        """Tool-call ids already in this agent's conversation."""
 
 
 async def run_agent(
@@ -85,6 +98,9 @@ async def run_agent(
     reported in ``AgentFinished`` and re-raised.
     """
     state = _State(spec, coordinator, agent_path, scope_path, deadlines)
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            state.ids.update(c.id for c in m.tool_calls)
 
     async def body(invocation: AgentInvocation) -> AgentOutcome:
         return await _observed_run(state, messages, invocation)
@@ -179,7 +195,7 @@ async def _turns(state: _State, messages: list[Message]) -> AgentOutcome:
             on_text(response.text)
         calls = response.tool_calls
         if calls:
-            calls = _normalise_ids(calls, turn)
+            calls = _normalise_ids(calls, turn, state.ids)
             if calls is not response.tool_calls:
                 response = ModelResponse(
                     text=response.text, tool_calls=calls, usage=response.usage, streamed=True
@@ -194,16 +210,31 @@ async def _turns(state: _State, messages: list[Message]) -> AgentOutcome:
     )
 
 
-def _normalise_ids(calls: tuple[ToolCall, ...], turn: int) -> tuple[ToolCall, ...]:
-    """Give every call a unique id: results are matched to calls by id, never by position."""
-    seen: set[str] = set()
+_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def _normalise_ids(calls: tuple[ToolCall, ...], turn: int, used: set[str]) -> tuple[ToolCall, ...]:
+    """Give every call an id of its own: results are matched to calls by id, never by position.
+
+    Model-supplied ids are untrusted. One that is empty, used before in the conversation
+    (this turn or an earlier one: ``used`` holds them, and gets this turn's), too long, or
+    holds anything but letters, digits, ``_``, ``-`` and ``.`` (our call paths use ``@ : / ?
+    |`` as separators, so such an id could collide with another call's path) is replaced by
+    ``hpd_{turn}_{i}``, made unique against the turn's other ids.
+    """
+    seen = used
     fixed: list[ToolCall] | None = None
     for i, call in enumerate(calls):
-        if not call.id or call.id in seen:
+        cid = call.id
+        if cid in seen or not _SAFE_ID.fullmatch(cid):
             if fixed is None:
                 fixed = list(calls)
-            fixed[i] = ToolCall(id=f"call_{turn}_{i}", name=call.name, arguments=call.arguments)
-        seen.add(fixed[i].id if fixed is not None else call.id)
+            taken = seen | {c.id for c in calls}
+            cid = f"hpd_{turn}_{i}"
+            while cid in taken:
+                cid += "_"
+            fixed[i] = dataclasses.replace(call, id=cid)
+        seen.add(cid)
     return calls if fixed is None else tuple(fixed)
 
 

@@ -18,9 +18,9 @@ import anyio
 from ._context import ToolContext, _current
 from ._loop import AgentSpec, run_agent
 from ._requests import LocalRequests
-from ._sessions import RunSession
+from ._sessions import RunSession, SessionStore
 from ._text import error_text
-from .coordinator import Coordinator, OnUnhandled
+from .coordinator import Coordinator, OnUnhandled, check_on_unhandled
 from .events import AgentFinished, AgentStarted, RunStarted, RunStatus
 from .exceptions import UserError
 from .handlers._base import Handler, serve
@@ -35,6 +35,7 @@ __all__ = [
     "Blueprint",
     "agent_tool",
     "execute_root",
+    "resolve_policy",
     "run_nested",
     "run_root",
     "stream_root",
@@ -446,3 +447,16 @@ def agent_tool(
         requires_approval=requires_approval,
         timeout=timeout,
     )
+
+
+def resolve_policy(
+    default: OnUnhandled, on_unhandled: OnUnhandled | None, store: SessionStore | None
+) -> OnUnhandled:
+    """The policy of one run: its own, else the agent's; \"interrupt\" needs a store."""
+    policy = default if on_unhandled is None else check_on_unhandled(on_unhandled)
+    if policy == "interrupt" and store is None:
+        raise UserError(
+            'on_unhandled="interrupt" needs a store to keep the pending requests: '
+            "pass store=SQLiteStore(path) (or MemoryStore() within one process)"
+        )
+    return policy

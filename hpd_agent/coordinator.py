@@ -27,7 +27,13 @@ from ._requests import (
     Settlement,
 )
 from .events import Event, RequestEvent
-from .exceptions import NoUserAvailableError, QuestionNotAnswered, RequestError, UserError
+from .exceptions import (
+    NoUserAvailableError,
+    QuestionNotAnswered,
+    RequestCancelledError,
+    RequestError,
+    UserError,
+)
 from .hooks import HookSet
 from .messages import Message, Usage
 
@@ -292,7 +298,7 @@ class Coordinator:
     ) -> None:
         with self.parked():
             try:
-                await self.wait(pending, asker, timeout)
+                await _wait(self, pending, asker, timeout)
             except BaseException:
                 if self.cancelling and not pending.stored:
                     with anyio.CancelScope(shield=True):
@@ -311,27 +317,6 @@ class Coordinator:
                 request_id=rid,
             )
         return self.outcome(pending, timeout)
-
-    async def wait(self, pending: PendingRequest, asker: Asker, timeout: float | None) -> None:
-        """Wait until ``pending`` is resolved or ``timeout`` passes (then it is still pending).
-
-        With a durable backend, an answer from outside (another process) also resolves it.
-        If the waiting task is cancelled, the request ends as cancelled, unless the run is
-        being interrupted to be resumed later.
-        """
-        try:
-            with anyio.move_on_after(math.inf if timeout is None else timeout):
-                if not self.backend.durable:
-                    await _paused_wait(pending.done, asker)
-                else:
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(_from_backend, self, pending)
-                        await _paused_wait(pending.done, asker)
-                        tg.cancel_scope.cancel()
-        except BaseException:
-            if pending.status == "pending" and not self.quiescence.interrupted:
-                self.requests.finish(pending, "cancelled", None)
-            raise
 
     def outcome(self, pending: PendingRequest, timeout: float | None) -> Any:
         """The answer of a resolved request, or the ``QuestionNotAnswered`` it ends with."""
@@ -352,12 +337,35 @@ class Coordinator:
         if not self.backend.durable:
             return self.respond_nowait(request_id, answer)
         table = self.requests
-        pending = table.check_open(request_id)
+        pending = self._open_for_answer(request_id)
         value = table.validate(pending, answer)
         await self.backend.resolve(request_id, "answered", value)  # the store decides a race
         pending.stored = True
-        table.accept(pending, value)
+        if pending.status == "pending":
+            table.accept(pending, value)
         return value
+
+    def _open_for_answer(self, request_id: str) -> PendingRequest:
+        pending = self.requests.check_open(request_id)
+        if self.cancelling:
+            raise RequestCancelledError(
+                f"request {request_id} was cancelled: its run is being cancelled",
+                request_id=request_id,
+            )
+        return pending
+
+    def cancel_all(self) -> None:
+        """The run is being cancelled on purpose: from now on no answer is accepted.
+
+        In memory every open request ends cancelled at once, so an answer given after the
+        cancel is refused, never half-accepted. With a durable backend each waiter writes
+        "cancelled" to the store as it unwinds; an answer the store took first wins there,
+        and the run's events say so.
+        """
+        self.cancelling = True
+        if not self.backend.durable:
+            for pending in self.requests.open_requests():
+                self.requests.finish(pending, "cancelled", None)
 
     def respond_nowait(self, request_id: str, answer: Any) -> Any:
         """``respond`` without awaiting, for a run whose requests live in memory only (e.g.
@@ -369,7 +377,7 @@ class Coordinator:
         if self.backend.durable:
             raise UserError("this run keeps its requests in a store: await respond() instead")
         table = self.requests
-        pending = table.check_open(request_id)
+        pending = self._open_for_answer(request_id)
         value = table.validate(pending, answer)
         table.accept(pending, value)
         return value
@@ -413,6 +421,35 @@ def _outcome(pending: PendingRequest, timeout: float | None, policy: OnUnhandled
         status="cancelled",
         request_id=rid,
     )
+
+
+async def _wait(
+    coordinator: Coordinator, pending: PendingRequest, asker: Asker, timeout: float | None
+) -> None:
+    """Wait until ``pending`` is resolved or ``timeout`` passes (then it is still pending).
+
+    With a durable backend, an answer from outside (another process) also resolves it.
+    If the waiting task is cancelled, the request ends as cancelled, unless the run is
+    being interrupted to be resumed later.
+    """
+    try:
+        with anyio.move_on_after(math.inf if timeout is None else timeout):
+            if not coordinator.backend.durable:
+                await _paused_wait(pending.done, asker)
+            else:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_from_backend, coordinator, pending)
+                    await _paused_wait(pending.done, asker)
+                    tg.cancel_scope.cancel()
+    except BaseException:
+        # Interrupted: it stays pending for a resume. Cancelled on purpose with a store:
+        # the store decides between this cancel and a racing answer (see _wait_parked).
+        keep = coordinator.quiescence.interrupted or (
+            coordinator.cancelling and coordinator.backend.durable
+        )
+        if pending.status == "pending" and not keep:
+            coordinator.requests.finish(pending, "cancelled", None)
+        raise
 
 
 async def _from_backend(coordinator: Coordinator, pending: PendingRequest) -> None:

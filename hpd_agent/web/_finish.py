@@ -8,8 +8,6 @@ a cancelled one has the cancelled outcome; anything else is RUN_ERROR.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ag_ui.core import (
     BaseEvent,
     Interrupt,
@@ -25,14 +23,12 @@ from ..store import RequestRecord
 from ._requests import interrupt_of
 from ._translate import Translator
 
-if TYPE_CHECKING:
-    from ._threads import Thread
-
 __all__ = ["finish_events"]
 
 
 def finish_events(
-    thread: Thread,
+    thread_id: str,
+    messages: BaseEvent,
     translator: Translator,
     agui_run_id: str,
     status: str,
@@ -40,12 +36,12 @@ def finish_events(
     error: str | None,
     pending: list[RequestRecord],
 ) -> list[BaseEvent]:
-    """STATE_SNAPSHOT, MESSAGES_SNAPSHOT and the terminal event of a run that ended."""
+    """STATE_SNAPSHOT, ``messages`` (the MESSAGES_SNAPSHOT) and the terminal event."""
     state = StateSnapshotEvent(
         snapshot={"hpd_agent": {"status": status, "pending": [r.id for r in pending]}}
     )
-    out: list[BaseEvent] = [state, thread.view.snapshot()]
-    tid, rid = thread.thread_id, agui_run_id
+    out: list[BaseEvent] = [state, messages]
+    tid, rid = thread_id, agui_run_id
     if status == "completed":
         outcome = RunFinishedSuccessOutcome()
         out.append(RunFinishedEvent(thread_id=tid, run_id=rid, result=output, outcome=outcome))

@@ -262,8 +262,16 @@ class Threads:
                 await self._db.put_run(thread.thread_id, len(thread.runs), row)
                 for out in translator.close():
                     self.append(thread, out, publish=False)
+                snapshot = thread.view.snapshot()
                 for out in finish_events(
-                    thread, translator, agui_run_id, status, output, error, pending
+                    thread.thread_id,
+                    snapshot,
+                    translator,
+                    agui_run_id,
+                    status,
+                    output,
+                    error,
+                    pending,
                 ):
                     self.append(thread, out, publish=False)
                 await self._end(thread)
