@@ -65,6 +65,10 @@ def check_on_unhandled(value: object) -> OnUnhandled:
     return value  # type: ignore[return-value]
 
 
+_NO_HOOKS = HookSet()
+_LOCAL = LocalRequests()  # stateless: one serves every run
+
+
 class ConversationKeeper(Protocol):
     """Keeps ``per_run`` sub-agent conversations beyond the process (a store's session)."""
 
@@ -129,7 +133,8 @@ class Quiescence:
     def leave(self) -> None:
         """A live model call or tool call ended (or handed over to a nested agent)."""
         self.busy -= 1
-        self.check()
+        if self.parked and self.parked >= self.busy:
+            self.interrupt()
 
     def park(self, delta: int) -> None:
         """A waiter parks (+1) on a request nobody here can answer, or stops (-1)."""
@@ -175,8 +180,8 @@ class Coordinator:
         self._sink = sink
         self.listening = listening
         self.on_unhandled: OnUnhandled = on_unhandled
-        self.hooks = hooks if hooks is not None else HookSet()
-        self.backend: RequestBackend = backend if backend is not None else LocalRequests()
+        self.hooks = hooks if hooks is not None else _NO_HOOKS
+        self.backend: RequestBackend = backend if backend is not None else _LOCAL
         self.requests = RequestTable(self.emit, self.hooks)
         self.conversations = Conversations()
         self.quiescence = Quiescence()
@@ -184,8 +189,9 @@ class Coordinator:
         """Set when the run is cancelled on purpose (``Run.cancel``, leaving its block early).
         Only then do kept requests end as cancelled; any other cancellation (the process
         shutting down, an outer cancel scope) leaves them pending for a resume, like a crash."""
-        self.usage = Usage()
-        """Usage of every model request in the tree so far."""
+        self._requests_n = 0
+        self._input_tokens = 0
+        self._output_tokens = 0
 
     def configure(self, hooks: HookSet, backend: RequestBackend) -> None:
         """Install the run's hooks and request backend (before anything runs)."""
@@ -212,7 +218,18 @@ class Coordinator:
 
     def add_usage(self, usage: Usage) -> None:
         """Count one model request's usage toward the whole run."""
-        self.usage = self.usage + usage
+        self._requests_n += usage.requests
+        self._input_tokens += usage.input_tokens
+        self._output_tokens += usage.output_tokens
+
+    @property
+    def usage(self) -> Usage:
+        """Usage of every model request in the tree so far."""
+        return Usage(
+            requests=self._requests_n,
+            input_tokens=self._input_tokens,
+            output_tokens=self._output_tokens,
+        )
 
     # -- interrupt and quiescence ------------------------------------------------------
     @property

@@ -129,10 +129,15 @@ class ModelCall:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolOutcome:
-    """What a tool call gives back to the model: the result text, and whether it failed."""
+    """What a tool call gives back to the model: the result text, and whether it failed.
+
+    ``error_type`` names a failure for traces: the exception's class name, ``"timeout"``, or
+    ``"unknown_tool"`` (None when the call succeeded or its outcome was replayed).
+    """
 
     text: str
     is_error: bool = False
+    error_type: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -227,6 +232,14 @@ class Hook:
     def request_resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
         """A request ended; ``answer`` is the validated answer when ``status`` is answered."""
 
+    def active(self) -> bool:
+        """Whether the hook takes part in a root run starting now (asked once per root run).
+
+        A hook with nothing to do at the moment (tracing with no SDK installed) says False,
+        and the run then costs what it would cost without it.
+        """
+        return True
+
 
 def _overrides(hook: Hook, name: str) -> bool:
     return getattr(type(hook), name) is not getattr(Hook, name)
@@ -262,6 +275,7 @@ class HookSet:
     __slots__ = ("agent_wrappers", "hooks", "model_wrappers", "observers", "tool_wrappers")
 
     def __init__(self, hooks: Sequence[Hook] = ()) -> None:
+        hooks = [h for h in hooks if h.active()]
         self.hooks = tuple(hooks)
         self.agent_wrappers = tuple(h.wrap_agent for h in hooks if _overrides(h, "wrap_agent"))
         self.model_wrappers = tuple(

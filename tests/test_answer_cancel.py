@@ -67,7 +67,7 @@ async def test_racing_answer_and_cancel_agree_everywhere(
         with anyio.fail_after(10):
             async with _asker().stream("go", store=store) as run, anyio.create_task_group() as tg:
 
-                async def answer(rid: str) -> None:
+                async def answer(rid: str, outcome: dict[str, object] = outcome) -> None:
                     try:
                         outcome["value"] = await run.respond(rid, "red")
                     except RequestCancelledError:
