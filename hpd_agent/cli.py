@@ -94,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     chat.set_defaults(func=_cmd_chat)
 
     add_store_commands(sub)
+    _add_serve_command(sub)
     return parser
 
 
@@ -284,6 +285,67 @@ class _CtrlC:
             if self._chat is not None:
                 self._chat.cancel()
             return
+
+
+# -- serve (hpd_agent.web, the "web" extra) -------------------------------------------------
+def _add_serve_command(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="serve an agent over HTTP: AG-UI endpoint, question inbox and web page",
+        description="Serve the Agent at MODULE:ATTR (importable from the current directory).",
+    )
+    serve.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
+    serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one")
+    serve.add_argument(
+        "--store", default=None, help="SQLite path or postgresql:// DSN (default hpd-agent-web.db)"
+    )
+    serve.add_argument("--token", default=None, help="bearer token (or HPD_AGENT_TOKEN)")
+    serve.set_defaults(func=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    # Errors other than these two go to main(): one line, the exit status of the table above.
+    try:
+        import uvicorn
+
+        from . import web
+    except ImportError as e:
+        print(
+            f'error: serve needs the web extra ({e}): pip install "hpd-agent[web]"', file=sys.stderr
+        )
+        return 2
+    token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
+    if not web.is_loopback(args.host) and token is None:
+        print(
+            f"error: refusing to serve on {args.host} without a token: anyone on the network "
+            "could run the agent. Pass --token (or set HPD_AGENT_TOKEN), or bind 127.0.0.1.",
+            file=sys.stderr,
+        )
+        return 2
+    import socket
+
+    from ._cli_store import _load_agent
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
+    agent = _load_agent(args.agent)
+    app = web.create_app(agent, store=args.store, token=token, agent_ref=args.agent)
+    host = args.host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, args.port))
+    except OSError as e:
+        print(f"error: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
+        return 2
+    sock.listen(128)
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    print(f"Serving {agent.name} on http://{shown}:{sock.getsockname()[1]}", flush=True)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
