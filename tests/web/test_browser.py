@@ -311,3 +311,34 @@ def test_model_and_question_text_is_shown_as_text_never_as_markup(
     )
     assert injected == 0
     assert page.evaluate("window.__pwned") is None
+
+
+def test_a_token_server_is_used_with_the_token_from_the_address_or_asked_once(
+    browser: Browser, tmp_path: Path
+) -> None:
+    srv = Server(tmp_path / "store.db", "--token", "s3cret-token")
+    try:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(srv.url + "#token=s3cret-token")
+        send(page, "hello")
+        expect(final_text(page)).to_have_text("Hello! You said: hello")
+        context.close()
+
+        # No token in the address: the server's 401 makes the page ask for it, once.
+        context = browser.new_context()
+        page = context.new_page()
+        asked: list[str] = []
+
+        def give_token(dialog: Any) -> None:
+            asked.append(dialog.message)
+            dialog.accept("s3cret-token")
+
+        page.on("dialog", give_token)
+        page.goto(srv.url)
+        send(page, "hello again")
+        expect(final_text(page)).to_have_text("Hello! You said: hello again")
+        assert len(asked) == 1 and "token" in asked[0]
+        context.close()
+    finally:
+        srv.stop()

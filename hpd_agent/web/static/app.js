@@ -96,6 +96,11 @@ class App {
       await this.follow(0, signal);
     } catch (error) {
       if (signal.aborted) return;
+      if (error instanceof ApiError && error.status === 404) {
+        // A thread this server does not know (e.g. a new store): start it afresh.
+        this.setStatus("Ready");
+        return;
+      }
       this.setStatus(`Could not load the conversation: ${error.message}`, true);
     }
   }
