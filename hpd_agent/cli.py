@@ -62,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     chat.set_defaults(func=_cmd_chat)
 
     _add_store_commands(sub)
+    _add_serve_command(sub)
     return parser
 
 
@@ -396,6 +397,64 @@ class _StoreNotice:
         # Never answers here: the answer arrives through the store and resolves the request,
         # which cancels this wait.
         await anyio.sleep_forever()
+
+
+# -- serve (hpd_agent.web, the "web" extra) -------------------------------------------------
+def _add_serve_command(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="serve an agent over HTTP: AG-UI endpoint, question inbox and web page",
+        description="Serve the Agent at MODULE:ATTR (importable from the current directory).",
+    )
+    serve.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
+    serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one")
+    serve.add_argument(
+        "--store", default=None, help="SQLite path or postgresql:// DSN (default hpd-agent-web.db)"
+    )
+    serve.add_argument("--token", default=None, help="bearer token (or HPD_AGENT_TOKEN)")
+    serve.set_defaults(func=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .exceptions import HpdAgentError
+
+    try:
+        import uvicorn
+
+        from . import web
+    except ImportError as e:
+        print(f'error: serve needs the web extra ({e}): pip install "hpd-agent[web]"', file=sys.stderr)
+        return 2
+    token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
+    if not web.is_loopback(args.host) and token is None:
+        print(
+            f"error: refusing to serve on {args.host} without a token: anyone on the network "
+            "could run the agent. Pass --token (or set HPD_AGENT_TOKEN), or bind 127.0.0.1.",
+            file=sys.stderr,
+        )
+        return 2
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    import socket
+
+    try:
+        agent = _load_agent(args.agent)
+        app = web.create_app(agent, store=args.store, token=token, agent_ref=args.agent)
+        family = socket.AF_INET6 if ":" in args.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((args.host.strip("[]"), args.port))
+    except (HpdAgentError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    host = f"[{args.host.strip('[]')}]" if family == socket.AF_INET6 else args.host
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    print(f"Serving {agent.name} on http://{host}:{port}", flush=True)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

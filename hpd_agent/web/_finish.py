@@ -1,0 +1,69 @@
+"""The events that close an AG-UI run from how its root run ended.
+
+Snapshots first (the thread's state and messages), then exactly one terminal event: a
+completed run is RUN_FINISHED with its output as ``result``; an interrupted one is
+RUN_FINISHED with the interrupt outcome, one ``Interrupt`` per request pending in the store;
+a cancelled one has the cancelled outcome; anything else is RUN_ERROR.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ag_ui.core import (
+    BaseEvent,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    StateSnapshotEvent,
+)
+
+from ..store import RequestRecord
+from ._requests import interrupt_of
+from ._translate import Translator
+
+if TYPE_CHECKING:
+    from ._threads import Thread
+
+__all__ = ["finish_events"]
+
+
+def finish_events(
+    thread: Thread,
+    translator: Translator,
+    agui_run_id: str,
+    status: str,
+    output: str | None,
+    error: str | None,
+    pending: list[RequestRecord],
+) -> list[BaseEvent]:
+    """STATE_SNAPSHOT, MESSAGES_SNAPSHOT and the terminal event of a run that ended."""
+    state = StateSnapshotEvent(
+        snapshot={"hpd_agent": {"status": status, "pending": [r.id for r in pending]}}
+    )
+    out: list[BaseEvent] = [state, thread.view.snapshot()]
+    ids = {"thread_id": thread.thread_id, "run_id": agui_run_id}
+    if status == "completed":
+        outcome = RunFinishedSuccessOutcome()
+        out.append(RunFinishedEvent(**ids, result=output, outcome=outcome))
+    elif status == "interrupted" and pending:
+        interrupts = []
+        for record in pending:
+            where = translator.located.get(record.id)
+            interrupts.append(
+                interrupt_of(
+                    record,
+                    tool_call_id=where.tool_call_id if where else None,
+                    subagent_run_id=where.subagent_run_id if where else None,
+                )
+            )
+        outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+        out.append(RunFinishedEvent(**ids, outcome=outcome))
+    elif status == "cancelled":
+        out.append(RunFinishedEvent(**ids, outcome=RunFinishedCancelledOutcome()))
+    else:
+        message = error or f"the run ended {status}"
+        out.append(RunErrorEvent(message=message, code=status))
+    return out
