@@ -174,7 +174,8 @@ def wait_for_both_plan_questions(page: Page) -> None:
 
 
 def approve_and_finish(page: Page) -> None:
-    permission = question(page, "Allow delete_file?")
+    permission = page.get_by_role("article", name=re.compile("delete_file"))
+    expect(permission).to_have_attribute("data-kind", "permission")
     expect(permission.get_by_label("Arguments of delete_file")).to_contain_text("/tmp/old-plan.txt")
     permission.get_by_role("button", name="Approve once").click()
     expect(final_text(page)).to_have_text(
@@ -213,7 +214,9 @@ def test_nested_agents_questions_from_two_depths_in_reverse_order_and_a_permissi
         else:
             answer_region(page)
             expect(
-                agent(page, "Orchestrator").locator('[data-tool="ask_user"] .tool-result')
+                agent(page, "Orchestrator").locator(
+                    ':scope > .agent-body > [data-tool="ask_user"] .tool-result'
+                )
             ).to_have_text("eu-west")
         expect(question(page, title)).to_have_count(0)
         if other.count():

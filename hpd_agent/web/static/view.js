@@ -50,7 +50,7 @@ export class Transcript {
         toggle.setAttribute("aria-expanded", String(open));
         body.hidden = !open;
       },
-    }, name);
+    }, el("span", { class: "caret", "aria-hidden": "true" }), el("span", { class: "agent-name" }, name));
     const section = el("section", {
       class: "agent", "data-agent": name, "data-depth": depth, "data-run": runId,
       "aria-label": `Agent ${name}`,
@@ -200,6 +200,6 @@ export function markAsking(transcript, request, asking) {
     node.name = path[0];
     node.section.dataset.agent = path[0];
     node.section.setAttribute("aria-label", `Agent ${path[0]}`);
-    node.toggle.textContent = path[0];
+    node.toggle.querySelector(".agent-name").textContent = path[0];
   }
 }
