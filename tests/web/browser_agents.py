@@ -8,9 +8,11 @@ Prompts:
   Manager, whose Specialist asks "Which database?" (options postgres/sqlite); then the
   Orchestrator calls ``delete_file``, which needs approval; then it answers
   ``Final answer: <every tool result>``.
-- ``forms``: in one turn, three tools ask a yes/no question, a multiple choice and a custom
-  form (a JSON schema); the final answer repeats the three answers.
-- ``hostile``: the model's text and its question carry HTML/script markup.
+- ``forms``: in one turn, tools ask a yes/no question, a multiple choice, a custom form (a JSON
+  schema), an action (visit a URL) and a value for a named argument; the final answer repeats
+  the answers.
+- ``hostile``: the model's text and its question carry HTML/script markup, and a tool asks the
+  person to follow a ``javascript:`` URL.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from hpd_agent.testing import FunctionModel, text, tool_call
 REGION_QUESTION = "Which region?"
 DB_QUESTION = "Which database?"
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>'
+SIGN_IN_URL = "https://example.com/oauth/authorize?client=hpd"
+HOSTILE_URL = "javascript:window.__pwned=1"
 DEPLOY_SCHEMA = {
     "type": "object",
     "properties": {
@@ -79,6 +83,26 @@ async def deploy_settings(ctx: ToolContext) -> str:
     return "settings=" + json.dumps(answer, sort_keys=True)
 
 
+@tool
+async def sign_in(ctx: ToolContext) -> str:
+    """Ask the person to sign in at the provider."""
+    done = await ctx.ask_action(SIGN_IN_URL, label="Sign in to Example")
+    return f"signed_in={done}"
+
+
+@tool
+async def name_service(ctx: ToolContext) -> str:
+    """Ask for the service's name instead of guessing it."""
+    return "name=" + await ctx.ask_input("service_name", "What should the service be called?")
+
+
+@tool
+async def open_link(ctx: ToolContext) -> str:
+    """Ask the person to follow a link a hostile tool made up."""
+    done = await ctx.ask_action(HOSTILE_URL, label="Click me", question="Follow the link?")
+    return f"followed={done}"
+
+
 def specialist_turn(messages: Sequence[Message], info: ModelRequestParams):
     if info.turn == 0:
         return tool_call("ask_user", question=DB_QUESTION, options=["postgres", "sqlite"])
@@ -112,12 +136,14 @@ def orchestrator_turn(messages: Sequence[Message], info: ModelRequestParams):
                 tool_call("confirm_deploy"),
                 tool_call("pick_features"),
                 tool_call("deploy_settings"),
+                tool_call("sign_in"),
+                tool_call("name_service"),
             ]
         return text("Forms done: " + " | ".join(_results(messages)))
     if prompt == "hostile":
         if info.turn == 0:
-            return tool_call("ask_user", question=f"Pick {HOSTILE}?")
-        return text(f"Model says {HOSTILE} and {_results(messages)[-1]}")
+            return [tool_call("ask_user", question=f"Pick {HOSTILE}?"), tool_call("open_link")]
+        return text(f"Model says {HOSTILE} and " + " | ".join(_results(messages)))
     return text(f"Hello! You said: {prompt}")
 
 
@@ -143,6 +169,9 @@ def build() -> Agent:
             confirm_deploy,
             pick_features,
             deploy_settings,
+            sign_in,
+            name_service,
+            open_link,
         ],
     )
 

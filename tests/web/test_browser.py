@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from .browser_agents import HOSTILE_URL, SIGN_IN_URL
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -265,7 +267,7 @@ def test_question_kinds_confirm_multiple_choice_and_a_schema_form(
 ) -> None:
     page.goto(server.url)
     send(page, "forms")
-    expect(page.get_by_role("article")).to_have_count(3)
+    expect(page.get_by_role("article")).to_have_count(5)
 
     form = question(page, "Deployment settings?")
     # Raw JSON the schema refuses: the server's 400 is shown on the card, nothing is lost.
@@ -273,7 +275,7 @@ def test_question_kinds_confirm_multiple_choice_and_a_schema_form(
     form.get_by_label("Answer as JSON").fill('{"region": "mars", "replicas": 1}')
     form.get_by_role("button", name="Send answer").click()
     expect(form.get_by_role("alert")).to_contain_text("mars")
-    expect(page.get_by_role("article")).to_have_count(3)
+    expect(page.get_by_role("article")).to_have_count(5)
     # Back to the fields the schema drew.
     form.get_by_label("Edit as raw JSON").uncheck()
     form.get_by_label("region (required)").select_option("us")
@@ -288,9 +290,19 @@ def test_question_kinds_confirm_multiple_choice_and_a_schema_form(
     features.get_by_role("button", name="Send choice").click()
     question(page, "Deploy now?").get_by_role("button", name="Yes").click()
 
+    sign_in = page.locator('article[data-kind="action"]')
+    expect(sign_in.get_by_role("link", name="Sign in to Example")).to_have_attribute(
+        "href", SIGN_IN_URL
+    )
+    sign_in.get_by_role("button", name="Done").click()
+    naming = question(page, "What should the service be called?")
+    naming.get_by_label("Value for service_name").fill("billing-api")
+    naming.get_by_role("button", name="Send answer").click()
+
     expect(final_text(page)).to_have_text(
         "Forms done: deploy=True | features=auth,search | "
-        'settings={"public": true, "region": "us", "replicas": 3}'
+        'settings={"public": true, "region": "us", "replicas": 3} | '
+        "signed_in=True | name=billing-api"
     )
 
 
@@ -299,14 +311,19 @@ def test_model_and_question_text_is_shown_as_text_never_as_markup(
 ) -> None:
     page.goto(server.url)
     send(page, "hostile")
-    card = page.get_by_role("article")
-    expect(card).to_have_count(1)
+    expect(page.get_by_role("article")).to_have_count(2)
+    link = page.get_by_role("article", name="Follow the link?")
+    # A javascript: URL is shown as text, never made a link.
+    expect(link).to_contain_text(HOSTILE_URL)
+    expect(link.get_by_role("link")).to_have_count(0)
+    link.get_by_role("button", name="Decline").click()
+    card = page.locator('article[data-kind="text"]')
     expect(card.locator("h3")).to_have_text(
         re.compile(r'^Pick <img src=x onerror="window.__pwned=1"><script>')
     )
     card.get_by_label("Your answer").fill("<b>bold?</b>")
     card.get_by_role("button", name="Send answer").click()
-    expect(final_text(page)).to_contain_text("and <b>bold?</b>")
+    expect(final_text(page)).to_contain_text("and <b>bold?</b> | followed=False")
     expect(final_text(page)).to_contain_text("Model says <img src=x")
     injected: Any = page.evaluate(
         "document.querySelectorAll('#transcript img, #transcript script, #transcript b,"

@@ -146,7 +146,8 @@ function multipleChoice(options, onSend) {
 }
 
 function actionLink(request) {
-  const url = request.url || (request.data && request.data.url);
+  const data = request.data || {};
+  const url = data.url;
   if (typeof url !== "string") return null;
   let parsed;
   try {
@@ -157,7 +158,7 @@ function actionLink(request) {
   // Only web links become clickable: a javascript: or data: URL from a tool stays text.
   if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return el("p", {}, url);
   return el("p", {}, el("a", { href: parsed.href, target: "_blank", rel: "noopener noreferrer" },
-    request.label || parsed.href));
+    data.label || parsed.href));
 }
 
 const WIDGETS = {
@@ -166,7 +167,8 @@ const WIDGETS = {
     return textBox("Your answer", 3, answer);
   },
   input(request, answer) {
-    return textBox("Value", 1, answer);
+    const argument = request.data && request.data.argument;
+    return textBox(argument ? `Value for ${argument}` : "Value", 1, answer);
   },
   choice(request, answer) {
     const options = Array.isArray(request.options) ? request.options : [];
@@ -186,8 +188,9 @@ const WIDGETS = {
         el("button", { type: "button", class: "deny", onclick: () => answer(false) }, "Decline")));
   },
   custom(request, answer, error) {
-    const payload = request.payload !== undefined && request.payload !== null
-      ? el("pre", { class: "payload", "aria-label": "Details" }, prettyJSON(request.payload)) : null;
+    const details = request.data && request.data.payload;
+    const payload = details && (typeof details !== "object" || Object.keys(details).length)
+      ? el("pre", { class: "payload", "aria-label": "Details" }, prettyJSON(details)) : null;
     const editor = customAnswerEditor(request.responseSchema, "Answer");
     return el("form", {
       class: "answer-form",
