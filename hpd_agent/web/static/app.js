@@ -150,16 +150,26 @@ class App {
     };
     this.history = input.messages;
     const signal = this.abort.signal;
+    // Thread indices come as SSE ids on /events; the run's own stream may carry none.
+    this.lastId = -1;
     try {
       const response = await this.call(() => this.api.startRun(input, signal));
       const finished = await this.consume(response, signal);
-      // The server owns a live run: if the stream broke, pick the thread up where it stopped.
-      if (!finished && !signal.aborted) await this.follow(this.lastId + 1, signal);
+      if (!finished && !signal.aborted) await this.recover(signal);
     } catch (error) {
       if (signal.aborted) return;
       this.setRunning(false);
       this.setStatus(`Error: ${error.message}`, true);
     }
+  }
+
+  /**
+   * The server owns a live run, so a broken stream loses nothing: continue from the last
+   * thread index seen, or (when the stream carried none) rebuild the view from the start.
+   */
+  async recover(signal) {
+    if (this.lastId >= 0) await this.follow(this.lastId + 1, signal);
+    else await this.open(this.threadId, false);
   }
 
   /** Streams the thread's events from index `from` until its current run ends. */
