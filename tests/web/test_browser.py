@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from .browser_agents import HOSTILE_URL, SIGN_IN_URL
+from browser_agents import HOSTILE_URL, SIGN_IN_URL
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
