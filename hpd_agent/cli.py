@@ -424,7 +424,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
         from . import web
     except ImportError as e:
-        print(f'error: serve needs the web extra ({e}): pip install "hpd-agent[web]"', file=sys.stderr)
+        print(
+            f'error: serve needs the web extra ({e}): pip install "hpd-agent[web]"', file=sys.stderr
+        )
         return 2
     token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
     if not web.is_loopback(args.host) and token is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import anyio
@@ -61,7 +61,7 @@ def create_app(
     Returns:
         The Starlette app.
     """
-    if not isinstance(agent, Agent):
+    if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"create_app needs an Agent, got {type(agent).__name__}")
     resolved = store if isinstance(store, Store) else open_store(store or DEFAULT_STORE)
     owns_store = not isinstance(store, Store)
@@ -69,7 +69,7 @@ def create_app(
     threads = Threads(agent, resolved, db)
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[dict[str, Any]]:
+    async def lifespan(app: Starlette) -> AsyncGenerator[dict[str, Any]]:
         try:
             async with anyio.create_task_group() as tg:
                 threads.task_group = tg

@@ -11,7 +11,7 @@ import json
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ag_ui.core import MessagesSnapshotEvent, RunAgentInput, TextPart
 from pydantic import ValidationError
@@ -37,6 +37,19 @@ MAX_BODY = 1 << 20
 STATIC = Path(__file__).parent / "static"
 _TERMINAL = ('data: {"type":"RUN_FINISHED"', 'data: {"type":"RUN_ERROR"')
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class _Refused(Exception):
+    """An AG-UI input refused with RUN_ERROR ``code``."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def _frames(frames: list[str]) -> AsyncIterator[str]:
+    for frame in frames:
+        yield frame
 
 
 class _HTTPError(Exception):
@@ -65,6 +78,13 @@ async def _json_body(request: Request) -> Any:
         raise _HTTPError(400, "body is not JSON") from None
 
 
+async def _object_body(request: Request) -> dict[str, Any]:
+    body = await _json_body(request)
+    if not isinstance(body, dict):
+        raise _HTTPError(400, "body must be a JSON object")
+    return cast(dict[str, Any], body)
+
+
 def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -89,11 +109,10 @@ def _conversation(data: RunAgentInput) -> tuple[str, list[Message]]:
 
 
 def _mode(data: RunAgentInput) -> Mode:
-    props = data.forwarded_props
-    if isinstance(props, dict):
-        ours = props.get("hpd_agent")  # pyright: ignore[reportUnknownMemberType]
-        if isinstance(ours, dict) and ours.get("mode") == "live":  # pyright: ignore[reportUnknownMemberType]
-            return "live"
+    props: Any = data.forwarded_props
+    ours: Any = cast(dict[str, Any], props).get("hpd_agent") if isinstance(props, dict) else None
+    if isinstance(ours, dict) and cast(dict[str, Any], ours).get("mode") == "live":
+        return "live"
     return "interrupt"
 
 
@@ -134,35 +153,43 @@ class _Routes:
         except ValidationError as e:
             raise _HTTPError(400, f"not a RunAgentInput: {e.errors()[0]['msg']}") from None
         thread = await self.threads.get_or_create(data.thread_id)
-        start = await self._start(thread, data)
-        return StreamingResponse(
-            self._stream(thread, start), media_type="text/event-stream", headers=_SSE_HEADERS
-        )
+        if thread.running:
+            message = "a run is in progress on this thread"
+            return self._sse(_frames(self.threads.refusal(thread, data.run_id, message, "busy")))
+        thread.running = True  # claimed before any await: a second input on it is "busy"
+        try:
+            start = await self._start(thread, data)
+        except _Refused as e:
+            thread.running = False
+            return self._sse(_frames(self.threads.refusal(thread, data.run_id, str(e), e.code)))
+        except BaseException:
+            thread.running = False
+            raise
+        return self._sse(self._stream(thread, start))
+
+    @staticmethod
+    def _sse(frames: AsyncIterator[str]) -> Response:
+        return StreamingResponse(frames, media_type="text/event-stream", headers=_SSE_HEADERS)
 
     async def _start(self, thread: Thread, data: RunAgentInput) -> int:
         threads, run_id = self.threads, data.run_id
-        if thread.running:
-            return await self._refuse(thread, run_id, "a run is in progress on this thread", "busy")
         last = thread.run
         if data.resume:
             if last is None or last.status != "interrupted":
-                return await self._refuse(thread, run_id, "nothing to resume on this thread", "not_interrupted")
+                raise _Refused("nothing to resume on this thread", "not_interrupted")
             try:
                 await apply_resume(threads.store, last.run_id, data.resume)
             except ResumeRefused as e:
-                return await self._refuse(thread, run_id, str(e), e.code)
+                raise _Refused(str(e), e.code) from None
             return await threads.resume(thread, run_id)
         if last is not None and last.status == "interrupted":
             message = "the thread's run waits for answers: send resume entries for its interrupts"
-            return await self._refuse(thread, run_id, message, "interrupted")
+            raise _Refused(message, "interrupted")
         prompt, history = _conversation(data)
         snapshot = MessagesSnapshotEvent(messages=list(data.messages))
         return await threads.start(
             thread, run_id, prompt=prompt, history=history, mode=_mode(data), snapshot=snapshot
         )
-
-    async def _refuse(self, thread: Thread, run_id: str, message: str, code: str) -> int:
-        return await self.threads.fail(thread, run_id, message, code)
 
     async def _stream(self, thread: Thread, start: int) -> AsyncIterator[str]:
         async for item in self.threads.follow(thread, start):
@@ -196,19 +223,19 @@ class _Routes:
         return JSONResponse({"requests": await self.threads.pending(thread)})
 
     async def answer(self, request: Request) -> Response:
-        body = await _json_body(request)
-        if not isinstance(body, dict) or "answer" not in body:
+        body = await _object_body(request)
+        if "answer" not in body:
             raise _HTTPError(400, 'body must be {"answer": ...}')
-        unknown = sorted(set(body) - {"answer"})  # pyright: ignore[reportUnknownArgumentType]
+        unknown = sorted(set(body) - {"answer"})
         if unknown:
             raise _HTTPError(400, f"unknown fields {unknown}")
         return await self._answer(request.path_params["thread_id"], request, body["answer"])
 
     async def answer_flat(self, request: Request) -> Response:
-        body = await _json_body(request)
-        if not isinstance(body, dict) or not {"answer", "threadId"} <= set(body):  # pyright: ignore[reportUnknownArgumentType]
+        body = await _object_body(request)
+        if not {"answer", "threadId"} <= set(body):
             raise _HTTPError(400, 'body must be {"threadId": ..., "answer": ...}')
-        unknown = sorted(set(body) - {"answer", "threadId"})  # pyright: ignore[reportUnknownArgumentType]
+        unknown = sorted(set(body) - {"answer", "threadId"})
         if unknown:
             raise _HTTPError(400, f"unknown fields {unknown}")
         return await self._answer(str(body["threadId"]), request, body["answer"])

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ag_ui.core import (
     BaseEvent,
+    Interrupt,
     RunErrorEvent,
     RunFinishedCancelledOutcome,
     RunFinishedEvent,
@@ -44,12 +45,12 @@ def finish_events(
         snapshot={"hpd_agent": {"status": status, "pending": [r.id for r in pending]}}
     )
     out: list[BaseEvent] = [state, thread.view.snapshot()]
-    ids = {"thread_id": thread.thread_id, "run_id": agui_run_id}
+    tid, rid = thread.thread_id, agui_run_id
     if status == "completed":
         outcome = RunFinishedSuccessOutcome()
-        out.append(RunFinishedEvent(**ids, result=output, outcome=outcome))
+        out.append(RunFinishedEvent(thread_id=tid, run_id=rid, result=output, outcome=outcome))
     elif status == "interrupted" and pending:
-        interrupts = []
+        interrupts: list[Interrupt] = []
         for record in pending:
             where = translator.located.get(record.id)
             interrupts.append(
@@ -60,9 +61,11 @@ def finish_events(
                 )
             )
         outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
-        out.append(RunFinishedEvent(**ids, outcome=outcome))
+        out.append(RunFinishedEvent(thread_id=tid, run_id=rid, outcome=outcome))
     elif status == "cancelled":
-        out.append(RunFinishedEvent(**ids, outcome=RunFinishedCancelledOutcome()))
+        out.append(
+            RunFinishedEvent(thread_id=tid, run_id=rid, outcome=RunFinishedCancelledOutcome())
+        )
     else:
         message = error or f"the run ended {status}"
         out.append(RunErrorEvent(message=message, code=status))

@@ -8,7 +8,7 @@ JSON Schema its answer follows, and turns a client's answer into what the store 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from ag_ui.core import Interrupt
 
@@ -50,7 +50,7 @@ def response_schema(event: RequestEvent) -> dict[str, Any]:
         return {"type": "boolean"}
     if kind == "custom":
         schema = data.get("schema")
-        return dict(schema) if isinstance(schema, dict) else {}
+        return cast(dict[str, Any], schema) if isinstance(schema, dict) else {}
     if kind == "choice" and options:
         one: dict[str, Any] = {"enum": list(options)}
         return {"type": "array", "items": one} if data.get("multiple") else one

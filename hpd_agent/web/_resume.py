@@ -39,7 +39,9 @@ async def apply_resume(store: Store, run_id: str, entries: Sequence[ResumeEntry]
     for entry in entries:
         rid = entry.interrupt_id
         if rid not in open_:
-            raise ResumeRefused(f"unknown interrupt {rid!r}: not open on this thread", "unknown_interrupt")
+            raise ResumeRefused(
+                f"unknown interrupt {rid!r}: not open on this thread", "unknown_interrupt"
+            )
         if rid in seen:
             raise ResumeRefused(f"interrupt {rid!r} is answered twice", "duplicate_interrupt")
         seen.add(rid)
@@ -49,7 +51,9 @@ async def apply_resume(store: Store, run_id: str, entries: Sequence[ResumeEntry]
         try:
             answers.append((rid, "answered", check_web_answer(open_[rid], entry.payload)))
         except InvalidAnswerError as e:
-            raise ResumeRefused(f"invalid payload for interrupt {rid!r}: {e}", "invalid_payload") from None
+            raise ResumeRefused(
+                f"invalid payload for interrupt {rid!r}: {e}", "invalid_payload"
+            ) from None
     missing = sorted(set(open_) - seen)
     if missing:
         raise ResumeRefused(

@@ -19,9 +19,11 @@ import anyio
 from ag_ui.core import (
     BaseEvent,
     CustomEvent,
-    Event as AguiEvent,
     RunErrorEvent,
     RunStartedEvent,
+)
+from ag_ui.core import (
+    Event as AguiEvent,
 )
 from ag_ui.core.version import PROTOCOL_VERSION
 from ag_ui.encoder import EventEncoder
@@ -62,6 +64,8 @@ class Thread:
     live: Run | None = None
     translator: Translator | None = None
     flushed: int = 0
+    published: int = 0
+    """Frames followers may see: the closing ones wait until they are on disk."""
     changed: anyio.Event = field(default_factory=anyio.Event)
 
     @property
@@ -99,7 +103,7 @@ class Threads:
         for frame in frames:
             thread.frames.append(frame)
             thread.view.fold(self._adapter.validate_json(frame.removeprefix("data: ")))
-        thread.flushed = len(frames)
+        thread.flushed = thread.published = len(frames)
         if runs[-1].status == "running":
             runs[-1].status = "interrupted"  # the server died under it: resumable
         return thread
@@ -109,11 +113,16 @@ class Threads:
         return await self.get(thread_id) or self._threads.setdefault(thread_id, Thread(thread_id))
 
     # -- the log ---------------------------------------------------------------------------
-    def append(self, thread: Thread, event: BaseEvent) -> None:
-        """Record and publish one event on the thread."""
+    def append(self, thread: Thread, event: BaseEvent, *, publish: bool = True) -> None:
+        """Record one event on the thread; publish it (and any held back) unless told not to."""
         event.timestamp = int(time.time() * 1000)
         thread.view.fold(event)
         thread.frames.append(self._encoder.encode(event))
+        if publish:
+            self._publish(thread)
+
+    def _publish(self, thread: Thread) -> None:
+        thread.published = len(thread.frames)
         changed, thread.changed = thread.changed, anyio.Event()
         changed.set()
 
@@ -132,10 +141,10 @@ class Threads:
         """
         index = start
         while True:
-            while index < len(thread.frames):
+            while index < thread.published:
                 yield index, thread.frames[index]
                 index += 1
-            if not thread.running and until_idle:
+            if not thread.running and until_idle and index >= thread.published:
                 return
             changed = thread.changed
             with anyio.move_on_after(PING_SECONDS) as scope:
@@ -156,19 +165,26 @@ class Threads:
         )
         return start
 
-    async def fail(self, thread: Thread, agui_run_id: str, message: str, code: str) -> int:
-        """A run that ends before it starts: RUN_STARTED then RUN_ERROR; returns the start."""
-        start = await self.begin(thread, agui_run_id)
-        self.append(thread, RunErrorEvent(message=message, code=code))
-        await self._end(thread)
-        return start
+    def refusal(self, thread: Thread, agui_run_id: str, message: str, code: str) -> list[str]:
+        """The frames of a refused input: RUN_STARTED then RUN_ERROR, recorded nowhere (the
+        thread's own run, if any, goes on untouched)."""
+        now = int(time.time() * 1000)
+        started = RunStartedEvent(
+            thread_id=thread.thread_id,
+            run_id=agui_run_id,
+            protocol_version=PROTOCOL_VERSION,
+            timestamp=now,
+        )
+        error = RunErrorEvent(message=message, code=code, timestamp=now)
+        return [self._encoder.encode(started), self._encoder.encode(error)]
 
     async def _end(self, thread: Thread) -> None:
+        # The closing frames are written before anyone sees them: a client that saw
+        # RUN_FINISHED may kill the server at once and still find the thread as it saw it.
+        await self.flush(thread)
         thread.running = False
         thread.live = None
-        changed, thread.changed = thread.changed, anyio.Event()
-        changed.set()
-        await self.flush(thread)
+        self._publish(thread)
 
     async def start(
         self,
@@ -244,14 +260,12 @@ class Threads:
                     row.status = "cancelled"
                 pending = await self.store.list_requests(run_id=row.run_id)
                 await self._db.put_run(thread.thread_id, len(thread.runs), row)
-                # No await from the terminal event to ``running = False``: a client that saw
-                # RUN_FINISHED may post its next input at once.
                 for out in translator.close():
-                    self.append(thread, out)
+                    self.append(thread, out, publish=False)
                 for out in finish_events(
                     thread, translator, agui_run_id, status, output, error, pending
                 ):
-                    self.append(thread, out)
+                    self.append(thread, out, publish=False)
                 await self._end(thread)
 
     async def _announce(self, thread: Thread, translator: Translator, event: RequestEvent) -> None:

@@ -208,7 +208,9 @@ class Translator:
         if event.status == "completed":
             outcome = SubagentFinishedSuccessOutcome()
             out.append(
-                SubagentFinishedEvent(subagent_run_id=scope.sid, result=event.output, outcome=outcome)
+                SubagentFinishedEvent(
+                    subagent_run_id=scope.sid, result=event.output, outcome=outcome
+                )
             )
         elif event.status == "interrupted":
             suspended = SubagentFinishedSuspendedOutcome(interrupt_ids=scope.requests)

@@ -146,6 +146,7 @@ def build() -> Agent:
     return Agent(
         "Orchestrator",
         model=FunctionModel(orchestrator_turn, name="orchestrator", chunk_size=4),
+        max_turns=1000,  # the benchmark's long runs
         tools=[manager.as_tool(), write_note, delete_file, count, ask_user()],
     )
 

@@ -92,7 +92,10 @@ def test_resume_must_address_every_open_interrupt(server: Server) -> None:
         assert refused[-1]["type"] == "RUN_ERROR" and refused[-1]["code"] == "missing_interrupts"
         assert interrupts[1]["id"] in refused[-1]["message"]
         unknown = [
-            *({"interruptId": i["id"], "status": "resolved", "payload": "sqlite"} for i in interrupts),
+            *(
+                {"interruptId": i["id"], "status": "resolved", "payload": "sqlite"}
+                for i in interrupts
+            ),
             {"interruptId": "req_0000000000000000", "status": "resolved", "payload": "x"},
         ]
         _, refused = post_run(c, run_input("t", "r3", resume=unknown))
@@ -144,7 +147,9 @@ def test_permission_interrupt_is_a_confirmation_answered_with_a_decision(
         loose = [{"interruptId": interrupt["id"], "status": "resolved", "payload": "yes"}]
         _, refused = post_run(c, run_input("t", "r2", resume=loose))
         assert refused[-1]["code"] == "invalid_payload"
-        ok = [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"kind": "approve"}}]
+        ok = [
+            {"interruptId": interrupt["id"], "status": "resolved", "payload": {"kind": "approve"}}
+        ]
         text, second = post_run(c, run_input("t", "r3", resume=ok))
     assert_conformant(text, tmp_path, "permission-2")
     assert second[-1]["result"] == "done: deleted /tmp/x"

@@ -102,9 +102,10 @@ def test_killed_server_restarts_and_the_run_completes_with_each_side_effect_once
 def test_live_run_killed_mid_question_resumes_by_interrupt_after_restart(tmp_path: Path) -> None:
     first = start_server(tmp_path)
     try:
-        with first.client() as c, c.stream(
-            "POST", "/agent", json=run_input("t", "r1", "deep", **LIVE)
-        ) as response:
+        with (
+            first.client() as c,
+            c.stream("POST", "/agent", json=run_input("t", "r1", "deep", **LIVE)) as response,
+        ):
             text = ""
             for chunk in response.iter_text():
                 text += chunk
@@ -124,3 +125,23 @@ def test_live_run_killed_mid_question_resumes_by_interrupt_after_restart(tmp_pat
         assert second.notes() == ["specialist started"]
     finally:
         second.stop()
+
+
+def test_input_on_a_busy_thread_is_refused_and_the_run_goes_on(server: Server) -> None:
+    with (
+        server.client() as c,
+        c.stream("POST", "/agent", json=run_input("t", "r1", "deep", **LIVE)) as response,
+    ):
+        text = ""
+        lines = response.iter_text()
+        while "hpd_agent.request" not in text:
+            text += next(lines)
+        _, refused = post_run(c, run_input("t", "r2", "hello"))
+        assert [e["type"] for e in refused] == ["RUN_STARTED", "RUN_ERROR"]
+        assert refused[-1]["code"] == "busy"
+        [asked] = c.get("/threads/t/requests").json()["requests"]
+        assert c.post(f"/threads/t/requests/{asked['id']}", json={"answer": "sqlite"}).is_success
+        text += "".join(lines)
+    events = sse_events(text)
+    assert events[-1]["result"] == "done: manager: use sqlite"
+    assert "RUN_ERROR" not in [e["type"] for e in events]

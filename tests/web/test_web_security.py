@@ -68,10 +68,14 @@ def test_a_request_is_answerable_only_through_its_own_thread(server: Server) -> 
     with server.client() as c:
         a = _ask(c, "thread-a")
         post_run(c, run_input("thread-b", "r1", "hello"))
-        assert c.post(f"/threads/thread-b/requests/{a}", json={"answer": "sqlite"}).status_code == 404
+        assert (
+            c.post(f"/threads/thread-b/requests/{a}", json={"answer": "sqlite"}).status_code == 404
+        )
         flat = c.post(f"/requests/{a}", json={"threadId": "thread-b", "answer": "sqlite"})
         assert flat.status_code == 404
-        assert c.post(f"/threads/nowhere/requests/{a}", json={"answer": "sqlite"}).status_code == 404
+        assert (
+            c.post(f"/threads/nowhere/requests/{a}", json={"answer": "sqlite"}).status_code == 404
+        )
         resume = [{"interruptId": a, "status": "resolved", "payload": "sqlite"}]
         _, refused = post_run(c, run_input("thread-b", "r2", resume=resume))
         assert refused[-1]["type"] == "RUN_ERROR"
@@ -79,7 +83,9 @@ def test_a_request_is_answerable_only_through_its_own_thread(server: Server) -> 
         assert c.get("/threads/thread-b/requests").json()["requests"] == []
         ok = c.post(f"/threads/thread-a/requests/{a}", json={"answer": "sqlite"})
         assert ok.status_code == 200 and ok.json() == {"id": a, "answer": "sqlite"}
-        assert c.post(f"/threads/thread-a/requests/{a}", json={"answer": "sqlite"}).status_code == 409
+        assert (
+            c.post(f"/threads/thread-a/requests/{a}", json={"answer": "sqlite"}).status_code == 409
+        )
 
 
 def test_request_ids_are_unguessable(server: Server) -> None:
