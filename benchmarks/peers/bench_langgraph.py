@@ -19,7 +19,10 @@ How each workload is written in LangGraph's own API:
 synchronous ``SqliteSaver`` driven by ``graph.invoke`` (W1 and W4 only: it has no async
 methods); ``postgres`` is ``AsyncPostgresSaver`` in a new database on ``--dsn``'s server (a
 private server is started when no DSN is given). Every run gets a thread of its own.
-``--durability`` passes LangGraph's ``durability`` (default: LangGraph's, ``async``).
+``--durability`` passes LangGraph's ``durability`` (default: LangGraph's, ``async``);
+``--sqlite-synchronous NORMAL`` sets the SQLite checkpointers to the synchronous level of
+hpd_agent's SQLite store (WAL, ``synchronous=NORMAL``: survives a crash of the process, not
+of the OS) instead of SQLite's default ``FULL`` (an fsync per commit).
 ``W1 --variant journal`` times W1 with the checkpointer and without, interleaved in one
 process, and reports the difference per turn.
 
@@ -160,6 +163,12 @@ def agent_tool(name: str, child: Any) -> Any:
     return make_tool(name, f"{name.removeprefix('call_')} agent", sync, coro)
 
 
+class SETTINGS:
+    """Command-line settings the checkpointers read."""
+
+    sqlite_synchronous: str | None = None  # None: LangGraph's (SQLite's default, FULL)
+
+
 @contextlib.asynccontextmanager
 async def checkpointer(kind: str | None, dsn: str | None) -> AsyncIterator[Any]:
     """The named checkpointer, on fresh storage; None for none."""
@@ -175,12 +184,18 @@ async def checkpointer(kind: str | None, dsn: str | None) -> AsyncIterator[Any]:
 
                 async with AsyncSqliteSaver.from_conn_string(path) as saver:
                     await saver.setup()
+                    if SETTINGS.sqlite_synchronous:
+                        await saver.conn.execute(
+                            f"PRAGMA synchronous={SETTINGS.sqlite_synchronous}"
+                        )
                     yield saver
             else:
                 from langgraph.checkpoint.sqlite import SqliteSaver
 
                 with SqliteSaver.from_conn_string(path) as saver:
                     saver.setup()
+                    if SETTINGS.sqlite_synchronous:
+                        saver.conn.execute(f"PRAGMA synchronous={SETTINGS.sqlite_synchronous}")
                     yield saver
     else:
         import _postgres
@@ -418,8 +433,16 @@ def main(argv: list[str]) -> None:
     )
     p.add_argument("--checkpointer", nargs="?", const="memory", choices=CHECKPOINTERS)
     p.add_argument("--durability", choices=("sync", "async", "exit"), default=None)
+    p.add_argument(
+        "--sqlite-synchronous",
+        choices=("NORMAL", "FULL"),
+        default=None,
+        help="PRAGMA synchronous for the SQLite checkpointers (default: LangGraph's, FULL); "
+        "NORMAL in WAL mode survives a process crash, not an OS crash, like hpd_agent's store",
+    )
     a = p.parse_args(argv)
     kind, dsn = a.checkpointer, a.dsn
+    SETTINGS.sqlite_synchronous = a.sqlite_synchronous
     if a.variant == "journal" and (a.workload != "W1" or kind is None):
         p.error("--variant journal is for W1 with a --checkpointer")
     if kind == "sqlite-sync" and a.workload not in ("W1", "W4"):
@@ -440,7 +463,10 @@ def main(argv: list[str]) -> None:
         metrics = run(w5(a.concurrency, a.w5_turns, kind, dsn, a))
     else:
         metrics = {"stub_us_per_call": stub_cost()}
-    metrics["durability"] = a.durability or "async (LangGraph's default)"
+    if kind is not None:
+        metrics["durability"] = a.durability or "async (LangGraph's default)"
+    if kind in ("sqlite", "sqlite-sync"):
+        metrics["sqlite_synchronous"] = a.sqlite_synchronous or "FULL (SQLite's default)"
     common.emit(FW, a.workload, metrics, VERSIONS)
 
 

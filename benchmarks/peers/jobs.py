@@ -135,7 +135,7 @@ def _durable(
         {HPD: [*hpd, "--store", store], "langgraph": [*lg, "--checkpointer", checkpointer]},
         keys,
         quick=quick,
-        targets={k: 0.1 for k in keys if not k.endswith("_mb")},
+        targets={k: 0.1 for k in keys if not (k.endswith("_mb") or k.startswith("kb_"))},
     )
 
 
@@ -176,6 +176,10 @@ def durable_jobs() -> list[Job]:
             ),
         ]
     sync = ["--checkpointer", "sqlite-sync"]
+    normal = ["--sqlite-synchronous", "NORMAL"]
+    for job in [j for j in jobs if j.label.endswith("(SQLite)")]:
+        lg = job.args["langgraph"]
+        jobs.append(Job(f"{job.label} synchronous=NORMAL", {"langgraph": [*lg, *normal]}, job.keys))
     jobs += [
         Job(
             "W1 (SQLite) sync SqliteSaver",
