@@ -237,7 +237,11 @@ async def w1(turns: int, runs: int, kind: str | None, dsn: str | None, a: Any) -
     async with checkpointer(kind, dsn) as cp:
         g = graph(loop_policy(turns), [NOOP], cp)
         assert (
-            final_text(await invoke(graph(loop_policy(10), [NOOP], cp), prompt(), invoke.config()))
+            final_text(
+                await invoke(
+                    graph(loop_policy(min(10, turns)), [NOOP], cp), prompt(), invoke.config()
+                )
+            )
             == "done"
         )
         samples: list[float] = []
