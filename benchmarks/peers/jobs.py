@@ -201,11 +201,14 @@ def durable_jobs() -> list[Job]:
 POOLS = {
     "W4 depth1 HITL": ["W4 depth1 HITL", "W4 depth1 inline(RequestInput)"],
     "W5": ["W5", "W5 agent.clone() per run"],
-    "W1 (SQLite)": ["W1 (SQLite)", "W1 (SQLite) sync SqliteSaver"],
-    "W4 depth2 HITL (SQLite)": [
-        "W4 depth2 HITL (SQLite)",
-        "W4 depth2 HITL (SQLite) sync SqliteSaver",
-    ],
+    **{
+        f"{w} (SQLite)": [
+            f"{w} (SQLite)",
+            f"{w} (SQLite) synchronous=NORMAL",
+            f"{w} (SQLite) sync SqliteSaver",
+        ]
+        for w in ("W1", "W1 journal overhead", "W4 depth2 HITL", "W4 depth1 HITL", "W5")
+    },
 }
 # Targets on hpd_agent's own figure: (job, metric) -> (at most, unit)
 ABSOLUTE_TARGETS = {
