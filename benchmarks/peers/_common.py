@@ -12,13 +12,12 @@ Import it before any framework (``bench_<framework>.py`` and ``../bench_hpd_agen
 - the calibration kernel: a fixed pure-Python workload timed before and after each
   workload. The 2-core VM alternates between a fast mode and one about 1.7x slower;
   ``benchmarks/run.py`` divides each figure by its process's kernel time and multiplies by
-  ``CALIB_REF_MS`` (the kernel's fast-mode time), so processes from either mode compare;
+  ``jobs.CALIB_REF_MS`` (the kernel's fast-mode time), so processes from either mode compare;
 - ``emit``: prints the one ``RESULT_JSON {...}`` line the runner parses.
 """
 
 from __future__ import annotations
 
-import gc
 import ipaddress
 import json
 import os
@@ -27,7 +26,7 @@ import socket
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 _QUIET = {
@@ -49,9 +48,6 @@ os.environ.setdefault("PYTHONWARNINGS", "ignore")
 import warnings  # noqa: E402
 
 warnings.simplefilter("ignore")
-
-CALIB_REF_MS = 1.50
-"""The calibration kernel's time in the VM's fast mode (what figures are normalised to)."""
 
 now = time.perf_counter
 
@@ -147,17 +143,6 @@ def summarize(samples: Sequence[float]) -> dict[str, float]:
     }
 
 
-def timed_runs(runs: int, once: Callable[[], Any]) -> list[float]:
-    """Seconds per call of ``once`` (sync), ``runs`` times, each after a garbage collection."""
-    out: list[float] = []
-    for _ in range(runs):
-        gc.collect()
-        t0 = now()
-        once()
-        out.append(now() - t0)
-    return out
-
-
 def pkg_versions(*names: str) -> dict[str, str | None]:
     """Installed version of each distribution (None when absent)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -238,17 +223,8 @@ def emit(
     print("RESULT_JSON " + json.dumps(result), flush=True)
 
 
-def parse_result(stdout: str) -> dict[str, Any] | None:
-    """The ``RESULT_JSON`` payload in a bench process's output, or None."""
-    for line in stdout.splitlines():
-        if line.startswith("RESULT_JSON "):
-            return json.loads(line[len("RESULT_JSON ") :])
-    return None
-
-
 # ----------------------------------------------------------------------------- command line
 WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "STUB")
-STORES = ("none", "memory", "sqlite", "postgres")
 
 
 def argument_parser(description: str, workloads: Iterable[str] = WORKLOADS) -> Any:
