@@ -249,6 +249,12 @@ def test_the_runner_prints_one_table_and_writes_its_results(tmp_path: Path) -> N
     summary = json.loads((out / "summary.json").read_text())
     assert summary["summary"]["W3"]["hpd_agent"]["ms_per_run"]["n_processes"] == 1
     assert len((out / "raw.jsonl").read_text().splitlines()) == 1
+    # the same table again from the raw results, without running anything
+    again = [*cmd[:2], "--only", "W3", "--tabulate", str(out / "raw.jsonl")]
+    again += ["--out", str(tmp_path / "again")]
+    proc = subprocess.run(again, capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert row in proc.stdout.splitlines()
 
 
 def test_the_benchmarks_name_no_path_outside_the_repository() -> None:
