@@ -8,7 +8,10 @@ turn.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._context import ToolContext, current_context
+from ._version import __version__
 from .agent import Agent
 from .clarification import ask_user
 from .coordinator import OnUnhandled
@@ -48,12 +51,16 @@ from .exceptions import (
     RequestExpiredError,
     RunCancelledError,
     RunNotFinishedError,
+    StoreCorruptError,
+    StoreError,
+    StoreUnavailableError,
     ToolDefinitionError,
     TransientModelError,
     UnknownRequestError,
     UserError,
 )
-from .handlers import BaseHandler, ConsoleHandler, Handler
+from .handlers import BaseHandler, Handler
+from .hooks import Hook
 from .messages import Message, Usage
 from .models import Model
 from .permissions import Approve, Decision, Deny
@@ -61,7 +68,24 @@ from .questions import QUESTION_KINDS, validate_answer
 from .run import Run, RunResult
 from .tools import Tool, tool
 
-__version__ = "0.1.0"
+if TYPE_CHECKING:
+    from .handlers.console import ConsoleHandler
+    from .otel import instrument
+
+
+def __getattr__(name: str) -> Any:
+    # The console pulls in rich: `import hpd_agent` loads it only when it is asked for.
+    if name == "ConsoleHandler":
+        from .handlers.console import ConsoleHandler
+
+        return ConsoleHandler
+    if name == "instrument":
+        # opentelemetry is imported only by programs that trace.
+        from .otel import instrument
+
+        return instrument
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "QUESTION_KINDS",
@@ -79,6 +103,7 @@ __all__ = [
     "Deny",
     "Event",
     "Handler",
+    "Hook",
     "HpdAgentError",
     "InvalidAnswerError",
     "MaxTurnsExceededError",
@@ -107,6 +132,9 @@ __all__ = [
     "RunNotFinishedError",
     "RunResult",
     "RunStarted",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreUnavailableError",
     "TextDelta",
     "Tool",
     "ToolCallFinished",
@@ -120,6 +148,7 @@ __all__ = [
     "__version__",
     "ask_user",
     "current_context",
+    "instrument",
     "tool",
     "validate_answer",
 ]

@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import Any
 
 import anyio
 
-if TYPE_CHECKING:
-    from .coordinator import Coordinator
-    from .events import Event
+from ._asking import Asking
+from ._requests import RequestSpec
+from .coordinator import Coordinator
+from .events import Event
+from .exceptions import QuestionNotAnswered
+from .hooks import ModelCall
+from .messages import Message
+from .models._base import Model, ModelRequestParams, ModelResponse
+from .permissions import Deny, PermissionSpec
 
-__all__ = ["Deadline", "ToolContext", "current_context"]
+__all__ = ["Deadline", "ToolContext", "current_context", "request_model"]
 
 _current: ContextVar[ToolContext | None] = ContextVar("hpd_agent_tool_context", default=None)
 
@@ -58,7 +64,7 @@ class Deadline:
             self.scope.deadline = anyio.current_time() + self._remaining
 
 
-class ToolContext:
+class ToolContext(Asking):
     """What a tool knows about the call it serves. Declare a parameter of this type to get it.
 
     Attributes:
@@ -121,214 +127,98 @@ class ToolContext:
         """Put an event on the root run's stream."""
         self.coordinator.emit(event)
 
-    async def ask(
-        self,
-        question: str,
-        *,
-        context: str | None = None,
-        options: Sequence[str] | None = None,
-        timeout: float | None = None,
-    ) -> str:
-        """Ask the human a free-text question and wait for the answer, mid-turn.
+    def request(self, spec: RequestSpec, *, timeout: float | None = None) -> Awaitable[Any]:
+        """Raise a request of any kind (a ``RequestSpec``) from this call and wait for it
+        (``await ctx.request(spec)``).
 
-        The question reaches the root run's stream as a ``ClarificationRequest`` tagged with
-        this agent's path. Time spent waiting does not count against tool timeouts.
-
-        Args:
-            question: What to ask.
-            context: Why it is asked, shown with the question.
-            options: If given, the answer must be one of them.
-            timeout: Seconds to wait; None waits as long as the run lives.
-
-        Returns:
-            The answer text.
-
-        Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
-                Left uncaught, the loop turns it into a plain tool result for the model.
+        The ``ask*`` helpers and permission checks go through here; the request id comes
+        from this call's path, so a replay asks under the same id.
         """
-        from .questions import TextQuestion
-
-        spec = TextQuestion(question=question, context=context, options=options)
-        answer: Any = await self.coordinator.request(self, spec, timeout=timeout)
-        return str(answer)
-
-    async def ask_input(
-        self,
-        argument: str,
-        question: str | None = None,
-        *,
-        context: str | None = None,
-        timeout: float | None = None,
-    ) -> str:
-        """Ask the human for the value of a named argument instead of letting the model guess.
-
-        Emits a ``"input"`` question with ``data={"argument": argument, "tool": tool_name}``.
-
-        Args:
-            argument: The argument that is missing (e.g. ``"recipient_email"``).
-            question: What to ask; defaults to asking for the argument by name.
-            context: Why it is needed.
-            timeout: Seconds to wait; None waits as long as the run lives.
-
-        Returns:
-            The value, stripped of surrounding space (never empty).
-
-        Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
-        """
-        from .questions import InputQuestion
-
-        spec = InputQuestion(
-            argument=argument, tool=self.tool_name, question=question, context=context
+        # Not a coroutine of its own: one frame less for every suspended question.
+        return self.coordinator.request(
+            self, spec, request_id=self.next_request_id(), timeout=timeout
         )
-        return str(await self.coordinator.request(self, spec, timeout=timeout))
 
-    @overload
-    async def ask_choice(
-        self,
-        question: str,
-        options: Sequence[str],
-        *,
-        multiple: Literal[False] = False,
-        context: str | None = None,
-        timeout: float | None = None,
-    ) -> str: ...
+    async def _request_as(self, spec: RequestSpec, request_id: str, timeout: float | None) -> Any:
+        return await self.coordinator.request(self, spec, request_id=request_id, timeout=timeout)
 
-    @overload
-    async def ask_choice(
-        self,
-        question: str,
-        options: Sequence[str],
-        *,
-        multiple: Literal[True],
-        context: str | None = None,
-        timeout: float | None = None,
-    ) -> list[str]: ...
+    async def _respond(self, request_id: str, answer: Any) -> Any:
+        return await self.coordinator.respond(request_id, answer)
 
-    async def ask_choice(
-        self,
-        question: str,
-        options: Sequence[str],
-        *,
-        multiple: bool = False,
-        context: str | None = None,
-        timeout: float | None = None,
-    ) -> str | list[str]:
-        """Ask the human to pick one of ``options`` (or several, with ``multiple=True``).
-
-        The human answers with an option or its 0-based index; ``respond`` refuses anything
-        else.
-
-        Args:
-            question: What to ask.
-            options: The choices (distinct, at least one).
-            multiple: Let the human pick a list of options.
-            context: Why it is asked.
-            timeout: Seconds to wait; None waits as long as the run lives.
+    async def ask_permission(
+        self, tool_name: str, arguments: dict[str, Any], *, timeout: float | None = None
+    ) -> str | None:
+        """Ask the human whether ``tool_name`` may run with ``arguments``.
 
         Returns:
-            The chosen option (its own spelling), or the list of them with ``multiple``.
-
-        Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+            None when the call may run; otherwise the text the model gets instead of a result.
         """
-        from .questions import ChoiceQuestion
+        if (self.agent_path, tool_name) in self.coordinator.run_approvals:
+            return None
+        try:
+            decision = await self.request(PermissionSpec(tool_name, arguments), timeout=timeout)
+        except QuestionNotAnswered as e:
+            return f"The tool {tool_name!r} did not run: it needs the user's approval. {e}"
+        if isinstance(decision, Deny):
+            reason = f" Reason: {decision.reason}" if decision.reason else ""
+            return f"The user denied permission to run {tool_name!r}.{reason}"
+        return None
 
-        spec = ChoiceQuestion(
-            question=question, options=options, multiple=multiple, context=context
+    async def request_model(
+        self, model: Model, messages: Sequence[Message], params: ModelRequestParams
+    ) -> ModelResponse:
+        """Call ``model`` from this frame as the run's agents do: through the run's hooks
+        (a durable run journals it and replays it on resume), counted in the run's usage.
+
+        The request's stable key is ``f"{scope_path}@{params.turn}"``: give each request of
+        this frame its own ``turn``.
+        """
+        return await request_model(
+            self.coordinator, self.agent_path, self.scope_path, model, messages, params
         )
-        answer: Any = await self.coordinator.request(self, spec, timeout=timeout)
-        return answer
 
-    async def confirm(
-        self, question: str, *, context: str | None = None, timeout: float | None = None
-    ) -> bool:
-        """Ask the human a yes/no question; the tool decides what "no" means.
 
-        Args:
-            question: What to confirm (e.g. "Delete 12 files?").
-            context: Why it is asked.
-            timeout: Seconds to wait; None waits as long as the run lives.
-
-        Returns:
-            True for yes, False for no.
-
-        Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
-        """
-        from .questions import ConfirmQuestion
-
-        spec = ConfirmQuestion(question=question, context=context)
-        return bool(await self.coordinator.request(self, spec, timeout=timeout))
-
-    async def ask_action(
-        self,
-        url: str,
-        *,
-        label: str | None = None,
-        question: str | None = None,
-        context: str | None = None,
-        timeout: float | None = None,
-        resolver: Callable[[], Awaitable[bool]] | None = None,
-    ) -> bool:
-        """Ask the human to do something at ``url`` (e.g. sign in with OAuth) and wait.
-
-        The request is resolved by the human (True: done, False: declined), by the app
-        calling ``run.respond(request_id, True)`` when the action's callback arrives, or by
-        ``resolver``, whichever comes first.
-
-        Args:
-            url: Where the human acts.
-            label: Short text for a link or button.
-            question: What to tell the human; defaults to asking them to open the URL.
-            context: Why it is needed.
-            timeout: Seconds to wait; None waits as long as the run lives.
-            resolver: Awaited alongside the question (e.g. waits for the OAuth callback);
-                its result answers the request unless the human answered first.
-
-        Returns:
-            True when the action was completed, False when it was declined.
-
-        Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
-        """
-        from .questions import ActionQuestion, ask_with_resolver
-
-        spec = ActionQuestion(url=url, label=label, question=question, context=context)
-        if resolver is None:
-            return bool(await self.coordinator.request(self, spec, timeout=timeout))
-        return bool(await ask_with_resolver(self, spec, resolver, timeout=timeout))
-
-    async def ask_custom(
-        self,
-        name: str,
-        question: str,
-        *,
-        payload: Mapping[str, Any] | None = None,
-        schema: Mapping[str, Any] | None = None,
-        context: str | None = None,
-        timeout: float | None = None,
-    ) -> Any:
-        """Ask a question of your own kind: a name and JSON payload, answered with JSON.
-
-        Args:
-            name: What kind of question it is, for the handler that shows it.
-            question: What to ask.
-            payload: JSON data for whoever shows the question.
-            schema: A JSON schema the answer must match (checked by ``respond``).
-            context: Why it is asked.
-            timeout: Seconds to wait; None waits as long as the run lives.
-
-        Returns:
-            The answer, as plain JSON data.
-
-        Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
-        """
-        from .questions import CustomQuestion
-
-        spec = CustomQuestion(
-            name=name, question=question, payload=payload, schema=schema, context=context
+async def request_model(
+    coordinator: Coordinator,
+    agent_path: tuple[str, ...],
+    scope_path: str,
+    model: Model,
+    messages: Sequence[Message],
+    params: ModelRequestParams,
+) -> ModelResponse:
+    """One model request of a run: through the run's model wrappers (if any), counted busy
+    while it is live (an interrupt waits for it) and added to the run's usage."""
+    wrappers = coordinator.hooks.model_wrappers
+    if not wrappers:
+        coordinator.quiescence.enter()
+        try:
+            response = await model.request(messages, params)
+        finally:
+            coordinator.quiescence.leave()
+    else:
+        call = ModelCall(
+            run_id=coordinator.run_id,
+            agent_path=agent_path,
+            scope_path=scope_path,
+            turn=params.turn,
+            model=model,
+            messages=messages,
+            params=params,
+            emit=coordinator.emit,
         )
-        return await self.coordinator.request(self, spec, timeout=timeout)
+        response = await coordinator.hooks.model(_live_model_request(coordinator))(call)
+    coordinator.add_usage(response.usage)
+    return response
+
+
+def _live_model_request(
+    coordinator: Coordinator,
+) -> Callable[[ModelCall], Awaitable[ModelResponse]]:
+    async def live(call: ModelCall) -> ModelResponse:
+        coordinator.quiescence.enter()
+        try:
+            return await call.model.request(call.messages, call.params)
+        finally:
+            coordinator.quiescence.leave()
+
+    return live

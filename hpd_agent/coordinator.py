@@ -1,37 +1,50 @@
 """The coordinator: one per root run, shared by every agent of its tree.
 
-It owns the run's single ordered event stream (every agent at every depth emits here), and
-the registry of pending requests: a request registers its waiter *before* its event goes
-out, and ``respond`` wakes exactly the waiter whose id it names. ``respond`` is atomic: it
-either accepts the answer and resolves the request, or raises and changes nothing.
+It owns the run's single ordered event stream (every agent at every depth emits here), the
+table of open requests, and a request's whole round trip: the asker names its request id up
+front; the request is kept by the run's ``RequestBackend`` and registered *before* its event
+goes out; ``respond`` wakes exactly the waiter whose id it names, atomically (it either
+accepts the answer or raises and changes nothing).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
+from typing import Any, Literal, Protocol, get_args
 
 import anyio
 
-from .events import ClarificationRequest, Event, RequestEvent, RequestStatus
+from ._requests import (
+    Asker,
+    LocalRequests,
+    PendingRequest,
+    RequestBackend,
+    RequestSpec,
+    RequestTable,
+    Settlement,
+)
+from .events import Event, RequestEvent
 from .exceptions import (
-    InvalidAnswerError,
     NoUserAvailableError,
     QuestionNotAnswered,
-    RequestAlreadyAnsweredError,
     RequestCancelledError,
-    RequestExpiredError,
-    UnknownRequestError,
+    RequestError,
+    UserError,
 )
+from .hooks import HookSet
 from .messages import Message, Usage
 
-if TYPE_CHECKING:
-    from ._context import ToolContext
-    from .store._journal import Journal
-
-__all__ = ["Coordinator", "OnUnhandled", "RequestSpec"]
+__all__ = [
+    "ConversationKeeper",
+    "Conversations",
+    "Coordinator",
+    "OnUnhandled",
+    "RequestSpec",
+    "check_on_unhandled",
+]
 
 OnUnhandled = Literal["decline", "error", "interrupt"]
 """What a request does when no handler and no stream consumer can answer it:
@@ -42,53 +55,115 @@ for ``Agent.resume(run_id, answers=...)``. With a store and any other policy a r
 for an answer through the store, since any process holding the store can answer it."""
 
 
-class RequestSpec(ABC):
-    """What a kind of request contributes: its event, answer validation, resolution event."""
-
-    @abstractmethod
-    def build(self, *, request_id: str, ctx: ToolContext) -> RequestEvent:
-        """The request event to emit."""
-
-    @abstractmethod
-    def validate(self, answer: Any) -> Any:
-        """Return the answer in canonical form, or raise ``ValueError`` saying why it is wrong."""
-
-    @abstractmethod
-    def resolved(self, request: RequestEvent, status: RequestStatus, answer: Any) -> Event:
-        """The event announcing how the request ended."""
-
-    def after_answer(self, coordinator: Coordinator, request: RequestEvent, answer: Any) -> None:  # noqa: B027
-        """Hook run right after an answer is accepted (e.g. approval for the whole run)."""
+def check_on_unhandled(value: object) -> OnUnhandled:
+    """``value`` if it is an ``OnUnhandled`` policy, else ``UserError`` listing the choices."""
+    choices: tuple[str, ...] = get_args(OnUnhandled)
+    if value not in choices:
+        raise UserError(
+            f"on_unhandled must be one of {', '.join(map(repr, choices))}, got {value!r}"
+        )
+    return value  # type: ignore[return-value]
 
 
-class _Pending:
-    __slots__ = ("answer", "done", "event", "spec", "status", "stored")
-
-    def __init__(self, event: RequestEvent, spec: RequestSpec) -> None:
-        self.event = event
-        self.spec = spec
-        self.status: RequestStatus | Literal["pending"] = "pending"
-        self.answer: Any = None
-        self.done = anyio.Event()
-        self.stored = False
-        """True when the outcome came from (or was already written to) the store."""
+_NO_HOOKS = HookSet()
+_LOCAL = LocalRequests()  # stateless: one serves every run
 
 
-def _question_key(event: RequestEvent) -> tuple[Any, ...] | None:
-    """What makes two questions "the same" for deduplication (permissions never are)."""
-    if isinstance(event, ClarificationRequest):
-        return (event.agent_path, event.question_kind, event.question, event.options)
-    return None
+class ConversationKeeper(Protocol):
+    """Keeps ``per_run`` sub-agent conversations beyond the process (a store's session)."""
+
+    def conversation(self, key: str) -> list[Message] | None:
+        """The kept conversation, if any."""
+        ...
+
+    async def record_conversation(self, key: str, messages: list[Message]) -> None:
+        """Keep a conversation after a finished call."""
+        ...
+
+
+class Conversations:
+    """Sub-agent conversations kept per parent run (``as_tool(conversation="per_run")``)."""
+
+    __slots__ = ("_kept", "_locks", "keeper")
+
+    def __init__(self) -> None:
+        self._kept: dict[str, list[Message]] = {}
+        self._locks: dict[str, anyio.Lock] = {}
+        self.keeper: ConversationKeeper | None = None
+        """Where they outlive the process (the run's store), if anywhere."""
+
+    def lock(self, key: str) -> anyio.Lock:
+        """The lock serialising calls that share the conversation ``key``."""
+        return self._locks.setdefault(key, anyio.Lock())
+
+    def get(self, key: str) -> list[Message] | None:
+        """The conversation so far; after a cold resume it comes back from the keeper."""
+        kept = self._kept.get(key)
+        if kept is None and self.keeper is not None:
+            kept = self.keeper.conversation(key)
+        return kept
+
+    async def put(self, key: str, messages: list[Message]) -> None:
+        """Keep the conversation after a finished call."""
+        self._kept[key] = messages
+        if self.keeper is not None:
+            await self.keeper.record_conversation(key, messages)
+
+
+class Quiescence:
+    """When an interrupt may end the run: once it is quiescent.
+
+    Quiescent means every live model call and tool call has finished or is parked on a
+    request nobody here can answer; a sibling about to finish its side effect gets to
+    finish (and be journaled) instead of being cut off.
+    """
+
+    __slots__ = ("busy", "interrupted", "parked", "scope")
+
+    def __init__(self) -> None:
+        self.busy = 0
+        self.parked = 0
+        self.interrupted = False
+        self.scope: anyio.CancelScope | None = None
+
+    def enter(self, n: int = 1) -> None:
+        """``n`` live model calls or tool calls start (a batch's calls count from the start)."""
+        self.busy += n
+
+    def leave(self) -> None:
+        """A live model call or tool call ended (or handed over to a nested agent)."""
+        self.busy -= 1
+        if self.parked and self.parked >= self.busy:
+            self.interrupt()
+
+    def park(self, delta: int) -> None:
+        """A waiter parks (+1) on a request nobody here can answer, or stops (-1)."""
+        self.parked += delta
+        if delta > 0:
+            self.check()
+
+    def check(self) -> None:
+        """Interrupt if something is parked and nothing else is live."""
+        if self.parked and self.parked >= self.busy:
+            self.interrupt()
+
+    def interrupt(self) -> None:
+        """End the run now (cancel the root agent's scope)."""
+        self.interrupted = True
+        if self.scope is not None:
+            self.scope.cancel()
 
 
 class Coordinator:
-    """One per root run: the ordered event stream and the pending-request registry.
+    """One per root run: the ordered event stream, the open requests, run-wide state.
 
     Args:
         run_id: Id of the root run.
         sink: Where events go (the run's stream); None drops them (nobody is watching).
         listening: Whether someone can answer requests (a handler or a stream consumer).
         on_unhandled: Policy for requests nobody can answer; see ``OnUnhandled``.
+        hooks: The run's hooks (wrappers and observers).
+        backend: Where requests are kept (``LocalRequests`` when omitted).
     """
 
     def __init__(
@@ -98,32 +173,37 @@ class Coordinator:
         sink: Callable[[Event], None] | None = None,
         listening: bool = False,
         on_unhandled: OnUnhandled = "decline",
+        hooks: HookSet | None = None,
+        backend: RequestBackend | None = None,
     ) -> None:
         self.run_id = run_id
         self._sink = sink
         self.listening = listening
         self.on_unhandled: OnUnhandled = on_unhandled
-        self._requests: dict[str, _Pending] = {}
-        self.run_approvals: set[tuple[tuple[str, ...], str]] = set()
-        """(agent path, tool name) pairs the human approved for the rest of the run."""
-        self.conversations: dict[str, list[Message]] = {}
-        """Sub-agent conversations kept per parent run (``as_tool(conversation="per_run")``)."""
-        self.conversation_locks: dict[str, anyio.Lock] = {}
-        self.journal: Journal | None = None
-        """The run's journal when it runs with a store (see ``hpd_agent.store``)."""
-        self.interrupted = False
-        """Set when ``on_unhandled="interrupt"`` ended the run to wait for a later resume."""
-        self.interrupt_scope: anyio.CancelScope | None = None
+        self.hooks = hooks if hooks is not None else _NO_HOOKS
+        self.backend: RequestBackend = backend if backend is not None else _LOCAL
+        self.requests = RequestTable(self.emit, self.hooks)
+        self.conversations = Conversations()
+        self.quiescence = Quiescence()
         self.cancelling = False
         """Set when the run is cancelled on purpose (``Run.cancel``, leaving its block early).
-        Only then do stored requests end as cancelled; any other cancellation (the process
+        Only then do kept requests end as cancelled; any other cancellation (the process
         shutting down, an outer cancel scope) leaves them pending for a resume, like a crash."""
-        self._open_questions: dict[tuple[Any, ...], _Pending] = {}
         self._requests_n = 0
         self._input_tokens = 0
         self._output_tokens = 0
 
+    def configure(self, hooks: HookSet, backend: RequestBackend) -> None:
+        """Install the run's hooks and request backend (before anything runs)."""
+        self.hooks = hooks
+        self.backend = backend
+        self.requests = RequestTable(self.emit, hooks)
+
     # -- events ------------------------------------------------------------------------
+    def set_sink(self, sink: Callable[[Event], None] | None) -> None:
+        """Send events to ``sink`` from now on (None drops them)."""
+        self._sink = sink
+
     def emit(self, event: Event) -> None:
         """Put an event on the run's stream (dropped when nobody is watching)."""
         sink = self._sink
@@ -151,67 +231,68 @@ class Coordinator:
             output_tokens=self._output_tokens,
         )
 
+    # -- interrupt and quiescence ------------------------------------------------------
+    @property
+    def parks(self) -> bool:
+        """Whether an unanswered request parks (ends the run for a later resume)."""
+        return not self.listening and self.on_unhandled == "interrupt"
+
+    @contextmanager
+    def parked(self) -> Generator[None]:
+        """Count a wait on a request as parked, when nobody here can answer it."""
+        parks = self.parks
+        if parks:
+            self.quiescence.park(+1)
+        try:
+            yield
+        finally:
+            if parks:
+                self.quiescence.park(-1)
+
     # -- requests ----------------------------------------------------------------------
     def pending(self) -> list[RequestEvent]:
         """Requests still waiting for an answer, oldest first."""
-        return [p.event for p in self._requests.values() if p.status == "pending"]
+        return self.requests.pending()
 
-    async def request(self, ctx: ToolContext, spec: RequestSpec, *, timeout: float | None) -> Any:
-        """Emit a request from the tool call ``ctx`` and wait for its answer.
+    @property
+    def run_approvals(self) -> set[tuple[tuple[str, ...], str]]:
+        """(agent path, tool name) pairs the human approved for the rest of the run."""
+        return self.requests.run_approvals
+
+    async def request(
+        self, asker: Asker, spec: RequestSpec, *, request_id: str, timeout: float | None
+    ) -> Any:
+        """Raise a request from ``asker`` under ``request_id`` and wait for its answer.
 
         Returns the validated answer. Raises ``QuestionNotAnswered`` when the request expires,
         is cancelled or nobody can answer (``NoUserAvailableError`` under policy "error").
-        Enclosing tool deadlines are paused while waiting. A question identical to one still
-        pending from the same agent is not asked again: it waits for that one's answer.
+        Time waiting pauses the asker's enclosing deadlines. A question identical to one
+        still open from the same agent is not asked again: it shares that one's answer.
         """
-        request_id = ctx.next_request_id()
-        journal = self.journal
-        if journal is not None:
-            return await journal.request(self, ctx, spec, request_id, timeout)
-        event = spec.build(request_id=request_id, ctx=ctx)
-        duplicate = self.find_duplicate(event)
+        if self.backend.durable:
+            return await _kept_request(self, asker, spec, request_id, timeout)
+        # In memory: the request lives here only (the hot path of a question).
+        event = spec.build(request_id=request_id, asker=asker)
+        table = self.requests
+        duplicate = table.find_duplicate(event)
         if duplicate is not None:
-            return await self.join(duplicate, ctx, timeout)
-        pending = self.register(event, spec)
+            return await self.join(duplicate, asker, timeout)
+        pending = table.track(event, spec)
+        table.announce(pending)
         if not self.listening:
-            self._finish(pending, "unavailable", None)
+            table.finish(pending, "unavailable", None)
         else:
-            await self.wait(pending, ctx, timeout)
+            await _wait(self, pending, asker, timeout)
             if pending.status == "pending":
-                self._finish(pending, "expired", None)
+                table.finish(pending, "expired", None)
         return self.outcome(pending, timeout)
 
-    def register(self, event: RequestEvent, spec: RequestSpec) -> _Pending:
-        """Register a waiter for ``event``, then emit it (a consumer may answer at once)."""
-        pending = self.track(event, spec)
-        self.emit(event)
-        return pending
-
-    def track(self, event: RequestEvent, spec: RequestSpec) -> _Pending:
-        """Register a waiter for ``event`` without emitting it yet."""
-        pending = _Pending(event, spec)
-        self._requests[event.request_id] = pending
-        key = _question_key(event)
-        if key is not None:
-            self._open_questions[key] = pending
-        return pending
-
-    def find_duplicate(self, event: RequestEvent) -> _Pending | None:
-        """The pending request asking the same question from the same agent, if any."""
-        key = _question_key(event)
-        if key is None:
-            return None
-        pending = self._open_questions.get(key)
-        if pending is None or pending.status != "pending":
-            return None
-        return pending
-
-    async def join(self, pending: _Pending, ctx: ToolContext, timeout: float | None) -> Any:
+    async def join(self, pending: PendingRequest, asker: Asker, timeout: float | None) -> Any:
         """Wait for another asker's identical request; its answer is this asker's too."""
-        with anyio.move_on_after(math.inf if timeout is None else timeout):
-            await self._paused_wait(pending, ctx)
+        with self.parked(), anyio.move_on_after(math.inf if timeout is None else timeout):
+            await _paused_wait(pending.done, asker)
         if pending.status == "pending":
-            rid = pending.event.request_id
+            rid = pending.request_id
             raise QuestionNotAnswered(
                 f"The user did not answer within {timeout:g} seconds.",
                 status="expired",
@@ -219,176 +300,285 @@ class Coordinator:
             )
         return self.outcome(pending, timeout)
 
-    async def _paused_wait(self, pending: _Pending, ctx: ToolContext) -> None:
-        deadlines = ctx.deadlines
-        for d in deadlines:
-            d.pause()
-        try:
-            await pending.done.wait()
-        finally:
-            for d in deadlines:
-                d.resume()
-
-    async def wait(
-        self,
-        pending: _Pending,
-        ctx: ToolContext,
-        timeout: float | None,
-        *,
-        external: Callable[[_Pending], Coroutine[Any, Any, None]] | None = None,
-    ) -> None:
-        """Wait until ``pending`` is resolved or ``timeout`` passes (then it is still pending).
-
-        ``external`` (a store's wake-up) runs alongside and may resolve it. If the waiting
-        task is cancelled, the request ends as cancelled, unless the run is being interrupted
-        to be resumed later.
-        """
-        try:
-            with anyio.move_on_after(math.inf if timeout is None else timeout):
-                if external is None:
-                    await self._paused_wait(pending, ctx)
-                else:
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(external, pending)
-                        await self._paused_wait(pending, ctx)
-                        tg.cancel_scope.cancel()
-        except BaseException:
-            # The waiting tool is being cancelled (run cancelled, sibling failure, ...).
-            if pending.status == "pending" and not self.interrupted:
-                self._finish(pending, "cancelled", None)
-            raise
-
-    def interrupt(self) -> None:
-        """End the run now, leaving its requests pending in the store (policy "interrupt")."""
-        self.interrupted = True
-        if self.interrupt_scope is not None:
-            self.interrupt_scope.cancel()
-
-    def outcome(self, pending: _Pending, timeout: float | None) -> Any:
+    def outcome(self, pending: PendingRequest, timeout: float | None) -> Any:
         """The answer of a resolved request, or the ``QuestionNotAnswered`` it ends with."""
-        status = pending.status
-        if status == "answered":
-            return pending.answer
-        rid = pending.event.request_id
-        if status == "unavailable":
-            if self.on_unhandled == "error":
-                raise NoUserAvailableError(
-                    f"request {rid} arose with no handler and no stream consumer to answer it"
-                )
-            raise QuestionNotAnswered(
-                "No user is available to answer right now.", status="unavailable", request_id=rid
-            )
-        if status == "expired":
-            within = "in time" if timeout is None else f"within {timeout:g} seconds"
-            raise QuestionNotAnswered(
-                f"The user did not answer {within}.",
-                status="expired",
-                request_id=rid,
-            )
-        raise QuestionNotAnswered(
-            "The request was cancelled before the user answered.",
-            status="cancelled",
-            request_id=rid,
-        )
+        return _outcome(pending, timeout, self.on_unhandled)
 
-    def _finish(self, pending: _Pending, status: RequestStatus, answer: Any) -> None:
-        if pending.status != "pending":
-            return
-        pending.status = status
-        pending.answer = answer
-        pending.done.set()
-        self.emit(pending.spec.resolved(pending.event, status, answer))
+    # -- answering ---------------------------------------------------------------------
+    async def respond(self, request_id: str, answer: Any) -> Any:
+        """Answer an open request; returns the answer as validated.
 
-    def _check_open(self, request_id: str) -> _Pending:
-        pending = self._requests.get(request_id)
-        if pending is None:
-            raise UnknownRequestError(
-                f"no request with id {request_id!r} in run {self.run_id}", request_id=request_id
-            )
-        status = pending.status
-        if status == "answered":
-            raise RequestAlreadyAnsweredError(
-                f"request {request_id} was already answered", request_id=request_id
-            )
-        if status == "expired":
-            raise RequestExpiredError(
-                f"request {request_id} expired before this answer came", request_id=request_id
-            )
-        if status == "cancelled":
-            raise RequestCancelledError(
-                f"request {request_id} was cancelled", request_id=request_id
-            )
-        if status == "unavailable":
-            raise RequestCancelledError(
-                f"request {request_id} was resolved without an answer: nobody was listening",
-                request_id=request_id,
-            )
-        return pending
-
-    def respond(self, request_id: str, answer: Any) -> Any:
-        """Answer a pending request; returns the answer as validated.
-
-        Atomic: on any error nothing changes and the request stays as it was.
+        Atomic: on any error nothing changes. With a durable backend the answer is written
+        there first, and its conditional update decides between racing answers (from this
+        process or any other); the loser gets the distinct error.
 
         Raises:
             UnknownRequestError, RequestAlreadyAnsweredError, RequestExpiredError,
             RequestCancelledError, InvalidAnswerError.
         """
-        pending = self._check_open(request_id)
-        try:
-            value = pending.spec.validate(answer)
-        except (ValueError, TypeError) as e:
-            raise InvalidAnswerError(
-                f"invalid answer for request {request_id}: {e}", request_id=request_id
-            ) from None
-        self._finish(pending, "answered", value)
-        pending.spec.after_answer(self, pending.event, value)
+        if not self.backend.durable:
+            return self.respond_nowait(request_id, answer)
+        table = self.requests
+        pending = self._open_for_answer(request_id)
+        value = table.validate(pending, answer)
+        await self.backend.resolve(request_id, "answered", value)  # the store decides a race
+        pending.stored = True
+        if pending.status == "pending":
+            table.accept(pending, value)
         return value
 
-    async def respond_async(self, request_id: str, answer: Any) -> Any:
-        """``respond``, writing through the store first when the run has one.
+    def _open_for_answer(self, request_id: str) -> PendingRequest:
+        pending = self.requests.check_open(request_id)
+        if self.cancelling:
+            raise RequestCancelledError(
+                f"request {request_id} was cancelled: its run is being cancelled",
+                request_id=request_id,
+            )
+        return pending
 
-        With a store, the store's conditional update decides between racing answers (from
-        this process or any other); the loser gets the store's distinct error.
+    def cancel_all(self) -> None:
+        """The run is being cancelled on purpose: from now on no answer is accepted.
+
+        In memory every open request ends cancelled at once, so an answer given after the
+        cancel is refused, never half-accepted. With a durable backend each waiter writes
+        "cancelled" to the store as it unwinds; an answer the store took first wins there,
+        and the run's events say so.
         """
-        journal = self.journal
-        if journal is None:
-            return self.respond(request_id, answer)
-        pending = self._check_open(request_id)
-        try:
-            value = pending.spec.validate(answer)
-        except (ValueError, TypeError) as e:
-            raise InvalidAnswerError(
-                f"invalid answer for request {request_id}: {e}", request_id=request_id
-            ) from None
-        await journal.write_answer(request_id, value)
-        if pending.status == "pending":
-            pending.stored = True
-            self._finish(pending, "answered", value)
-            pending.spec.after_answer(self, pending.event, value)
+        self.cancelling = True
+        if not self.backend.durable:
+            for pending in self.requests.open_requests():
+                self.requests.finish(pending, "cancelled", None)
+
+    def respond_nowait(self, request_id: str, answer: Any) -> Any:
+        """``respond`` without awaiting, for a run whose requests live in memory only (e.g.
+        from an event sink, the instant the request is emitted).
+
+        Raises:
+            UserError: The run keeps its requests in a store: use ``respond``.
+        """
+        if self.backend.durable:
+            raise UserError("this run keeps its requests in a store: await respond() instead")
+        table = self.requests
+        pending = self._open_for_answer(request_id)
+        value = table.validate(pending, answer)
+        table.accept(pending, value)
         return value
 
     def cancel_request(self, request_id: str) -> None:
-        """End a pending request without an answer; its asker sees "cancelled"."""
-        self._finish(self._check_open(request_id), "cancelled", None)
+        """End an open request without an answer; its asker sees "cancelled"."""
+        self.requests.finish(self.requests.check_open(request_id), "cancelled", None)
 
     def stop_listening(self) -> None:
-        """Nobody will answer from now on: resolve every pending request as unavailable."""
+        """Nobody will answer from now on: resolve every open request as unavailable."""
         self.listening = False
-        if self.journal is not None:
+        if self.backend.durable:
             # Anyone holding the store can still answer; only "interrupt" gives up here.
             if self.on_unhandled == "interrupt" and self.pending():
-                self.interrupt()
+                self.quiescence.interrupt()
             return
-        for pending in list(self._requests.values()):
-            if pending.status == "pending":
-                self._finish(pending, "unavailable", None)
+        self.requests.unavailable_all()
 
-    def resolve_matching(self, predicate: Callable[[RequestEvent], bool], answer: Any) -> list[str]:
-        """Answer every pending request the predicate selects (used by run-wide approvals)."""
-        done: list[str] = []
-        for rid, pending in list(self._requests.items()):
-            if pending.status == "pending" and predicate(pending.event):
-                self._finish(pending, "answered", pending.spec.validate(answer))
-                done.append(rid)
-        return done
+
+def _outcome(pending: PendingRequest, timeout: float | None, policy: OnUnhandled) -> Any:
+    """The answer of a resolved request, or the ``QuestionNotAnswered`` it ends with."""
+    status = pending.status
+    if status == "answered":
+        return pending.answer
+    rid = pending.request_id
+    if status == "unavailable":
+        if policy == "error":
+            raise NoUserAvailableError(
+                f"request {rid} arose with no handler and no stream consumer to answer it"
+            )
+        raise QuestionNotAnswered(
+            "No user is available to answer right now.", status="unavailable", request_id=rid
+        )
+    if status == "expired":
+        within = "in time" if timeout is None else f"within {timeout:g} seconds"
+        raise QuestionNotAnswered(
+            f"The user did not answer {within}.", status="expired", request_id=rid
+        )
+    raise QuestionNotAnswered(
+        "The request was cancelled before the user answered.",
+        status="cancelled",
+        request_id=rid,
+    )
+
+
+async def _kept_request(
+    coordinator: Coordinator,
+    asker: Asker,
+    spec: RequestSpec,
+    request_id: str,
+    timeout: float | None,
+) -> Any:
+    """``Coordinator.request`` with a durable backend: the request is kept there before its
+    event goes out, an earlier life's outcome is replayed, and the outcome reached here is
+    written back (the backend's wins a race)."""
+    backend = coordinator.backend
+    first = backend.alias_of(request_id)
+    if first is not None:
+        return await _follow(coordinator, asker, spec, first, timeout)
+    event = spec.build(request_id=request_id, asker=asker)
+    table = coordinator.requests
+    duplicate = table.find_duplicate(event)
+    if duplicate is not None:
+        await backend.record_alias(request_id, duplicate.request_id)
+        return await coordinator.join(duplicate, asker, timeout)
+    # Tracked before the backend write (which yields), so an identical question asked
+    # meanwhile by a sibling joins this one instead of racing it.
+    pending = table.track(event, spec)
+    try:
+        settled, remaining = await backend.open(event, timeout)
+    except BaseException:
+        table.settle_quietly(pending, "cancelled", None)
+        raise
+    if settled is not None:
+        table.settle_quietly(pending, settled.status, None)
+        value = _replay_settled(coordinator, spec, event, settled)
+        pending.answer = value
+        return value
+    table.announce(pending)
+    with coordinator.parked():
+        try:
+            await _wait(coordinator, pending, asker, remaining)
+        except BaseException:
+            if coordinator.cancelling and not pending.stored:
+                with anyio.CancelScope(shield=True):
+                    await _mirror(coordinator, pending, "cancelled", None)
+            raise
+    if not pending.stored:
+        status = pending.status
+        if status == "pending":
+            await _mirror(coordinator, pending, "expired", None)
+        else:
+            answer = pending.answer
+            await _mirror(
+                coordinator, pending, "cancelled" if status == "unavailable" else status, answer
+            )
+    return coordinator.outcome(pending, timeout)
+
+
+async def _wait(
+    coordinator: Coordinator, pending: PendingRequest, asker: Asker, timeout: float | None
+) -> None:
+    """Wait until ``pending`` is resolved or ``timeout`` passes (then it is still pending).
+
+    With a durable backend, an answer from outside (another process) also resolves it.
+    If the waiting task is cancelled, the request ends as cancelled, unless the run is
+    being interrupted to be resumed later.
+    """
+    try:
+        with anyio.move_on_after(math.inf if timeout is None else timeout):
+            if not coordinator.backend.durable:
+                await _paused_wait(pending.done, asker)
+            else:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_from_backend, coordinator, pending)
+                    await _paused_wait(pending.done, asker)
+                    tg.cancel_scope.cancel()
+    except BaseException:
+        # Interrupted: it stays pending for a resume. Cancelled on purpose with a store:
+        # the store decides between this cancel and a racing answer (see _kept_request).
+        keep = coordinator.quiescence.interrupted or (
+            coordinator.cancelling and coordinator.backend.durable
+        )
+        if pending.status == "pending" and not keep:
+            coordinator.requests.finish(pending, "cancelled", None)
+        raise
+
+
+async def _from_backend(coordinator: Coordinator, pending: PendingRequest) -> None:
+    _apply(coordinator, pending, await coordinator.backend.wait(pending.request_id))
+
+
+def _apply(coordinator: Coordinator, pending: PendingRequest, settled: Settlement) -> None:
+    """Resolve ``pending`` as the backend says it was resolved."""
+    if pending.status != "pending":
+        return
+    pending.stored = True
+    if settled.status == "answered":
+        coordinator.requests.accept(pending, _revive(pending.spec, settled.answer))
+    else:
+        coordinator.requests.finish(pending, settled.status, None)
+
+
+async def _mirror(
+    coordinator: Coordinator, pending: PendingRequest, status: Any, answer: Any
+) -> None:
+    """Write an outcome reached here to the backend; the backend's wins a race."""
+    rid = pending.request_id
+    try:
+        await coordinator.backend.resolve(rid, status, answer if status == "answered" else None)
+    except RequestError:
+        found = await coordinator.backend.settlement(rid)
+        if found is not None and found[1] is not None:
+            _apply(coordinator, pending, found[1])
+        return
+    pending.stored = True
+    if pending.status == "pending":
+        coordinator.requests.finish(pending, status, answer)
+
+
+async def _paused_wait(done: anyio.Event, asker: Asker) -> None:
+    """Wait for ``done`` with the asker's enclosing deadlines stopped."""
+    deadlines: tuple[Any, ...] = getattr(asker, "deadlines", ())
+    for d in deadlines:
+        d.pause()
+    try:
+        await done.wait()
+    finally:
+        for d in deadlines:
+            d.resume()
+
+
+def _revive(spec: RequestSpec, stored: Any) -> Any:
+    """A kept answer as the asking tool expects it (e.g. a stored object back to ``Approve``)."""
+    try:
+        return spec.validate(stored)
+    except (ValueError, TypeError):
+        return stored
+
+
+def _replay_settled(
+    coordinator: Coordinator, spec: RequestSpec, event: RequestEvent, settled: Settlement
+) -> Any:
+    """A request that ended in an earlier life (or meanwhile, elsewhere): replay its outcome."""
+    coordinator.emit(_replayed(event))
+    if settled.status == "answered":
+        value = _revive(spec, settled.answer)
+        coordinator.emit(_replayed(spec.resolved(event, "answered", value)))
+        spec.after_answer(coordinator.requests, event, value)
+        return value
+    coordinator.emit(_replayed(spec.resolved(event, settled.status, None)))
+    if settled.status == "expired":
+        waited = "in time" if settled.waited is None else f"within {settled.waited:g} seconds"
+        message = f"The user did not answer {waited}; the question expired."
+    else:
+        message = "The request was cancelled before the user answered."
+    raise QuestionNotAnswered(message, status=settled.status, request_id=event.request_id)
+
+
+def _replayed(event: Event) -> Event:
+    return dataclasses.replace(event, replayed=True)
+
+
+async def _follow(
+    coordinator: Coordinator, asker: Asker, spec: RequestSpec, first: str, timeout: float | None
+) -> Any:
+    """A replayed asker that had joined an identical question: share its outcome again."""
+    live = coordinator.requests.get(first)
+    if live is not None and live.status == "pending":
+        return await coordinator.join(live, asker, timeout)
+    found = await coordinator.backend.settlement(first)
+    if found is None:
+        raise QuestionNotAnswered(
+            "The request was lost before the user answered.", status="cancelled", request_id=first
+        )
+    event, settled = found
+    if settled is None:
+        # The first asker has not reached its request yet in this life; wait for the
+        # backend, counted as parked so an interrupt is not held up by this wait.
+        with coordinator.parked():
+            settled = await coordinator.backend.wait(first)
+    return _replay_settled(coordinator, spec, event, settled)

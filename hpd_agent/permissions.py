@@ -10,16 +10,13 @@ as the tool's result.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from .coordinator import Coordinator, RequestSpec
+from ._requests import Asker, RequestSpec, RequestTable
+from ._vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, REJECT_WORDS, normalise
 from .events import Event, PermissionRequest, PermissionResolved, RequestEvent, RequestStatus
-from .exceptions import QuestionNotAnswered
 
-if TYPE_CHECKING:
-    from ._context import ToolContext
-
-__all__ = ["Approve", "Decision", "Deny", "ask_permission"]
+__all__ = ["Approve", "Decision", "Deny", "PermissionSpec", "to_decision"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -41,12 +38,14 @@ class Deny:
 Decision = Approve | Deny
 """An answer to a ``PermissionRequest``."""
 
-_APPROVE_WORDS = {"y", "yes", "approve", "approved", "allow", "ok", "once"}
-_RUN_WORDS = {"always", "run", "approve for run", "yes to all", "all"}
-_DENY_WORDS = {"n", "no", "deny", "denied", "reject"}
 
+def to_decision(answer: Any) -> Decision:
+    """An answer to a permission request as a ``Decision``: ``Approve``/``Deny``, a bool, their
+    JSON form (``{"kind": "approve", "scope": ...}``), or a word (yes, always, no, ...).
 
-def _to_decision(answer: Any) -> Decision:
+    Raises:
+        ValueError, TypeError: It is neither an approval nor a denial.
+    """
     if isinstance(answer, (Approve, Deny)):
         return answer
     if isinstance(answer, bool):
@@ -60,37 +59,39 @@ def _to_decision(answer: Any) -> Decision:
             return Deny(reason=str(data.get("reason", "")))
         raise ValueError('expected {"kind": "approve", "scope": "once"|"run"} or {"kind": "deny"}')
     if isinstance(answer, str):
-        word = answer.strip().casefold()
-        if word in _APPROVE_WORDS:
+        word = normalise(answer)
+        if word in APPROVE_WORDS:
             return Approve()
-        if word in _RUN_WORDS:
+        if word in APPROVE_RUN_WORDS:
             return Approve(scope="run")
-        if word in _DENY_WORDS:
+        if word in REJECT_WORDS:
             return Deny()
         raise ValueError(f"{answer!r} is neither an approval nor a denial")
     raise TypeError(f"expected Approve, Deny or bool, got {type(answer).__name__}")
 
 
-class _PermissionSpec(RequestSpec):
+class PermissionSpec(RequestSpec):
+    """The request asking whether ``tool_name`` may run with ``arguments``."""
+
     __slots__ = ("arguments", "tool_name")
 
     def __init__(self, tool_name: str, arguments: dict[str, Any]) -> None:
         self.tool_name = tool_name
         self.arguments = arguments
 
-    def build(self, *, request_id: str, ctx: ToolContext) -> RequestEvent:
+    def build(self, *, request_id: str, asker: Asker) -> RequestEvent:
         return PermissionRequest(
-            run_id=ctx.run_id,
-            agent_path=ctx.agent_path,
-            depth=ctx.depth,
+            run_id=asker.run_id,
+            agent_path=asker.agent_path,
+            depth=asker.depth,
             request_id=request_id,
             tool_name=self.tool_name,
             arguments=self.arguments,
-            tool_call_id=ctx.tool_call_id,
+            tool_call_id=asker.tool_call_id,
         )
 
     def validate(self, answer: Any) -> Decision:
-        return _to_decision(answer)
+        return to_decision(answer)
 
     def resolved(self, request: RequestEvent, status: RequestStatus, answer: Any) -> Event:
         approved = isinstance(answer, Approve)
@@ -106,39 +107,12 @@ class _PermissionSpec(RequestSpec):
             reason=answer.reason if isinstance(answer, Deny) else None,
         )
 
-    def after_answer(self, coordinator: Coordinator, request: RequestEvent, answer: Any) -> None:
+    def after_answer(self, table: RequestTable, request: RequestEvent, answer: Any) -> None:
         if isinstance(answer, Approve) and answer.scope == "run":
             key = (request.agent_path, self.tool_name)
-            coordinator.run_approvals.add(key)
+            table.run_approvals.add(key)
             # Parallel calls of the same tool may be waiting too: the approval covers them.
-            coordinator.resolve_matching(
+            table.resolve_matching(
                 lambda e: isinstance(e, PermissionRequest) and (e.agent_path, e.tool_name) == key,
                 Approve(scope="run"),
             )
-
-
-async def ask_permission(
-    ctx: ToolContext,
-    tool_name: str,
-    arguments: dict[str, Any],
-    *,
-    timeout: float | None = None,
-) -> str | None:
-    """Ask the human whether ``tool_name`` may run with ``arguments``.
-
-    Returns:
-        None when the call may run; otherwise the text the model gets instead of the result.
-    """
-    coordinator = ctx.coordinator
-    if (ctx.agent_path, tool_name) in coordinator.run_approvals:
-        return None
-    try:
-        decision = await coordinator.request(
-            ctx, _PermissionSpec(tool_name, arguments), timeout=timeout
-        )
-    except QuestionNotAnswered as e:
-        return f"The tool {tool_name!r} did not run: it needs the user's approval. {e}"
-    if isinstance(decision, Deny):
-        reason = f" Reason: {decision.reason}" if decision.reason else ""
-        return f"The user denied permission to run {tool_name!r}.{reason}"
-    return None

@@ -13,7 +13,8 @@ The kinds:
 - ``"action"``: the user must visit ``data["url"]`` (e.g. an OAuth link); answered True when
   done, False when declined.
 - ``"custom"``: ``data={"name": ..., "payload": {...}, "schema": {...} | None}``; the answer
-  is JSON, checked against the JSON schema when there is one (with ``jsonschema``).
+  is JSON, checked against the JSON schema when there is one (with ``jsonschema``, never
+  fetching anything: only local ``$ref``s, bounded size and depth; see ``_schemas``).
 
 Tools raise them with one awaited call on their context (``ctx.ask_choice(...)`` and friends);
 the classes here are the ``RequestSpec``s behind those calls.
@@ -22,18 +23,23 @@ the classes here are the ``RequestSpec``s behind those calls.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, cast
 from urllib.parse import urlsplit
 
-import anyio
-
-from .coordinator import Coordinator, RequestSpec
-from .events import ClarificationRequest, ClarificationResolved, Event, RequestEvent, RequestStatus
-from .exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError, UserError
-
-if TYPE_CHECKING:
-    from ._context import ToolContext
+from ._requests import Asker, RequestSpec
+from ._schemas import MAX_SCHEMA_DEPTH, nesting_problem, schema_mismatch, schema_problem
+from ._vocabulary import DECLINED_WORDS, DONE_WORDS, NO_WORDS, YES_WORDS, normalise
+from .events import (
+    ClarificationRequest,
+    ClarificationResolved,
+    Event,
+    PermissionRequest,
+    RequestEvent,
+    RequestStatus,
+)
+from .exceptions import InvalidAnswerError, UserError
+from .permissions import PermissionSpec, to_decision
 
 __all__ = [
     "QUESTION_KINDS",
@@ -44,19 +50,15 @@ __all__ = [
     "InputQuestion",
     "Question",
     "TextQuestion",
-    "ask_with_resolver",
+    "answer_for",
     "check_answer",
     "restore_question",
+    "spec_for",
     "validate_answer",
 ]
 
 QUESTION_KINDS: tuple[str, ...] = ("text", "input", "choice", "confirm", "action", "custom")
 """Every ``ClarificationRequest.question_kind`` this version understands."""
-
-_YES = frozenset({"yes", "y", "true"})
-_NO = frozenset({"no", "n", "false"})
-_DONE = _YES | {"done"}
-_DECLINED = _NO | {"declined", "decline"}
 
 
 # -- answer checks (work from the event's fields alone) ---------------------------------------
@@ -124,7 +126,7 @@ def _yes_no(answer: Any, yes: frozenset[str], no: frozenset[str], what: str) -> 
     if isinstance(answer, bool):
         return answer
     if isinstance(answer, str):
-        word = answer.strip().lower()
+        word = normalise(answer)
         if word in yes:
             return True
         if word in no:
@@ -140,40 +142,19 @@ def _to_json(answer: Any) -> Any:
         raise TypeError(f"the answer must be JSON data: {e}") from None
 
 
-def _schema_problem(schema: Any) -> str | None:
-    """Why ``schema`` is not a valid JSON schema, or None when it is."""
-    from jsonschema import exceptions, validators  # lazily: only schema-checked kinds need it
-
-    validator_cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
-    try:
-        validator_cls.check_schema(schema)
-    except exceptions.SchemaError as e:
-        return str(e.message)
-    return None
-
-
-def _schema_mismatch(schema: Any, value: Any) -> str | None:
-    """Why ``value`` does not match the (valid) ``schema``, or None when it does."""
-    from jsonschema import exceptions, validators
-
-    validator = cast(Any, validators.validator_for(schema))(schema)  # pyright: ignore[reportUnknownMemberType]
-    error = cast(Any, exceptions.best_match(validator.iter_errors(value)))  # pyright: ignore[reportUnknownMemberType]
-    if error is None:
-        return None
-    path: list[Any] = list(error.absolute_path)
-    where = "/".join(str(p) for p in path) or "the answer"
-    return f"{where} does not match the schema: {error.message}"
-
-
 def _check_custom(answer: Any, data: Mapping[str, Any]) -> Any:
+    deep = nesting_problem(answer, what="the answer")
+    if deep is not None:
+        raise ValueError(deep)
     value = _to_json(answer)
     schema = data.get("schema")
     if schema is None:
         return value
-    problem = _schema_problem(schema)
+    # A schema restored from a store never passed CustomQuestion's checks: check it here.
+    problem = schema_problem(schema)
     if problem is not None:
         raise ValueError(f"the question's JSON schema is invalid: {problem}")
-    mismatch = _schema_mismatch(schema, value)
+    mismatch = schema_mismatch(schema, value)
     if mismatch is not None:
         raise ValueError(mismatch)
     return value
@@ -210,30 +191,40 @@ def check_answer(
     if kind == "choice":
         return _check_choice(answer, opts, details)
     if kind == "confirm":
-        return _yes_no(answer, _YES, _NO, "yes or no")
+        return _yes_no(answer, YES_WORDS, NO_WORDS, "yes or no")
     if kind == "action":
-        return _yes_no(answer, _DONE, _DECLINED, "True (done) or False (declined)")
+        return _yes_no(answer, DONE_WORDS, DECLINED_WORDS, "True (done) or False (declined)")
     if kind == "custom":
         return _check_custom(answer, details)
     raise ValueError(f"unknown question kind {kind!r}; known kinds: {', '.join(QUESTION_KINDS)}")
 
 
-def validate_answer(request: ClarificationRequest, answer: Any) -> Any:
-    """Check an answer against a question event alone (e.g. a record loaded from a store).
+def answer_for(request: RequestEvent, answer: Any) -> Any:
+    """The one answer check: ``answer`` in canonical form for the request event ``request``
+    (a question of any kind, or a permission request: then a ``Decision``).
 
-    The coordinator checks answers with the same logic, so a stored request and a live one
-    accept exactly the same answers.
-
-    Returns:
-        The answer in canonical form (see ``check_answer``).
+    Every way an answer arrives goes through it (``run.respond``, a store's ``respond`` from
+    another process, ``resume(answers=...)``), so they all accept exactly the same answers.
 
     Raises:
-        InvalidAnswerError: The answer does not fit the question.
+        ValueError, TypeError: The answer does not fit; the message says why.
+    """
+    if isinstance(request, PermissionRequest):
+        return to_decision(answer)
+    return check_answer(request.question_kind, answer, options=request.options, data=request.data)
+
+
+def validate_answer(request: RequestEvent, answer: Any) -> Any:
+    """Check an answer against a request event alone (e.g. a record loaded from a store).
+
+    Returns:
+        The answer in canonical form (see ``answer_for``).
+
+    Raises:
+        InvalidAnswerError: The answer does not fit the request.
     """
     try:
-        return check_answer(
-            request.question_kind, answer, options=request.options, data=request.data
-        )
+        return answer_for(request, answer)
     except (ValueError, TypeError) as e:
         raise InvalidAnswerError(
             f"invalid answer for request {request.request_id}: {e}",
@@ -277,19 +268,19 @@ class Question(RequestSpec):
         """The kind this question has on the stream (``ClarificationRequest.question_kind``)."""
         return self.kind
 
-    def build(self, *, request_id: str, ctx: ToolContext) -> RequestEvent:
+    def build(self, *, request_id: str, asker: Asker) -> RequestEvent:
         """The ``ClarificationRequest`` event, tagged with the asking agent's path."""
         return ClarificationRequest(
-            run_id=ctx.run_id,
-            agent_path=ctx.agent_path,
-            depth=ctx.depth,
+            run_id=asker.run_id,
+            agent_path=asker.agent_path,
+            depth=asker.depth,
             request_id=request_id,
             question=self.question,
             context=self.context,
             options=self.options,
             question_kind=self.question_kind,
             data=self.data,
-            tool_call_id=ctx.tool_call_id,
+            tool_call_id=asker.tool_call_id,
         )
 
     def validate(self, answer: Any) -> Any:
@@ -431,8 +422,14 @@ class CustomQuestion(Question):
         name: What kind of question this is, for the handler (e.g. ``"pick_date_range"``).
         question: What to ask.
         payload: JSON data for whoever shows the question.
-        schema: A JSON schema the answer must match; None accepts any JSON.
+        schema: A JSON schema the answer must match; None accepts any JSON. Only local
+            ``$ref``s (``#/...``) are allowed, and at most ``MAX_SCHEMA_BYTES`` bytes and
+            ``MAX_SCHEMA_DEPTH`` levels of nesting: checking an answer never fetches anything.
         context: Why it is asked.
+
+    Raises:
+        UserError: The payload or schema is not JSON, or the schema is invalid, too big, too
+            deep or refers outside itself (the message names the ``$ref``).
     """
 
     kind = "custom"
@@ -449,12 +446,17 @@ class CustomQuestion(Question):
     ) -> None:
         if not name:
             raise UserError("a custom question needs a name")
+        deep = nesting_problem(payload, what="the payload") or nesting_problem(
+            schema, MAX_SCHEMA_DEPTH, "the schema"
+        )
+        if deep is not None:
+            raise UserError(f"invalid custom question {name!r}: {deep}")
         try:
             payload_json = json.loads(json.dumps(dict(payload or {}), allow_nan=False))
             schema_json = json.loads(json.dumps(dict(schema), allow_nan=False)) if schema else None
         except (TypeError, ValueError) as e:
             raise UserError(f"a custom question's payload and schema must be JSON: {e}") from None
-        problem = None if schema_json is None else _schema_problem(schema_json)
+        problem = None if schema_json is None else schema_problem(schema_json)
         if problem is not None:
             raise UserError(f"invalid JSON schema for {name!r}: {problem}")
         super().__init__(
@@ -490,78 +492,9 @@ def restore_question(request: ClarificationRequest) -> Question:
     return _Restored(request)
 
 
-class _Observed(RequestSpec):
-    """Wraps a spec to learn the request id the coordinator gives it."""
-
-    __slots__ = ("built", "inner", "request_id")
-
-    def __init__(self, inner: RequestSpec) -> None:
-        self.inner = inner
-        self.request_id = ""
-        self.built = anyio.Event()
-
-    def build(self, *, request_id: str, ctx: ToolContext) -> RequestEvent:
-        event = self.inner.build(request_id=request_id, ctx=ctx)
-        self.request_id = request_id
-        self.built.set()
-        return event
-
-    def validate(self, answer: Any) -> Any:
-        return self.inner.validate(answer)
-
-    def resolved(self, request: RequestEvent, status: RequestStatus, answer: Any) -> Event:
-        return self.inner.resolved(request, status, answer)
-
-    def after_answer(self, coordinator: Coordinator, request: RequestEvent, answer: Any) -> None:
-        self.inner.after_answer(coordinator, request, answer)
-
-
-async def ask_with_resolver(
-    ctx: ToolContext,
-    spec: RequestSpec,
-    resolver: Callable[[], Awaitable[Any]],
-    *,
-    timeout: float | None = None,
-) -> Any:
-    """Ask ``spec`` from ``ctx`` while ``resolver`` runs; whichever answers first wins.
-
-    The resolver's result goes through ``respond`` like a human's answer (so it is checked
-    and announced on the stream); if the request ended meanwhile, the result is dropped. When
-    the request ends first, the resolver is cancelled. An exception from the resolver, or an
-    answer ``respond`` refuses, propagates and ends the question as cancelled.
-
-    Raises:
-        QuestionNotAnswered: Neither the human nor the resolver answered.
-    """
-    observed = _Observed(spec)
-    outcome: dict[str, Any] = {}
-
-    async def resolve() -> None:
-        try:
-            value = await resolver()
-        except Exception as e:
-            outcome["resolver_error"] = e
-            tg.cancel_scope.cancel()
-            return
-        await observed.built.wait()
-        try:
-            ctx.coordinator.respond(observed.request_id, value)
-        except InvalidAnswerError as e:
-            # A resolver giving a wrong answer is a bug in the app: say so, don't hide it.
-            outcome["resolver_error"] = e
-            tg.cancel_scope.cancel()
-        except RequestError:
-            pass  # the human answered first, or the request ended: that outcome stands
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(resolve)
-        try:
-            outcome["value"] = await ctx.coordinator.request(ctx, observed, timeout=timeout)
-        except QuestionNotAnswered as e:
-            outcome["error"] = e
-        tg.cancel_scope.cancel()
-    if "resolver_error" in outcome:
-        raise outcome["resolver_error"]
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
+def spec_for(request: RequestEvent) -> RequestSpec:
+    """The spec behind a request event of any kind (e.g. one loaded from a store): it checks
+    answers exactly as the original did."""
+    if isinstance(request, PermissionRequest):
+        return PermissionSpec(request.tool_name, dict(request.arguments))
+    return _Restored(request)

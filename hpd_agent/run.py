@@ -11,22 +11,20 @@ import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from ._loop import first_leaf
+from ._fanout import first_leaf
+from ._text import error_text
 from .coordinator import Coordinator, OnUnhandled
-from .events import Event, RequestEvent, RunFinished
+from .events import Event, RequestEvent, RunFinished, RunStatus
 from .exceptions import RunNotFinishedError, UserError
 from .messages import Message, Usage
 
-if TYPE_CHECKING:
-    from .presets import ClarifierResult
-
-__all__ = ["Run", "RunResult"]
+__all__ = ["Run", "RunResult", "finished_event"]
 
 _YIELD_EVERY = 64
 """Events handed out back to back before ``__anext__`` lets other tasks run."""
@@ -45,19 +43,39 @@ class RunResult:
         messages: The root agent's conversation, ready to pass as ``history`` to a next run.
         usage: Tokens and requests of every model call in the tree.
         error: The exception that failed the run, if it failed.
-        clarifier: What the agent's clarifier learned and agreed, if it has one.
+        clarifier: What the agent's clarifier learned and agreed, if it has one (a
+            ``hpd_agent.presets.ClarifierResult``, or whatever its ``before_run`` returned).
         pending: For an interrupted run, the requests left pending in its store; answer
             them with ``Agent.resume(run_id, store=..., answers={request_id: answer})``.
+        truncated: True when the final answer was cut off by the model's token limit.
     """
 
     run_id: str
-    status: str
+    status: RunStatus
     output: str | None = None
     messages: list[Message] = field(default_factory=list[Message])
     usage: Usage = field(default_factory=Usage)
     error: BaseException | None = None
-    clarifier: ClarifierResult | None = None
+    clarifier: Any = None
     pending: list[RequestEvent] = field(default_factory=list[RequestEvent])
+    truncated: bool = False
+
+
+def finished_event(result: RunResult, agent_name: str) -> RunFinished:
+    """The ``RunFinished`` event announcing ``result``: the one place it is built."""
+    error = result.error
+    text = None if error is None else error_text(error)
+    if result.status == "rejected":
+        text = "the user rejected the proposed plan"
+    return RunFinished(
+        run_id=result.run_id,
+        agent_path=(agent_name,),
+        depth=0,
+        status=result.status,
+        output=result.output,
+        error=text,
+        usage=result.usage,
+    )
 
 
 Executor = Callable[[Coordinator], Awaitable[RunResult]]
@@ -94,6 +112,8 @@ class Run:
         self._result: RunResult | None = None
         self._iterated = False
         self._burst = 0
+        self.on_cancel: Callable[[RunResult], Awaitable[None]] | None = None
+        """Told when the run is cancelled on purpose (a store marks its record cancelled)."""
 
     def __repr__(self) -> str:
         state = self._result.status if self._result else "running"
@@ -119,7 +139,7 @@ class Run:
             # Leaving the block early cancels the run on purpose; an exception passing
             # through (e.g. the process shutting down) leaves stored requests resumable.
             if exc_type is None:
-                self.coordinator.cancelling = True
+                self.coordinator.cancel_all()
             self._scope.cancel()
         try:
             await self._task_group.__aexit__(exc_type, exc, tb)
@@ -143,22 +163,13 @@ class Run:
                 result = RunResult(
                     run_id=self.run_id, status="cancelled", usage=self.coordinator.usage
                 )
-                journal = self.coordinator.journal
                 # Only a deliberate cancel ends the stored run; a shutdown or an outer
                 # cancellation is like a crash, so the run stays resumable. Shielded: the
                 # store must learn it even while this task is being cancelled.
-                if journal is not None and self.coordinator.cancelling:
+                if self.on_cancel is not None and self.coordinator.cancelling:
                     with anyio.CancelScope(shield=True):
-                        await journal.finish_run(result)
-                self.coordinator.emit(
-                    RunFinished(
-                        run_id=self.run_id,
-                        agent_path=(self._agent_name,),
-                        depth=0,
-                        status="cancelled",
-                        usage=result.usage,
-                    )
-                )
+                        await self.on_cancel(result)
+                self.coordinator.emit(finished_event(result, self._agent_name))
             self._result = result
             self._finished.set()
             self._send.close()
@@ -203,7 +214,7 @@ class Run:
             RequestCancelledError: It was cancelled.
             InvalidAnswerError: The answer does not fit the question.
         """
-        return await self.coordinator.respond_async(request_id, answer)
+        return await self.coordinator.respond(request_id, answer)
 
     def cancel_request(self, request_id: str) -> None:
         """End one pending request without an answer; the asking agent is told so."""
@@ -212,7 +223,7 @@ class Run:
     def cancel(self) -> None:
         """Cancel the run and its whole agent tree. Pending requests end as cancelled
         (in the store too, when the run has one)."""
-        self.coordinator.cancelling = True
+        self.coordinator.cancel_all()
         self._scope.cancel()
 
     @property

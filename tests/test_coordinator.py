@@ -97,7 +97,7 @@ async def test_request_is_registered_before_its_event_is_seen() -> None:
         def answer_immediately(event: Event) -> None:
             original(event)
             if isinstance(event, ClarificationRequest):
-                run.coordinator.respond(event.request_id, "instant")
+                run.coordinator.respond_nowait(event.request_id, "instant")
 
         run.coordinator._sink = answer_immediately
         async for _ in run:

@@ -16,6 +16,7 @@ from ._base import (
     ToolDefinition,
     check_allow_model_requests,
     infer_model,
+    register_model_resolver,
     set_allow_model_requests,
 )
 
@@ -32,6 +33,16 @@ __all__ = [
     "infer_model",
     "set_allow_model_requests",
 ]
+
+
+def _litellm_model(name: str) -> Model:
+    # Imported on first use of a model string: importing litellm takes seconds.
+    from .litellm import LiteLLMModel
+
+    return LiteLLMModel(name)
+
+
+register_model_resolver(_litellm_model)
 
 
 def __getattr__(name: str) -> Any:

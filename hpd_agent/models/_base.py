@@ -14,10 +14,12 @@ from ..messages import AssistantMessage, Message, ToolCall, Usage
 __all__ = [
     "Model",
     "ModelRequestParams",
+    "ModelResolver",
     "ModelResponse",
     "ToolDefinition",
     "check_allow_model_requests",
     "infer_model",
+    "register_model_resolver",
     "set_allow_model_requests",
 ]
 
@@ -78,12 +80,15 @@ class ModelResponse:
         tool_calls: Tool calls, in the model's order (several mean parallel calls).
         usage: Tokens used by this request.
         streamed: True when ``text`` was already delivered through ``on_text``.
+        finish_reason: Why the model stopped, as the provider said (``"stop"``,
+            ``"tool_calls"``, ``"length"``, ``"content_filter"``, ...); None if unknown.
     """
 
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     streamed: bool = False
+    finish_reason: str | None = None
 
     def to_message(self) -> AssistantMessage:
         """The assistant message that records this response in the conversation."""
@@ -95,9 +100,12 @@ class Model(ABC):
 
     Attributes:
         name: A label for logs, traces and events.
+        provider: Who serves the model, for traces (``gen_ai.provider.name``); None if
+            unknown.
     """
 
     name: str = "model"
+    provider: str | None = None
 
     @abstractmethod
     async def request(
@@ -135,16 +143,30 @@ def check_allow_model_requests(model_name: str) -> None:
         )
 
 
-def infer_model(model: str | Model) -> Model:
-    """Resolve ``Agent(model=...)``: a ``Model`` is used as is; a string names a litellm model.
+ModelResolver = Callable[[str], Model]
+"""Turns a model string into a ``Model`` (see ``register_model_resolver``)."""
 
-    litellm is imported only here, on first use of a string model, so offline paths never pay
-    for it.
+_resolvers: list[ModelResolver] = []
+
+
+def register_model_resolver(resolver: ModelResolver) -> None:
+    """Make ``resolver`` the one that turns model strings into models (the last one wins).
+
+    ``hpd_agent.models`` registers the litellm resolver, which imports litellm only on first
+    use of a string model, so offline paths never pay for it.
     """
+    _resolvers.append(resolver)
+
+
+def infer_model(model: str | Model) -> Model:
+    """Resolve ``Agent(model=...)``: a ``Model`` is used as is; a string goes to the resolver
+    registered last (litellm's by default: any provider litellm knows)."""
     if isinstance(model, Model):
         return model
     if isinstance(model, str) and model:  # pyright: ignore[reportUnnecessaryIsInstance]
-        from .litellm import LiteLLMModel
-
-        return LiteLLMModel(model)
+        if not _resolvers:
+            raise UserError(
+                f"no model resolver is registered for {model!r}: import hpd_agent.models"
+            )
+        return _resolvers[-1](model)
     raise UserError(f"model must be a litellm model string or a Model, got {model!r}")

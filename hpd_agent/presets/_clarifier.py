@@ -19,12 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from .._context import Deadline, ToolContext, _current
-from ..coordinator import Coordinator
-from ..events import AgentFinished, AgentStarted
+from .._context import ToolContext
+from .._vocabulary import APPROVE_WORDS, REJECT_WORDS, YES_WORDS
 from ..exceptions import QuestionNotAnswered, UserError
 from ..messages import AssistantMessage, Message, SystemMessage, UserMessage
-from ..models import Model, ModelRequestParams, infer_model
+from ..models._base import Model, ModelRequestParams, infer_model
 from ._shared import find_json_object, frame, keywords, normalise_reply
 
 __all__ = [
@@ -40,24 +39,14 @@ __all__ = [
     "parse_plan",
 ]
 
-DEFAULT_APPROVE_WORDS: frozenset[str] = frozenset(
-    {
-        "approve",
-        "approved",
-        "yes",
-        "y",
-        "ok",
-        "proceed",
-        "continue",
-        "go ahead",
-        "looks good",
-        "accept",
-    }
-)
+DEFAULT_APPROVE_WORDS: frozenset[str] = (APPROVE_WORDS - {"once", "allow"}) | {
+    "proceed",
+    "continue",
+    "go ahead",
+    "looks good",
+}
 """Replies that approve a plan (the whole reply, after strip and lower case)."""
-DEFAULT_REJECT_WORDS: frozenset[str] = frozenset(
-    {"reject", "rejected", "no", "n", "cancel", "stop", "abort"}
-)
+DEFAULT_REJECT_WORDS: frozenset[str] = (REJECT_WORDS - {"deny", "denied"}) | {"stop", "abort"}
 """Replies that reject a plan."""
 DEFAULT_SKIP_WORDS: frozenset[str] = frozenset({"skip", "done", ""})
 """Replies that end the clarification questions early (the empty reply included)."""
@@ -79,7 +68,7 @@ earlier drafts, apply all of it, oldest first, unless later feedback overrides i
 Answer with a JSON object only, no other text:
 {"title": "plan title", "sections": ["first section", "second section"]}"""
 
-_TRUE = {"true", "yes", "1"}
+_TRUE = YES_WORDS | {"1"}
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -345,61 +334,13 @@ class Clarifier:
         """
         return await _Session(self, frame(ctx, "Clarifier"), request).run()
 
-    async def run_in_front(
-        self,
-        coordinator: Coordinator,
-        *,
-        agent_path: tuple[str, ...],
-        scope_path: str,
-        request: str,
-        deadlines: Sequence[Deadline] = (),
-    ) -> ClarifierResult:
+    async def before_run(self, request: str, ctx: ToolContext) -> ClarifierResult:
         """Run as the first step of an agent's run (what ``Agent(clarifier=...)`` does).
 
-        The clarifier gets its own call frame under the agent (path ``(*agent_path, name)``),
-        so its questions reach the run's coordinator and stream like any agent's, whether the
-        run is served by a handler or consumed with ``stream()``.
+        The agent gives the clarifier its own call frame under it (path
+        ``(*agent_path, name)``), so its questions reach the run's stream like any agent's.
         """
-        path = (*agent_path, self.name)
-        call_path = f"{scope_path}/{self.name}"
-        ctx = ToolContext(
-            coordinator=coordinator,
-            agent_path=path,
-            tool_name=self.name,
-            tool_call_id=self.name,
-            call_path=call_path,
-            scope_path=call_path,
-            deadlines=deadlines,
-        )
-        common: dict[str, Any] = {
-            "run_id": coordinator.run_id,
-            "agent_path": path,
-            "depth": ctx.depth,
-        }
-        coordinator.emit(AgentStarted(input=request, **common))
-        token = _current.set(ctx)
-        try:
-            result = await _Session(self, ctx, request).run()
-        except BaseException as e:
-            failed = not isinstance(e, Exception)
-            coordinator.emit(
-                AgentFinished(
-                    status="cancelled" if failed else "failed",
-                    error=None if failed else f"{type(e).__name__}: {e}",
-                    **common,
-                )
-            )
-            raise
-        finally:
-            _current.reset(token)
-        coordinator.emit(
-            AgentFinished(
-                status="rejected" if result.rejected else "completed",
-                output=result.instructions() or None,
-                **common,
-            )
-        )
-        return result
+        return await _Session(self, ctx, request).run()
 
 
 class _Session:
@@ -419,16 +360,10 @@ class _Session:
             agent_path=self.ctx.agent_path,
             turn=self.turn,
         )
-        key = f"{self.ctx.call_path}@{self.turn}"
         self.turn += 1
-        journal = self.ctx.coordinator.journal
-        if journal is None:
-            response = await model.request(messages, params)
-        else:
-            # A durable run journals the clarifier's model calls like any agent's, so a
-            # resume replays them instead of asking the model again.
-            response, _ = await journal.model_call(key, lambda: model.request(messages, params))
-        self.ctx.coordinator.add_usage(response.usage)
+        # Through the run's hooks like any agent's call: a durable run journals it, so a
+        # resume replays it instead of asking the model again.
+        response = await self.ctx.request_model(model, messages, params)
         return response.text or ""
 
     async def _ask(self, question: str, context: str) -> str | None:

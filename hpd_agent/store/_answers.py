@@ -12,12 +12,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..coordinator import RequestSpec
-from ..events import ClarificationRequest, RequestEvent
 from ..exceptions import InvalidAnswerError
+from ..questions import answer_for
 from ._base import RequestRecord, Store, dump_json, refusal
 
-__all__ = ["jsonable", "respond", "spec_for_event"]
+__all__ = ["jsonable", "respond", "validate_stored"]
 
 
 def jsonable(value: Any) -> Any:
@@ -25,29 +24,14 @@ def jsonable(value: Any) -> Any:
     return json.loads(dump_json(value))
 
 
-def spec_for_event(event: RequestEvent) -> RequestSpec | None:
-    """A spec able to validate answers to ``event``, whatever its question kind."""
-    if isinstance(event, ClarificationRequest):
-        from ..questions import restore_question
-
-        return restore_question(event)
-    from ..permissions import _PermissionSpec
-
-    return _PermissionSpec(event.tool_name, dict(event.arguments))
-
-
 def validate_stored(record: RequestRecord, answer: Any) -> Any:
     """The answer in canonical, JSON-compatible form, or ``InvalidAnswerError``."""
-    spec = spec_for_event(record.event)
-    if spec is None:
-        value = answer
-    else:
-        try:
-            value = spec.validate(answer)
-        except (ValueError, TypeError) as e:
-            raise InvalidAnswerError(
-                f"invalid answer for request {record.id}: {e}", request_id=record.id
-            ) from None
+    try:
+        value = answer_for(record.event, answer)
+    except (ValueError, TypeError) as e:
+        raise InvalidAnswerError(
+            f"invalid answer for request {record.id}: {e}", request_id=record.id
+        ) from None
     try:
         return jsonable(value)
     except Exception as e:  # pydantic_core refuses what it can't encode

@@ -18,11 +18,12 @@ from ._base import (
     expire_stale,
     refusal,
 )
+from ._session import Sessions
 
 __all__ = ["MemoryStore"]
 
 
-class MemoryStore:
+class MemoryStore(Sessions):
     """A store that lives in this process's memory: nothing survives the process.
 
     Good for tests and for ``on_unhandled="interrupt"`` within one long-lived process. An

@@ -11,7 +11,7 @@ Public, for your tests as much as ours:
 
 from __future__ import annotations
 
-from ..models import set_allow_model_requests
+from ..models._base import set_allow_model_requests
 from ._human import ScriptedHuman, UnexpectedRequestError
 from ._models import FunctionModel, ScriptedModel, Step, text, tool_call
 

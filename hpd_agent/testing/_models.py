@@ -5,14 +5,14 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import anyio.lowlevel
 
 from ..exceptions import ScriptExhaustedError, UserError
 from ..messages import Message, ToolCall, Usage
-from ..models import Model, ModelRequestParams, ModelResponse
+from ..models._base import Model, ModelRequestParams, ModelResponse
 
 __all__ = ["FunctionModel", "ScriptedModel", "Step", "text", "tool_call"]
 
@@ -36,6 +36,7 @@ def text(content: str, *, input_tokens: int = 0, output_tokens: int = 0) -> Mode
     return ModelResponse(
         text=content,
         usage=Usage(requests=1, input_tokens=input_tokens, output_tokens=output_tokens),
+        finish_reason="stop",
     )
 
 
@@ -73,7 +74,7 @@ class _Responder:
             calls.append(
                 ToolCall(id=p.id or f"call_{self._next_id}", name=p.name, arguments=p.arguments)
             )
-        return ModelResponse(tool_calls=tuple(calls), usage=_ONE_USAGE)
+        return ModelResponse(tool_calls=tuple(calls), usage=_ONE_USAGE, finish_reason="tool_calls")
 
 
 def _deliver(
@@ -86,9 +87,7 @@ def _deliver(
     t = response.text
     for i in range(0, len(t), chunk):
         on_text(t[i : i + chunk])
-    return ModelResponse(
-        text=t, tool_calls=response.tool_calls, usage=response.usage, streamed=True
-    )
+    return replace(response, streamed=True)
 
 
 class ScriptedModel(Model):
@@ -98,11 +97,22 @@ class ScriptedModel(Model):
     so a test can check what the agent sent, and ``assert_complete()`` checks that every
     step was used: a test thereby proves a model was called exactly as often as scripted.
 
+    One model object plays one script, across every request made to it: a second run of
+    the same agent continues where the first stopped, it does not start again. That is what
+    a multi-turn conversation (``run(..., history=...)``), a sub-agent called twice, and a
+    resumed run need, and the model cannot tell those from a fresh run. To play the script
+    again from its first step, call ``reset()`` or build a new ``ScriptedModel`` per run;
+    for a model that answers every run alike, use ``FunctionModel``. A resumed run replays
+    its recorded turns without asking the model, so a new ``ScriptedModel`` built for the
+    resume would start at the first step again: give durable runs a ``FunctionModel``.
+
     Args:
         steps: The turns, in order: ``text(...)``, ``tool_call(...)`` or a list of calls.
         name: A label for error messages.
         chunk_size: Stream text in pieces of this many characters (None: one piece).
     """
+
+    provider = "hpd_agent.scripted"
 
     def __init__(
         self, steps: Iterable[Step], *, name: str = "scripted", chunk_size: int | None = None
@@ -131,9 +141,21 @@ class ScriptedModel(Model):
             last = messages[-1] if messages else None
             raise ScriptExhaustedError(
                 f"ScriptedModel {self.name!r} has {len(self.steps)} steps but agent "
-                f"{params.agent_name!r} made request #{index + 1}; last message: {last!r}"
+                f"{params.agent_name!r} made request #{index + 1}; last message: {last!r}. "
+                "The script is shared by every run using this model object and is not "
+                "replayed for a new run: call reset() to play it again from the start, or "
+                "use one ScriptedModel per run"
             )
         return _deliver(self._responder.to_response(self.steps[index]), params, self._chunk)
+
+    def reset(self) -> None:
+        """Play the script again from its first step, forgetting the recorded requests.
+
+        Call ids keep counting up, so a conversation that goes on after a reset never sees
+        one id twice.
+        """
+        self.requests.clear()
+        self.params.clear()
 
     def assert_complete(self) -> None:
         """Fail unless every scripted step was used, no more and no less."""
@@ -160,6 +182,8 @@ class FunctionModel(Model):
         name: A label.
         chunk_size: Stream text in pieces of this many characters (None: one piece).
     """
+
+    provider = "hpd_agent.scripted"
 
     def __init__(
         self, fn: ModelFunction, *, name: str | None = None, chunk_size: int | None = None

@@ -1,0 +1,326 @@
+"""Requests to the human: what a kind of request contributes, where requests are kept, and
+the table of a run's open requests.
+
+- ``RequestSpec``: a kind of request (a question kind, a permission): its event, its answer
+  check, its resolution event.
+- ``RequestBackend``: where requests live beyond the coroutine that waits. The default,
+  ``LocalRequests``, keeps nothing (the run's memory is enough); a store supplies a durable
+  one (``hpd_agent.store``): requests are written before their event goes out, answers from
+  other processes wake the waiter, and a replayed run finds its earlier requests there.
+- ``RequestTable``: a run's requests by id; resolving one is atomic and happens once.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+import anyio
+
+from .events import ClarificationRequest, Event, RequestEvent, RequestStatus
+from .exceptions import (
+    InvalidAnswerError,
+    RequestAlreadyAnsweredError,
+    RequestCancelledError,
+    RequestExpiredError,
+    UnknownRequestError,
+)
+from .hooks import HookSet
+
+__all__ = [
+    "Asker",
+    "LocalRequests",
+    "PendingRequest",
+    "RequestBackend",
+    "RequestSpec",
+    "RequestTable",
+    "Settlement",
+]
+
+Final = Literal["answered", "expired", "cancelled"]
+
+
+class Asker(Protocol):
+    """Who asks: the tool call a request comes from (``ToolContext`` is one)."""
+
+    @property
+    def run_id(self) -> str: ...
+    @property
+    def agent_path(self) -> tuple[str, ...]: ...
+    @property
+    def depth(self) -> int: ...
+    @property
+    def tool_name(self) -> str: ...
+    @property
+    def tool_call_id(self) -> str: ...
+
+
+class RequestSpec(ABC):
+    """What a kind of request contributes: its event, answer validation, resolution event."""
+
+    @abstractmethod
+    def build(self, *, request_id: str, asker: Asker) -> RequestEvent:
+        """The request event to emit."""
+
+    @abstractmethod
+    def validate(self, answer: Any) -> Any:
+        """Return the answer in canonical form, or raise ``ValueError`` saying why it is wrong."""
+
+    @abstractmethod
+    def resolved(self, request: RequestEvent, status: RequestStatus, answer: Any) -> Event:
+        """The event announcing how the request ended."""
+
+    def after_answer(self, table: RequestTable, request: RequestEvent, answer: Any) -> None:  # noqa: B027
+        """Runs right after an answer is accepted (e.g. approval for the whole run)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Settlement:
+    """How a request ended outside this coroutine (a store: an earlier life, another process).
+
+    Attributes:
+        status: How it ended.
+        answer: The stored answer (JSON data) when answered.
+        waited: For an expired request, the seconds it had been given, when known.
+    """
+
+    status: Final
+    answer: Any = None
+    waited: float | None = None
+
+
+class RequestBackend(Protocol):
+    """Where a run's requests live; the coordinator calls it around every request.
+
+    ``LocalRequests`` (the default) keeps nothing; ``hpd_agent.store`` supplies a durable one.
+    """
+
+    @property
+    def durable(self) -> bool:
+        """Whether others (another process, a later resume) can answer requests kept here."""
+        ...
+
+    def alias_of(self, request_id: str) -> str | None:
+        """For a request that an earlier life merged into an identical one, that one's id."""
+        ...
+
+    async def record_alias(self, request_id: str, first_id: str) -> None:
+        """Remember that ``request_id`` was merged into the identical ``first_id``."""
+        ...
+
+    async def open(
+        self, event: RequestEvent, timeout: float | None
+    ) -> tuple[Settlement | None, float | None]:
+        """Keep a request before its event goes out.
+
+        Returns:
+            How it already ended (an earlier life raised it) or None, and the timeout left.
+        """
+        ...
+
+    async def wait(self, request_id: str) -> Settlement:
+        """Wait until the request is resolved from outside (only called when durable)."""
+        ...
+
+    async def resolve(self, request_id: str, status: Final, answer: Any) -> None:
+        """Write how a request ended; raises ``RequestError`` if it had already ended."""
+        ...
+
+    async def settlement(self, request_id: str) -> tuple[RequestEvent, Settlement | None] | None:
+        """A kept request's event and how it ended (None while pending); None if unknown."""
+        ...
+
+
+class LocalRequests:
+    """The default backend: requests live in the run's memory only."""
+
+    durable = False
+
+    def alias_of(self, request_id: str) -> str | None:
+        return None
+
+    async def record_alias(self, request_id: str, first_id: str) -> None:
+        return None
+
+    async def open(
+        self, event: RequestEvent, timeout: float | None
+    ) -> tuple[Settlement | None, float | None]:
+        return None, timeout
+
+    async def wait(self, request_id: str) -> Settlement:  # pragma: no cover - never durable
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def resolve(self, request_id: str, status: Final, answer: Any) -> None:
+        return None
+
+    async def settlement(self, request_id: str) -> tuple[RequestEvent, Settlement | None] | None:
+        return None
+
+
+class PendingRequest:
+    """One open request and its waiter."""
+
+    __slots__ = ("answer", "done", "event", "spec", "status", "stored")
+
+    def __init__(self, event: RequestEvent, spec: RequestSpec) -> None:
+        self.event = event
+        self.spec = spec
+        self.status: RequestStatus | Literal["pending"] = "pending"
+        self.answer: Any = None
+        self.done = anyio.Event()
+        self.stored = False
+        """True when the backend already holds this outcome (no need to write it)."""
+
+    @property
+    def request_id(self) -> str:
+        """The request's id."""
+        return self.event.request_id
+
+
+def question_key(event: RequestEvent) -> tuple[Any, ...] | None:
+    """What makes two questions "the same" for deduplication (permissions never are).
+
+    Everything the human would see and everything the answer is checked against: the
+    asking agent, kind, text, context, options and data (schema and payload included).
+    Two questions that differ in any of these get two requests and two answers.
+    """
+    if isinstance(event, ClarificationRequest):
+        data = None if event.data is None else json.dumps(event.data, sort_keys=True)
+        return (
+            event.agent_path,
+            event.question_kind,
+            event.question,
+            event.context,
+            event.options,
+            data,
+        )
+    return None
+
+
+class RequestTable:
+    """A run's requests by id. Resolving one is atomic: it happens once, then never again.
+
+    Args:
+        emit: Puts an event on the run's stream.
+        hooks: Observers told when a request opens and ends.
+    """
+
+    def __init__(self, emit: Callable[[Event], None], hooks: HookSet) -> None:
+        self._emit = emit
+        self._hooks = hooks
+        self._requests: dict[str, PendingRequest] = {}
+        self._open_questions: dict[tuple[Any, ...], PendingRequest] = {}
+        self.run_approvals: set[tuple[tuple[str, ...], str]] = set()
+        """(agent path, tool name) pairs the human approved for the rest of the run."""
+
+    def get(self, request_id: str) -> PendingRequest | None:
+        """The request with this id, open or not."""
+        return self._requests.get(request_id)
+
+    def pending(self) -> list[RequestEvent]:
+        """Requests still waiting for an answer, oldest first."""
+        return [p.event for p in self._requests.values() if p.status == "pending"]
+
+    def open_requests(self) -> list[PendingRequest]:
+        """The open requests themselves, oldest first."""
+        return [p for p in self._requests.values() if p.status == "pending"]
+
+    def track(self, event: RequestEvent, spec: RequestSpec) -> PendingRequest:
+        """Register a waiter for ``event`` (before the event goes out)."""
+        pending = PendingRequest(event, spec)
+        self._requests[event.request_id] = pending
+        key = question_key(event)
+        if key is not None:
+            self._open_questions[key] = pending
+        return pending
+
+    def announce(self, pending: PendingRequest) -> None:
+        """Put a tracked request's event on the stream and tell the observers."""
+        self._emit(pending.event)
+        if self._hooks.observers:
+            self._hooks.opened(pending.event)
+
+    def find_duplicate(self, event: RequestEvent) -> PendingRequest | None:
+        """The open request asking the same question from the same agent, if any."""
+        key = question_key(event)
+        if key is None:
+            return None
+        pending = self._open_questions.get(key)
+        if pending is None or pending.status != "pending":
+            return None
+        return pending
+
+    def finish(self, pending: PendingRequest, status: RequestStatus, answer: Any) -> bool:
+        """End a request once: wake its waiter and announce it. False if it had ended."""
+        if pending.status != "pending":
+            return False
+        pending.status = status
+        pending.answer = answer
+        pending.done.set()
+        self._emit(pending.spec.resolved(pending.event, status, answer))
+        if self._hooks.observers:
+            self._hooks.resolved(pending.event, status, answer)
+        return True
+
+    def settle_quietly(self, pending: PendingRequest, status: RequestStatus, answer: Any) -> None:
+        """End a request whose outcome was already announced (or never will be)."""
+        if pending.status == "pending":
+            pending.status = status
+            pending.answer = answer
+            pending.stored = True
+            pending.done.set()
+
+    def accept(self, pending: PendingRequest, answer: Any) -> None:
+        """Resolve ``pending`` with an already validated answer, then run its after-answer."""
+        if self.finish(pending, "answered", answer):
+            pending.spec.after_answer(self, pending.event, answer)
+
+    def check_open(self, request_id: str) -> PendingRequest:
+        """The open request with this id, or the error saying why it cannot be answered."""
+        pending = self._requests.get(request_id)
+        if pending is None:
+            raise UnknownRequestError(f"no request with id {request_id!r}", request_id=request_id)
+        status = pending.status
+        if status == "pending":
+            return pending
+        if status == "answered":
+            raise RequestAlreadyAnsweredError(
+                f"request {request_id} was already answered", request_id=request_id
+            )
+        if status == "expired":
+            raise RequestExpiredError(
+                f"request {request_id} expired before this answer came", request_id=request_id
+            )
+        why = "was cancelled"
+        if status == "unavailable":
+            why = "was resolved without an answer: nobody was listening"
+        raise RequestCancelledError(f"request {request_id} {why}", request_id=request_id)
+
+    @staticmethod
+    def validate(pending: PendingRequest, answer: Any) -> Any:
+        """The answer in canonical form, or ``InvalidAnswerError`` (nothing changes)."""
+        try:
+            return pending.spec.validate(answer)
+        except (ValueError, TypeError) as e:
+            rid = pending.request_id
+            raise InvalidAnswerError(
+                f"invalid answer for request {rid}: {e}", request_id=rid
+            ) from None
+
+    def resolve_matching(self, predicate: Callable[[RequestEvent], bool], answer: Any) -> list[str]:
+        """Answer every open request the predicate selects (used by run-wide approvals)."""
+        done: list[str] = []
+        for pending in self.open_requests():
+            if predicate(pending.event):
+                self.finish(pending, "answered", pending.spec.validate(answer))
+                done.append(pending.request_id)
+        return done
+
+    def unavailable_all(self) -> None:
+        """Nobody will answer: end every open request as unavailable."""
+        for pending in self.open_requests():
+            self.finish(pending, "unavailable", None)

@@ -1,0 +1,467 @@
+"""Running an agent: as the root of a run, or nested inside another agent's tool call.
+
+``Agent`` (in ``agent.py``) holds the configuration and the public methods; this module does
+the running. A root run sets up its coordinator (hooks, the store's session if any), runs
+the optional before-run step (``Agent(clarifier=...)``), runs the loop and ends with exactly
+one ``RunFinished``. A nested run finds the root's coordinator through the calling tool's
+``ToolContext`` and emits there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+
+from ._context import ToolContext, _current
+from ._loop import AgentOutcome, AgentSpec, run_agent
+from ._requests import LocalRequests
+from ._sessions import RunSession, SessionStore
+from ._text import error_text
+from .coordinator import Coordinator, OnUnhandled, check_on_unhandled
+from .events import AgentFinished, AgentStarted, RunStarted, RunStatus
+from .exceptions import UserError
+from .handlers._base import Handler, serve
+from .hooks import Hook, HookSet, installed
+from .messages import Message, SystemMessage, UserMessage
+from .run import Run, RunResult, finished_event
+from .tools import ApprovalPolicy, Tool
+
+__all__ = [
+    "BeforeRun",
+    "BeforeRunResult",
+    "Blueprint",
+    "agent_tool",
+    "execute_root",
+    "resolve_policy",
+    "run_nested",
+    "run_root",
+    "stream_root",
+]
+
+
+class BeforeRunResult(Protocol):
+    """What a before-run step decided (``hpd_agent.presets.ClarifierResult`` is one)."""
+
+    @property
+    def rejected(self) -> bool:
+        """True when the human rejected the work: the agent does not run."""
+        ...
+
+    def instructions(self) -> str:
+        """What the step learned, added to the agent's instructions for this run."""
+        ...
+
+
+class BeforeRun(Protocol):
+    """A step run in front of each run of an agent (``Agent(clarifier=...)``).
+
+    It runs in its own call frame under the agent (path ``(*agent_path, name)``), so its
+    questions reach the root stream like any agent's.
+    """
+
+    @property
+    def name(self) -> str:
+        """The step's name in agent paths."""
+        ...
+
+    async def before_run(self, request: str, ctx: ToolContext) -> BeforeRunResult:
+        """Do the step for ``request``, asking from ``ctx``."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Blueprint:
+    """What running an agent needs of it (built by ``Agent``)."""
+
+    name: str
+    spec: AgentSpec
+    instructions: str
+    before: BeforeRun | None
+
+
+SessionOpener = Callable[[], Awaitable[RunSession]]
+
+
+def first_messages(
+    instructions: str, prompt: str, history: Sequence[Message] | None, extra: str = ""
+) -> list[Message]:
+    """The conversation an agent starts from: instructions, history, then the prompt."""
+    messages: list[Message] = []
+    system = "\n\n".join(p for p in (instructions, extra) if p)
+    if system:
+        messages.append(SystemMessage(content=system))
+    if history:
+        messages.extend(m for m in history if not isinstance(m, SystemMessage))
+    messages.append(UserMessage(content=prompt))
+    return messages
+
+
+# -- root runs ---------------------------------------------------------------------------
+async def execute_root(
+    bp: Blueprint,
+    coordinator: Coordinator,
+    prompt: str,
+    history: Sequence[Message] | None,
+    *,
+    open_session: SessionOpener | None = None,
+    hooks: Sequence[Hook] = (),
+) -> RunResult:
+    """Run ``bp`` as the root agent; failures end up in the result, cancellation propagates.
+
+    The stream always reads ``RunStarted`` … ``RunFinished``, even when the store cannot
+    open the run (an unknown run id to resume: then the run fails with ``UserError``).
+    """
+    session: RunSession | None = None
+    try:
+        if open_session is not None:
+            session = await open_session()
+            prompt, history = session.prompt, session.history
+    except UserError as e:
+        coordinator.emit(_run_started(coordinator, bp.name, prompt))
+        result = RunResult(run_id=coordinator.run_id, status="failed", error=e)
+        coordinator.emit(finished_event(result, bp.name))
+        return result
+    _configure(coordinator, session, hooks)
+    # A store holds the run (its lease) for the whole execution; `async with` adds no
+    # coroutine frame to the hot path.
+    async with contextlib.nullcontext() if session is None else session.held():
+        if session is not None:
+            await session.attach(coordinator)
+        scope = anyio.CancelScope()
+        coordinator.quiescence.scope = scope
+        result: RunResult | None = None
+        with scope:
+            result = await _root_body(bp, coordinator, prompt, history, session)
+        if result is None:  # only "interrupt" cancels this scope
+            result = RunResult(
+                run_id=coordinator.run_id,
+                status="interrupted",
+                usage=coordinator.usage,
+                pending=coordinator.pending(),
+            )
+        if session is not None:
+            await session.finish(result)
+    coordinator.emit(finished_event(result, bp.name))
+    return result
+
+
+async def run_root(
+    bp: Blueprint,
+    run_id: str,
+    prompt: str,
+    history: Sequence[Message] | None,
+    handler: Handler | None,
+    policy: OnUnhandled,
+    opener: SessionOpener | None,
+    hooks: Sequence[Hook],
+) -> RunResult:
+    """A root run to its end: served by ``handler`` through a stream, or unobserved.
+
+    Raises:
+        The exception that failed the run.
+    """
+    if handler is not None:
+        async with stream_root(bp, run_id, prompt, history, policy, opener, hooks) as run:
+            await serve(run, handler)
+        return run.result
+    coordinator = Coordinator(run_id, on_unhandled=policy)
+    result = await execute_root(bp, coordinator, prompt, history, open_session=opener, hooks=hooks)
+    if result.error is not None:
+        raise result.error
+    return result
+
+
+def stream_root(
+    bp: Blueprint,
+    run_id: str,
+    prompt: str,
+    history: Sequence[Message] | None,
+    policy: OnUnhandled,
+    opener: SessionOpener | None,
+    hooks: Sequence[Hook],
+) -> Run:
+    """A root run as a ``Run`` handle (it starts when its ``async with`` block is entered)."""
+    sessions: list[RunSession] = []
+
+    async def opened() -> RunSession:
+        assert opener is not None
+        session = await opener()
+        sessions.append(session)
+        return session
+
+    async def execute(coordinator: Coordinator) -> RunResult:
+        return await execute_root(
+            bp,
+            coordinator,
+            prompt,
+            history,
+            open_session=None if opener is None else opened,
+            hooks=hooks,
+        )
+
+    async def on_cancel(result: RunResult) -> None:
+        # A deliberate cancel ends the stored run too.
+        for session in sessions:
+            await session.finish(result)
+
+    run = Run(
+        run_id=run_id, prompt=prompt, agent_name=bp.name, executor=execute, on_unhandled=policy
+    )
+    run.on_cancel = on_cancel
+    return run
+
+
+def _configure(coordinator: Coordinator, session: RunSession | None, hooks: Sequence[Hook]) -> None:
+    everything = [h for h in (*hooks, *installed()) if h.active()]
+    if session is None:
+        if everything:
+            coordinator.configure(HookSet(everything), LocalRequests())
+        return
+    # The session's hooks (the journal) go first: a replayed call reaches no other hook.
+    coordinator.configure(HookSet([*session.hooks, *everything]), session.backend)
+    coordinator.conversations.keeper = session
+
+
+def _run_started(coordinator: Coordinator, name: str, prompt: str) -> RunStarted:
+    return RunStarted(run_id=coordinator.run_id, agent_path=(name,), depth=0, prompt=prompt)
+
+
+async def _root_body(
+    bp: Blueprint,
+    coordinator: Coordinator,
+    prompt: str,
+    history: Sequence[Message] | None,
+    session: RunSession | None,
+) -> RunResult:
+    run_id = coordinator.run_id
+    path = (bp.name,)
+    coordinator.emit(_run_started(coordinator, bp.name, prompt))
+    messages = first_messages(bp.instructions, prompt, history)
+    decided: BeforeRunResult | None = None
+    try:
+        if bp.before is not None:
+            decided = await before_run(
+                bp.before, coordinator, agent_path=path, scope_path=run_id, request=prompt
+            )
+            if decided.rejected:
+                return RunResult(
+                    run_id=run_id,
+                    status="rejected",
+                    messages=messages,
+                    usage=coordinator.usage,
+                    clarifier=decided,
+                )
+            messages = first_messages(bp.instructions, prompt, history, decided.instructions())
+        outcome = await run_agent(
+            bp.spec,
+            coordinator,
+            agent_path=path,
+            scope_path=run_id,
+            messages=messages,
+            input=prompt,
+            resumed=session is not None and session.resumed,
+        )
+    except Exception as e:
+        return RunResult(
+            run_id=run_id,
+            status="failed",
+            messages=messages,
+            usage=coordinator.usage,
+            error=e,
+            clarifier=decided,
+        )
+    return RunResult(
+        run_id=run_id,
+        status="completed",
+        output=outcome.output,
+        messages=outcome.messages,
+        usage=coordinator.usage,
+        clarifier=decided,
+        truncated=outcome.truncated,
+    )
+
+
+# -- the before-run step -----------------------------------------------------------------
+async def before_run(
+    step: BeforeRun,
+    coordinator: Coordinator,
+    *,
+    agent_path: tuple[str, ...],
+    scope_path: str,
+    request: str,
+    deadlines: Sequence[Any] = (),
+) -> BeforeRunResult:
+    """Run ``step`` in its own call frame under the agent, announced like an agent."""
+    path = (*agent_path, step.name)
+    call_path = f"{scope_path}/{step.name}"
+    ctx = ToolContext(
+        coordinator=coordinator,
+        agent_path=path,
+        tool_name=step.name,
+        tool_call_id=step.name,
+        call_path=call_path,
+        scope_path=call_path,
+        deadlines=deadlines,
+    )
+    common: dict[str, Any] = {"run_id": coordinator.run_id, "agent_path": path, "depth": ctx.depth}
+    coordinator.emit(AgentStarted(input=request, **common))
+    token = _current.set(ctx)
+    try:
+        result = await step.before_run(request, ctx)
+    except BaseException as e:
+        failed = not isinstance(e, Exception)
+        coordinator.emit(
+            AgentFinished(
+                status="cancelled" if failed else "failed",
+                error=None if failed else error_text(e),
+                **common,
+            )
+        )
+        raise
+    finally:
+        _current.reset(token)
+    status: RunStatus = "rejected" if result.rejected else "completed"
+    coordinator.emit(AgentFinished(status=status, output=result.instructions() or None, **common))
+    return result
+
+
+# -- nested runs -------------------------------------------------------------------------
+async def run_nested(
+    bp: Blueprint,
+    ctx: ToolContext,
+    prompt: str,
+    *,
+    history: Sequence[Message] | None = None,
+    conversation_key: str | None = None,
+) -> RunResult:
+    """Run ``bp`` inside the tool call ``ctx``: its events go to the root's stream."""
+    coordinator = ctx.coordinator
+    path = (*ctx.agent_path, bp.name)
+    scope = f"{ctx.call_path}/{bp.name}"
+    # The calling tool counted as busy; while this agent runs, its own calls count instead.
+    coordinator.quiescence.leave()
+    try:
+        extra = ""
+        if bp.before is not None:
+            decided = await before_run(
+                bp.before, coordinator, agent_path=path, scope_path=scope, request=prompt,
+                deadlines=ctx.deadlines,
+            )  # fmt: skip
+            if decided.rejected:
+                return RunResult(
+                    run_id=ctx.run_id,
+                    status="rejected",
+                    output="The user rejected the proposed plan; the task was not carried out.",
+                    clarifier=decided,
+                )
+            extra = decided.instructions()
+        if conversation_key is None:
+            messages = first_messages(bp.instructions, prompt, history, extra)
+            outcome = await _nested_agent(bp, ctx, path, scope, messages, prompt)
+        else:
+            outcome = await _kept_conversation(
+                bp, ctx, path, scope, prompt, history, extra, conversation_key
+            )
+    finally:
+        coordinator.quiescence.enter()
+    return RunResult(
+        run_id=ctx.run_id,
+        status="completed",
+        output=outcome.output,
+        messages=outcome.messages,
+        usage=outcome.usage,
+        truncated=outcome.truncated,
+    )
+
+
+def _nested_agent(
+    bp: Blueprint,
+    ctx: ToolContext,
+    path: tuple[str, ...],
+    scope: str,
+    messages: list[Message],
+    prompt: str,
+) -> Coroutine[Any, Any, AgentOutcome]:
+    # Returns the coroutine rather than awaiting it: no extra frame on the hot path.
+    return run_agent(
+        bp.spec,
+        ctx.coordinator,
+        agent_path=path,
+        scope_path=scope,
+        messages=messages,
+        input=prompt,
+        deadlines=ctx.deadlines,
+        tool_call_id=ctx.tool_call_id,
+    )
+
+
+async def _kept_conversation(
+    bp: Blueprint,
+    ctx: ToolContext,
+    path: tuple[str, ...],
+    scope: str,
+    prompt: str,
+    history: Sequence[Message] | None,
+    extra: str,
+    key: str,
+) -> AgentOutcome:
+    """A ``per_run`` call: continue the conversation this sub-agent had in this parent run."""
+    conversations = ctx.coordinator.conversations
+    async with conversations.lock(key):
+        kept = conversations.get(key)
+        if kept is None:
+            messages = first_messages(bp.instructions, prompt, history, extra)
+        else:
+            follow_up = f"{extra}\n\n{prompt}" if extra else prompt
+            messages = [*kept, UserMessage(content=follow_up)]
+        outcome = await _nested_agent(bp, ctx, path, scope, messages, prompt)
+        # Kept only on success: a failed call must not leave a half turn behind.
+        await conversations.put(key, messages)
+    return outcome
+
+
+def agent_tool(
+    plan: Callable[[], Blueprint],
+    *,
+    name: str,
+    description: str,
+    keep: bool,
+    requires_approval: ApprovalPolicy,
+    timeout: float | None,
+) -> Tool:
+    """The tool that runs an agent (``Agent.as_tool``): ``{"query": str}`` in, its answer out."""
+
+    async def call_agent(ctx: ToolContext, query: str) -> str:
+        """Delegate a task to the agent.
+
+        Args:
+            query: The task or question for the agent, with every detail it needs.
+        """
+        key = f"{ctx.scope_path}|{name}" if keep else None
+        result = await run_nested(plan(), ctx, query, conversation_key=key)
+        return result.output or ""
+
+    return Tool(
+        call_agent,
+        name=name,
+        description=description,
+        requires_approval=requires_approval,
+        timeout=timeout,
+    )
+
+
+def resolve_policy(
+    default: OnUnhandled, on_unhandled: OnUnhandled | None, store: SessionStore | None
+) -> OnUnhandled:
+    """The policy of one run: its own, else the agent's; \"interrupt\" needs a store."""
+    policy = default if on_unhandled is None else check_on_unhandled(on_unhandled)
+    if policy == "interrupt" and store is None:
+        raise UserError(
+            'on_unhandled="interrupt" needs a store to keep the pending requests: '
+            "pass store=SQLiteStore(path) (or MemoryStore() within one process)"
+        )
+    return policy

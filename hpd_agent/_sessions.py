@@ -1,0 +1,102 @@
+"""What a durable store gives a root run: the protocol ``hpd_agent.store`` implements.
+
+A store opens a ``RunSession`` for a new run (``open_session``) or for a run it already
+holds (``resume_session``). The session brings the run its hooks (the journal, which
+replays what an earlier life did), its request backend (requests kept in the store, answers
+from any process) and the bookkeeping around them (the run record, ``per_run`` sub-agent
+conversations). The core only speaks to these protocols; it never imports a store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ._requests import RequestBackend
+from .hooks import Hook
+from .messages import Message
+
+if TYPE_CHECKING:
+    from .coordinator import Coordinator
+    from .run import RunResult
+
+__all__ = ["RunSession", "SessionStore"]
+
+
+class RunSession(Protocol):
+    """One root run's life in a store."""
+
+    @property
+    def prompt(self) -> str:
+        """The run's prompt (as first given)."""
+        ...
+
+    @property
+    def history(self) -> list[Message] | None:
+        """The history the run started from."""
+        ...
+
+    @property
+    def resumed(self) -> bool:
+        """Whether an earlier life of the run left anything to replay."""
+        ...
+
+    @property
+    def hooks(self) -> Sequence[Hook]:
+        """Hooks that must see every call first (the journal)."""
+        ...
+
+    @property
+    def backend(self) -> RequestBackend:
+        """Where the run's requests are kept."""
+        ...
+
+    def held(self) -> AbstractAsyncContextManager[None]:
+        """Held around the whole run: while it is, this process drives the run (a store
+        takes a lease on the run, keeps it alive, and releases it at the end)."""
+        ...
+
+    async def attach(self, coordinator: Coordinator) -> None:
+        """Bring back run-wide state an earlier life built (approvals for the run)."""
+        ...
+
+    async def finish(self, result: RunResult) -> None:
+        """Record how the run ended."""
+        ...
+
+    def conversation(self, key: str) -> list[Message] | None:
+        """A ``per_run`` sub-agent's conversation as of its last finished call, if kept."""
+        ...
+
+    async def record_conversation(self, key: str, messages: list[Message]) -> None:
+        """Keep a ``per_run`` sub-agent's conversation after a finished call."""
+        ...
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """A store that can hold runs (every ``hpd_agent.store`` store is one)."""
+
+    async def open_session(
+        self,
+        *,
+        run_id: str,
+        agent_name: str,
+        prompt: str,
+        history: Sequence[Message] | None,
+        agent_ref: str | None = None,
+    ) -> RunSession:
+        """Start keeping a new run; refuses a run id it already holds."""
+        ...
+
+    async def resume_session(
+        self,
+        run_id: str,
+        *,
+        agent_name: str,
+        answers: Mapping[str, Any] | None = None,
+        max_age: float | None = None,
+    ) -> RunSession:
+        """Reopen a run it holds; ``answers`` are checked, all of them, before any is written."""
+        ...

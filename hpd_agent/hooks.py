@@ -1,0 +1,342 @@
+"""Hooks: the one way to plug into a run (journal, tracing, UI bridges, workflow engines).
+
+A ``Hook`` may wrap three things, around-style (it gets the call and a ``call_next`` to
+continue the chain, and may skip it, retry it or replace its result):
+
+- ``wrap_agent``: one agent's run, root or nested (``AgentInvocation`` → ``AgentOutcome``);
+- ``wrap_model_request``: one model request (``ModelCall`` → ``ModelResponse``);
+- ``wrap_tool_call``: one tool call, permission check and validation included
+  (``ToolExecution`` → ``ToolOutcome``).
+
+and observe two moments of a human request (question or permission):
+
+- ``request_opened(event)``: the request is registered and about to reach the stream;
+- ``request_resolved(event, status, answer)``: it ended (answered, expired, cancelled,
+  unavailable).
+
+Hooks come from three places, outermost first: the run's store (its journal must see a call
+before anyone else, so a replayed call reaches no other hook), ``Agent.run(hooks=...)``, and
+the process-wide ``install``-ed hooks. A method a hook does not override costs nothing: the
+loop only builds the chain for the methods some hook overrides, and with no hook at all it
+calls the model and the tool directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from .events import Event, RequestEvent, RequestStatus, TextDelta, ToolCallFinished, ToolCallStarted
+from .messages import Message, ToolCall, Usage
+from .models._base import Model, ModelRequestParams, ModelResponse
+
+__all__ = [
+    "AgentInvocation",
+    "AgentOutcome",
+    "Hook",
+    "HookSet",
+    "ModelCall",
+    "ToolExecution",
+    "ToolOutcome",
+    "install",
+    "installed",
+    "uninstall",
+]
+
+_C = TypeVar("_C")
+_R = TypeVar("_R")
+
+CallNext = Callable[[_C], Awaitable[_R]]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentInvocation:
+    """One agent's run, as ``wrap_agent`` sees it.
+
+    Attributes:
+        run_id: Id of the root run.
+        agent_name: The agent's name.
+        agent_path: Agent names from the root down to this agent.
+        scope_path: Stable path of this agent run inside the root run (journal keys use it).
+        input: The prompt (root) or the query it got as a tool (nested).
+        tool_call_id: For a nested agent, the parent's tool call that started it.
+        model: The agent's model.
+        resumed: True for the root agent of a run resumed from a store.
+    """
+
+    run_id: str
+    agent_name: str
+    agent_path: tuple[str, ...]
+    scope_path: str
+    input: str
+    tool_call_id: str | None
+    model: Model
+    resumed: bool = False
+
+    @property
+    def depth(self) -> int:
+        """0 for the root agent."""
+        return len(self.agent_path) - 1
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AgentOutcome:
+    """How one agent's run ended (its final answer, conversation and own usage)."""
+
+    output: str
+    messages: list[Message]
+    usage: Usage
+    truncated: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelCall:
+    """One model request, as ``wrap_model_request`` sees it.
+
+    Attributes:
+        run_id: Id of the root run.
+        agent_path: Agent names down to the agent making the request.
+        scope_path: Stable path of that agent run; ``key`` adds the turn.
+        turn: Index of this model turn in the agent's run.
+        model: The model to call.
+        messages: The conversation sent (do not mutate it).
+        params: Tools, settings and the streaming callback.
+        emit: Puts an event on the root run's stream (e.g. replayed text).
+    """
+
+    run_id: str
+    agent_path: tuple[str, ...]
+    scope_path: str
+    turn: int
+    model: Model
+    messages: Sequence[Message]
+    params: ModelRequestParams
+    emit: Callable[[Event], None]
+
+    @property
+    def key(self) -> str:
+        """Stable id of this request in the run (the same after a crash and a resume)."""
+        return f"{self.scope_path}@{self.turn}"
+
+    def text_event(self, text: str, *, replayed: bool = False) -> TextDelta:
+        """The ``TextDelta`` of this agent carrying ``text``."""
+        path = self.agent_path
+        return TextDelta(
+            run_id=self.run_id, agent_path=path, depth=len(path) - 1, text=text, replayed=replayed
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolOutcome:
+    """What a tool call gives back to the model: the result text, and whether it failed.
+
+    ``error_type`` names a failure for traces: the exception's class name, ``"timeout"``, or
+    ``"unknown_tool"`` (None when the call succeeded or its outcome was replayed).
+    """
+
+    text: str
+    is_error: bool = False
+    error_type: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolExecution:
+    """One tool call, as ``wrap_tool_call`` sees it (before validation and permission).
+
+    Attributes:
+        run_id: Id of the root run.
+        agent_path: Agent names down to the agent that called the tool.
+        call: The model's tool call (name, id, raw argument text).
+        call_path: Stable id of this call in the run (request ids and journal keys use it).
+        known: Whether the agent has a tool of that name.
+        emit: Puts an event on the root run's stream.
+    """
+
+    run_id: str
+    agent_path: tuple[str, ...]
+    call: ToolCall
+    call_path: str
+    known: bool
+    emit: Callable[[Event], None]
+    metadata: Mapping[str, Any] = field(default_factory=dict[str, Any])
+
+    @property
+    def tool_name(self) -> str:
+        """The name the model called."""
+        return self.call.name
+
+    @property
+    def key(self) -> str:
+        """Same as ``call_path``: the call's stable id."""
+        return self.call_path
+
+    def started_event(self, *, replayed: bool = False) -> ToolCallStarted:
+        """The ``ToolCallStarted`` event of this call."""
+        call = self.call
+        path = self.agent_path
+        return ToolCallStarted(
+            run_id=self.run_id,
+            agent_path=path,
+            depth=len(path) - 1,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            arguments=call.arguments,
+            replayed=replayed,
+        )
+
+    def finished_event(self, outcome: ToolOutcome, *, replayed: bool = False) -> ToolCallFinished:
+        """The ``ToolCallFinished`` event of this call with ``outcome``."""
+        call = self.call
+        path = self.agent_path
+        return ToolCallFinished(
+            run_id=self.run_id,
+            agent_path=path,
+            depth=len(path) - 1,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            result=outcome.text,
+            is_error=outcome.is_error,
+            replayed=replayed,
+        )
+
+
+class Hook:
+    """Base class of hooks: override what you need; the defaults pass straight through.
+
+    Wrappers must call ``call_next`` at most once and return its result (or their own);
+    observers must not block (they run on the hot path and may not await).
+    """
+
+    async def wrap_agent(
+        self, invocation: AgentInvocation, call_next: CallNext[AgentInvocation, AgentOutcome]
+    ) -> AgentOutcome:
+        """Around one agent's run (root or nested); raises what the run raises."""
+        return await call_next(invocation)
+
+    async def wrap_model_request(
+        self, call: ModelCall, call_next: CallNext[ModelCall, ModelResponse]
+    ) -> ModelResponse:
+        """Around one model request."""
+        return await call_next(call)
+
+    async def wrap_tool_call(
+        self, execution: ToolExecution, call_next: CallNext[ToolExecution, ToolOutcome]
+    ) -> ToolOutcome:
+        """Around one tool call (validation, permission and execution)."""
+        return await call_next(execution)
+
+    def request_opened(self, event: RequestEvent) -> None:
+        """A question or permission request is about to reach the stream."""
+
+    def request_resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
+        """A request ended; ``answer`` is the validated answer when ``status`` is answered."""
+
+    def active(self) -> bool:
+        """Whether the hook takes part in a root run starting now (asked once per root run).
+
+        A hook with nothing to do at the moment (tracing with no SDK installed) says False,
+        and the run then costs what it would cost without it.
+        """
+        return True
+
+
+def _overrides(hook: Hook, name: str) -> bool:
+    return getattr(type(hook), name) is not getattr(Hook, name)
+
+
+def _chain(
+    wrappers: Sequence[Callable[[_C, CallNext[_C, _R]], Awaitable[_R]]],
+    terminal: CallNext[_C, _R],
+) -> CallNext[_C, _R]:
+    """Fold wrappers (first = outermost) around ``terminal`` into one callable."""
+    call = terminal
+    for wrap in reversed(wrappers):
+        call = _bind(wrap, call)
+    return call
+
+
+def _bind(
+    wrap: Callable[[_C, CallNext[_C, _R]], Awaitable[_R]], inner: CallNext[_C, _R]
+) -> CallNext[_C, _R]:
+    def bound(c: _C) -> Awaitable[_R]:
+        return wrap(c, inner)
+
+    return bound
+
+
+class HookSet:
+    """The hooks of one root run, sorted by what each overrides (built once per run).
+
+    Each ``*_wrappers`` tuple is empty when no hook overrides that method, and callers check
+    for that before building a call object: a run with no hooks pays nothing.
+    """
+
+    __slots__ = ("agent_wrappers", "hooks", "model_wrappers", "observers", "tool_wrappers")
+
+    def __init__(self, hooks: Sequence[Hook] = ()) -> None:
+        hooks = [h for h in hooks if h.active()]
+        self.hooks = tuple(hooks)
+        self.agent_wrappers = tuple(h.wrap_agent for h in hooks if _overrides(h, "wrap_agent"))
+        self.model_wrappers = tuple(
+            h.wrap_model_request for h in hooks if _overrides(h, "wrap_model_request")
+        )
+        self.tool_wrappers = tuple(
+            h.wrap_tool_call for h in hooks if _overrides(h, "wrap_tool_call")
+        )
+        self.observers = tuple(
+            h for h in hooks if _overrides(h, "request_opened") or _overrides(h, "request_resolved")
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.hooks)
+
+    def agent(
+        self, terminal: CallNext[AgentInvocation, AgentOutcome]
+    ) -> CallNext[AgentInvocation, AgentOutcome]:
+        """``terminal`` wrapped by every ``wrap_agent``."""
+        return _chain(self.agent_wrappers, terminal)
+
+    def model(
+        self, terminal: CallNext[ModelCall, ModelResponse]
+    ) -> CallNext[ModelCall, ModelResponse]:
+        """``terminal`` wrapped by every ``wrap_model_request``."""
+        return _chain(self.model_wrappers, terminal)
+
+    def tool(
+        self, terminal: CallNext[ToolExecution, ToolOutcome]
+    ) -> CallNext[ToolExecution, ToolOutcome]:
+        """``terminal`` wrapped by every ``wrap_tool_call``."""
+        return _chain(self.tool_wrappers, terminal)
+
+    def opened(self, event: RequestEvent) -> None:
+        """Tell every observer a request opened."""
+        for hook in self.observers:
+            hook.request_opened(event)
+
+    def resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
+        """Tell every observer a request ended."""
+        for hook in self.observers:
+            hook.request_resolved(event, status, answer)
+
+
+_installed: list[Hook] = []
+
+
+def install(hook: Hook) -> None:
+    """Add a hook to every root run started from now on in this process (innermost last).
+
+    Installing the same hook object twice has no effect.
+    """
+    if all(h is not hook for h in _installed):
+        _installed.append(hook)
+
+
+def uninstall(hook: Hook) -> None:
+    """Remove a hook added with ``install`` (runs already started keep it)."""
+    _installed[:] = [h for h in _installed if h is not hook]
+
+
+def installed() -> tuple[Hook, ...]:
+    """The hooks added with ``install``, in order."""
+    return tuple(_installed)

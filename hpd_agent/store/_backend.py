@@ -1,0 +1,70 @@
+"""The request backend a store gives its runs: requests kept in the store.
+
+A request is written before its event goes out; an answer written by any process wakes the
+waiter; a replayed run that reaches a request it raised in an earlier life finds it under
+the same id (still pending, or already resolved: then it returns at once). Requests merged
+into an identical open one are journaled as aliases, so a replay merges them again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from .._requests import Final, Settlement
+from ..events import RequestEvent
+from ._answers import jsonable
+from ._base import JournalEntry, RequestRecord, Store
+from ._journal import Journal
+
+__all__ = ["StoreRequests"]
+
+
+def settlement(record: RequestRecord) -> Settlement | None:
+    """How a stored request ended, or None while it is pending."""
+    if record.status == "pending":
+        return None
+    waited = None
+    if record.status == "expired" and record.expires_at is not None:
+        waited = round(record.expires_at - record.created_at, 3)
+    return Settlement(status=record.status, answer=record.answer, waited=waited)
+
+
+class StoreRequests:
+    """A ``RequestBackend`` over a ``Store`` for one run (aliases live in its journal)."""
+
+    durable = True
+
+    def __init__(self, store: Store, journal: Journal) -> None:
+        self.store = store
+        self.journal = journal
+
+    def alias_of(self, request_id: str) -> str | None:
+        entry = self.journal.entry(request_id, "alias")
+        return None if entry is None else str(entry.value)
+
+    async def record_alias(self, request_id: str, first_id: str) -> None:
+        await self.journal.put(JournalEntry(key=request_id, kind="alias", value=first_id))
+
+    async def open(
+        self, event: RequestEvent, timeout: float | None
+    ) -> tuple[Settlement | None, float | None]:
+        record = await self.store.add_request(RequestRecord.from_event(event, timeout=timeout))
+        settled = settlement(record)
+        if settled is not None or record.expires_at is None:
+            return settled, timeout
+        # A replay keeps the original deadline: waiting restarts with what was left.
+        return None, max(0.0, record.expires_at - time.time())
+
+    async def wait(self, request_id: str) -> Settlement:
+        record = await self.store.wait_resolved(request_id)
+        settled = settlement(record)
+        assert settled is not None
+        return settled
+
+    async def resolve(self, request_id: str, status: Final, answer: Any) -> None:
+        await self.store.resolve(request_id, status, jsonable(answer))
+
+    async def settlement(self, request_id: str) -> tuple[RequestEvent, Settlement | None] | None:
+        record = await self.store.get_request(request_id)
+        return None if record is None else (record.event, settlement(record))

@@ -1,0 +1,161 @@
+"""A run's life in a store: the session ``Agent.run/stream/resume(store=...)`` opens.
+
+``StoreSession`` is the core's ``RunSession``: the journal (a hook), the request backend,
+the run record, approvals for the run restored on resume. ``Sessions`` gives every store its
+``open_session`` / ``resume_session``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import AsyncGenerator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._text import error_text
+from ..exceptions import UserError
+from ..hooks import Hook
+from ..messages import Message, message_adapter
+from ..run import RunResult
+from ._answers import respond, validate_stored
+from ._backend import StoreRequests
+from ._base import JournalEntry, RunRecord, RunState, Store, check_entries, refusal
+from ._journal import Journal
+
+if TYPE_CHECKING:
+    from ..coordinator import Coordinator
+
+__all__ = ["Sessions", "StoreSession"]
+
+
+class StoreSession:
+    """One root run's life in a store (the core's ``RunSession``)."""
+
+    def __init__(
+        self, store: Store, record: RunRecord, entries: Mapping[str, JournalEntry] | None = None
+    ) -> None:
+        self.store = store
+        self.record = record
+        self.journal = Journal(store, record.run_id, entries)
+        self.backend = StoreRequests(store, self.journal)
+        self.hooks: Sequence[Hook] = (self.journal,)
+
+    @property
+    def prompt(self) -> str:
+        return self.record.prompt
+
+    @property
+    def history(self) -> list[Message] | None:
+        return message_adapter().validate_python(list(self.record.history)) or None
+
+    @property
+    def resumed(self) -> bool:
+        return self.journal.replaying
+
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncGenerator[None]:
+        """Held around the whole run (see the core's ``RunSession.held``)."""
+        yield
+
+    async def attach(self, coordinator: Coordinator) -> None:
+        """Bring back approvals "for the run" an earlier life got.
+
+        A tool call whose result is journaled is not re-run, so the permission request it
+        made is not re-asked either; its run-wide approval comes back from the store.
+        """
+        if not self.journal.replaying:
+            return
+        for record in await self.store.list_requests(run_id=self.record.run_id, status="answered"):
+            answer: Any = record.answer
+            if (
+                record.kind == "permission"
+                and isinstance(answer, dict)
+                and answer.get("kind") == "approve"  # pyright: ignore[reportUnknownMemberType]
+                and answer.get("scope") == "run"  # pyright: ignore[reportUnknownMemberType]
+            ):
+                tool_name = str(record.payload.get("tool_name"))
+                coordinator.run_approvals.add((record.agent_path, tool_name))
+
+    async def finish(self, result: RunResult) -> None:
+        """Write how the run ended to its run record."""
+        status: RunState = result.status  # type: ignore[assignment]
+        error = None if result.error is None else error_text(result.error)
+        self.record = dataclasses.replace(
+            self.record, status=status, output=result.output, error=error, updated_at=time.time()
+        )
+        await self.store.put_run(self.record)
+
+    def conversation(self, key: str) -> list[Message] | None:
+        return self.journal.conversation(key)
+
+    async def record_conversation(self, key: str, messages: list[Message]) -> None:
+        await self.journal.record_conversation(key, messages)
+
+
+class Sessions:
+    """``open_session`` / ``resume_session`` for a class implementing ``Store``."""
+
+    async def open_session(
+        self,
+        *,
+        run_id: str,
+        agent_name: str,
+        prompt: str,
+        history: Sequence[Message] | None,
+        agent_ref: str | None = None,
+    ) -> StoreSession:
+        """Start keeping a new run; refuses a run id the store already holds."""
+        store: Store = self  # type: ignore[assignment]
+        if await store.get_run(run_id) is not None:
+            raise UserError(
+                f"run {run_id!r} is already in {store!r}: "
+                "use resume() to continue it, or pick a new run_id"
+            )
+        record = RunRecord(
+            run_id=run_id,
+            agent_name=agent_name,
+            prompt=prompt,
+            history=message_adapter().dump_python(list(history or []), mode="json"),
+            agent_ref=agent_ref,
+        )
+        await store.put_run(record)
+        return StoreSession(store, record)
+
+    async def resume_session(
+        self,
+        run_id: str,
+        *,
+        agent_name: str,
+        answers: Mapping[str, Any] | None = None,
+        max_age: float | None = None,
+    ) -> StoreSession:
+        """Reopen a run the store holds; ``answers`` are checked, all, before any is written."""
+        store: Store = self  # type: ignore[assignment]
+        record = await store.get_run(run_id)
+        if record is None:
+            raise UserError(f"no run {run_id!r} in {store!r}")
+        if record.agent_name != agent_name:
+            raise UserError(
+                f"run {run_id!r} was started by agent {record.agent_name!r}, not {agent_name!r}: "
+                "resume it with the same agent"
+            )
+        if max_age is not None:
+            await store.recover(max_age, run_id=run_id)
+        await _answer_all(store, run_id, dict(answers or {}))
+        record = dataclasses.replace(record, status="running", updated_at=time.time())
+        await store.put_run(record)
+        return StoreSession(store, record, check_entries(run_id, await store.journal(run_id)))
+
+
+async def _answer_all(store: Store, run_id: str, answers: dict[str, Any]) -> None:
+    # Every answer is checked before any is written: a refused one changes nothing.
+    for request_id, answer in answers.items():
+        stored = await store.get_request(request_id)
+        if stored is not None and stored.run_id != run_id:
+            raise UserError(f"request {request_id} belongs to run {stored.run_id}, not {run_id}")
+        if stored is None or stored.status != "pending":
+            raise refusal(stored, request_id)
+        validate_stored(stored, answer)
+    for request_id, answer in answers.items():
+        await respond(store, request_id, answer, context={"channel": "resume"})
