@@ -1,0 +1,101 @@
+"""The two activities every ``TemporalAgent`` shares: one model request, one plain tool call.
+
+They run on the worker, outside the workflow sandbox, against the worker's own copy of the
+registered agent trees (``HpdAgentPlugin(planner, ...)``), found by the ``TemporalAgent``'s
+name. A model error the model already retried itself fails the activity for good
+(non-retryable, its class name kept so the workflow raises the same error); anything else
+(the worker died, the network dropped) is retried by Temporal. A tool's own failure is a
+result the model reads, exactly as in a local run, so it never fails the activity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import anyio
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from .._context import ToolContext
+from ..exceptions import ModelError
+from ..tools import ToolArgumentsError, result_to_text
+from ._tree import AgentTree, dump_response, load_params
+
+__all__ = ["MODEL_ACTIVITY", "TOOL_ACTIVITY", "Activities"]
+
+MODEL_ACTIVITY = "hpd_agent.model_request"
+TOOL_ACTIVITY = "hpd_agent.tool_call"
+
+
+class Activities:
+    """The activities of a worker, over the agent trees it was given (by name)."""
+
+    def __init__(self, trees: Mapping[str, AgentTree]) -> None:
+        self.trees = dict(trees)
+
+    def _tree(self, name: str) -> AgentTree:
+        tree = self.trees.get(name)
+        if tree is None:
+            raise ApplicationError(
+                f"this worker has no TemporalAgent named {name!r} "
+                f"(it has {sorted(self.trees)}): pass it to HpdAgentPlugin",
+                type="UserError",
+                non_retryable=True,
+            )
+        return tree
+
+    def definitions(self) -> Sequence[Any]:
+        """The activity callables to register on a worker."""
+        return [self.model_request, self.tool_call]
+
+    @activity.defn(name=MODEL_ACTIVITY)
+    async def model_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Send one model request with the worker's model; the response as JSON data."""
+        tree = self._tree(request["temporal_agent"])
+        model = tree.model(request["model_key"])
+        if model is None:
+            raise ApplicationError(
+                f"no model registered under {request['model_key']!r} "
+                f"(known: {sorted(tree.names())}); pass the agent to TemporalAgent(agents=...)",
+                type="UserError",
+                non_retryable=True,
+            )
+        messages, params = load_params(request)
+        try:
+            response = await model.request(messages, params)
+        except ModelError as e:
+            raise ApplicationError(str(e), type=type(e).__name__, non_retryable=True) from e
+        return dump_response(response)
+
+    @activity.defn(name=TOOL_ACTIVITY)
+    async def tool_call(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run one plain tool (validated again here); its result text and error flag."""
+        tree = self._tree(request["temporal_agent"])
+        path: list[str] = request["agent_path"]
+        name: str = request["tool"]
+        tool = tree.tool(path, name)
+        if tool is None:
+            return {"text": f"Unknown tool {name!r}.", "is_error": True}
+        try:
+            arguments = tool.validate_arguments(request["arguments"])
+        except ToolArgumentsError as e:
+            return {"text": str(e), "is_error": True}
+        # A plain tool takes no context: nothing reads it.
+        ctx = cast(ToolContext, None)
+        try:
+            if tool.timeout is None:
+                value = await tool.call(ctx, arguments)
+            else:
+                value = None
+                with anyio.move_on_after(tool.timeout) as scope:
+                    value = await tool.call(ctx, arguments)
+                if scope.cancelled_caught:
+                    return {
+                        "text": f"Error: tool {tool.name!r} timed out after {tool.timeout:g} "
+                        "seconds.",
+                        "is_error": True,
+                    }
+        except Exception as e:
+            return {"text": f"Error: {type(e).__name__}: {e}", "is_error": True}
+        return {"text": result_to_text(value), "is_error": False}
