@@ -62,6 +62,10 @@ def _parser() -> argparse.ArgumentParser:
     chat.set_defaults(func=_cmd_chat)
 
     _add_store_commands(sub)
+    # `pending`/`answer --temporal HOST:PORT --workflow-id ID` (no Temporal import until used)
+    from .temporal._cli import add_temporal_options
+
+    add_temporal_options(sub)
     return parser
 
 

@@ -13,7 +13,8 @@ Trees (``AGENTS[name]``):
 - ``depth3``: Planner → Research → Deep; Deep records a step and asks "Which region?"
   (options EU/US).
 - ``parallel``: Asker asks "First?" and "Second?" in parallel.
-- ``timeout``: Waiter asks with a 1 second timeout.
+- ``timeout``: Waiter asks with a 1 second timeout, then asks again with none.
+- ``broken``: Broken's model has an empty script (the run fails).
 - ``permission``: Guarded calls ``record_step`` that needs approval.
 """
 
@@ -31,7 +32,7 @@ with workflow.unsafe.imports_passed_through():
     from hpd_agent.messages import Message, ToolResultMessage
     from hpd_agent.models import ModelRequestParams
     from hpd_agent.temporal import HpdAgentPlugin, TemporalAgent
-    from hpd_agent.testing import FunctionModel, text, tool_call
+    from hpd_agent.testing import FunctionModel, ScriptedModel, text, tool_call
 
 FRAMEWORK = "Which framework?"
 REGION = "Which region?"
@@ -133,7 +134,9 @@ def _parallel(messages: Sequence[Message], turn: int) -> Any:
 def _waiter(messages: Sequence[Message], turn: int) -> Any:
     if turn == 0:
         return tool_call("ask_user", _id="ask", question="Anyone there?")
-    return text("gave up: " + _result(messages, "ask_user"))
+    if turn == 1:
+        return tool_call("ask_again", _id="again", question="Still there?")
+    return text(f"gave up: {_result(messages, 'ask_user')} | then: {_result(messages, 'ask_again')}")
 
 
 def _guarded(messages: Sequence[Message], turn: int) -> Any:
@@ -154,7 +157,7 @@ ROLES: dict[str, Any] = {
 }
 
 
-def _agent(name: str, *tools: Any, timeout: float | None = None) -> Agent:
+def _agent(name: str, *tools: Any) -> Agent:
     return Agent(name, model=_turn(name), tools=list(tools))
 
 
@@ -168,7 +171,10 @@ def _trees() -> dict[str, TemporalAgent]:
         ),
         "depth3": TemporalAgent(_agent("Planner", research.as_tool()), name="depth3"),
         "parallel": TemporalAgent(_agent("Asker", ask_user()), name="parallel"),
-        "timeout": TemporalAgent(_agent("Waiter", ask_user(timeout=1.0)), name="timeout"),
+        "timeout": TemporalAgent(
+            _agent("Waiter", ask_user(timeout=1.0), ask_user(name="ask_again")), name="timeout"
+        ),
+        "broken": TemporalAgent(Agent("Broken", model=ScriptedModel([])), name="broken"),
         "permission": TemporalAgent(_agent("Guarded", guarded_step), name="permission"),
     }
 
