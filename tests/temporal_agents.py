@@ -136,7 +136,9 @@ def _waiter(messages: Sequence[Message], turn: int) -> Any:
         return tool_call("ask_user", _id="ask", question="Anyone there?")
     if turn == 1:
         return tool_call("ask_again", _id="again", question="Still there?")
-    return text(f"gave up: {_result(messages, 'ask_user')} | then: {_result(messages, 'ask_again')}")
+    return text(
+        f"gave up: {_result(messages, 'ask_user')} | then: {_result(messages, 'ask_again')}"
+    )
 
 
 def _guarded(messages: Sequence[Message], turn: int) -> Any:
@@ -166,9 +168,7 @@ def _trees() -> dict[str, TemporalAgent]:
     deep = _agent("Deep", record_step, ask_user())
     research = _agent("Research", deep.as_tool())
     return {
-        "depth2": TemporalAgent(
-            _agent("Orchestrator", coder.as_tool()), name="depth2"
-        ),
+        "depth2": TemporalAgent(_agent("Orchestrator", coder.as_tool()), name="depth2"),
         "depth3": TemporalAgent(_agent("Planner", research.as_tool()), name="depth3"),
         "parallel": TemporalAgent(_agent("Asker", ask_user()), name="parallel"),
         "timeout": TemporalAgent(

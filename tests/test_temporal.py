@@ -8,6 +8,7 @@ test runs the worker as a real subprocess and SIGKILLs it mid-question.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import signal
@@ -23,16 +24,17 @@ from typing import Any, TypeVar
 
 import pytest
 
-temporalio = pytest.importorskip("temporalio", reason='needs the temporal extra (".[dev]")')
+pytest.importorskip("temporalio", reason='needs the temporal extra (".[dev]")')
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.worker import Replayer, Worker
 
-from hpd_agent.events import Event
+from hpd_agent.events import Event, ToolCallFinished
 from hpd_agent.exceptions import (
     InvalidAnswerError,
     RequestAlreadyAnsweredError,
+    RequestError,
     RequestExpiredError,
     UnknownRequestError,
 )
@@ -89,10 +91,8 @@ def temporal_address() -> Iterator[str]:
                 proc.kill()
                 err = proc.stderr.read().decode() if proc.stderr else ""
                 pytest.skip(f"the Temporal dev server did not start: {e}; {err[-500:]}")
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.2)  # returns early only if the server died
-            except subprocess.TimeoutExpired:
-                pass
     try:
         yield address
     finally:
@@ -124,7 +124,9 @@ def _agents() -> Any:
 @asynccontextmanager
 async def _worker(client: Client, queue: str) -> AsyncIterator[None]:
     ta = _agents()
-    async with Worker(client, task_queue=queue, workflows=[ta.AgentWorkflow], plugins=[ta.plugin()]):
+    async with Worker(
+        client, task_queue=queue, workflows=[ta.AgentWorkflow], plugins=[ta.plugin()]
+    ):
         yield
 
 
@@ -215,7 +217,9 @@ async def test_refused_answers_change_nothing(client: Client, workdir: Path) -> 
         await handle.result()
         history = await handle.fetch_history()
         accepted = [
-            e for e in history.events if e.HasField("workflow_execution_update_accepted_event_attributes")
+            e
+            for e in history.events
+            if e.HasField("workflow_execution_update_accepted_event_attributes")
         ]
         assert len(accepted) == 1
 
@@ -268,8 +272,6 @@ async def test_cancellation_cancels_the_run(client: Client, workdir: Path) -> No
         assert isinstance(failure.value.cause, CancelledError)
         events = await _events(handle)
         assert await pending(handle) == []
-        from hpd_agent.exceptions import RequestError
-
         with pytest.raises(RequestError):
             await respond(handle, req.request_id, "Django")
     resolved = [e for e in events if e.kind == "clarification_resolved"]
@@ -307,7 +309,9 @@ async def test_replay_has_no_nondeterminism(client: Client, workdir: Path) -> No
     ta = _agents()
     replayer = Replayer(workflows=[ta.AgentWorkflow], plugins=[ta.plugin()])
     for handle in handles:
-        result = await replayer.replay_workflow(await handle.fetch_history(), raise_on_replay_failure=False)
+        result = await replayer.replay_workflow(
+            await handle.fetch_history(), raise_on_replay_failure=False
+        )
         assert result.replay_failure is None, result.replay_failure
 
 
@@ -354,7 +358,7 @@ async def test_worker_killed_mid_question(
         async def step_done() -> bool:
             events, _, _ = await read_events(handle)
             return any(
-                e.kind == "tool_call_finished" and e.tool_name == "record_step" for e in events  # type: ignore[union-attr]
+                isinstance(e, ToolCallFinished) and e.tool_name == "record_step" for e in events
             )
 
         await _until(step_done, "the sibling tool's result in the workflow")
@@ -383,9 +387,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-async def test_cli_pending_and_answer(
-    client: Client, temporal_address: str, workdir: Path
-) -> None:
+async def test_cli_pending_and_answer(client: Client, temporal_address: str, workdir: Path) -> None:
     queue = _queue()
     async with _worker(client, queue):
         handle = await _start(client, queue, "depth3")

@@ -108,7 +108,7 @@ async def respond(handle: _Handle, request_id: str, answer: Any) -> Any:
     """
     value = pydantic_core.to_jsonable_python(answer)
     try:
-        return await handle.execute_update(RESPOND_UPDATE, args=[request_id, value])
+        return await handle.execute_update(RESPOND_UPDATE, args=[request_id, value])  # pyright: ignore[reportUnknownMemberType]
     except WorkflowUpdateFailedError as e:
         raise _refusal(e, request_id) from None
     except RPCError as e:

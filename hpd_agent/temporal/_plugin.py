@@ -60,7 +60,7 @@ class HpdAgentPlugin(SimplePlugin):
             )
         self.activities = Activities({a.name: a.tree for a in agents})
         definitions: Sequence[Callable[..., Any]] = self.activities.definitions()
-        super().__init__(
+        super().__init__(  # pyright: ignore[reportUnknownMemberType]
             "hpd_agent.HpdAgentPlugin",
             activities=definitions,
             workflow_runner=_runner,

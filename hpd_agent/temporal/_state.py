@@ -134,9 +134,9 @@ class RunState:
 
     def install(self) -> None:
         """Register the queries and the update on the running workflow."""
-        workflow.set_query_handler(PENDING_QUERY, self.requests.pending)
-        workflow.set_query_handler(EVENTS_QUERY, self.read)
-        workflow.set_update_handler(RESPOND_UPDATE, self.respond, validator=self.validate)
+        workflow.set_query_handler(PENDING_QUERY, self.requests.pending)  # pyright: ignore[reportUnknownMemberType]
+        workflow.set_query_handler(EVENTS_QUERY, self.read)  # pyright: ignore[reportUnknownMemberType]
+        workflow.set_update_handler(RESPOND_UPDATE, self.respond, validator=self.validate)  # pyright: ignore[reportUnknownMemberType]
 
     def read(self, offset: int = 0) -> dict[str, Any]:
         """The events from ``offset`` on, the next offset, and whether the run ended."""
