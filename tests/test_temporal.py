@@ -325,6 +325,29 @@ async def test_failed_run_fails_the_workflow(client: Client, workdir: Path) -> N
     assert isinstance(cause, ApplicationError) and cause.type == "ScriptExhaustedError"
 
 
+async def test_string_model_builds_in_the_sandbox_and_runs_in_the_activity(
+    client: Client, workdir: Path
+) -> None:
+    import temporal_remote
+
+    queue = _queue()
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[temporal_remote.RemoteWorkflow],
+        plugins=[temporal_remote.plugin()],
+    ):
+        handle = await client.start_workflow(
+            temporal_remote.RemoteWorkflow.run, "hi", id=f"remote-{uuid.uuid4().hex[:8]}",
+            task_queue=queue,
+        )  # fmt: skip
+        with pytest.raises(WorkflowFailureError) as failure:
+            await handle.result()
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "ModelError"
+    assert "Real model requests are disabled" in str(cause)
+
+
 # -- a worker process killed mid-question ------------------------------------------------------
 def _worker_process(address: str, queue: str, workdir: Path) -> subprocess.Popen[bytes]:
     env = {

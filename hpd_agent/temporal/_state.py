@@ -9,7 +9,8 @@ it while the run waits.
 The handlers registered on the workflow:
 
 - query ``hpd_agent.pending`` → the pending requests (``RequestRecord`` as JSON data);
-- query ``hpd_agent.events(offset)`` → ``{"events": [JSON, ...], "next": n, "finished": b}``;
+- query ``hpd_agent.events(offset, limit)`` → ``{"events": [JSON, ...], "next": n,
+  "finished": b}`` (at most ``limit`` events, 1000 by default);
 - update ``hpd_agent.respond(request_id, answer)`` → the answer as accepted. Its validator
   applies the store's checks (unknown id, already answered, expired, cancelled, invalid
   answer): a refused answer is rejected before it reaches the workflow history, so nothing
@@ -37,6 +38,7 @@ __all__ = ["EVENTS_QUERY", "PENDING_QUERY", "RESPOND_UPDATE", "RunState", "Workf
 PENDING_QUERY = "hpd_agent.pending"
 EVENTS_QUERY = "hpd_agent.events"
 RESPOND_UPDATE = "hpd_agent.respond"
+_PAGE = 1000
 
 
 def _failure(error: RequestError) -> ApplicationError:
@@ -138,12 +140,15 @@ class RunState:
         workflow.set_query_handler(EVENTS_QUERY, self.read)  # pyright: ignore[reportUnknownMemberType]
         workflow.set_update_handler(RESPOND_UPDATE, self.respond, validator=self.validate)  # pyright: ignore[reportUnknownMemberType]
 
-    def read(self, offset: int = 0) -> dict[str, Any]:
-        """The events from ``offset`` on, the next offset, and whether the run ended."""
+    def read(self, offset: int = 0, limit: int = _PAGE) -> dict[str, Any]:
+        """Up to ``limit`` events from ``offset`` on, the next offset, and whether the run
+        ended with nothing left to read (pages keep a query answer small)."""
+        page = self.events[offset : offset + max(1, limit)]
+        after = offset + len(page)
         return {
-            "events": self.events[offset:],
-            "next": len(self.events),
-            "finished": self.finished,
+            "events": page,
+            "next": after,
+            "finished": self.finished and after >= len(self.events),
         }
 
     def validate(self, request_id: str, answer: Any) -> None:
