@@ -14,6 +14,9 @@ Workloads (offline ``FunctionModel``s, so only the machinery is timed):
    answers each (a workflow update; ``store.respond``). Per question, from one question
    appearing to the next one appearing.
 
+4. ``bare``: a workflow of N no-op activities without hpd_agent, Temporal's own floor per
+   activity on the same server (Temporal column only).
+
 Each workload runs ``--repeats`` times; the medians are printed, with a RESULT_JSON line.
 """
 
@@ -31,10 +34,11 @@ import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from temporalio import workflow
+from temporalio import activity, workflow
 
 with workflow.unsafe.imports_passed_through():
     from hpd_agent import Agent, ToolContext, ask_user, tool
@@ -92,6 +96,25 @@ AGENTS = {
 }
 
 
+@activity.defn(name="bench.noop")
+async def noop_activity(i: int) -> int:
+    """Temporal's own floor: an activity that does nothing."""
+    return i
+
+
+@workflow.defn
+class BareWorkflow:
+    """``TURNS`` no-op activities in a row, no hpd_agent: what Temporal itself costs."""
+
+    @workflow.run
+    async def run(self) -> int:
+        for i in range(TURNS):
+            await workflow.execute_activity(
+                noop_activity, i, start_to_close_timeout=timedelta(seconds=30)
+            )
+        return TURNS
+
+
 @workflow.defn
 class BenchWorkflow:
     @workflow.run
@@ -116,6 +139,11 @@ async def _answer_temporal(handle: Any, count: int) -> list[float]:
 
 async def temporal_run(client: Any, queue: str, which: str) -> tuple[float, list[float]]:
     start = time.perf_counter()
+    if which == "bare":
+        await client.execute_workflow(
+            BareWorkflow.run, id=f"bare-{uuid.uuid4().hex[:8]}", task_queue=queue
+        )
+        return time.perf_counter() - start, []
     handle = await client.start_workflow(
         BenchWorkflow.run, which, id=f"bench-{uuid.uuid4().hex[:8]}", task_queue=queue
     )
@@ -162,7 +190,7 @@ async def sqlite_run(path: str, which: str) -> tuple[float, list[float]]:
 def _per_op(which: str, elapsed: float, gaps: list[float]) -> float:
     if which == "question":
         return statistics.median(gaps)
-    return elapsed / (TURNS + 1 if which == "model" else TURNS)
+    return elapsed / (TURNS + 1 if which == "model" else TURNS)  # "tool", "bare": per turn
 
 
 async def _measure(
@@ -197,10 +225,14 @@ async def main(repeats: int) -> dict[str, dict[str, float]]:
         queue = "bench"
         plugin = HpdAgentPlugin(*AGENTS.values())
         async with Worker(
-            env.client, task_queue=queue, workflows=[BenchWorkflow], plugins=[plugin]
+            env.client,
+            task_queue=queue,
+            workflows=[BenchWorkflow, BareWorkflow],
+            activities=[noop_activity],
+            plugins=[plugin],
         ):
-            for which in AGENTS:
-                results[which]["temporal"] = await _measure(
+            for which in [*AGENTS, "bare"]:
+                results.setdefault(which, {})["temporal"] = await _measure(
                     lambda w: temporal_run(env.client, queue, w), which, repeats
                 )
     finally:
@@ -213,6 +245,7 @@ _LABELS = {
     "model": "per model call",
     "tool": "per turn (model call + plain tool)",
     "question": "per question round trip",
+    "bare": "Temporal alone: one no-op activity",
 }
 
 
@@ -226,7 +259,8 @@ if __name__ == "__main__":  # the workflow sandbox re-imports this module: run o
     print(f"  {'workload':<36} {'SQLite store':>14} {'Temporal dev server':>20}")
     for which, label in _LABELS.items():
         r = results[which]
-        print(f"  {label:<36} {r['sqlite'] * 1000:11.2f} ms {r['temporal'] * 1000:17.2f} ms")
+        lite = f"{r['sqlite'] * 1000:11.2f} ms" if "sqlite" in r else f"{'-':>14}"
+        print(f"  {label:<36} {lite} {r['temporal'] * 1000:17.2f} ms")
     print("RESULT_JSON " + json.dumps(results))
     sys.stdout.flush()
     os._exit(0)  # a temporalio runtime alive at interpreter exit can abort the process

@@ -460,7 +460,7 @@ def test_benchmark_runs_and_reports() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     [line] = [x for x in done.stdout.splitlines() if x.startswith("RESULT_JSON ")]
     results = json.loads(line.removeprefix("RESULT_JSON "))
-    assert set(results) == {"model", "tool", "question"}
-    for row in results.values():
-        assert set(row) == {"sqlite", "temporal"}
+    assert set(results) == {"model", "tool", "question", "bare"}
+    for which, row in results.items():
+        assert set(row) == ({"temporal"} if which == "bare" else {"sqlite", "temporal"})
         assert all(value > 0 for value in row.values())
