@@ -31,6 +31,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.worker import Replayer, Worker
 
+from hpd_agent import Agent, Approve
 from hpd_agent.events import Event, ToolCallFinished
 from hpd_agent.exceptions import (
     InvalidAnswerError,
@@ -38,8 +39,18 @@ from hpd_agent.exceptions import (
     RequestError,
     RequestExpiredError,
     UnknownRequestError,
+    UserError,
 )
-from hpd_agent.temporal import PendingRequestInfo, pending, read_events, respond, stream
+from hpd_agent.temporal import (
+    HpdAgentPlugin,
+    PendingRequestInfo,
+    TemporalAgent,
+    pending,
+    read_events,
+    respond,
+    stream,
+)
+from hpd_agent.testing import ScriptedModel
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -291,7 +302,8 @@ async def test_permission_request_then_activity(client: Client, workdir: Path) -
         assert _agents().read_lines("side_effects.txt") == []  # not before the approval
         with pytest.raises(InvalidAnswerError):
             await respond(handle, req.request_id, "perhaps")
-        assert await respond(handle, req.request_id, "yes") == {"kind": "approve", "scope": "once"}
+        approved = await respond(handle, req.request_id, Approve(scope="run"))
+        assert approved == {"kind": "approve", "scope": "run"}
         assert await handle.result() == "guarded: recorded"
     assert _agents().read_lines("side_effects.txt") == ["guarded"]
 
@@ -464,3 +476,17 @@ def test_benchmark_runs_and_reports() -> None:
     for which, row in results.items():
         assert set(row) == ({"temporal"} if which == "bare" else {"sqlite", "temporal"})
         assert all(value > 0 for value in row.values())
+
+
+async def test_run_outside_a_workflow_is_refused() -> None:
+    agent = TemporalAgent(Agent("Solo", model=ScriptedModel([])))
+    with pytest.raises(UserError, match="inside a workflow"):
+        await agent.run("hi")
+
+
+def test_plugin_refuses_two_trees_of_one_name() -> None:
+    one = TemporalAgent(Agent("Same", model=ScriptedModel([])))
+    two = TemporalAgent(Agent("Same", model=ScriptedModel([])))
+    with pytest.raises(UserError, match="distinct name"):
+        HpdAgentPlugin(one, two)
+    HpdAgentPlugin(one, TemporalAgent(two.agent, name="other"))  # distinct names are fine

@@ -234,8 +234,10 @@ class _ActivityHook(Hook):
     async def _permission(
         self, execution: ToolExecution, tool: Tool, arguments: dict[str, Any]
     ) -> str | None:
-        if not tool.needs_approval(arguments) or self.coordinator is None:
+        if not tool.needs_approval(arguments):
             return None
+        if self.coordinator is None:  # never runs a guarded tool unasked
+            raise UserError("the run's coordinator is not attached: cannot ask permission")
         # The same frame the loop would build, so the request id is the same as locally.
         ctx = ToolContext(
             coordinator=self.coordinator,
