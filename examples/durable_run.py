@@ -5,12 +5,16 @@ Offline (scripted models stand in for LLMs). Run it twice:
     python examples/durable_run.py            # starts, stops at the question, prints its id
     hpd-agent pending --db durable.db         # the question is in the store
     python examples/durable_run.py ANSWER     # answers it and resumes: nothing runs twice
+
+The store is ``durable.db`` in the current directory; the resume removes it once the run is
+done, and a new first step starts over, so the pair can be run again and again.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -57,20 +61,34 @@ def build() -> Agent:
     return Agent("Orchestrator", model=FunctionModel(orchestrator_turn), tools=[coder.as_tool()])
 
 
+def remove_store() -> None:
+    for path in (DB, f"{DB}-wal", f"{DB}-shm", f"{DB}-journal"):
+        Path(path).unlink(missing_ok=True)
+
+
 async def main(answer: str | None) -> None:
     store = SQLiteStore(DB)
-    if answer is None:
-        result = await build().run(
-            "Build an API", store=store, run_id=RUN_ID, on_unhandled="interrupt"
-        )
-        for request in result.pending:
-            print(f"{result.status}: {request.request_id} waits for an answer")
-    else:
-        (pending,) = await store.list_requests(run_id=RUN_ID)
-        result = await build().resume(RUN_ID, store=store, answers={pending.id: answer})
-        print(result.output)
-    await store.aclose()
+    try:
+        if answer is None:
+            result = await build().run(
+                "Build an API", store=store, run_id=RUN_ID, on_unhandled="interrupt"
+            )
+            for request in result.pending:
+                print(f"{result.status}: {request.request_id} waits for an answer")
+        else:
+            (pending,) = await store.list_requests(run_id=RUN_ID)
+            result = await build().resume(RUN_ID, store=store, answers={pending.id: answer})
+            print(result.output)
+    finally:
+        await store.aclose()
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1] if len(sys.argv) > 1 else None)
+    answer = sys.argv[1] if len(sys.argv) > 1 else None
+    if answer is None:
+        remove_store()  # a new first step starts over, whatever an earlier one left
+    elif not Path(DB).exists():
+        sys.exit("no stopped run here: run `python examples/durable_run.py` first")
+    anyio.run(main, answer)
+    if answer is not None:
+        remove_store()  # the run is done: nothing is left behind

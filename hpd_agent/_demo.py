@@ -1,59 +1,89 @@
 """The agents of ``hpd-agent demo`` and ``hpd-agent chat``.
 
-The demo is the seed scenario: the Orchestrator sends a ResearchAgent and a CodingAgent off
-in parallel; the CodingAgent answers "Which framework: Express, FastAPI or Django?"; the
-Orchestrator asks the user (mid-turn); the CodingAgent builds with the answer and writes the
-code with a permission-gated ``write_file``.
+The demo shows the headline in one screen. The Orchestrator sends a ResearchAgent and a
+CodingAgent off in parallel on the user's task; the CodingAgent calls a Clarifier, two levels
+down, which asks the user which framework to use in the middle of its turn; the ResearchAgent
+asks where the data should live at the same time. Both questions wait together and are
+answered out of order (the deeper one first): each answer goes back by request id into the
+turn that asked, and the Clarifier, then the CodingAgent, go on from there; the CodingAgent
+finally asks before ``write_file`` writes the code.
 
 Offline (no model given) every agent is a ``FunctionModel`` that reads the conversation and
-reacts to it, so what the user types really changes what happens next. Given a litellm model
-string, the same agents run on that model with instructions that ask for the same flow.
+reacts to it, so the task and what the user types really change what happens next. Given a
+litellm model string, the same agents run on that model with instructions that ask for the
+same flow.
 """
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
+import functools
 import json
 import re
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import anyio
+from rich.console import Console
+from rich.markup import escape
 
 from .agent import Agent
 from .clarification import ask_user
+from .events import (
+    AgentFinished,
+    ClarificationRequest,
+    Event,
+    PermissionRequest,
+    RequestEvent,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from .handlers import ConsoleHandler
 from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
 from .models import Model, ModelRequestParams, ModelResponse
 from .testing import FunctionModel
 from .testing._models import Step
 from .tools import Tool
 
-__all__ = ["FRAMEWORKS", "DemoModel", "chat_agent", "demo_agents", "write_file_tool"]
+__all__ = [
+    "FRAMEWORKS",
+    "STORES",
+    "DemoConsole",
+    "DemoModel",
+    "chat_agent",
+    "demo_agents",
+    "write_file_tool",
+]
 
 FRAMEWORKS = ("Express", "FastAPI", "Django")
-"""The choices the CodingAgent asks the user for."""
+"""The choices the Clarifier asks the user for."""
 
-FRAMEWORK_QUESTION = "Which framework: Express, FastAPI or Django?"
+STORES = ("SQLite", "PostgreSQL")
+"""The choices the ResearchAgent asks the user for."""
 
-DEFAULT_PROMPT = "Build an auth system"
+DEFAULT_PROMPT = "Build a todo API"
 
-_ORCHESTRATOR_INSTRUCTIONS = """\
-You coordinate a small team to fulfil the user's request. Call ResearchAgent for background
-and CodingAgent to build, in the same turn so they work in parallel. When a sub-agent answers
-with a question only the user can decide, ask the user with ask_user (offering the choices as
-options), then call that sub-agent again with the user's answer spelled out. End with a short
-summary of what was built and where."""
+_ORCHESTRATOR_INSTRUCTIONS = """You coordinate a small team to fulfil the user's task. In your first turn call both
+ResearchAgent (where the task's data should live) and CodingAgent (build the task), in the
+same turn so they work in parallel, passing each the task in full. Do not ask the user
+anything yourself: the sub-agents ask what they need. When both have answered, end with a
+two-sentence summary naming the framework, the data store and the file written."""
 
-_CODING_INSTRUCTIONS = f"""\
-You build code. If the request does not name the web framework to use, do not pick one:
-reply with exactly this question and nothing else: {FRAMEWORK_QUESTION}
-Once the framework is named, write the code into a single file with write_file (a short,
-working auth app: register, login, a protected route, hashed passwords), then reply with a
-two-sentence summary naming the framework and the file."""
+_CODING_INSTRUCTIONS = """You build code. First call Clarifier with the task, to settle which web framework to use:
+never pick one yourself. Then write a short, working skeleton of the task in that framework
+into a single file with write_file. Reply with one sentence naming the framework and the
+file (or saying the file was not written, and why)."""
 
-_RESEARCH_INSTRUCTIONS = """\
-You research best practices. Reply with three short bullet points relevant to the task."""
+_CLARIFIER_INSTRUCTIONS = f"""You settle the decisions only the user can make. Ask the user with ask_user which web
+framework to use for the task, with the options {", ".join(FRAMEWORKS)}. Reply with one
+sentence that names the framework the user chose."""
+
+_RESEARCH_INSTRUCTIONS = f"""You research where a task's data should live. Ask the user with ask_user, with the options
+{", ".join(STORES)}, then reply with one sentence naming the choice and one reason for it."""
 
 
 # -- offline models --------------------------------------------------------------------------
@@ -110,9 +140,14 @@ def _results(messages: Sequence[Message]) -> list[ToolResultMessage]:
     return [m for m in messages if isinstance(m, ToolResultMessage)]
 
 
-def _framework_in(text: str) -> str | None:
-    """The framework named in ``text`` (a word match, any case), if exactly one is."""
-    found = [f for f in FRAMEWORKS if re.search(rf"\b{f}\b", text, re.IGNORECASE)]
+def _task(messages: Sequence[Message]) -> str:
+    """The task this agent was given: its first user message."""
+    return next((m.content for m in messages if isinstance(m, UserMessage)), DEFAULT_PROMPT)
+
+
+def _named_in(text: str, names: Sequence[str]) -> str | None:
+    """The one of ``names`` that ``text`` names (a word match, any case), if exactly one."""
+    found = [n for n in names if re.search(rf"\b{n}\b", text, re.IGNORECASE)]
     return found[0] if len(found) == 1 else None
 
 
@@ -128,196 +163,115 @@ def _turn(text: str | None, *calls: tuple[str, dict[str, object]], turn: int) ->
 
 
 def _orchestrator(messages: Sequence[Message], info: ModelRequestParams) -> Step:
-    prompt = next((m.content for m in messages if isinstance(m, UserMessage)), DEFAULT_PROMPT)
+    task = _task(messages)
+    results = {r.name: r.content.strip() for r in _results(messages)}
+    if not results:
+        return _turn(
+            f"Splitting {task!r}: the ResearchAgent looks at storage while the CodingAgent "
+            "builds, in parallel.\n",
+            ("ResearchAgent", {"query": task}),
+            ("CodingAgent", {"query": task}),
+            turn=info.turn,
+        )
+    return _turn(
+        f"Done: {results.get('CodingAgent', '')} {results.get('ResearchAgent', '')}".rstrip(),
+        turn=info.turn,
+    )
+
+
+def _research(messages: Sequence[Message], info: ModelRequestParams) -> Step:
+    task = _task(messages)
+    results = _results(messages)
+    if not results:
+        question = f"Where should the data of {task!r} live?"
+        return _turn(
+            None, ("ask_user", {"question": question, "options": list(STORES)}), turn=info.turn
+        )
+    store = _named_in(results[-1].content, STORES) or STORES[0]
+    why = "one file, nothing to run" if store == "SQLite" else "many writers at once"
+    return _turn(f"Data goes in {store} ({why}).", turn=info.turn)
+
+
+def _clarifier(messages: Sequence[Message], info: ModelRequestParams) -> Step:
+    task = _task(messages)
+    results = _results(messages)
+    if not results:
+        question = f"Which web framework should {task!r} use?"
+        return _turn(
+            None,
+            ("ask_user", {"question": question, "options": list(FRAMEWORKS)}),
+            turn=info.turn,
+        )
+    chosen = _named_in(results[-1].content, FRAMEWORKS)
+    if chosen is None:
+        return _turn(
+            f"The user named no framework ({results[-1].content.strip()!r}); use {FRAMEWORKS[0]}.",
+            turn=info.turn,
+        )
+    return _turn(f"The user chose {chosen}.", turn=info.turn)
+
+
+def _coder(messages: Sequence[Message], info: ModelRequestParams) -> Step:
+    task = _task(messages)
     results = _results(messages)
     if not results:
         return _turn(
-            "I'll have the ResearchAgent look into best practices while the CodingAgent "
-            "starts building.\n",
-            ("ResearchAgent", {"query": f"Best practices for this task: {prompt}"}),
-            ("CodingAgent", {"query": prompt}),
+            f"Before I write code for {task!r}, the Clarifier settles the framework with you.\n",
+            ("Clarifier", {"query": task}),
             turn=info.turn,
         )
-    last = results[-1]
-    coding = [r for r in results if r.name == "CodingAgent"]
-    if last.name == "ask_user":
-        chosen = _framework_in(last.content)
-        note = ""
-        if chosen is None:
-            chosen = FRAMEWORKS[0]
-            note = f" (no usable answer, so I'll go with {chosen})"
+    framework = _named_in(results[0].content, FRAMEWORKS) or FRAMEWORKS[0]
+    filename, code = _code(framework, task)
+    if len(results) == 1:
         return _turn(
-            f"You chose {chosen}{note}. Back to the CodingAgent.\n",
-            (
-                "CodingAgent",
-                {"query": f"{prompt}. Use {chosen}: the user chose {chosen}."},
-            ),
+            f"The Clarifier answered within my turn: {framework}. Writing {filename}.\n",
+            ("write_file", {"path": filename, "text": code}),
             turn=info.turn,
         )
-    if coding and coding[-1].content.rstrip().endswith("?"):
-        return _turn(
-            "The CodingAgent needs a decision only you can make.\n",
-            (
-                "ask_user",
-                {
-                    "question": coding[-1].content.strip(),
-                    "context": "The CodingAgent builds the auth system with it.",
-                    "options": list(FRAMEWORKS),
-                },
-            ),
-            turn=info.turn,
-        )
-    research = next((r.content for r in results if r.name == "ResearchAgent"), "")
-    built = coding[-1].content if coding else "Nothing was built."
+    outcome = results[-1].content
+    if outcome.startswith("wrote"):
+        return _turn(f"Built {task!r} with {framework} in {filename}.", turn=info.turn)
     return _turn(
-        f"Summary: {built}\nResearch notes the build follows: {research}",
+        f"I did not write {filename} ({outcome.strip()}); the {framework} code is ready when "
+        "you want it.",
         turn=info.turn,
     )
 
 
-def _coder(workdir: Path) -> Callable[[Sequence[Message], ModelRequestParams], Step]:
-    def coder(messages: Sequence[Message], info: ModelRequestParams) -> Step:
-        query = next((m.content for m in messages if isinstance(m, UserMessage)), "")
-        framework = _framework_in(query)
-        if framework is None:
-            return _turn(FRAMEWORK_QUESTION, turn=info.turn)
-        filename, code = _CODE[framework]
-        results = _results(messages)
-        if not results:
-            return _turn(
-                f"Building the auth system with {framework}: register, login and a "
-                f"protected route, passwords hashed. Writing {filename}.\n",
-                ("write_file", {"path": filename, "text": code}),
-                turn=info.turn,
-            )
-        outcome = results[-1].content
-        if outcome.startswith("wrote"):
-            return _turn(
-                f"Built the auth system with {framework} in {filename}: /register, /login "
-                f"and a protected /me route, with hashed passwords and signed tokens.",
-                turn=info.turn,
-            )
-        return _turn(
-            f"I did not write {filename} ({outcome}). The {framework} code is ready "
-            "whenever you want it written.",
-            turn=info.turn,
+def _code(framework: str, task: str) -> tuple[str, str]:
+    """The file the offline CodingAgent writes: a skeleton of ``task`` in ``framework``."""
+    title = json.dumps(task)
+    if framework == "Express":
+        return "app.js", (
+            f"// {task}: built with Express\n"
+            'const express = require("express");\n\n'
+            "const app = express();\napp.use(express.json());\nconst items = [];\n\n"
+            f'app.get("/", (req, res) => res.json({{ task: {title} }}));\n'
+            'app.get("/items", (req, res) => res.json(items));\n'
+            'app.post("/items", (req, res) => {\n  items.push(req.body);\n'
+            "  res.status(201).json(req.body);\n});\n\napp.listen(3000);\n"
         )
-
-    return coder
-
-
-def _researcher(messages: Sequence[Message], info: ModelRequestParams) -> Step:
-    return _turn(
-        "Hash passwords with argon2id or bcrypt; issue short-lived signed tokens and rotate "
-        "refresh tokens; rate-limit login attempts and never log credentials.",
-        turn=info.turn,
+    if framework == "FastAPI":
+        return "app.py", (
+            f'"""{task}: built with FastAPI."""\n'
+            "from typing import Any\n\nfrom fastapi import FastAPI\n\n"
+            f"app = FastAPI(title={title})\nitems: list[dict[str, Any]] = []\n\n\n"
+            '@app.get("/items")\ndef list_items() -> list[dict[str, Any]]:\n    return items\n\n\n'
+            '@app.post("/items", status_code=201)\n'
+            "def add_item(item: dict[str, Any]) -> dict[str, Any]:\n"
+            "    items.append(item)\n    return item\n"
+        )
+    return "views.py", (
+        f'"""{task}: built with Django (views; route them in urls.py)."""\n'
+        "import json\n\nfrom django.http import JsonResponse\n"
+        "from django.views.decorators.http import require_http_methods\n\n"
+        "ITEMS: list[dict] = []\n\n\n"
+        '@require_http_methods(["GET", "POST"])\ndef items(request):\n'
+        '    if request.method == "POST":\n'
+        "        ITEMS.append(json.loads(request.body))\n"
+        "        return JsonResponse(ITEMS[-1], status=201)\n"
+        "    return JsonResponse(ITEMS, safe=False)\n"
     )
-
-
-_CODE: dict[str, tuple[str, str]] = {
-    "Express": (
-        "auth.js",
-        """// Auth system built with Express
-const express = require("express");
-const bcrypt = require("bcrypt");
-const jwt = require("jsonwebtoken");
-
-const app = express();
-app.use(express.json());
-const users = new Map();
-const SECRET = process.env.JWT_SECRET;
-
-app.post("/register", async (req, res) => {
-  users.set(req.body.username, await bcrypt.hash(req.body.password, 12));
-  res.status(201).end();
-});
-
-app.post("/login", async (req, res) => {
-  const hash = users.get(req.body.username);
-  if (!hash || !(await bcrypt.compare(req.body.password, hash))) return res.status(401).end();
-  res.json({ token: jwt.sign({ sub: req.body.username }, SECRET, { expiresIn: "15m" }) });
-});
-
-app.get("/me", (req, res) => {
-  try {
-    const token = (req.headers.authorization || "").replace("Bearer ", "");
-    res.json({ user: jwt.verify(token, SECRET).sub });
-  } catch {
-    res.status(401).end();
-  }
-});
-
-app.listen(3000);
-""",
-    ),
-    "FastAPI": (
-        "auth_app.py",
-        '''"""Auth system built with FastAPI."""
-import os
-
-import jwt
-from fastapi import Depends, FastAPI, HTTPException
-from fastapi.security import OAuth2PasswordBearer, OAuth2PasswordRequestForm
-from passlib.hash import argon2
-
-app = FastAPI()
-users: dict[str, str] = {}
-SECRET = os.environ["JWT_SECRET"]
-oauth2 = OAuth2PasswordBearer(tokenUrl="login")
-
-
-@app.post("/register", status_code=201)
-def register(form: OAuth2PasswordRequestForm = Depends()) -> None:
-    users[form.username] = argon2.hash(form.password)
-
-
-@app.post("/login")
-def login(form: OAuth2PasswordRequestForm = Depends()) -> dict[str, str]:
-    hashed = users.get(form.username)
-    if hashed is None or not argon2.verify(form.password, hashed):
-        raise HTTPException(401)
-    return {"access_token": jwt.encode({"sub": form.username}, SECRET), "token_type": "bearer"}
-
-
-@app.get("/me")
-def me(token: str = Depends(oauth2)) -> dict[str, str]:
-    try:
-        return {"user": jwt.decode(token, SECRET, algorithms=["HS256"])["sub"]}
-    except jwt.PyJWTError:
-        raise HTTPException(401) from None
-''',
-    ),
-    "Django": (
-        "auth_views.py",
-        '''"""Auth system built with Django (views for django.contrib.auth)."""
-from django.contrib.auth import authenticate, login
-from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import User
-from django.http import HttpResponse, JsonResponse
-from django.views.decorators.http import require_POST
-
-
-@require_POST
-def register(request):
-    User.objects.create_user(request.POST["username"], password=request.POST["password"])
-    return HttpResponse(status=201)
-
-
-@require_POST
-def login_view(request):
-    user = authenticate(request, username=request.POST["username"], password=request.POST["password"])
-    if user is None:
-        return HttpResponse(status=401)
-    login(request, user)
-    return HttpResponse(status=204)
-
-
-@login_required
-def me(request):
-    return JsonResponse({"user": request.user.username})
-''',
-    ),
-}
 
 
 # -- tools and agents --------------------------------------------------------------------------
@@ -337,47 +291,182 @@ def write_file_tool(workdir: Path) -> Tool:
             raise ValueError(f"{path!r} is outside the work directory")
         await anyio.Path(target.parent).mkdir(parents=True, exist_ok=True)
         await anyio.Path(target).write_text(text)
-        return f"wrote {len(text.splitlines())} lines to {target}"
+        return f"wrote {len(text.splitlines())} lines to {target.name}"
 
     return Tool(write_file, requires_approval=True)
+
+
+def _temporary_workdir() -> Path:
+    """A new temporary directory, removed when the process exits."""
+    path = tempfile.mkdtemp(prefix="hpd-agent-demo-")
+    atexit.register(functools.partial(shutil.rmtree, path, ignore_errors=True))
+    return Path(path)
 
 
 def demo_agents(
     model: str | None = None, *, workdir: str | None = None, pace: float = 0.0
 ) -> Agent:
-    """The demo's Orchestrator, with its CodingAgent and ResearchAgent as tools.
+    """The demo's Orchestrator, with its ResearchAgent and CodingAgent (and its Clarifier).
 
     Args:
         model: A litellm model string for every agent; None runs offline scripted agents.
-        workdir: Where ``write_file`` writes; a new temporary directory when omitted.
+        workdir: Where ``write_file`` writes; a temporary directory, removed when the
+            process exits, when omitted.
         pace: Offline only: seconds between streamed words, so a person can follow.
     """
-    root = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="hpd-agent-demo-"))
+    root = Path(workdir) if workdir else _temporary_workdir()
     root.mkdir(parents=True, exist_ok=True)
 
     def pick(fn: Callable[[Sequence[Message], ModelRequestParams], Step], name: str) -> str | Model:
         return model if model else DemoModel(fn, name=name, pace=pace)
 
+    clarifier = Agent(
+        "Clarifier",
+        model=pick(_clarifier, "clarifier"),
+        instructions=_CLARIFIER_INSTRUCTIONS,
+        tools=[ask_user()],
+        description="Asks the user the decisions only they can make (the web framework).",
+    )
     coder = Agent(
         "CodingAgent",
-        model=pick(_coder(root), "coding"),
+        model=pick(_coder, "coding"),
         instructions=_CODING_INSTRUCTIONS,
-        tools=[write_file_tool(root)],
-        description="Builds code. Give it the task and every decision already made.",
+        tools=[clarifier.as_tool(), write_file_tool(root)],
+        description="Builds the task. Give it the task in full.",
     )
     researcher = Agent(
         "ResearchAgent",
-        model=pick(_researcher, "research"),
+        model=pick(_research, "research"),
         instructions=_RESEARCH_INSTRUCTIONS,
-        description="Researches best practices for a task.",
+        tools=[ask_user()],
+        description="Finds out where the task's data should live.",
     )
-    orchestrator = Agent(
+    return Agent(
         "Orchestrator",
         model=pick(_orchestrator, "orchestrator"),
         instructions=_ORCHESTRATOR_INSTRUCTIONS,
-        tools=[researcher.as_tool(), coder.as_tool(), ask_user()],
+        tools=[researcher.as_tool(), coder.as_tool()],
     )
-    return orchestrator
+
+
+QUESTIONS_TOGETHER = 2
+"""How many questions the offline demo raises at once (the ResearchAgent's, the Clarifier's)."""
+
+
+class DemoConsole(ConsoleHandler):
+    """The demo's console: parallel questions out of order, one screen, nothing twice.
+
+    - The first ``together`` questions are gathered and the deepest is asked first, so the
+      order they are answered in is not the order they were asked in (answers go back by
+      request id). The next one waits until the answered branch has gone on: finished, or
+      asked something new, so the screen shows the sub-agent carrying on.
+    - While the human types, the run's other events are held and shown after the answer,
+      so a prompt is never broken up by streaming text.
+    - Nothing is printed twice: a question is shown once (not also as its ``ask_user``
+      call), and a sub-agent's answer streamed as it was written is not printed again as
+      its tool call's result.
+
+    Args:
+        console: Where to print.
+        together: How many questions to gather before asking the first (0: ask at once).
+        echo: Print each line read, as a terminal would (for input from a pipe).
+        **options: As for ``ConsoleHandler``.
+    """
+
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        together: int = 0,
+        echo: bool = False,
+        **options: Any,
+    ) -> None:
+        super().__init__(console, **options)
+        self._together = together
+        self._echo_lines = echo
+        self._gathered = together <= 1
+        self._settling: tuple[str, ...] | None = None  # the branch we wait to see go on
+        self._queue: list[RequestEvent] = []
+        self._changed = anyio.Event()
+        self._typing = False
+        self._later: list[Event] = []
+        self._streamed_calls: set[str] = set()
+
+    async def on_event(self, event: Event) -> None:
+        """Show the event, or hold it while the human types."""
+        if self._typing:
+            self._later.append(event)
+            return
+        await self._show(event)
+
+    async def _show(self, event: Event) -> None:
+        settling = self._settling
+        if settling is not None and (
+            isinstance(event, (ClarificationRequest, PermissionRequest))
+            or (isinstance(event, AgentFinished) and event.agent_path == settling)
+        ):
+            self._settling = None
+            self._wake()
+        if isinstance(event, AgentFinished) and event.tool_call_id and event.output:
+            self._streamed_calls.add(event.tool_call_id)
+        if isinstance(event, (ClarificationRequest, PermissionRequest)):
+            return  # shown when it is asked
+        if isinstance(event, ToolCallStarted) and event.tool_name == "ask_user":
+            return  # the question itself is shown when it is asked
+        if isinstance(event, ToolCallFinished) and not event.is_error:
+            if event.tool_name == "ask_user":
+                self._line(
+                    f"  [green]↳[/] {escape(self._short(event.result))} [dim]goes back into[/] "
+                    f"{self._label(event.agent_path)}[dim]'s turn, which goes on[/]"
+                )
+                return
+            if event.tool_call_id in self._streamed_calls:
+                return  # the sub-agent's answer streamed just above
+        await super().on_event(event)
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def prompt(self, text: str = "> ") -> str | None:
+        """Read one line; with ``echo``, print it after the prompt."""
+        line = await super().prompt(text)
+        if self._echo_lines and line is not None:
+            self.console.out(line, highlight=False)
+        return line
+
+    def _my_turn(self, request: RequestEvent) -> bool:
+        return self._gathered and self._settling is None and self._queue[0] is request
+
+    async def on_request(self, request: RequestEvent) -> Any:
+        """Ask in the demo's order; show what happened meanwhile once answered."""
+        self._queue.append(request)
+        gathering = not self._gathered
+        if gathering and len(self._queue) >= self._together:
+            self._gathered = True
+            askers = ", ".join(self._label(r.agent_path) for r in self._queue)
+            self._queue.sort(key=lambda r: -r.depth)  # stable: deepest first
+            self._line(
+                f"[bold]{len(self._queue)} questions wait at once[/] (asked by {askers}, in "
+                "that order). Answers go back by request id, not by order: the deepest first."
+            )
+        self._wake()
+        try:
+            while not self._my_turn(request):
+                await self._changed.wait()
+            self._typing = True
+            try:
+                return await super().on_request(request)
+            finally:
+                self._typing = False
+                if gathering and len(self._queue) > 1:
+                    self._settling = request.agent_path[:2]
+                later, self._later = self._later, []
+                for event in later:
+                    await self._show(event)
+        finally:
+            self._queue.remove(request)
+            self._wake()
 
 
 def _chat(messages: Sequence[Message], info: ModelRequestParams) -> Step:

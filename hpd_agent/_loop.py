@@ -16,6 +16,7 @@ import anyio
 
 from ._context import Deadline, ToolContext, _current, request_model
 from ._fanout import first_leaf, map_concurrently
+from ._text import error_text
 from .clarification import unanswered_text
 from .coordinator import Coordinator
 from .events import AgentFinished, AgentStarted, RunStatus, TextDelta
@@ -134,13 +135,11 @@ async def _observed_run(
     try:
         outcome = await _turns(state, messages)
     except anyio.get_cancelled_exc_class():
-        status: RunStatus = "interrupted" if coordinator.interrupted else "cancelled"
+        status: RunStatus = "interrupted" if coordinator.quiescence.interrupted else "cancelled"
         coordinator.emit(_agent_finished(state, invocation, status))
         raise
     except Exception as e:
-        coordinator.emit(
-            _agent_finished(state, invocation, "failed", error=f"{type(e).__name__}: {e}")
-        )
+        coordinator.emit(_agent_finished(state, invocation, "failed", error=error_text(e)))
         raise
     coordinator.emit(_agent_finished(state, invocation, "completed", output=outcome.output))
     return outcome
@@ -188,7 +187,7 @@ async def _turns(state: _State, messages: list[Message]) -> AgentOutcome:
         messages.append(response.to_message())
         if not calls:
             return AgentOutcome(output=response.text or "", messages=messages, usage=state.usage)
-        coordinator.enter(len(calls))
+        coordinator.quiescence.enter(len(calls))
         messages.extend(await _run_batch(state, turn, calls))
     raise MaxTurnsExceededError(
         f"agent {spec.name!r} was still calling tools after max_turns={spec.max_turns} turns"
@@ -254,7 +253,7 @@ async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessa
         else:
             outcome = await _live_call(state)(execution)
     finally:
-        coordinator.leave()  # entered for the whole batch, before any call started
+        coordinator.quiescence.leave()  # entered for the whole batch, before any call started
     return ToolResultMessage(
         tool_call_id=call.id, name=call.name, content=outcome.text, is_error=outcome.is_error
     )
@@ -303,7 +302,7 @@ async def _execute(state: _State, call: ToolCall, call_path: str) -> tuple[str, 
     except _FATAL:
         raise
     except Exception as e:
-        return f"Error: {type(e).__name__}: {e}", True
+        return f"Error: {error_text(e)}", True
     finally:
         _current.reset(token)
 

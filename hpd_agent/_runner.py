@@ -18,15 +18,28 @@ import anyio
 from ._context import ToolContext, _current
 from ._loop import AgentSpec, run_agent
 from ._requests import LocalRequests
-from ._sessions import RunSession
-from .coordinator import Coordinator
+from ._sessions import RunSession, SessionStore
+from ._text import error_text
+from .coordinator import Coordinator, OnUnhandled, check_on_unhandled
 from .events import AgentFinished, AgentStarted, RunStarted, RunStatus
 from .exceptions import UserError
+from .handlers._base import Handler, serve
 from .hooks import Hook, HookSet, installed
 from .messages import Message, SystemMessage, UserMessage
-from .run import RunResult, finished_event
+from .run import Run, RunResult, finished_event
+from .tools import ApprovalPolicy, Tool
 
-__all__ = ["BeforeRun", "BeforeRunResult", "Blueprint", "execute_root", "run_nested"]
+__all__ = [
+    "BeforeRun",
+    "BeforeRunResult",
+    "Blueprint",
+    "agent_tool",
+    "execute_root",
+    "resolve_policy",
+    "run_nested",
+    "run_root",
+    "stream_root",
+]
 
 
 class BeforeRunResult(Protocol):
@@ -111,11 +124,25 @@ async def execute_root(
         result = RunResult(run_id=coordinator.run_id, status="failed", error=e)
         coordinator.emit(finished_event(result, bp.name))
         return result
+    if session is None:
+        return await _execute_with(bp, coordinator, prompt, history, None, hooks)
+    async with session.held():
+        return await _execute_with(bp, coordinator, prompt, history, session, hooks)
+
+
+async def _execute_with(
+    bp: Blueprint,
+    coordinator: Coordinator,
+    prompt: str,
+    history: Sequence[Message] | None,
+    session: RunSession | None,
+    hooks: Sequence[Hook],
+) -> RunResult:
     _configure(coordinator, session, hooks)
     if session is not None:
         await session.attach(coordinator)
     scope = anyio.CancelScope()
-    coordinator.interrupt_scope = scope
+    coordinator.quiescence.scope = scope
     result: RunResult | None = None
     with scope:
         result = await _root_body(bp, coordinator, prompt, history, session)
@@ -130,6 +157,72 @@ async def execute_root(
         await session.finish(result)
     coordinator.emit(finished_event(result, bp.name))
     return result
+
+
+async def run_root(
+    bp: Blueprint,
+    run_id: str,
+    prompt: str,
+    history: Sequence[Message] | None,
+    handler: Handler | None,
+    policy: OnUnhandled,
+    opener: SessionOpener | None,
+    hooks: Sequence[Hook],
+) -> RunResult:
+    """A root run to its end: served by ``handler`` through a stream, or unobserved.
+
+    Raises:
+        The exception that failed the run.
+    """
+    if handler is not None:
+        async with stream_root(bp, run_id, prompt, history, policy, opener, hooks) as run:
+            await serve(run, handler)
+        return run.result
+    coordinator = Coordinator(run_id, on_unhandled=policy)
+    result = await execute_root(bp, coordinator, prompt, history, open_session=opener, hooks=hooks)
+    if result.error is not None:
+        raise result.error
+    return result
+
+
+def stream_root(
+    bp: Blueprint,
+    run_id: str,
+    prompt: str,
+    history: Sequence[Message] | None,
+    policy: OnUnhandled,
+    opener: SessionOpener | None,
+    hooks: Sequence[Hook],
+) -> Run:
+    """A root run as a ``Run`` handle (it starts when its ``async with`` block is entered)."""
+    sessions: list[RunSession] = []
+
+    async def opened() -> RunSession:
+        assert opener is not None
+        session = await opener()
+        sessions.append(session)
+        return session
+
+    async def execute(coordinator: Coordinator) -> RunResult:
+        return await execute_root(
+            bp,
+            coordinator,
+            prompt,
+            history,
+            open_session=None if opener is None else opened,
+            hooks=hooks,
+        )
+
+    async def on_cancel(result: RunResult) -> None:
+        # A deliberate cancel ends the stored run too.
+        for session in sessions:
+            await session.finish(result)
+
+    run = Run(
+        run_id=run_id, prompt=prompt, agent_name=bp.name, executor=execute, on_unhandled=policy
+    )
+    run.on_cancel = on_cancel
+    return run
 
 
 def _configure(coordinator: Coordinator, session: RunSession | None, hooks: Sequence[Hook]) -> None:
@@ -234,7 +327,7 @@ async def before_run(
         coordinator.emit(
             AgentFinished(
                 status="cancelled" if failed else "failed",
-                error=None if failed else f"{type(e).__name__}: {e}",
+                error=None if failed else error_text(e),
                 **common,
             )
         )
@@ -258,11 +351,11 @@ async def run_nested(
     """Run ``bp`` inside the tool call ``ctx``: its events go to the root's stream."""
     coordinator = ctx.coordinator
     # The calling tool counted as busy; while this agent runs, its own calls count instead.
-    coordinator.leave()
+    coordinator.quiescence.leave()
     try:
         return await _nested_body(bp, ctx, prompt, history, conversation_key)
     finally:
-        coordinator.enter()
+        coordinator.quiescence.enter()
 
 
 async def _nested_body(
@@ -324,3 +417,46 @@ async def _nested_body(
         # Kept only on success: a failed call must not leave a half turn behind.
         await conversations.put(conversation_key, messages)
     return result
+
+
+def agent_tool(
+    plan: Callable[[], Blueprint],
+    *,
+    name: str,
+    description: str,
+    keep: bool,
+    requires_approval: ApprovalPolicy,
+    timeout: float | None,
+) -> Tool:
+    """The tool that runs an agent (``Agent.as_tool``): ``{"query": str}`` in, its answer out."""
+
+    async def call_agent(ctx: ToolContext, query: str) -> str:
+        """Delegate a task to the agent.
+
+        Args:
+            query: The task or question for the agent, with every detail it needs.
+        """
+        key = f"{ctx.scope_path}|{name}" if keep else None
+        result = await run_nested(plan(), ctx, query, conversation_key=key)
+        return result.output or ""
+
+    return Tool(
+        call_agent,
+        name=name,
+        description=description,
+        requires_approval=requires_approval,
+        timeout=timeout,
+    )
+
+
+def resolve_policy(
+    default: OnUnhandled, on_unhandled: OnUnhandled | None, store: SessionStore | None
+) -> OnUnhandled:
+    """The policy of one run: its own, else the agent's; \"interrupt\" needs a store."""
+    policy = default if on_unhandled is None else check_on_unhandled(on_unhandled)
+    if policy == "interrupt" and store is None:
+        raise UserError(
+            'on_unhandled="interrupt" needs a store to keep the pending requests: '
+            "pass store=SQLiteStore(path) (or MemoryStore() within one process)"
+        )
+    return policy

@@ -10,6 +10,7 @@ conversations). The core only speaks to these protocols; it never imports a stor
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._requests import RequestBackend
@@ -49,6 +50,11 @@ class RunSession(Protocol):
     @property
     def backend(self) -> RequestBackend:
         """Where the run's requests are kept."""
+        ...
+
+    def held(self) -> AbstractAsyncContextManager[None]:
+        """Held around the whole run: while it is, this process drives the run (a store
+        takes a lease on the run, keeps it alive, and releases it at the end)."""
         ...
 
     async def attach(self, coordinator: Coordinator) -> None:

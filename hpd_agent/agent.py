@@ -13,13 +13,24 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from ._context import ToolContext, current_context
+from ._context import current_context
 from ._loop import AgentSpec
-from ._runner import BeforeRun, Blueprint, SessionOpener, execute_root, run_nested
+from ._refs import caller_module, module_ref
+from ._resuming import Resumable
+from ._runner import (
+    BeforeRun,
+    Blueprint,
+    SessionOpener,
+    agent_tool,
+    resolve_policy,
+    run_nested,
+    run_root,
+    stream_root,
+)
 from ._sessions import SessionStore
-from .coordinator import Coordinator, OnUnhandled, check_on_unhandled
+from .coordinator import OnUnhandled, check_on_unhandled
 from .exceptions import UserError
-from .handlers._base import Handler, serve
+from .handlers._base import Handler
 from .hooks import Hook
 from .messages import Message
 from .models._base import Model, infer_model
@@ -38,7 +49,7 @@ def _new_run_id() -> str:
     return "run_" + uuid.uuid4().hex[:16]
 
 
-class Agent:
+class Agent(Resumable):
     """An LLM with instructions and tools, runnable on its own or as another agent's tool.
 
     Args:
@@ -81,15 +92,11 @@ class Agent:
         self.model_settings: Mapping[str, Any] = dict(model_settings or {})
         self.on_unhandled: OnUnhandled = check_on_unhandled(on_unhandled)
         self.clarifier = clarifier
+        self._home = caller_module()
+        """The module that built the agent: a store records ``module:attr`` when it can."""
         self._model_source = model
         self._model: Model | None = model if isinstance(model, Model) else None
-        tool_map: dict[str, Tool] = {}
-        for t in tools:
-            resolved = t if isinstance(t, Tool) else Tool(t)
-            if resolved.name in tool_map:
-                raise UserError(f"agent {name!r} has two tools named {resolved.name!r}")
-            tool_map[resolved.name] = resolved
-        self.tools: Mapping[str, Tool] = tool_map
+        self.tools: Mapping[str, Tool] = _tool_map(name, tools)
         self._blueprint: Blueprint | None = None
 
     def __repr__(self) -> str:
@@ -116,15 +123,6 @@ class Agent:
                 name=self.name, spec=spec, instructions=self.instructions, before=self.clarifier
             )
         return self._blueprint
-
-    def _policy(self, on_unhandled: OnUnhandled | None, store: SessionStore | None) -> OnUnhandled:
-        policy = self.on_unhandled if on_unhandled is None else check_on_unhandled(on_unhandled)
-        if policy == "interrupt" and store is None:
-            raise UserError(
-                'on_unhandled="interrupt" needs a store to keep the pending requests: '
-                "pass store=SQLiteStore(path) (or MemoryStore() within one process)"
-            )
-        return policy
 
     # -- root runs -------------------------------------------------------------------------
     async def run(
@@ -177,32 +175,10 @@ class Agent:
                     "requests go to the root run's stream and handler"
                 )
             return await run_nested(self._plan(), ctx, prompt, history=history)
-        policy = self._policy(on_unhandled, store)
+        policy = resolve_policy(self.on_unhandled, on_unhandled, store)
         rid = run_id or _new_run_id()
-        opener = _new_session(store, rid, self.name, prompt, history)
-        return await self._run_root(rid, prompt, history, handler, policy, opener, hooks)
-
-    async def _run_root(
-        self,
-        run_id: str,
-        prompt: str,
-        history: Sequence[Message] | None,
-        handler: Handler | None,
-        policy: OnUnhandled,
-        opener: SessionOpener | None,
-        hooks: Sequence[Hook],
-    ) -> RunResult:
-        if handler is not None:
-            async with self._stream(run_id, prompt, history, policy, opener, hooks) as run:
-                await serve(run, handler)
-            return run.result
-        coordinator = Coordinator(run_id, on_unhandled=policy)
-        result = await execute_root(
-            self._plan(), coordinator, prompt, history, open_session=opener, hooks=hooks
-        )
-        if result.error is not None:
-            raise result.error
-        return result
+        opener = _new_session(store, rid, self, prompt, history)
+        return await run_root(self._plan(), rid, prompt, history, handler, policy, opener, hooks)
 
     def stream(
         self,
@@ -224,128 +200,10 @@ class Agent:
             raise UserError(
                 "stream() inside a tool call: use run(); nested events reach the root stream"
             )
-        policy = self._policy(on_unhandled, store)
+        policy = resolve_policy(self.on_unhandled, on_unhandled, store)
         rid = run_id or _new_run_id()
-        opener = _new_session(store, rid, self.name, prompt, history)
-        return self._stream(rid, prompt, history, policy, opener, hooks)
-
-    def _stream(
-        self,
-        run_id: str,
-        prompt: str,
-        history: Sequence[Message] | None,
-        policy: OnUnhandled,
-        opener: SessionOpener | None,
-        hooks: Sequence[Hook],
-    ) -> Run:
-        blueprint = self._plan()
-        sessions: list[Any] = []
-
-        async def opened() -> Any:
-            assert opener is not None
-            session = await opener()
-            sessions.append(session)
-            return session
-
-        async def execute(coordinator: Coordinator) -> RunResult:
-            return await execute_root(
-                blueprint,
-                coordinator,
-                prompt,
-                history,
-                open_session=None if opener is None else opened,
-                hooks=hooks,
-            )
-
-        run = Run(
-            run_id=run_id,
-            prompt=prompt,
-            agent_name=self.name,
-            executor=execute,
-            on_unhandled=policy,
-        )
-
-        async def on_cancel(result: RunResult) -> None:
-            for session in sessions:
-                await session.finish(result)
-
-        run.on_cancel = on_cancel
-        return run
-
-    # -- durable runs ----------------------------------------------------------------------
-    async def resume(
-        self,
-        run_id: str,
-        *,
-        store: SessionStore,
-        answers: Mapping[str, Any] | None = None,
-        handler: Handler | None = None,
-        on_unhandled: OnUnhandled | None = None,
-        max_age: float | None = None,
-        hooks: Sequence[Hook] = (),
-    ) -> RunResult:
-        """Continue a run journaled in ``store`` (after a crash, or an interrupt).
-
-        The root agent starts again from its first message and replays the journal: each
-        recorded model response and tool result is reused, so no model call and no tool
-        side effect runs twice; a request raised before keeps its id and is still pending
-        in the store (or answered there: then it returns at once). The run then continues
-        live, as if never interrupted.
-
-        Args:
-            run_id: The run to continue.
-            store: The store it was journaled in.
-            answers: ``{request_id: answer}`` to give pending requests first (validated
-                against each stored question; a refused one raises and nothing resumes).
-            handler: Answers new requests, as in ``run``.
-            on_unhandled: Policy for requests nobody here answers, as in ``run``.
-            max_age: Expire this run's pending requests older than this many seconds first;
-                their askers see the timeout text.
-            hooks: Hooks for this run, as in ``run``.
-
-        Raises:
-            UserError: No such run, or it was started by an agent of another name.
-            RequestError: One of ``answers`` was refused.
-        """
-        if current_context() is not None:
-            raise UserError("resume() inside a tool call: resume the root run instead")
-        policy = self._policy(on_unhandled, store)
-        session = await store.resume_session(
-            run_id, agent_name=self.name, answers=answers, max_age=max_age
-        )
-
-        async def reopened() -> Any:
-            return session
-
-        return await self._run_root(
-            run_id, session.prompt, session.history, handler, policy, reopened, hooks
-        )
-
-    def resume_stream(
-        self,
-        run_id: str,
-        *,
-        store: SessionStore,
-        on_unhandled: OnUnhandled | None = None,
-        max_age: float | None = None,
-        hooks: Sequence[Hook] = (),
-    ) -> Run:
-        """``resume`` as a stream: iterate the events (replayed ones have ``replayed=True``).
-
-        The run record is read when the run starts. An unknown run (or one started by an
-        agent of another name) keeps the stream's shape: ``RunStarted``, then
-        ``RunFinished`` with status ``"failed"`` and the ``UserError``, which ``run.result``
-        holds too (leaving the ``async with`` block raises it).
-        """
-        if current_context() is not None:
-            raise UserError("resume_stream() inside a tool call: resume the root run instead")
-        policy = self._policy(on_unhandled, store)
-        name = self.name
-
-        async def reopened() -> Any:
-            return await store.resume_session(run_id, agent_name=name, max_age=max_age)
-
-        return self._stream(run_id, "", None, policy, reopened, hooks)
+        opener = _new_session(store, rid, self, prompt, history)
+        return stream_root(self._plan(), rid, prompt, history, policy, opener, hooks)
 
     # -- as a tool -------------------------------------------------------------------------
     def as_tool(
@@ -366,26 +224,13 @@ class Agent:
             requires_approval: Ask the human before each call; see ``Tool``.
             timeout: Seconds a call may take, not counting time waiting for a human.
         """
-        agent = self
-        tool_name = name or self.name
-        keep = conversation == "per_run"
-
-        async def call_agent(ctx: ToolContext, query: str) -> str:
-            """Delegate a task to the agent.
-
-            Args:
-                query: The task or question for the agent, with every detail it needs.
-            """
-            key = f"{ctx.scope_path}|{tool_name}" if keep else None
-            result = await run_nested(agent._plan(), ctx, query, conversation_key=key)
-            return result.output or ""
-
-        return Tool(
-            call_agent,
-            name=tool_name,
+        return agent_tool(
+            self._plan,
+            name=name or self.name,
             description=description
             or self.description
             or f"Delegate a task to the {self.name} agent and get its answer.",
+            keep=conversation == "per_run",
             requires_approval=requires_approval,
             timeout=timeout,
         )
@@ -394,16 +239,27 @@ class Agent:
 def _new_session(
     store: SessionStore | None,
     run_id: str,
-    agent_name: str,
+    agent: Agent,
     prompt: str,
     history: Sequence[Message] | None,
 ) -> SessionOpener | None:
     if store is None:
         return None
+    ref = module_ref(agent, agent._home)  # pyright: ignore[reportPrivateUsage]
 
     async def opened() -> Any:
         return await store.open_session(
-            run_id=run_id, agent_name=agent_name, prompt=prompt, history=history
+            run_id=run_id, agent_name=agent.name, prompt=prompt, history=history, agent_ref=ref
         )
 
     return opened
+
+
+def _tool_map(agent_name: str, tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+    found: dict[str, Tool] = {}
+    for t in tools:
+        resolved = t if isinstance(t, Tool) else Tool(t)
+        if resolved.name in found:
+            raise UserError(f"agent {agent_name!r} has two tools named {resolved.name!r}")
+        found[resolved.name] = resolved
+    return found

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Generator
+from contextlib import contextmanager
 from typing import Any, Literal, Protocol, get_args
 
 import anyio
@@ -99,6 +100,49 @@ class Conversations:
             await self.keeper.record_conversation(key, messages)
 
 
+class Quiescence:
+    """When an interrupt may end the run: once it is quiescent.
+
+    Quiescent means every live model call and tool call has finished or is parked on a
+    request nobody here can answer; a sibling about to finish its side effect gets to
+    finish (and be journaled) instead of being cut off.
+    """
+
+    __slots__ = ("busy", "interrupted", "parked", "scope")
+
+    def __init__(self) -> None:
+        self.busy = 0
+        self.parked = 0
+        self.interrupted = False
+        self.scope: anyio.CancelScope | None = None
+
+    def enter(self, n: int = 1) -> None:
+        """``n`` live model calls or tool calls start (a batch's calls count from the start)."""
+        self.busy += n
+
+    def leave(self) -> None:
+        """A live model call or tool call ended (or handed over to a nested agent)."""
+        self.busy -= 1
+        self.check()
+
+    def park(self, delta: int) -> None:
+        """A waiter parks (+1) on a request nobody here can answer, or stops (-1)."""
+        self.parked += delta
+        if delta > 0:
+            self.check()
+
+    def check(self) -> None:
+        """Interrupt if something is parked and nothing else is live."""
+        if self.parked and self.parked >= self.busy:
+            self.interrupt()
+
+    def interrupt(self) -> None:
+        """End the run now (cancel the root agent's scope)."""
+        self.interrupted = True
+        if self.scope is not None:
+            self.scope.cancel()
+
+
 class Coordinator:
     """One per root run: the ordered event stream, the open requests, run-wide state.
 
@@ -129,21 +173,13 @@ class Coordinator:
         self.backend: RequestBackend = backend if backend is not None else LocalRequests()
         self.requests = RequestTable(self.emit, self.hooks)
         self.conversations = Conversations()
-        self.interrupted = False
-        """Set when ``on_unhandled="interrupt"`` ended the run to wait for a later resume."""
-        self.interrupt_scope: anyio.CancelScope | None = None
+        self.quiescence = Quiescence()
         self.cancelling = False
         """Set when the run is cancelled on purpose (``Run.cancel``, leaving its block early).
         Only then do kept requests end as cancelled; any other cancellation (the process
         shutting down, an outer cancel scope) leaves them pending for a resume, like a crash."""
-        # Interrupt waits until the run is quiescent: every live model call and tool call
-        # has finished or is parked on an unanswerable request, so a sibling about to
-        # finish its side effect gets to finish (and be journaled) instead of being cut off.
-        self._busy = 0
-        self._parked = 0
-        self._requests_n = 0
-        self._input_tokens = 0
-        self._output_tokens = 0
+        self.usage = Usage()
+        """Usage of every model request in the tree so far."""
 
     def configure(self, hooks: HookSet, backend: RequestBackend) -> None:
         """Install the run's hooks and request backend (before anything runs)."""
@@ -170,18 +206,7 @@ class Coordinator:
 
     def add_usage(self, usage: Usage) -> None:
         """Count one model request's usage toward the whole run."""
-        self._requests_n += usage.requests
-        self._input_tokens += usage.input_tokens
-        self._output_tokens += usage.output_tokens
-
-    @property
-    def usage(self) -> Usage:
-        """Usage of every model request in the tree so far."""
-        return Usage(
-            requests=self._requests_n,
-            input_tokens=self._input_tokens,
-            output_tokens=self._output_tokens,
-        )
+        self.usage = self.usage + usage
 
     # -- interrupt and quiescence ------------------------------------------------------
     @property
@@ -189,30 +214,17 @@ class Coordinator:
         """Whether an unanswered request parks (ends the run for a later resume)."""
         return not self.listening and self.on_unhandled == "interrupt"
 
-    def enter(self, n: int = 1) -> None:
-        """``n`` live model calls or tool calls start (a batch's calls count from the start)."""
-        self._busy += n
-
-    def leave(self) -> None:
-        """A live model call or tool call ended (or handed over to a nested agent)."""
-        self._busy -= 1
-        self._check_quiescent()
-
-    def park(self, delta: int) -> None:
-        """A waiter parks (+1) on a request nobody here can answer, or stops (-1)."""
-        self._parked += delta
-        if delta > 0:
-            self._check_quiescent()
-
-    def _check_quiescent(self) -> None:
-        if self._parked and self._parked >= self._busy:
-            self.interrupt()
-
-    def interrupt(self) -> None:
-        """End the run now, leaving its requests pending in the store (policy "interrupt")."""
-        self.interrupted = True
-        if self.interrupt_scope is not None:
-            self.interrupt_scope.cancel()
+    @contextmanager
+    def parked(self) -> Generator[None]:
+        """Count a wait on a request as parked, when nobody here can answer it."""
+        parks = self.parks
+        if parks:
+            self.quiescence.park(+1)
+        try:
+            yield
+        finally:
+            if parks:
+                self.quiescence.park(-1)
 
     # -- requests ----------------------------------------------------------------------
     def pending(self) -> list[RequestEvent]:
@@ -264,42 +276,33 @@ class Coordinator:
             await self._wait_parked(pending, asker, remaining)
         if not pending.stored:
             if pending.status == "pending":
-                await self._mirror(pending, "expired", None)
+                await _mirror(self, pending, "expired", None)
             else:
                 status = pending.status
-                await self._mirror(
-                    pending, "cancelled" if status == "unavailable" else status, pending.answer
+                await _mirror(
+                    self,
+                    pending,
+                    "cancelled" if status == "unavailable" else status,
+                    pending.answer,
                 )
         return self.outcome(pending, timeout)
 
     async def _wait_parked(
         self, pending: PendingRequest, asker: Asker, timeout: float | None
     ) -> None:
-        parks = self.parks
-        if parks:
-            self.park(+1)
-        try:
-            await self.wait(pending, asker, timeout)
-        except BaseException:
-            if self.cancelling and not pending.stored:
-                with anyio.CancelScope(shield=True):
-                    await self._mirror(pending, "cancelled", None)
-            raise
-        finally:
-            if parks:
-                self.park(-1)
+        with self.parked():
+            try:
+                await self.wait(pending, asker, timeout)
+            except BaseException:
+                if self.cancelling and not pending.stored:
+                    with anyio.CancelScope(shield=True):
+                        await _mirror(self, pending, "cancelled", None)
+                raise
 
     async def join(self, pending: PendingRequest, asker: Asker, timeout: float | None) -> Any:
         """Wait for another asker's identical request; its answer is this asker's too."""
-        parks = self.parks
-        if parks:
-            self.park(+1)
-        try:
-            with anyio.move_on_after(math.inf if timeout is None else timeout):
-                await _paused_wait(pending.done, asker)
-        finally:
-            if parks:
-                self.park(-1)
+        with self.parked(), anyio.move_on_after(math.inf if timeout is None else timeout):
+            await _paused_wait(pending.done, asker)
         if pending.status == "pending":
             rid = pending.request_id
             raise QuestionNotAnswered(
@@ -322,65 +325,17 @@ class Coordinator:
                     await _paused_wait(pending.done, asker)
                 else:
                     async with anyio.create_task_group() as tg:
-                        tg.start_soon(self._from_backend, pending)
+                        tg.start_soon(_from_backend, self, pending)
                         await _paused_wait(pending.done, asker)
                         tg.cancel_scope.cancel()
         except BaseException:
-            if pending.status == "pending" and not self.interrupted:
+            if pending.status == "pending" and not self.quiescence.interrupted:
                 self.requests.finish(pending, "cancelled", None)
             raise
 
-    async def _from_backend(self, pending: PendingRequest) -> None:
-        self._apply(pending, await self.backend.wait(pending.request_id))
-
-    def _apply(self, pending: PendingRequest, settled: Settlement) -> None:
-        """Resolve ``pending`` as the backend says it was resolved."""
-        if pending.status != "pending":
-            return
-        pending.stored = True
-        if settled.status == "answered":
-            self.requests.accept(pending, _revive(pending.spec, settled.answer))
-        else:
-            self.requests.finish(pending, settled.status, None)
-
-    async def _mirror(self, pending: PendingRequest, status: Any, answer: Any) -> None:
-        """Write an outcome reached here to the backend; the backend's wins a race."""
-        rid = pending.request_id
-        try:
-            await self.backend.resolve(rid, status, answer if status == "answered" else None)
-        except RequestError:
-            found = await self.backend.settlement(rid)
-            if found is not None and found[1] is not None:
-                self._apply(pending, found[1])
-            return
-        pending.stored = True
-        if pending.status == "pending":
-            self.requests.finish(pending, status, answer)
-
     def outcome(self, pending: PendingRequest, timeout: float | None) -> Any:
         """The answer of a resolved request, or the ``QuestionNotAnswered`` it ends with."""
-        status = pending.status
-        if status == "answered":
-            return pending.answer
-        rid = pending.request_id
-        if status == "unavailable":
-            if self.on_unhandled == "error":
-                raise NoUserAvailableError(
-                    f"request {rid} arose with no handler and no stream consumer to answer it"
-                )
-            raise QuestionNotAnswered(
-                "No user is available to answer right now.", status="unavailable", request_id=rid
-            )
-        if status == "expired":
-            within = "in time" if timeout is None else f"within {timeout:g} seconds"
-            raise QuestionNotAnswered(
-                f"The user did not answer {within}.", status="expired", request_id=rid
-            )
-        raise QuestionNotAnswered(
-            "The request was cancelled before the user answered.",
-            status="cancelled",
-            request_id=rid,
-        )
+        return _outcome(pending, timeout, self.on_unhandled)
 
     # -- answering ---------------------------------------------------------------------
     async def respond(self, request_id: str, answer: Any) -> Any:
@@ -394,12 +349,13 @@ class Coordinator:
             UnknownRequestError, RequestAlreadyAnsweredError, RequestExpiredError,
             RequestCancelledError, InvalidAnswerError.
         """
+        if not self.backend.durable:
+            return self.respond_nowait(request_id, answer)
         table = self.requests
         pending = table.check_open(request_id)
         value = table.validate(pending, answer)
-        if self.backend.durable:
-            await self.backend.resolve(request_id, "answered", value)
-            pending.stored = True
+        await self.backend.resolve(request_id, "answered", value)  # the store decides a race
+        pending.stored = True
         table.accept(pending, value)
         return value
 
@@ -428,9 +384,67 @@ class Coordinator:
         if self.backend.durable:
             # Anyone holding the store can still answer; only "interrupt" gives up here.
             if self.on_unhandled == "interrupt" and self.pending():
-                self.interrupt()
+                self.quiescence.interrupt()
             return
         self.requests.unavailable_all()
+
+
+def _outcome(pending: PendingRequest, timeout: float | None, policy: OnUnhandled) -> Any:
+    """The answer of a resolved request, or the ``QuestionNotAnswered`` it ends with."""
+    status = pending.status
+    if status == "answered":
+        return pending.answer
+    rid = pending.request_id
+    if status == "unavailable":
+        if policy == "error":
+            raise NoUserAvailableError(
+                f"request {rid} arose with no handler and no stream consumer to answer it"
+            )
+        raise QuestionNotAnswered(
+            "No user is available to answer right now.", status="unavailable", request_id=rid
+        )
+    if status == "expired":
+        within = "in time" if timeout is None else f"within {timeout:g} seconds"
+        raise QuestionNotAnswered(
+            f"The user did not answer {within}.", status="expired", request_id=rid
+        )
+    raise QuestionNotAnswered(
+        "The request was cancelled before the user answered.",
+        status="cancelled",
+        request_id=rid,
+    )
+
+
+async def _from_backend(coordinator: Coordinator, pending: PendingRequest) -> None:
+    _apply(coordinator, pending, await coordinator.backend.wait(pending.request_id))
+
+
+def _apply(coordinator: Coordinator, pending: PendingRequest, settled: Settlement) -> None:
+    """Resolve ``pending`` as the backend says it was resolved."""
+    if pending.status != "pending":
+        return
+    pending.stored = True
+    if settled.status == "answered":
+        coordinator.requests.accept(pending, _revive(pending.spec, settled.answer))
+    else:
+        coordinator.requests.finish(pending, settled.status, None)
+
+
+async def _mirror(
+    coordinator: Coordinator, pending: PendingRequest, status: Any, answer: Any
+) -> None:
+    """Write an outcome reached here to the backend; the backend's wins a race."""
+    rid = pending.request_id
+    try:
+        await coordinator.backend.resolve(rid, status, answer if status == "answered" else None)
+    except RequestError:
+        found = await coordinator.backend.settlement(rid)
+        if found is not None and found[1] is not None:
+            _apply(coordinator, pending, found[1])
+        return
+    pending.stored = True
+    if pending.status == "pending":
+        coordinator.requests.finish(pending, status, answer)
 
 
 async def _paused_wait(done: anyio.Event, asker: Asker) -> None:
@@ -492,12 +506,6 @@ async def _follow(
     if settled is None:
         # The first asker has not reached its request yet in this life; wait for the
         # backend, counted as parked so an interrupt is not held up by this wait.
-        parks = coordinator.parks
-        if parks:
-            coordinator.park(+1)
-        try:
+        with coordinator.parked():
             settled = await coordinator.backend.wait(first)
-        finally:
-            if parks:
-                coordinator.park(-1)
     return _replay_settled(coordinator, spec, event, settled)

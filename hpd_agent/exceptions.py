@@ -17,6 +17,9 @@ HpdAgentError
 │   └── InvalidAnswerError          the answer does not fit the question
 ├── QuestionNotAnswered             a question ended without an answer (tools see this)
 │   └── ClarifyInterrupted          (presets) a clarify loop's question; carries its state
+├── StoreError                      a durable store cannot be used
+│   ├── StoreUnavailableError       it cannot be opened (missing, not a database, unreachable)
+│   └── StoreCorruptError           it holds a row this version cannot read
 ├── AgentRunError                   a run could not complete
 │   ├── MaxTurnsExceededError       the model kept calling tools past max_turns
 │   ├── NoUserAvailableError        a request arose with nobody to answer (policy "error")
@@ -58,6 +61,9 @@ __all__ = [
     "RunCancelledError",
     "RunNotFinishedError",
     "ScriptExhaustedError",
+    "StoreCorruptError",
+    "StoreError",
+    "StoreUnavailableError",
     "ToolDefinitionError",
     "TransientModelError",
     "UnknownRequestError",
@@ -128,6 +134,21 @@ class QuestionNotAnswered(HpdAgentError):
         super().__init__(message)
         self.status = status
         self.request_id = request_id
+
+
+class StoreError(HpdAgentError):
+    """A durable store cannot be used; the message names the store and what is wrong."""
+
+
+class StoreUnavailableError(StoreError):
+    """The store cannot be opened: no such file, not a database, or the server is unreachable."""
+
+
+class StoreCorruptError(StoreError):
+    """The store holds a row this version cannot read (bad JSON, a payload of the wrong kind).
+
+    The message names where: the run id, request id or journal key. Nothing was changed.
+    """
 
 
 class AgentRunError(HpdAgentError):

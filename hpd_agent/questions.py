@@ -13,7 +13,8 @@ The kinds:
 - ``"action"``: the user must visit ``data["url"]`` (e.g. an OAuth link); answered True when
   done, False when declined.
 - ``"custom"``: ``data={"name": ..., "payload": {...}, "schema": {...} | None}``; the answer
-  is JSON, checked against the JSON schema when there is one (with ``jsonschema``).
+  is JSON, checked against the JSON schema when there is one (with ``jsonschema``, never
+  fetching anything: only local ``$ref``s, bounded size and depth; see ``_schemas``).
 
 Tools raise them with one awaited call on their context (``ctx.ask_choice(...)`` and friends);
 the classes here are the ``RequestSpec``s behind those calls.
@@ -27,6 +28,7 @@ from typing import Any, ClassVar, cast
 from urllib.parse import urlsplit
 
 from ._requests import Asker, RequestSpec
+from ._schemas import MAX_SCHEMA_DEPTH, nesting_problem, schema_mismatch, schema_problem
 from ._vocabulary import DECLINED_WORDS, DONE_WORDS, NO_WORDS, YES_WORDS, normalise
 from .events import (
     ClarificationRequest,
@@ -140,40 +142,19 @@ def _to_json(answer: Any) -> Any:
         raise TypeError(f"the answer must be JSON data: {e}") from None
 
 
-def _schema_problem(schema: Any) -> str | None:
-    """Why ``schema`` is not a valid JSON schema, or None when it is."""
-    from jsonschema import exceptions, validators  # lazily: only schema-checked kinds need it
-
-    validator_cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
-    try:
-        validator_cls.check_schema(schema)
-    except exceptions.SchemaError as e:
-        return str(e.message)
-    return None
-
-
-def _schema_mismatch(schema: Any, value: Any) -> str | None:
-    """Why ``value`` does not match the (valid) ``schema``, or None when it does."""
-    from jsonschema import exceptions, validators
-
-    validator = cast(Any, validators.validator_for(schema))(schema)  # pyright: ignore[reportUnknownMemberType]
-    error = cast(Any, exceptions.best_match(validator.iter_errors(value)))  # pyright: ignore[reportUnknownMemberType]
-    if error is None:
-        return None
-    path: list[Any] = list(error.absolute_path)
-    where = "/".join(str(p) for p in path) or "the answer"
-    return f"{where} does not match the schema: {error.message}"
-
-
 def _check_custom(answer: Any, data: Mapping[str, Any]) -> Any:
+    deep = nesting_problem(answer, what="the answer")
+    if deep is not None:
+        raise ValueError(deep)
     value = _to_json(answer)
     schema = data.get("schema")
     if schema is None:
         return value
-    problem = _schema_problem(schema)
+    # A schema restored from a store never passed CustomQuestion's checks: check it here.
+    problem = schema_problem(schema)
     if problem is not None:
         raise ValueError(f"the question's JSON schema is invalid: {problem}")
-    mismatch = _schema_mismatch(schema, value)
+    mismatch = schema_mismatch(schema, value)
     if mismatch is not None:
         raise ValueError(mismatch)
     return value
@@ -441,8 +422,14 @@ class CustomQuestion(Question):
         name: What kind of question this is, for the handler (e.g. ``"pick_date_range"``).
         question: What to ask.
         payload: JSON data for whoever shows the question.
-        schema: A JSON schema the answer must match; None accepts any JSON.
+        schema: A JSON schema the answer must match; None accepts any JSON. Only local
+            ``$ref``s (``#/...``) are allowed, and at most ``MAX_SCHEMA_BYTES`` bytes and
+            ``MAX_SCHEMA_DEPTH`` levels of nesting: checking an answer never fetches anything.
         context: Why it is asked.
+
+    Raises:
+        UserError: The payload or schema is not JSON, or the schema is invalid, too big, too
+            deep or refers outside itself (the message names the ``$ref``).
     """
 
     kind = "custom"
@@ -459,12 +446,17 @@ class CustomQuestion(Question):
     ) -> None:
         if not name:
             raise UserError("a custom question needs a name")
+        deep = nesting_problem(payload, what="the payload") or nesting_problem(
+            schema, MAX_SCHEMA_DEPTH, "the schema"
+        )
+        if deep is not None:
+            raise UserError(f"invalid custom question {name!r}: {deep}")
         try:
             payload_json = json.loads(json.dumps(dict(payload or {}), allow_nan=False))
             schema_json = json.loads(json.dumps(dict(schema), allow_nan=False)) if schema else None
         except (TypeError, ValueError) as e:
             raise UserError(f"a custom question's payload and schema must be JSON: {e}") from None
-        problem = None if schema_json is None else _schema_problem(schema_json)
+        problem = None if schema_json is None else schema_problem(schema_json)
         if problem is not None:
             raise UserError(f"invalid JSON schema for {name!r}: {problem}")
         super().__init__(

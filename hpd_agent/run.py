@@ -18,6 +18,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from ._fanout import first_leaf
+from ._text import error_text
 from .coordinator import Coordinator, OnUnhandled
 from .events import Event, RequestEvent, RunFinished, RunStatus
 from .exceptions import RunNotFinishedError, UserError
@@ -63,7 +64,7 @@ class RunResult:
 def finished_event(result: RunResult, agent_name: str) -> RunFinished:
     """The ``RunFinished`` event announcing ``result``: the one place it is built."""
     error = result.error
-    text = None if error is None else f"{type(error).__name__}: {error}"
+    text = None if error is None else error_text(error)
     if result.status == "rejected":
         text = "the user rejected the proposed plan"
     return RunFinished(

@@ -3,6 +3,9 @@
 A tool's JSON schema comes from the function's signature and its Google-style docstring;
 pydantic validates the arguments the model sends. Malformed JSON or invalid arguments never
 reach the function: the model gets an error result saying what was wrong, and the run goes on.
+Arguments are untrusted: more than ``MAX_ARGUMENT_CHARS`` characters, nesting deeper than
+the JSON parser's limit, or lone surrogates (``"\\ud800"``, which no store can encode) are
+refused the same way, as that call's error result.
 
 A parameter annotated ``ToolContext`` is not part of the schema; the loop passes the call's
 context there (agent path, request helpers such as ``ctx.ask``).
@@ -23,10 +26,21 @@ import pydantic
 import pydantic_core
 
 from ._context import ToolContext
+from ._text import bounded
 from .exceptions import ToolDefinitionError
 from .models._base import ToolDefinition
 
-__all__ = ["ApprovalPolicy", "Tool", "ToolArgumentsError", "tool"]
+__all__ = ["MAX_ARGUMENT_CHARS", "ApprovalPolicy", "Tool", "ToolArgumentsError", "tool"]
+
+MAX_ARGUMENT_CHARS = 1_000_000
+"""Longest argument text (the model's JSON) a tool call may send; longer calls get an error
+result without being parsed."""
+
+# Surrogate code points in the text itself (the JSON parser refuses escaped lone ones).
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SURROGATE_HINT = (
+    " A lone UTF-16 surrogate (e.g. \\ud800 without its low half) is not text: send valid Unicode."
+)
 
 ApprovalPolicy = bool | Callable[[dict[str, Any]], bool]
 """``True`` (always ask), ``False`` (never), or a callable deciding from the arguments."""
@@ -213,17 +227,23 @@ class Tool:
         """Parse and validate the model's JSON arguments.
 
         Raises:
-            ToolArgumentsError: With a message meant for the model.
+            ToolArgumentsError: With a message meant for the model (bounded in length).
         """
+        _check_raw(self.name, raw)
         if self._validator is None:
             if raw in ("", "{}"):
                 return {}
             try:
-                value = json.loads(raw)
+                # pydantic_core's parser has a nesting limit: no RecursionError on [[[[...
+                value = pydantic_core.from_json(raw)
             except ValueError as e:
                 raise ToolArgumentsError(
-                    f"Invalid arguments for tool {self.name!r}: not valid JSON ({e}). "
-                    "Send a JSON object."
+                    bounded(
+                        _hint(
+                            f"Invalid arguments for tool {self.name!r}: not valid JSON ({e}). "
+                            "Send a JSON object."
+                        )
+                    )
                 ) from None
             if not isinstance(value, dict):
                 raise ToolArgumentsError(
@@ -234,8 +254,12 @@ class Tool:
             validated = self._validator.model_validate_json(raw or "{}")
         except pydantic.ValidationError as e:
             raise ToolArgumentsError(
-                f"Invalid arguments for tool {self.name!r}: {_summarise(e)}. "
-                f"Expected arguments matching: {json.dumps(self.parameters)}"
+                bounded(
+                    _hint(
+                        f"Invalid arguments for tool {self.name!r}: {_summarise(e)}. "
+                        f"Expected arguments matching: {json.dumps(self.parameters)}"
+                    )
+                )
             ) from None
         return dict(validated)
 
@@ -258,6 +282,24 @@ class Tool:
         return self.function(**arguments)
 
 
+def _check_raw(name: str, raw: str) -> None:
+    """Refuse argument text too long to parse or holding lone surrogates, before parsing."""
+    if len(raw) > MAX_ARGUMENT_CHARS:
+        raise ToolArgumentsError(
+            f"Invalid arguments for tool {name!r}: {len(raw):,} characters, more than the "
+            f"{MAX_ARGUMENT_CHARS:,} allowed. Send shorter arguments."
+        )
+    if not raw.isascii() and _SURROGATE.search(raw) is not None:
+        raise ToolArgumentsError(f"Invalid arguments for tool {name!r}:{_SURROGATE_HINT}")
+
+
+def _hint(message: str) -> str:
+    """The parser's message, with the surrogate hint when that is what it tripped on."""
+    if "hex escape" in message or "surrogate" in message:
+        return message + _SURROGATE_HINT
+    return message
+
+
 def _summarise(error: pydantic.ValidationError) -> str:
     parts: list[str] = []
     for err in error.errors(include_url=False):
@@ -269,11 +311,11 @@ def _summarise(error: pydantic.ValidationError) -> str:
 def result_to_text(value: Any) -> str:
     """The text a tool's return value becomes for the model: str as is, else JSON."""
     if isinstance(value, str):
-        return value
+        return value if value.isascii() else bounded(value, len(value))
     try:
         return pydantic_core.to_json(value).decode()
     except pydantic_core.PydanticSerializationError:
-        return str(value)
+        return bounded(str(value), len(str(value)))
 
 
 @overload

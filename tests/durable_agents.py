@@ -103,3 +103,12 @@ if __name__ == "__main__":
         print(result.output, flush=True)
 
     anyio.run(main)
+
+
+def other_agent() -> Agent:
+    """An agent of another name: resuming the Orchestrator's run with it is refused."""
+    return Agent("Somebody", model=FunctionModel(orchestrator_turn, name="other"))
+
+
+AGENT = build()
+"""The tree as a module global: a run of it records ``durable_agents:AGENT`` in the store."""

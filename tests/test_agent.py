@@ -307,6 +307,9 @@ def test_agent_rejects_bad_configuration() -> None:
         Agent("a", model=ScriptedModel([]), max_turns=0)
     with pytest.raises(UserError, match="two tools named"):
         Agent("a", model=ScriptedModel([]), tools=[ask_user(), ask_user()])
+    # A typo used to be accepted, and then a question waited forever.
+    with pytest.raises(UserError, match=r"on_unhandled must be one of .* got 'interupt'"):
+        Agent("a", model=ScriptedModel([]), on_unhandled="interupt")  # type: ignore[arg-type]
 
 
 async def test_stream_inside_tool_is_refused() -> None:

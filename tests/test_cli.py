@@ -59,37 +59,55 @@ def terminal(tmp_path: Path) -> Iterator[Any]:
         child.close(force=True)
 
 
+FRAMEWORK_Q = r"Clarifier.* asks: .*Which web framework should 'Build a todo API' use\?"
+STORE_Q = r"ResearchAgent.* asks: .*Where should the data of 'Build a todo API' live\?"
+
+
 def test_demo_in_a_terminal_does_what_the_person_typed(terminal: Any, tmp_path: Path) -> None:
-    terminal.expect(r"asks: .*Which framework: Express, FastAPI or Django\?")
-    terminal.expect(r"\n> ")
+    seen: list[str] = []
+
+    def expect(pattern: str | type[pexpect.EOF]) -> None:
+        terminal.expect(pattern)
+        seen.append(terminal.before + (terminal.after if isinstance(terminal.after, str) else ""))
+
+    expect(FRAMEWORK_Q)
+    expect(r"\n> ")
     terminal.sendline("FastAPI")
-    terminal.expect(r"wants to run .*write_file")
-    before_prompt = terminal.before
-    terminal.expect(r"\n> ")
+    expect(STORE_Q)
+    expect(r"\n> ")
+    terminal.sendline("2")
+    expect(r"wants to run .*write_file")
+    before_prompt = ANSI.sub("", "".join(seen))
+    expect(r"\n> ")
     terminal.sendline("1")
-    terminal.expect(r"Orchestrator's answer")
-    terminal.expect(pexpect.EOF)
-    after = ANSI.sub("", terminal.before)
+    expect(r"Run completed")
+    expect(pexpect.EOF)
+    after = ANSI.sub("", "".join(seen))[len(before_prompt) :]
     terminal.close()
     assert terminal.exitstatus == 0
-    shown = ANSI.sub("", before_prompt)
-    # What the agents did next follows the answer: the CodingAgent built with FastAPI...
-    assert "You chose FastAPI" in shown
-    assert "Building the auth system with FastAPI" in shown
-    assert "auth_app.py" in shown
-    assert "Express" not in shown.split("You chose FastAPI")[1]
+    # What the agents did next follows the answers: the CodingAgent went on with FastAPI
+    # while the ResearchAgent's question still waited...
+    went_on = before_prompt.index("The Clarifier answered within my turn: FastAPI. Writing app.py.")
+    assert (
+        went_on
+        < before_prompt.index("Where should the data of")
+        < before_prompt.index("Data goes in PostgreSQL")
+    )
     # ...wrote FastAPI code once approved, and said so.
-    assert "Built the auth system with FastAPI in auth_app.py" in after
-    assert "FastAPI" in (tmp_path / "auth_app.py").read_text()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["auth_app.py"]
+    assert "Built 'Build a todo API' with FastAPI in app.py." in after
+    assert "FastAPI" in (tmp_path / "app.py").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.py"]
 
 
 def test_demo_in_a_terminal_takes_a_number_and_a_denial_with_reason(
     terminal: Any, tmp_path: Path
 ) -> None:
-    terminal.expect(r"asks: .*Which framework")
+    terminal.expect(FRAMEWORK_Q)
     terminal.expect(r"\n> ")
     terminal.sendline("3")  # 3) Django
+    terminal.expect(STORE_Q)
+    terminal.expect(r"\n> ")
+    terminal.sendline("1")  # 1) SQLite
     terminal.expect(r"wants to run .*write_file")
     terminal.expect(r"\n> ")
     terminal.sendline("3")  # deny
@@ -99,14 +117,14 @@ def test_demo_in_a_terminal_takes_a_number_and_a_denial_with_reason(
     out = ANSI.sub("", terminal.before)
     terminal.close()
     assert terminal.exitstatus == 0
-    assert "I did not write auth_views.py" in out
+    assert "I did not write views.py" in out
     assert "Reason: not in my repo" in out
-    assert "Django" in out
+    assert "Data goes in SQLite" in out
     assert list(tmp_path.iterdir()) == []
 
 
 def test_ctrl_c_cancels_the_demo_cleanly(terminal: Any, tmp_path: Path) -> None:
-    terminal.expect(r"asks: .*Which framework")
+    terminal.expect(FRAMEWORK_Q)
     terminal.expect(r"\n> ")
     terminal.sendintr()
     terminal.expect("Cancelled")
@@ -116,12 +134,49 @@ def test_ctrl_c_cancels_the_demo_cleanly(terminal: Any, tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_ctrl_c_in_chat_cancels_the_turn_then_leaves_at_the_prompt() -> None:
+    chat = pexpect.spawn(
+        sys.executable,
+        ["-m", "hpd_agent.cli", "chat"],
+        cwd=str(ROOT),
+        env=_env(),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 140),
+    )
+    try:
+        chat.expect("you> ")
+        chat.sendline("hello there")
+        chat.expect("You said 'hello there'")
+        chat.expect("you> ")
+        chat.sendline("what is hpd?")  # the turn waits on the agent's question
+        chat.expect("Do you want a short or a detailed answer")
+        chat.expect(r"\n> ")
+        chat.sendintr()
+        chat.expect(r"Cancelled \(Ctrl-C\): that turn was stopped")
+        chat.expect("you> ")  # back at the prompt, still chatting
+        chat.sendline("second message")
+        # The cancelled turn left no trace; the first one is still remembered.
+        chat.expect(r"This is message 2 of our chat \(1 replies so far\); your first was")
+        chat.expect("you> ")
+        chat.sendintr()  # at the prompt: leave
+        chat.expect("bye")
+        chat.expect(pexpect.EOF)
+        shown = ANSI.sub("", chat.before or "")
+        chat.close()
+        assert chat.exitstatus == 130, shown
+        assert "Traceback" not in shown
+    finally:
+        chat.close(force=True)
+
+
 def test_demo_with_yes_runs_unattended_with_defaults(tmp_path: Path) -> None:
     out = _hpd("demo", "--yes", "--workdir", str(tmp_path))
     assert out.returncode == 0, out.stderr
     assert "(answered automatically: Express)" in out.stdout
+    assert "(answered automatically: SQLite)" in out.stdout
     assert "(answered automatically: approve once)" in out.stdout
-    assert "Express" in (tmp_path / "auth.js").read_text()
+    assert "Express" in (tmp_path / "app.js").read_text()
 
 
 def test_demo_with_closed_stdin_does_not_hang(tmp_path: Path) -> None:
@@ -129,14 +184,14 @@ def test_demo_with_closed_stdin_does_not_hang(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     assert "Input is not a terminal" in out.stdout
     assert "Input closed: answering with defaults from now on." in out.stdout
-    assert (tmp_path / "auth.js").exists()
+    assert (tmp_path / "app.js").exists()
 
 
 def test_demo_reads_answers_piped_on_stdin(tmp_path: Path) -> None:
     out = _hpd("demo", "--workdir", str(tmp_path), stdin="django\n2\n")
     assert out.returncode == 0, out.stderr
-    assert "You chose Django" in out.stdout
-    assert "Django" in (tmp_path / "auth_views.py").read_text()
+    assert "The user chose Django." in out.stdout
+    assert "Django" in (tmp_path / "views.py").read_text()
 
 
 def test_chat_keeps_history_and_asks_questions() -> None:
@@ -173,36 +228,37 @@ def test_chat_on_a_litellm_model_keeps_history(tmp_path: Path) -> None:
 
 
 def _demo_on_a_model(body: dict[str, Any]) -> Reply:
-    """Plays the demo's three agents the way a capable model would, from each request."""
+    """Plays the demo's four agents the way a capable model would, from each request."""
     messages = body["messages"]
     system = messages[0]["content"]
     last = messages[-1]
-    if system.startswith("You research"):
-        return ("- hash passwords\n- short-lived tokens\n- rate-limit logins", [])
-    if system.startswith("You build code"):
-        query = next(m["content"] for m in messages if m["role"] == "user")
-        if "Django" not in query:
-            return ("Which framework: Express, FastAPI or Django?", [])
-        if last["role"] == "tool":
-            return (f"Django app written ({last['content']}).", [])
-        return ("", [("write_file", json.dumps({"path": "views.py", "text": "# Django views\n"}))])
-    # The Orchestrator.
     results = [m for m in messages if m["role"] == "tool"]
+    if system.startswith(("You research", "You settle")):
+        if not results:
+            question = (
+                {"question": "Where should the data live?", "options": ["SQLite", "PostgreSQL"]}
+                if system.startswith("You research")
+                else {"question": "Which framework?", "options": ["Express", "FastAPI", "Django"]}
+            )
+            return ("", [("ask_user", json.dumps(question))])
+        return (f"The user chose {last['content']}.", [])
+    if system.startswith("You build code"):
+        if not results:
+            return ("", [("Clarifier", json.dumps({"query": "a todo API"}))])
+        if len(results) == 1:
+            code = {"path": "views.py", "text": f"# {results[0]['content']}\n"}
+            return ("", [("write_file", json.dumps(code))])
+        return (f"Code written ({last['content']}).", [])
+    # The Orchestrator.
     if not results:
         return (
             "Starting both.",
             [
-                ("ResearchAgent", json.dumps({"query": "auth best practices"})),
-                ("CodingAgent", json.dumps({"query": "Build an auth system"})),
+                ("ResearchAgent", json.dumps({"query": "a todo API"})),
+                ("CodingAgent", json.dumps({"query": "a todo API"})),
             ],
         )
-    if results[-1]["content"].endswith("?"):
-        question = {"question": results[-1]["content"], "options": ["Express", "FastAPI", "Django"]}
-        return ("", [("ask_user", json.dumps(question))])
-    if len(results) == 3:
-        answer = results[-1]["content"]
-        return ("", [("CodingAgent", json.dumps({"query": f"Build an auth system with {answer}"}))])
-    return (f"All done: {results[-1]['content']}", [])
+    return ("All done: " + " / ".join(r["content"] for r in results), [])
 
 
 def test_demo_runs_the_same_agents_on_a_litellm_model(tmp_path: Path) -> None:
@@ -219,23 +275,21 @@ def test_demo_runs_the_same_agents_on_a_litellm_model(tmp_path: Path) -> None:
             "openai/gpt-4o-mini",
             "--workdir",
             str(tmp_path),
-            stdin="3\n1\n",
+            stdin="2\n2\n1\n",  # each question gets "2", so either may come first
             env=env,
         )
     assert out.returncode == 0, out.stderr + out.stdout
     text = out.stdout
     assert "model openai/gpt-4o-mini" in text
-    assert "asks: Which framework: Express, FastAPI or Django?" in text
-    assert "All done: Django app written" in text
-    assert (tmp_path / "views.py").read_text() == "# Django views\n"
-    # The sub-agents are the Orchestrator's tools, as offline.
+    assert "Orchestrator > CodingAgent > Clarifier asks: Which framework?" in text
+    assert "All done:" in text and "Code written (wrote 1 lines to views.py)" in text
+    assert (tmp_path / "views.py").read_text() == "# The user chose FastAPI.\n"
+    # The sub-agents are the Orchestrator's tools, the Clarifier the CodingAgent's, as offline.
     first = server.requests[0]
-    assert {t["function"]["name"] for t in first["tools"]} == {
-        "ResearchAgent",
-        "CodingAgent",
-        "ask_user",
-    }
-    assert len(server.requests) == 8
+    assert {t["function"]["name"] for t in first["tools"]} == {"ResearchAgent", "CodingAgent"}
+    coding = next(r for r in server.requests if r["messages"][0]["content"].startswith("You build"))
+    assert {t["function"]["name"] for t in coding["tools"]} == {"Clarifier", "write_file"}
+    assert len(server.requests) == 9
 
 
 def test_demo_reports_a_model_error_clearly(tmp_path: Path) -> None:
@@ -250,6 +304,11 @@ def test_demo_reports_a_model_error_clearly(tmp_path: Path) -> None:
 def test_version_and_usage() -> None:
     out = _hpd("version")
     assert out.returncode == 0 and re.fullmatch(r"\d+\.\d+\.\d+\s*", out.stdout)
+    flag = _hpd("--version")
+    assert flag.returncode == 0 and flag.stdout.strip() == f"hpd-agent {out.stdout.strip()}"
+    bare = _hpd()
+    assert bare.returncode == 0 and bare.stdout.startswith("usage: hpd-agent")
+    assert "demo" in bare.stdout and "resume" in bare.stdout
     bad = _hpd("demo", "--no-such-flag")
     assert bad.returncode == 2
     assert "unrecognized arguments: --no-such-flag" in bad.stderr

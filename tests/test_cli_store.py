@@ -32,9 +32,16 @@ def _env(workdir: Path) -> dict[str, str]:
     }
 
 
-async def cli(workdir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+async def cli(
+    workdir: Path, *args: str, cwd: Path | None = None, script: bool = False
+) -> subprocess.CompletedProcess[str]:
+    # script=True runs the installed console script, as a user types it (no cwd on sys.path).
+    command = [str(Path(sys.executable).parent / "hpd-agent")] if script else None
     done = await anyio.run_process(
-        [sys.executable, "-m", "hpd_agent.cli", *args], env=_env(workdir), check=False
+        [*(command or [sys.executable, "-m", "hpd_agent.cli"]), *args],
+        env=_env(workdir),
+        check=False,
+        cwd=cwd,
     )
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode(), done.stderr.decode()
@@ -57,6 +64,7 @@ async def _interrupted_run(db: Path) -> tuple[str, str]:
 
 async def test_pending_lists_requests(workdir: Path) -> None:
     db = workdir / "runs.db"
+    await SQLiteStore(db).aclose()  # an existing, empty store
     empty = await cli(workdir, "pending", "--db", str(db))
     assert empty.returncode == 0 and empty.stdout == "" and "no pending" in empty.stderr
     run_id, rid = await _interrupted_run(db)
@@ -103,7 +111,7 @@ async def test_resume_with_answer_completes_without_rerunning(workdir: Path) -> 
     run_id, rid = await _interrupted_run(db)
     agent = "durable_agents:build"
     stopped = await cli(workdir, "resume", run_id, "--db", str(db), "--agent", agent, "--interrupt")
-    assert stopped.returncode == 3
+    assert stopped.returncode == 75  # interrupted: not an error status
     assert stopped.stdout.strip() == f"pending {rid}: {durable_agents.QUESTION}"
     done = await cli(
         workdir, "resume", run_id, "--db", str(db), "--agent", agent, "--answer", f"{rid}=Hanami"
@@ -174,11 +182,11 @@ async def test_resume_reports_bad_input(workdir: Path) -> None:
     no_run = await cli(
         workdir, "resume", "run_missing", "--db", str(db), "--agent", "durable_agents:build"
     )
-    assert no_run.returncode == 1 and "no run 'run_missing'" in no_run.stderr
+    assert no_run.returncode == 11 and "no run 'run_missing'" in no_run.stderr
     bad_agent = await cli(
         workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:nothing"
     )
-    assert bad_agent.returncode == 1 and "cannot load --agent" in bad_agent.stderr
+    assert bad_agent.returncode == 10 and "cannot load --agent" in bad_agent.stderr
     bad_form = await cli(
         workdir,
         "resume",
@@ -203,7 +211,7 @@ async def test_resume_reports_bad_input(workdir: Path) -> None:
         "--answer",
         "req_x=1",
     )
-    assert wrong.returncode == 1 and "no request" in wrong.stderr
+    assert wrong.returncode == 12 and "no request" in wrong.stderr
     store = SQLiteStore(db)
     record = await store.get_request(rid)
     assert record is not None and record.status == "pending"
@@ -234,3 +242,209 @@ async def test_answer_a_permission_request(workdir: Path) -> None:
     record = await store.get_request("req_perm")
     assert record is not None and record.answer == {"scope": "run", "kind": "approve"}
     await store.aclose()
+
+
+# -- bad input, as a new user would try it: one line, its own exit status, nothing lost -------
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The single stderr line of a failed command (never a traceback)."""
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    return lines[0]
+
+
+async def test_db_that_does_not_exist_is_refused_not_created(workdir: Path) -> None:
+    typo = workdir / "rnus.db"
+    for args in (
+        ["pending", "--db", str(typo)],
+        ["answer", "req_1", "yes", "--db", str(typo)],
+        ["resume", "run_1", "--db", str(typo), "--agent", "durable_agents:build"],
+    ):
+        done = await cli(workdir, *args)
+        assert done.returncode == 8
+        assert "does not exist" in one_line(done) and str(typo) in done.stderr
+    assert not typo.exists()
+    nowhere = workdir / "no" / "such" / "dir" / "runs.db"
+    done = await cli(workdir, "pending", "--db", str(nowhere))
+    assert done.returncode == 8 and f"directory '{nowhere.parent}' does not exist" in one_line(done)
+    not_db = workdir / "notes.txt"
+    not_db.write_text("these are my notes, not a database\n" * 100)
+    done = await cli(workdir, "pending", "--db", str(not_db))
+    assert done.returncode == 8 and "not a database" in one_line(done)
+    assert not_db.read_text().startswith("these are my notes")  # nothing was written to it
+    done = await cli(workdir, "pending", "--db", str(workdir))
+    assert done.returncode == 8 and "is a directory" in one_line(done)
+
+
+async def test_unreachable_postgres_is_one_line(workdir: Path) -> None:
+    pytest.importorskip("psycopg")
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    done = await cli(workdir, "pending", "--db", f"postgresql://me:secret@127.0.0.1:{port}/runs")
+    line = one_line(done)
+    assert done.returncode == 8 and f"127.0.0.1:{port}/runs" in line
+    assert "secret" not in line
+
+
+def _corrupt(db: Path, sql: str, *args: object) -> None:
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        conn.execute(sql, args)
+
+
+async def _two_requests(db: Path) -> None:
+    store = SQLiteStore(db)
+    for rid, created in (("req_bad", 1.0), ("req_good", 2.0)):
+        event = ClarificationRequest(
+            run_id="run_1", agent_path=("A",), depth=0, request_id=rid, question=f"Q {rid}?"
+        )
+        await store.add_request(RequestRecord.from_event(event, now=created))
+    await store.aclose()
+
+
+async def test_a_corrupt_request_row_hides_no_other(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    await _two_requests(db)
+    _corrupt(db, "UPDATE hpd_requests SET payload = '{not json' WHERE id = 'req_bad'")
+    listed = await cli(workdir, "pending", "--db", str(db))
+    assert listed.returncode == 9
+    assert listed.stdout.splitlines() == ["req_good  run_1  A  text: Q req_good?"]
+    line = one_line(listed)
+    assert "request req_bad (run run_1): column payload is not JSON" in line
+    as_json = await cli(workdir, "pending", "--db", str(db), "--json")
+    assert as_json.returncode == 9 and json.loads(as_json.stdout)["id"] == "req_good"
+    answered = await cli(workdir, "answer", "req_bad", "x", "--db", str(db))
+    assert answered.returncode == 9 and "request req_bad" in one_line(answered)
+    ok = await cli(workdir, "answer", "req_good", "fine", "--db", str(db))
+    assert ok.returncode == 0, ok.stderr
+
+
+async def test_a_payload_of_the_wrong_kind_is_named(workdir: Path) -> None:
+    from hpd_agent.events import TextDelta, dump_event
+
+    db = workdir / "runs.db"
+    await _two_requests(db)
+    delta = dump_event(TextDelta(run_id="run_1", agent_path=("A",), depth=0, text="hi"))
+    _corrupt(db, "UPDATE hpd_requests SET payload = ? WHERE id = 'req_bad'", delta)
+    answered = await cli(workdir, "answer", "req_bad", "x", "--db", str(db))
+    assert answered.returncode == 9
+    assert "request req_bad (run run_1)" in one_line(answered) and "'text_delta'" in answered.stderr
+    _corrupt(db, "UPDATE hpd_requests SET payload = '{\"kind\": 3}' WHERE id = 'req_bad'")
+    answered = await cli(workdir, "answer", "req_bad", "x", "--db", str(db))
+    assert answered.returncode == 9 and "payload is not an event" in one_line(answered)
+    store = SQLiteStore(db)
+    record = await store.get_request("req_bad")
+    assert record is not None and record.status == "pending"  # nothing changed
+    await store.aclose()
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("garbage", "column value is not JSON"), ('{"result": 1}', "a tool entry needs result")],
+)
+async def test_a_garbage_journal_entry_is_named_by_its_key(
+    workdir: Path, value: str, why: str
+) -> None:
+    db = workdir / "runs.db"
+    run_id, rid = await _interrupted_run(db)
+    store = SQLiteStore(db)
+    # The scaffolding tool's recorded result.
+    (key,) = [k for k, e in (await store.journal(run_id)).items() if k.endswith(":step")]
+    await store.aclose()
+    _corrupt(db, "UPDATE hpd_journal SET value = ? WHERE key = ?", value, key)
+    done = await cli(
+        workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:build",
+        "--answer", f"{rid}=Hanami",
+    )  # fmt: skip
+    line = one_line(done)
+    assert done.returncode == 9 and f"journal entry {key!r} of run {run_id}" in line and why in line
+    assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]  # not run again
+
+
+async def test_deeply_nested_json_answer_is_refused(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    await _two_requests(db)
+    nested = "[" * 50_000 + "]" * 50_000
+    done = await cli(workdir, "answer", "req_good", nested, "--db", str(db), "--json")
+    assert done.returncode == 2 and "nested too deeply" in one_line(done)
+
+
+async def test_resume_refuses_a_run_whose_agent_is_unknown_or_another(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    run_id, rid = await _interrupted_run(db)  # built by a factory: no module:attr recorded
+    calls = durable_agents.read_lines("calls.txt")
+    unknown = await cli(workdir, "resume", run_id, "--db", str(db), "--answer", f"{rid}=Hanami")
+    assert unknown.returncode == 10
+    assert "does not record where its agent 'Orchestrator'" in one_line(unknown)
+    wrong_name = await cli(
+        workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:other_agent"
+    )
+    assert wrong_name.returncode == 10 and "started by agent 'Orchestrator'" in one_line(wrong_name)
+    store = SQLiteStore(db)
+    run = await store.get_run(run_id)
+    assert run is not None and run.status == "interrupted" and run.agent_ref is None
+    request = await store.get_request(rid)
+    assert request is not None and request.status == "pending"  # the answer was not spent
+    await store.aclose()
+    assert durable_agents.read_lines("calls.txt") == calls  # no model was called
+
+    agent = "durable_agents:build"
+    stopped = await cli(workdir, "resume", run_id, "--db", str(db), "--agent", agent, "--interrupt")
+    assert stopped.returncode == 75  # and the run now records its agent
+    other = await cli(workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:AGENT")
+    assert other.returncode == 10
+    assert f"run {run_id} belongs to agent durable_agents:build" in one_line(other)
+    done = await cli(workdir, "resume", run_id, "--db", str(db), "--answer", f"{rid}=Hanami")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Orchestrator: built with Hanami"
+
+
+async def test_a_run_of_a_module_global_agent_records_it(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    store = SQLiteStore(db)
+    result = await durable_agents.AGENT.run("Build", store=store, on_unhandled="interrupt")
+    run = await store.get_run(result.run_id)
+    await store.aclose()
+    assert run is not None and run.agent_ref == "durable_agents:AGENT"
+    rid = result.pending[0].request_id
+    done = await cli(workdir, "resume", result.run_id, "--db", str(db), "--answer", f"{rid}=Loco")
+    assert done.returncode == 0 and done.stdout.strip() == "Orchestrator: built with Loco"
+
+
+async def test_agent_modules_are_found_in_the_current_directory(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    run_id, _ = await _interrupted_run(db)
+    project = workdir / "project"
+    project.mkdir()
+    (project / "myagents.py").write_text("from durable_agents import build as make\n")
+    done = await cli(
+        workdir, "resume", run_id, "--db", str(db), "--agent", "myagents:make", "--interrupt",
+        cwd=project, script=True,
+    )  # fmt: skip
+    assert done.returncode == 75, done.stderr
+
+
+async def test_pending_shows_controls_instead_of_obeying_them(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    store = SQLiteStore(db)
+    event = ClarificationRequest(
+        run_id="run_1",
+        agent_path=("A",),
+        depth=0,
+        request_id="req_evil",
+        question="Deploy?\x1b[2J\x1b]0;owned\x07\nreq_fake  run_1  A  text: Fake row\r\u202eok",
+        options=("yes\x1b[8m", "no"),
+    )
+    await store.add_request(RequestRecord.from_event(event))
+    await store.aclose()
+    listed = await cli(workdir, "pending", "--db", str(db))
+    assert listed.returncode == 0
+    (line,) = listed.stdout.splitlines()  # the newline in the question fakes no second row
+    assert "\x1b" not in line and "\x07" not in line and "\r" not in line
+    assert line == (
+        "req_evil  run_1  A  text: Deploy?\\x1b[2J\\x1b]0;owned\\x07\\nreq_fake  run_1  A  "
+        "text: Fake row\\r\\u202eok  [yes\\x1b[8m | no]"
+    )

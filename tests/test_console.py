@@ -536,3 +536,38 @@ async def test_failures_and_cancellation_are_shown() -> None:
     out = screen.text()
     assert "Waiter's question ended: cancelled" in out
     assert "Run cancelled." in out
+
+
+# Escape sequences and controls a hostile model or tool could send to take over the terminal:
+# clear screen + retitle the window (OSC), colours (CSI), a one-byte CSI, bell, backspace
+# over text, a carriage return that overwrites the line, and a right-to-left override.
+_HOSTILE = "\x1b[2J\x1b]0;pwned\x07\x1b[31mred\x9b0m ok\x08\x08XX\rFAKE \u202eevil"
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+async def test_controls_from_models_and_tools_are_shown_not_obeyed() -> None:
+    @tool
+    async def fetch(url: str) -> str:
+        """Fetch a page.
+
+        Args:
+            url: Where.
+        """
+        return "page " + _HOSTILE
+
+    model = ScriptedModel(
+        [
+            tool_call("fetch", url=_HOSTILE),
+            tool_call("ask_user", question="Pick " + _HOSTILE, options=["a\x1b[8m", "b"]),
+            text("line one\r\nline two\t" + _HOSTILE),
+        ],
+        chunk_size=3,
+    )
+    agent = Agent("A", model=model, tools=[fetch, ask_user()])
+    handler, screen, _ = handler_for(["1"])
+    await agent.run("go", handler=handler)
+    out = screen.text()
+    assert _CONTROLS.search(out) is None, repr(_CONTROLS.findall(out))
+    assert "\\x1b[2J\\x1b]0;pwned\\x07\\x1b[31mred\\x9b0m ok\\x08\\x08XXFAKE \\u202eevil" in out
+    assert "line one\nline two " in out  # layout survives (rich expands the tab)
+    assert "a\\x1b[8m" in out  # an option's hidden-text sequence is visible

@@ -93,9 +93,20 @@ def _run_durable(cwd: Path, *args: str) -> str:
 
 
 def test_durable_example_stops_then_resumes_without_repeating_side_effects(tmp_path: Path) -> None:
-    first = _run_durable(tmp_path)
-    assert first.count("[side effect]") == 1
-    assert "interrupted: req_" in first
-    second = _run_durable(tmp_path, "fastapi")
-    assert "[side effect]" not in second
-    assert second.strip() == "Done: scaffolded api, using FastAPI"
+    for _ in range(2):  # the pair runs again as it did the first time, and leaves nothing
+        first = _run_durable(tmp_path)
+        assert first.count("[side effect]") == 1
+        assert "interrupted: req_" in first
+        assert (tmp_path / "durable.db").exists()
+        second = _run_durable(tmp_path, "fastapi")
+        assert "[side effect]" not in second
+        assert second.strip() == "Done: scaffolded api, using FastAPI"
+        assert list(tmp_path.iterdir()) == []
+
+
+def test_durable_example_first_step_twice_starts_over(tmp_path: Path) -> None:
+    assert "interrupted: req_" in _run_durable(tmp_path)
+    again = _run_durable(tmp_path)
+    assert again.count("[side effect]") == 1 and "interrupted: req_" in again
+    assert _run_durable(tmp_path, "express").strip() == "Done: scaffolded api, using Express"
+    assert list(tmp_path.iterdir()) == []

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import anyio
 import pytest
 from trio.testing import MockClock
@@ -16,7 +19,7 @@ from hpd_agent import (
     tool,
 )
 from hpd_agent.messages import AssistantMessage, ToolResultMessage
-from hpd_agent.testing import ScriptedModel, text, tool_call
+from hpd_agent.testing import FunctionModel, ScriptedModel, text, tool_call
 
 
 def results_of(model: ScriptedModel, request_index: int) -> list[ToolResultMessage]:
@@ -205,3 +208,84 @@ async def test_tool_events_wrap_each_call() -> None:
             elif isinstance(event, ToolCallFinished):
                 kinds.append(("finished", event.result))
     assert kinds == [("started", '{"x": 7}'), ("finished", "7")]
+
+
+# -- hostile tool arguments and huge errors (a real SQLite store must take every write) ------
+_NESTED = '{"value": ' + "[" * 100_000 + "]" * 100_000 + "}"
+_HOSTILE_ARGUMENTS = {
+    "deeply nested": (_NESTED, "recursion limit"),
+    "huge": ('{"value": "' + "a" * 1_100_000 + '"}', "more than the 1,000,000 allowed"),
+    "escaped lone surrogate": ('{"value": "\\ud800"}', "lone UTF-16 surrogate"),
+    "raw lone surrogate": ('{"value": "\ud800"}', "lone UTF-16 surrogate"),
+}
+
+
+@pytest.mark.parametrize("validated", [True, False], ids=["signature", "raw-schema"])
+@pytest.mark.parametrize("case", list(_HOSTILE_ARGUMENTS))
+async def test_hostile_arguments_give_that_call_an_error_result(
+    case: str, validated: bool, tmp_path: Path
+) -> None:
+    from hpd_agent import Tool
+    from hpd_agent.store import SQLiteStore
+
+    calls: list[object] = []
+
+    def take(value: Any = None) -> str:
+        calls.append(value)
+        return "took it"
+
+    hostile = Tool(take, parameters=None if validated else {"type": "object"})
+    raw, why = _HOSTILE_ARGUMENTS[case]
+    model = ScriptedModel(
+        [[tool_call("take", _id="bad", _raw=raw), tool_call("take", _id="ok")], text("done")]
+    )
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        result = await Agent("A", model=model, tools=[hostile]).run("go", store=store)
+        assert result.status == "completed" and result.output == "done"
+        bad, ok = results_of(model, 1)
+        assert bad.is_error and why in bad.content and len(bad.content) < 5_000
+        assert not ok.is_error and ok.content == "took it"
+        assert calls == [None]  # the hostile call never reached the function
+        journal = await store.journal(result.run_id)
+        recorded = [e.value for k, e in journal.items() if k.endswith(":bad")]
+        assert recorded and why in str(recorded[0])
+    finally:
+        await store.aclose()
+
+
+async def test_a_5mb_exception_message_is_bounded_everywhere(tmp_path: Path) -> None:
+    from hpd_agent import AgentFinished
+    from hpd_agent.store import SQLiteStore
+
+    @tool
+    def boom() -> str:
+        """Fails loudly."""
+        raise ValueError("x" * 5_000_000)
+
+    root_model = ScriptedModel([tool_call("boom"), tool_call("Sub", query="q"), text("done")])
+
+    async def failing(*_: object) -> str:
+        raise RuntimeError("y" * 5_000_000)
+
+    sub = Agent("Sub", model=FunctionModel(failing), tools=[boom])
+    root = Agent("Root", model=root_model, tools=[boom, sub.as_tool()])
+    store = SQLiteStore(tmp_path / "runs.db")
+    finished: list[AgentFinished] = []
+    try:
+        async with root.stream("go", store=store) as run:
+            async for event in run:
+                if isinstance(event, AgentFinished) and event.error:
+                    finished.append(event)
+        boom_result, sub_result = results_of(root_model, 1)[0], results_of(root_model, 2)[0]
+        note = "... [truncated 4,996,"
+        assert boom_result.is_error and note in boom_result.content
+        assert len(boom_result.content) < 5_000
+        assert sub_result.is_error and note in sub_result.content
+        (sub_finished,) = finished
+        assert sub_finished.error is not None and len(sub_finished.error) < 5_000
+        assert sub_finished.error.endswith("characters]")
+        journal = await store.journal(run.run_id)
+        assert all(len(str(e.value)) < 10_000 for e in journal.values())
+    finally:
+        await store.aclose()

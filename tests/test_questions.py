@@ -485,3 +485,134 @@ async def test_the_ask_user_tool_still_asks_text_with_options() -> None:
         None,
     )
     assert result.messages[-2].content == "Express"  # type: ignore[union-attr]
+
+
+# -- untrusted schemas: nothing is fetched, size and depth are bounded ---------------------------
+class _CountingServer:
+    """A real HTTP server on 127.0.0.1 that serves a schema and counts every request."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        hits = self.hits = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                hits.append(self.path)
+                body = b'{"type": "string"}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/schema+json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/schema.json"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def schema_server() -> Any:
+    server = _CountingServer()
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize(
+    "ref",
+    [
+        "https://example.com/schema.json",
+        "file:///etc/passwd",
+        "other.json#/definitions/x",
+        "//example.com/x",
+    ],
+)
+def test_custom_schema_refs_outside_the_schema_are_refused_when_asked(ref: str) -> None:
+    with pytest.raises(UserError, match=f"\\$ref '{ref}' points outside the schema"):
+        CustomQuestion(name="r", question="?", schema={"properties": {"a": {"$ref": ref}}})
+    with pytest.raises(UserError, match="points outside the schema"):
+        CustomQuestion(name="r", question="?", schema={"items": [{"$dynamicRef": ref}]})
+
+
+def test_local_refs_still_work() -> None:
+    schema = {
+        "$defs": {"day": {"type": "integer", "minimum": 1}},
+        "properties": {"start": {"$ref": "#/$defs/day"}},
+    }
+    question = CustomQuestion(name="r", question="?", schema=schema)
+    assert question.validate({"start": 3}) == {"start": 3}
+    with pytest.raises(ValueError, match="start does not match the schema"):
+        question.validate({"start": 0})
+
+
+def test_custom_schema_size_and_depth_are_bounded() -> None:
+    from hpd_agent._schemas import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
+
+    big = {"description": "x" * MAX_SCHEMA_BYTES}
+    with pytest.raises(UserError, match="more than the 65,536 allowed"):
+        CustomQuestion(name="r", question="?", schema=big)
+    deep: dict[str, Any] = {}
+    node = deep
+    for _ in range(100_000):  # far past the recursion limit
+        node["items"] = {}
+        node = node["items"]
+    with pytest.raises(UserError, match=f"nested more than {MAX_SCHEMA_DEPTH} levels"):
+        CustomQuestion(name="r", question="?", schema=deep)
+    payload: list[Any] = []
+    for _ in range(100_000):
+        payload = [payload]
+    with pytest.raises(UserError, match="the payload is nested more than"):
+        CustomQuestion(name="r", question="?", payload={"p": payload})
+
+
+def test_deeply_nested_answers_are_refused_not_crashed() -> None:
+    answer: list[Any] = []
+    for _ in range(100_000):
+        answer = [answer]
+    question = CustomQuestion(name="r", question="?")
+    with pytest.raises(ValueError, match="the answer is nested more than"):
+        question.validate(answer)
+
+
+def test_a_stored_schema_with_a_remote_ref_fetches_nothing(schema_server: Any) -> None:
+    from hpd_agent._schemas import schema_mismatch
+
+    # As loaded from a store: it never went through CustomQuestion's checks.
+    stored = _stored(
+        question_kind="custom",
+        data={"name": "r", "payload": {}, "schema": {"$ref": schema_server.url}},
+    )
+    with pytest.raises(InvalidAnswerError, match="points outside the schema"):
+        validate_answer(stored, "text")
+    # Even past that check, the validator's registry refuses to retrieve anything.
+    problem = schema_mismatch({"properties": {"a": {"$ref": schema_server.url}}}, {"a": 1})
+    assert problem is not None and "cannot be resolved" in problem
+    assert schema_server.hits == []
+
+
+async def test_respond_through_a_store_fetches_nothing(schema_server: Any, tmp_path: Any) -> None:
+    from hpd_agent.store import RequestRecord, SQLiteStore, respond
+
+    event = _stored(
+        question_kind="custom",
+        data={"name": "r", "payload": {}, "schema": {"$ref": schema_server.url}},
+    )
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        await store.add_request(RequestRecord.from_event(event))
+        with pytest.raises(InvalidAnswerError, match=schema_server.url.replace(".", r"\.")):
+            await respond(store, event.request_id, "text")
+        record = await store.get_request(event.request_id)
+        assert record is not None and record.status == "pending"
+    finally:
+        await store.aclose()
+    assert schema_server.hits == []

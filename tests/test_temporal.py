@@ -443,6 +443,9 @@ async def test_cli_pending_and_answer(client: Client, temporal_address: str, wor
         again = await asyncio.to_thread(_cli, "answer", *where, req.request_id, "EU")
         assert again.returncode in (3, 4), again.stderr  # answered, or the run has ended
         assert await handle.result() == "Planner: Research: region US"
+        nowhere = ["--temporal", temporal_address, "--workflow-id", "no-such-workflow"]
+        unknown = await asyncio.to_thread(_cli, "pending", *nowhere)
+        assert unknown.returncode == 11 and "no workflow" in unknown.stderr, unknown.stderr
         empty = await asyncio.to_thread(_cli, "pending", *where)
         assert empty.returncode == 0 and empty.stdout == ""
         assert "no pending requests" in empty.stderr
@@ -457,7 +460,7 @@ def test_cli_refuses_mixed_targets(tmp_path: Path) -> None:
     neither = _cli("pending")
     assert neither.returncode == 2 and "--db" in neither.stderr
     unreachable = _cli("pending", "--temporal", "127.0.0.1:1", "--workflow-id", "w")
-    assert unreachable.returncode == 1 and "cannot reach Temporal" in unreachable.stderr
+    assert unreachable.returncode == 8 and "cannot reach Temporal" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
 
 
@@ -490,3 +493,17 @@ def test_plugin_refuses_two_trees_of_one_name() -> None:
     with pytest.raises(UserError, match="distinct name"):
         HpdAgentPlugin(one, two)
     HpdAgentPlugin(one, TemporalAgent(two.agent, name="other"))  # distinct names are fine
+
+
+def test_tree_finds_every_nested_agent_model_and_tool(workdir: Path) -> None:
+    tree = _agents().AGENTS["depth3"].tree
+    assert sorted(tree.agents) == [
+        ("Planner",), ("Planner", "Research"), ("Planner", "Research", "Deep"),
+    ]  # fmt: skip
+    assert sorted(tree.models) == ["Planner", "Planner/Research", "Planner/Research/Deep"]
+    deep = tree.agents[("Planner", "Research", "Deep")]
+    assert tree.model_key(deep.model, ("ignored",)) == "Planner/Research/Deep"
+    tool = tree.tool(("Planner", "Research", "Deep"), "record_step")
+    assert tool is not None and tool._context_param is None  # a plain tool: an activity
+    asker = tree.tool(("Planner", "Research", "Deep"), "ask_user")
+    assert asker is not None and asker._context_param is not None  # stays in the workflow

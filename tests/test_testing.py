@@ -75,3 +75,15 @@ def test_real_model_requests_are_blocked_in_tests() -> None:
     # The conftest guard: the check every real model runs before a request refuses.
     with pytest.raises(ModelError, match="Real model requests are disabled"):
         check_allow_model_requests("openai/gpt-4o-mini")
+
+
+async def test_scripted_model_continues_across_runs_until_reset() -> None:
+    model = ScriptedModel([text("first"), text("second")])
+    agent = Agent("A", model=model)
+    assert (await agent.run("one")).output == "first"
+    assert (await agent.run("two")).output == "second"
+    with pytest.raises(ScriptExhaustedError, match=r"call reset\(\) to play it again"):
+        await agent.run("three")
+    model.reset()
+    assert model.remaining == 2
+    assert (await agent.run("again")).output == "first"

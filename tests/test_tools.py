@@ -191,3 +191,20 @@ def _ctx() -> ToolContext:
         call_path="run_x@0:c1",
         scope_path="run_x",
     )
+
+
+def test_results_with_lone_surrogates_become_storable_text() -> None:
+    assert result_to_text("bad \ud800 text") == "bad \\ud800 text"
+    as_text = result_to_text({"k": "\udfff"})
+    assert "\\udfff" in as_text
+    as_text.encode()  # UTF-8 now: a store can write it
+    assert result_to_text("fine ✓ 😀") == "fine ✓ 😀"  # plain non-ASCII text is left alone
+
+
+def test_argument_text_over_the_bound_is_refused_before_parsing() -> None:
+    from hpd_agent.tools import MAX_ARGUMENT_CHARS
+
+    raw = '{"query": "' + "q" * MAX_ARGUMENT_CHARS + '"}'
+    with pytest.raises(ToolArgumentsError, match="more than the 1,000,000 allowed"):
+        search.validate_arguments(raw)
+    assert search.validate_arguments('{"query": "' + "q" * 1000 + '"}')["query"] == "q" * 1000

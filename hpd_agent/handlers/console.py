@@ -24,6 +24,7 @@ import anyio.lowlevel
 from rich.console import Console
 from rich.markup import escape
 
+from .._text import printable
 from .._vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, NO_WORDS, REJECT_WORDS, YES_WORDS
 from ..events import (
     AgentFinished,
@@ -52,6 +53,15 @@ _INDENT = 2
 _TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
 _YES = YES_WORDS | {"1"}
 _NO = NO_WORDS | {"0"}
+_PERMISSION_WORDS = (
+    "type 1, y, yes or once · 2, run, always or all · 3, n, no or deny "
+    "(a reason may follow: n: not here)"
+)
+
+
+def _esc(text: str) -> str:
+    """Text from a model, tool or store, safe for rich markup and for the terminal."""
+    return escape(printable(text))
 
 
 class _Reply(Exception):
@@ -147,6 +157,112 @@ def default_answer(request: ClarificationRequest | PermissionRequest) -> Any:
     return "No answer: the user is not available. Use your best judgement."
 
 
+class _Writer:
+    """Streamed text on the terminal, broken into lines between words."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.speaker: tuple[str, ...] | None = None
+        self.midline = False
+        self.column = 0  # where the cursor is on the current line of streamed text
+        self.space = ""  # whitespace streamed but not written yet
+        self.partial = ""  # the last word streamed, until we know where it ends
+        self.floor: tuple[str, ...] | None = None  # the agent streaming live
+        self.held: dict[tuple[str, ...], str] = {}  # text of the others, until it's their turn
+
+    def end_line(self) -> None:
+        if self.partial:
+            self.wrapped("", final=True)
+        if self.midline:
+            self.console.out("")
+            self.midline = False
+        self.column = 0
+        self.space = ""
+        self.speaker = None
+
+    def header(self, path: tuple[str, ...]) -> None:
+        self.console.print(f"{_label(path)}: ", end="")
+        self.column = len(" > ".join(path)) + 2
+        self.midline = True
+
+    def wrapped(self, text: str, *, final: bool = False) -> None:
+        """Write streamed text, breaking lines between words.
+
+        Pieces arrive mid-word, so the last word of a piece is held until what follows shows
+        where it ends (``final`` writes it out).
+        """
+        width = self.console.width
+        out: list[str] = []
+        tokens = _TOKENS.findall(self.partial + text)
+        self.partial = ""
+        if tokens and not final and not tokens[-1].isspace():
+            self.partial = tokens.pop()
+        for token in tokens:
+            if token == "\n":
+                out.append("\n")
+                self.column = 0
+                self.space = ""
+            elif token.isspace():
+                # Held until the next word: at a line break it is dropped, not left trailing.
+                if self.column > 0:
+                    self.space += token
+            else:
+                if self.column + len(self.space) + len(token) > width and self.column > _INDENT:
+                    out.append("\n" + " " * _INDENT)
+                    self.column = _INDENT
+                else:
+                    out.append(self.space)
+                    self.column += len(self.space)
+                self.space = ""
+                out.append(token)
+                self.column += len(token)
+        self.console.out("".join(out), end="", highlight=False)
+        self.midline = self.column > 0 or bool(self.partial)
+
+    def text(self, path: tuple[str, ...], text: str) -> None:
+        # One agent holds the floor and streams live; text of parallel agents is held back
+        # until the holder pauses (its next non-text event), so lines never interleave
+        # word by word.
+        if self.floor is not None and self.floor != path:
+            self.held[path] = self.held.get(path, "") + text
+            return
+        self.floor = path
+        if path != self.speaker:
+            self.end_line()
+            self.header(path)
+            self.speaker = path
+        self.wrapped(text)
+        if not self.midline:
+            self.speaker = None
+
+    def settle(self, path: tuple[str, ...], *, ending: bool) -> None:
+        """Before an agent's non-text event: show its held text; free the floor if it had it."""
+        if path in self.held:
+            self.flush(path)
+        floor = self.floor
+        # The holder's own events free the floor; so does the end of an agent above it.
+        if floor is not None and (floor == path or (ending and floor[: len(path)] == path)):
+            self.floor = None
+            self.end_line()
+            for held in list(self.held):
+                self.flush(held)
+
+    def flush(self, path: tuple[str, ...]) -> None:
+        text = self.held.pop(path).rstrip("\n")
+        self.end_line()
+        self.header(path)
+        self.wrapped(text)
+        self.end_line()
+
+
+def _label(path: tuple[str, ...]) -> str:
+    """An agent path in colour, root first."""
+    parts = [
+        f"[bold {_PALETTE[sum(map(ord, name)) % len(_PALETTE)]}]{_esc(name)}[/]" for name in path
+    ]
+    return " > ".join(parts)
+
+
 class ConsoleHandler(BaseHandler):
     """Shows a run in the terminal and asks the human its questions.
 
@@ -175,33 +291,16 @@ class ConsoleHandler(BaseHandler):
         self.max_chars = max_chars
         self._reader = _LineReader(input or builtins.input)
         self._ask_lock = anyio.Lock()
-        self._speaker: tuple[str, ...] | None = None
-        self._midline = False
-        self._column = 0  # where the cursor is on the current line of streamed text
-        self._space = ""  # whitespace streamed but not written yet
-        self._partial = ""  # the last word streamed, until we know where it ends
-        self._floor: tuple[str, ...] | None = None  # the agent streaming live
-        self._held: dict[tuple[str, ...], str] = {}  # text of the others, until it's their turn
+        self._out = _Writer(self.console)
         self._asking: str | None = None
         self._open: set[str] = set()  # requests seen and not resolved yet
 
     # -- output --------------------------------------------------------------------------
-    def _label(self, path: tuple[str, ...]) -> str:
-        parts = [
-            f"[bold {_PALETTE[sum(map(ord, name)) % len(_PALETTE)]}]{escape(name)}[/]"
-            for name in path
-        ]
-        return " > ".join(parts)
-
     def _end_line(self) -> None:
-        if self._partial:
-            self._wrapped("", final=True)
-        if self._midline:
-            self.console.out("")
-            self._midline = False
-        self._column = 0
-        self._space = ""
-        self._speaker = None
+        self._out.end_line()
+
+    def _label(self, path: tuple[str, ...]) -> str:
+        return _label(path)
 
     def _line(self, markup: str) -> None:
         self._end_line()
@@ -211,104 +310,31 @@ class ConsoleHandler(BaseHandler):
         flat = " ".join(text.split())
         return flat if len(flat) <= self.max_chars else flat[: self.max_chars - 1] + "…"
 
-    def _text(self, path: tuple[str, ...], text: str) -> None:
-        # One agent holds the floor and streams live; text of parallel agents is held back
-        # until the holder pauses (its next non-text event), so lines never interleave
-        # word by word.
-        if self._floor is not None and self._floor != path:
-            self._held[path] = self._held.get(path, "") + text
-            return
-        self._floor = path
-        if path != self._speaker:
-            self._end_line()
-            self._header(path)
-            self._speaker = path
-        self._wrapped(text)
-        if not self._midline:
-            self._speaker = None
-
-    def _header(self, path: tuple[str, ...]) -> None:
-        self.console.print(f"{self._label(path)}: ", end="")
-        self._column = len(" > ".join(path)) + 2
-        self._midline = True
-
-    def _wrapped(self, text: str, *, final: bool = False) -> None:
-        """Write streamed text, breaking lines between words.
-
-        Pieces arrive mid-word, so the last word of a piece is held until what follows shows
-        where it ends (``final`` writes it out).
-        """
-        width = self.console.width
-        out: list[str] = []
-        tokens = _TOKENS.findall(self._partial + text)
-        self._partial = ""
-        if tokens and not final and not tokens[-1].isspace():
-            self._partial = tokens.pop()
-        for token in tokens:
-            if token == "\n":
-                out.append("\n")
-                self._column = 0
-                self._space = ""
-            elif token.isspace():
-                # Held until the next word: at a line break it is dropped, not left trailing.
-                if self._column > 0:
-                    self._space += token
-            else:
-                if self._column + len(self._space) + len(token) > width and self._column > _INDENT:
-                    out.append("\n" + " " * _INDENT)
-                    self._column = _INDENT
-                else:
-                    out.append(self._space)
-                    self._column += len(self._space)
-                self._space = ""
-                out.append(token)
-                self._column += len(token)
-        self.console.out("".join(out), end="", highlight=False)
-        self._midline = self._column > 0 or bool(self._partial)
-
-    def _settle(self, path: tuple[str, ...], *, ending: bool) -> None:
-        """Before an agent's non-text event: show its held text; free the floor if it had it."""
-        if path in self._held:
-            self._flush(path)
-        floor = self._floor
-        # The holder's own events free the floor; so does the end of an agent above it.
-        if floor is not None and (floor == path or (ending and floor[: len(path)] == path)):
-            self._floor = None
-            self._end_line()
-            for held in list(self._held):
-                self._flush(held)
-
-    def _flush(self, path: tuple[str, ...]) -> None:
-        text = self._held.pop(path).rstrip("\n")
-        self._end_line()
-        self._header(path)
-        self._wrapped(text)
-        self._end_line()
-
     async def on_event(self, event: Event) -> None:
         """Print one event: text as it streams, tool calls, outcomes."""
         if isinstance(event, TextDelta):
-            self._text(event.agent_path, event.text)
+            # Newlines and tabs stay (layout); escape sequences and other controls show.
+            self._out.text(event.agent_path, printable(event.text))
             return
-        self._settle(event.agent_path, ending=isinstance(event, (AgentFinished, RunFinished)))
+        self._out.settle(event.agent_path, ending=isinstance(event, (AgentFinished, RunFinished)))
         if isinstance(event, RunStarted):
-            self._line(f"[dim]▶ {escape(event.agent_name)}: {escape(self._short(event.prompt))}[/]")
+            self._line(f"[dim]▶ {_esc(event.agent_name)}: {_esc(self._short(event.prompt))}[/]")
         elif isinstance(event, ToolCallStarted):
             self._line(
-                f"  {self._label(event.agent_path)} [dim]→[/] [bold]{escape(event.tool_name)}[/]"
-                f"[dim]({escape(self._short(_arguments(event.arguments)))})[/]"
+                f"  {self._label(event.agent_path)} [dim]→[/] [bold]{_esc(event.tool_name)}[/]"
+                f"[dim]({_esc(self._short(_arguments(event.arguments)))})[/]"
             )
         elif isinstance(event, ToolCallFinished):
             if self.show_tool_results or event.is_error:
                 style = "red" if event.is_error else "dim"
                 self._line(
-                    f"  {self._label(event.agent_path)} [dim]←[/] {escape(event.tool_name)}: "
-                    f"[{style}]{escape(self._short(event.result))}[/]"
+                    f"  {self._label(event.agent_path)} [dim]←[/] {_esc(event.tool_name)}: "
+                    f"[{style}]{_esc(self._short(event.result))}[/]"
                 )
         elif isinstance(event, AgentFinished):
             if event.status == "failed":
                 self._line(
-                    f"[red]✗ {self._label(event.agent_path)} failed: {escape(event.error or '')}[/]"
+                    f"[red]✗ {self._label(event.agent_path)} failed: {_esc(event.error or '')}[/]"
                 )
         elif isinstance(event, (ClarificationResolved, PermissionResolved)):
             self._resolved(event)
@@ -322,7 +348,7 @@ class ConsoleHandler(BaseHandler):
         elif isinstance(event, RunFinished):
             self._end_line()
             if event.status == "failed":
-                self._line(f"[bold red]Run failed:[/] {escape(event.error or '')}")
+                self._line(f"[bold red]Run failed:[/] {_esc(event.error or '')}")
             elif event.status == "cancelled":
                 self._line("[bold yellow]Run cancelled.[/]")
 
@@ -335,7 +361,7 @@ class ConsoleHandler(BaseHandler):
                 and event.scope == "run"
             ):
                 self._line(
-                    f"[green]✓ {escape(event.tool_name)} approved for the run "
+                    f"[green]✓ {_esc(event.tool_name)} approved for the run "
                     f"({self._label(event.agent_path)})[/]"
                 )
             return
@@ -352,7 +378,7 @@ class ConsoleHandler(BaseHandler):
             return None
 
     def _echo(self, prompt: str) -> None:
-        self.console.print(escape(prompt), end="")
+        self.console.print(_esc(prompt), end="")
 
     async def _ask(
         self,
@@ -376,7 +402,7 @@ class ConsoleHandler(BaseHandler):
                     try:
                         answer = parse(line.strip())
                     except _Reply as again:
-                        self._line(f"[red]{escape(str(again))}[/]")
+                        self._line(f"[red]{_esc(str(again))}[/]")
                         continue
                     # Still holding the lock: a follow-up belongs to the same question.
                     return answer if follow_up is None else await follow_up(answer)
@@ -386,7 +412,7 @@ class ConsoleHandler(BaseHandler):
     def _auto(self, request: ClarificationRequest | PermissionRequest) -> Any:
         answer = default_answer(request)
         shown = "approve once" if isinstance(answer, Approve) else _show_value(answer)
-        self._line(f"[dim]  (answered automatically: {escape(shown)})[/]")
+        self._line(f"[dim]  (answered automatically: {_esc(shown)})[/]")
         return answer
 
     async def on_clarification(self, request: ClarificationRequest) -> Any:
@@ -398,31 +424,31 @@ class ConsoleHandler(BaseHandler):
         def show() -> None:
             self.console.print(
                 f"[bold yellow]?[/] {self._label(request.agent_path)} asks: "
-                f"[bold]{escape(request.question)}[/]",
+                f"[bold]{_esc(request.question)}[/]",
                 soft_wrap=True,
             )
             if request.context:
-                self.console.print(f"  [dim]{escape(request.context)}[/]", soft_wrap=True)
+                self.console.print(f"  [dim]{_esc(request.context)}[/]", soft_wrap=True)
             if kind == "input":
                 self.console.print(
-                    f"  [dim]value for[/] {escape(str(data.get('argument', '?')))} "
-                    f"[dim]of tool[/] {escape(str(data.get('tool', '?')))}"
+                    f"  [dim]value for[/] {_esc(str(data.get('argument', '?')))} "
+                    f"[dim]of tool[/] {_esc(str(data.get('tool', '?')))}"
                 )
             elif kind == "confirm":
                 self.console.print("  [dim]answer y or n[/]")
             elif kind == "action":
                 label = data.get("label") or "Open this link"
                 self.console.print(
-                    f"  {escape(str(label))}: [link]{escape(str(data.get('url', '')))}[/]"
+                    f"  {_esc(str(label))}: [link]{_esc(str(data.get('url', '')))}[/]"
                 )
                 self.console.print("  [dim]press Enter when done, or n to decline[/]")
             elif kind == "custom":
-                self.console.print(f"  [dim]{escape(str(data.get('name', 'custom')))}[/]")
+                self.console.print(f"  [dim]{_esc(str(data.get('name', 'custom')))}[/]")
                 if data.get("payload"):
-                    self.console.print(f"  {escape(json.dumps(data['payload']))}")
+                    self.console.print(f"  {_esc(json.dumps(data['payload']))}")
                 self.console.print("  [dim]answer with JSON[/]")
             for i, option in enumerate(options, 1):
-                self.console.print(f"  [bold]{i})[/] {escape(option)}")
+                self.console.print(f"  [bold]{i})[/] {_esc(option)}")
             if kind == "choice" and data.get("multiple"):
                 self.console.print("  [dim]one or more, separated by commas[/]")
 
@@ -434,23 +460,24 @@ class ConsoleHandler(BaseHandler):
         def show() -> None:
             self.console.print(
                 f"[bold yellow]?[/] {self._label(request.agent_path)} wants to run "
-                f"[bold]{escape(request.tool_name)}[/]"
+                f"[bold]{_esc(request.tool_name)}[/]"
             )
             for name, value in request.arguments.items():
                 if isinstance(value, str) and "\n" in value.strip():
                     # A file body or a script: show its first lines as they are.
                     lines = value.splitlines()
-                    self.console.print(f"  [dim]{escape(name)}: ({len(lines)} lines)[/]")
+                    self.console.print(f"  [dim]{_esc(name)}: ({len(lines)} lines)[/]")
                     for text_line in lines[:_PREVIEW_LINES]:
-                        self.console.print(f"  [dim]│[/] {escape(text_line)}", soft_wrap=True)
+                        self.console.print(f"  [dim]│[/] {_esc(text_line)}", soft_wrap=True)
                     if len(lines) > _PREVIEW_LINES:
                         self.console.print("  [dim]│ …[/]")
                     continue
                 shown = value if isinstance(value, str) else json.dumps(value)
-                self.console.print(f"  [dim]{escape(name)}:[/] {escape(self._short(shown))}")
+                self.console.print(f"  [dim]{_esc(name)}:[/] {_esc(self._short(shown))}")
             self.console.print(
                 "  [bold]1)[/] approve once  [bold]2)[/] approve for the run  [bold]3)[/] deny"
             )
+            self.console.print(f"  [dim]{escape(_PERMISSION_WORDS)}[/]")
 
         async def reason(decision: Decision) -> Decision:
             if isinstance(decision, Deny) and not decision.reason:
@@ -541,4 +568,4 @@ def _parse_permission(text: str) -> Decision:
     for prefix in ("3 ", "n ", "no ", "deny ", "deny:", "no:", "n:"):
         if word.startswith(prefix):
             return Deny(reason=text[len(prefix) :].strip())
-    raise _Reply("Type 1 (approve once), 2 (approve for the run) or 3 (deny).")
+    raise _Reply(_PERMISSION_WORDS)

@@ -20,7 +20,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from .._sessions import RunSession
 from ..events import ClarificationRequest, RequestEvent, event_adapter
@@ -29,6 +29,7 @@ from ..exceptions import (
     RequestCancelledError,
     RequestError,
     RequestExpiredError,
+    StoreCorruptError,
     UnknownRequestError,
 )
 from ..messages import Message
@@ -40,7 +41,9 @@ __all__ = [
     "RunRecord",
     "RunState",
     "Store",
+    "check_entries",
     "dump_json",
+    "entry_problem",
     "expire_stale",
     "refusal",
 ]
@@ -55,10 +58,20 @@ JournalKind = Literal["model", "tool", "alias", "conversation"]
 
 
 def dump_json(value: Any) -> str:
-    """JSON text of an answer, payload or context (dataclasses become objects)."""
-    from pydantic_core import to_json
+    """JSON text of an answer, payload or context (dataclasses become objects).
 
-    return to_json(value).decode()
+    Text holding lone surrogates (a model can send ``"\\ud800"``) cannot be UTF-8; it is
+    written as ASCII JSON with ``\\uXXXX`` escapes instead, so the write never fails and
+    reads back the same.
+    """
+    from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
+
+    try:
+        return to_json(value).decode()
+    except PydanticSerializationError as e:
+        if "surrogate" not in str(e):
+            raise
+        return json.dumps(to_jsonable_python(value), ensure_ascii=True)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -128,9 +141,23 @@ class RequestRecord:
 
     @property
     def event(self) -> RequestEvent:
-        """The request event this record was made from."""
-        event = event_adapter().validate_python(self.payload)
-        assert isinstance(event, RequestEvent)
+        """The request event this record was made from.
+
+        Raises:
+            StoreCorruptError: The stored payload is not a request event (names the request).
+        """
+        try:
+            event = event_adapter().validate_python(self.payload)
+        except ValueError as e:
+            raise StoreCorruptError(
+                f"request {self.id} (run {self.run_id}): its stored payload is not an event: "
+                f"{_first_line(e)}"
+            ) from None
+        if not isinstance(event, RequestEvent):
+            raise StoreCorruptError(
+                f"request {self.id} (run {self.run_id}): its stored payload is a "
+                f"{event.kind!r} event, not a question or permission request"
+            )
         return event
 
     def resolved(
@@ -166,6 +193,9 @@ class RunRecord:
     Attributes:
         run_id: The run's id.
         agent_name: The root agent's name (``resume`` checks it).
+        agent_ref: Where the root agent is found, as ``module:attribute`` (of the Agent, or
+            of a callable returning it), when known; ``hpd-agent resume`` loads it from here
+            and refuses an ``--agent`` that differs.
         prompt: The prompt the run started with.
         history: Earlier messages it continued from, as ``message_adapter()`` JSON.
         status: ``running``, ``completed``, ``failed``, ``cancelled`` or ``interrupted``.
@@ -184,6 +214,76 @@ class RunRecord:
     error: str | None = None
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
+    agent_ref: str | None = None
+
+
+def _first_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+def _usage_fields() -> frozenset[str]:
+    import dataclasses
+
+    from ..messages import Usage
+
+    return frozenset(f.name for f in dataclasses.fields(Usage))
+
+
+def _model_entry_problem(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return "a model entry must be an object"
+    entry = cast(dict[str, Any], value)
+    if not isinstance(entry.get("text"), (str, type(None))):
+        return "a model entry's text must be text or null"
+    calls = entry.get("tool_calls", [])
+    if not isinstance(calls, list):
+        return "a model entry's tool_calls must be a list"
+    for call in cast(list[Any], calls):
+        if not isinstance(call, dict) or set(cast(dict[str, Any], call)) != {
+            "id",
+            "name",
+            "arguments",
+        }:
+            return "each tool call must be an object with id, name and arguments"
+        if not all(isinstance(v, str) for v in cast(dict[str, Any], call).values()):
+            return "a tool call's id, name and arguments must be text"
+    usage = entry.get("usage", {})
+    known = _usage_fields()
+    if not isinstance(usage, dict) or not set(cast(dict[str, Any], usage)) <= known:
+        return f"a model entry's usage must be an object with only {sorted(known)}"
+    return None
+
+
+def entry_problem(kind: str, value: Any) -> str | None:
+    """Why a journal entry of ``kind`` holding ``value`` cannot be replayed, or None."""
+    if kind == "model":
+        return _model_entry_problem(value)
+    if kind == "tool":
+        if not isinstance(value, dict):
+            return "a tool entry must be an object"
+        entry = cast(dict[str, Any], value)
+        if not isinstance(entry.get("result"), str) or not isinstance(entry.get("is_error"), bool):
+            return "a tool entry needs result (text) and is_error (true/false)"
+        return None
+    if kind == "alias":
+        return None if isinstance(value, str) else "an alias entry must be a request id (text)"
+    if kind == "conversation":
+        return None if isinstance(value, list) else "a conversation entry must be a list"
+    return None  # a kind this check does not know: its reader checks it
+
+
+def check_entries(run_id: str, entries: dict[str, JournalEntry]) -> dict[str, JournalEntry]:
+    """``entries``, once each is known to be replayable (see ``entry_problem``).
+
+    Raises:
+        StoreCorruptError: Naming the run and the first bad entry's key.
+    """
+    for key, entry in entries.items():
+        problem = entry_problem(entry.kind, entry.value)
+        if problem is not None:
+            raise StoreCorruptError(f"journal entry {key!r} of run {run_id}: {problem}")
+    return entries
 
 
 def refusal(record: RequestRecord | None, request_id: str) -> RequestError:

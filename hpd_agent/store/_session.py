@@ -7,18 +7,20 @@ the run record, approvals for the run restored on resume. ``Sessions`` gives eve
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._text import error_text
 from ..exceptions import UserError
 from ..hooks import Hook
 from ..messages import Message, message_adapter
 from ..run import RunResult
 from ._answers import respond, validate_stored
 from ._backend import StoreRequests
-from ._base import JournalEntry, RunRecord, RunState, Store, refusal
+from ._base import JournalEntry, RunRecord, RunState, Store, check_entries, refusal
 from ._journal import Journal
 
 if TYPE_CHECKING:
@@ -51,6 +53,11 @@ class StoreSession:
     def resumed(self) -> bool:
         return self.journal.replaying
 
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncGenerator[None]:
+        """Held around the whole run (see the core's ``RunSession.held``)."""
+        yield
+
     async def attach(self, coordinator: Coordinator) -> None:
         """Bring back approvals "for the run" an earlier life got.
 
@@ -73,7 +80,7 @@ class StoreSession:
     async def finish(self, result: RunResult) -> None:
         """Write how the run ended to its run record."""
         status: RunState = result.status  # type: ignore[assignment]
-        error = None if result.error is None else f"{type(result.error).__name__}: {result.error}"
+        error = None if result.error is None else error_text(result.error)
         self.record = dataclasses.replace(
             self.record, status=status, output=result.output, error=error, updated_at=time.time()
         )
@@ -110,6 +117,7 @@ class Sessions:
             agent_name=agent_name,
             prompt=prompt,
             history=message_adapter().dump_python(list(history or []), mode="json"),
+            agent_ref=agent_ref,
         )
         await store.put_run(record)
         return StoreSession(store, record)
@@ -137,7 +145,7 @@ class Sessions:
         await _answer_all(store, run_id, dict(answers or {}))
         record = dataclasses.replace(record, status="running", updated_at=time.time())
         await store.put_run(record)
-        return StoreSession(store, record, await store.journal(run_id))
+        return StoreSession(store, record, check_entries(run_id, await store.journal(run_id)))
 
 
 async def _answer_all(store: Store, run_id: str, answers: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 import anyio
 import anyio.to_thread
 
-from ..exceptions import UserError
+from ..exceptions import StoreCorruptError, UserError
 from ._base import (
     JournalEntry,
     RequestRecord,
@@ -36,6 +36,7 @@ from ._session import Sessions
 from ._waiters import Waiters
 
 __all__ = [
+    "MIGRATIONS",
     "REQUEST_COLUMNS",
     "RUN_COLUMNS",
     "Connection",
@@ -54,7 +55,16 @@ REQUEST_COLUMNS = (
     "id, run_id, agent_path, kind, question, payload, options, status, answer, "
     "created_at, answered_at, expires_at, context"
 )
-RUN_COLUMNS = "run_id, agent_name, prompt, history, status, output, error, created_at, updated_at"
+RUN_COLUMNS = (
+    "run_id, agent_name, prompt, history, status, output, error, created_at, updated_at, agent_ref"
+)
+
+MIGRATIONS: tuple[tuple[str, str, str], ...] = (("hpd_runs", "agent_ref", "TEXT"),)
+"""(table, column, type) added since the first schema: a store opened on an older file or
+database adds the missing ones (existing rows get NULL)."""
+
+_REQUEST_STATES = frozenset({"pending", "answered", "expired", "cancelled"})
+_RUN_STATES = frozenset({"running", "completed", "failed", "cancelled", "interrupted"})
 
 
 def schema(real: str) -> list[str]:
@@ -94,7 +104,8 @@ def schema(real: str) -> list[str]:
             output TEXT,
             error TEXT,
             created_at {real} NOT NULL,
-            updated_at {real} NOT NULL
+            updated_at {real} NOT NULL,
+            agent_ref TEXT
         )""",
     ]
 
@@ -118,29 +129,61 @@ def record_to_row(r: RequestRecord) -> tuple[Any, ...]:
     )
 
 
+def _column(where: str, name: str, text: Any, *, nullable: bool = False) -> Any:
+    """A JSON column's value; a clear ``StoreCorruptError`` naming ``where`` if it is not JSON."""
+    if text is None and nullable:
+        return None
+    try:
+        return json.loads(cast(str, text))
+    except (TypeError, ValueError, RecursionError) as e:
+        shown = " ".join(str(e).split())[:200]
+        raise StoreCorruptError(f"{where}: column {name} is not JSON ({shown})") from None
+
+
 def record_from_row(row: Sequence[Any]) -> RequestRecord:
-    """A request from its columns in ``REQUEST_COLUMNS`` order."""
-    options = None if row[6] is None else tuple(cast(list[str], json.loads(row[6])))
+    """A request from its columns in ``REQUEST_COLUMNS`` order.
+
+    Raises:
+        StoreCorruptError: A column cannot be read; the message names the request and run.
+    """
+    where = f"request {row[0]} (run {row[1]})"
+    options = _column(where, "options", row[6], nullable=True)
+    path = _column(where, "agent_path", row[2])
+    payload = _column(where, "payload", row[5])
+    context = _column(where, "context", row[12])
+    if options is not None and not (
+        isinstance(options, list) and all(isinstance(o, str) for o in cast(list[Any], options))
+    ):
+        raise StoreCorruptError(f"{where}: column options is not a list of text")
+    if not isinstance(path, list) or not isinstance(payload, dict):
+        raise StoreCorruptError(f"{where}: agent_path must be a list and payload an object")
+    if not isinstance(context, dict) or row[7] not in _REQUEST_STATES:
+        raise StoreCorruptError(f"{where}: bad context or unknown status {row[7]!r}")
     return RequestRecord(
         id=row[0],
         run_id=row[1],
-        agent_path=tuple(json.loads(row[2])),
+        agent_path=tuple(cast(list[str], path)),
         kind=row[3],
         question=row[4],
-        payload=json.loads(row[5]),
-        options=options,
+        payload=cast(dict[str, Any], payload),
+        options=None if options is None else tuple(cast(list[str], options)),
         status=row[7],
-        answer=None if row[8] is None else json.loads(row[8]),
+        answer=_column(where, "answer", row[8], nullable=True),
         created_at=row[9],
         answered_at=row[10],
         expires_at=row[11],
-        context=json.loads(row[12]),
+        context=cast(dict[str, Any], context),
     )
 
 
-def journal_from_row(row: Sequence[Any]) -> JournalEntry:
-    """A journal entry from (key, kind, value)."""
-    return JournalEntry(key=row[0], kind=row[1], value=json.loads(row[2]))
+def journal_from_row(row: Sequence[Any], run_id: str = "?") -> JournalEntry:
+    """A journal entry from (key, kind, value).
+
+    Raises:
+        StoreCorruptError: The value is not JSON; the message names the run and the key.
+    """
+    value = _column(f"journal entry {row[0]!r} of run {run_id}", "value", row[2])
+    return JournalEntry(key=row[0], kind=row[1], value=value)
 
 
 def run_to_row(r: RunRecord) -> tuple[Any, ...]:
@@ -155,21 +198,30 @@ def run_to_row(r: RunRecord) -> tuple[Any, ...]:
         r.error,
         r.created_at,
         r.updated_at,
+        r.agent_ref,
     )
 
 
 def run_from_row(row: Sequence[Any]) -> RunRecord:
-    """A run from its columns in ``RUN_COLUMNS`` order."""
+    """A run from its columns in ``RUN_COLUMNS`` order.
+
+    Raises:
+        StoreCorruptError: The history is not a JSON list or the status is unknown.
+    """
+    history = _column(f"run {row[0]}", "history", row[3])
+    if not isinstance(history, list) or row[4] not in _RUN_STATES:
+        raise StoreCorruptError(f"run {row[0]}: bad history or unknown status {row[4]!r}")
     return RunRecord(
         run_id=row[0],
         agent_name=row[1],
         prompt=row[2],
-        history=json.loads(row[3]),
+        history=cast(list[Any], history),
         status=row[4],
         output=row[5],
         error=row[6],
         created_at=row[7],
         updated_at=row[8],
+        agent_ref=row[9],
     )
 
 
@@ -320,9 +372,21 @@ class SQLStore(Sessions, ABC, Generic[C]):
         return await self._run(lambda conn: self._get(conn, request_id))
 
     async def list_requests(
-        self, *, run_id: str | None = None, status: RequestState | None = "pending"
+        self,
+        *,
+        run_id: str | None = None,
+        status: RequestState | None = "pending",
+        errors: list[StoreCorruptError] | None = None,
     ) -> list[RequestRecord]:
-        """Requests, oldest first, narrowed to a run and/or a status."""
+        """Requests, oldest first, narrowed to a run and/or a status.
+
+        Args:
+            run_id: Only this run's requests.
+            status: Only requests with this status (None: any).
+            errors: When given, a row that cannot be read is added here as a
+                ``StoreCorruptError`` and skipped, so one bad row hides none of the others;
+                without it, the first such row raises.
+        """
         mark = self.dialect.mark
         where: list[str] = []
         args: list[Any] = []
@@ -336,9 +400,16 @@ class SQLStore(Sessions, ABC, Generic[C]):
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_at, id"
-        return await self._run(
-            lambda conn: [record_from_row(r) for r in self._query(conn, sql, args).fetchall()]
-        )
+        rows = await self._run(lambda conn: self._query(conn, sql, args).fetchall())
+        records: list[RequestRecord] = []
+        for row in rows:
+            try:
+                records.append(record_from_row(row))
+            except StoreCorruptError as e:
+                if errors is None:
+                    raise
+                errors.append(e)
+        return records
 
     async def resolve(
         self,
@@ -406,7 +477,7 @@ class SQLStore(Sessions, ABC, Generic[C]):
 
         def select(conn: C) -> dict[str, JournalEntry]:
             rows = self._query(conn, sql, (run_id,)).fetchall()
-            return {r[0]: journal_from_row(r) for r in rows}
+            return {r[0]: journal_from_row(r, run_id) for r in rows}
 
         return await self._run(select)
 

@@ -18,8 +18,8 @@ from typing import Any, LiteralString, cast
 import anyio
 import anyio.to_thread
 
-from ..exceptions import UserError
-from ._sql import Dialect, SQLStore, schema
+from ..exceptions import StoreUnavailableError
+from ._sql import MIGRATIONS, Dialect, SQLStore, schema
 
 try:
     import psycopg
@@ -38,6 +38,25 @@ _DIALECT = Dialect(mark="%s", real="DOUBLE PRECISION", on_conflict=True, lock_ro
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
 
+_CONNECT_TIMEOUT = 10
+"""Seconds to wait for the server when the DSN does not say (libpq waits forever)."""
+
+
+def _timeout(dsn: str) -> dict[str, Any]:
+    return {} if "connect_timeout" in dsn else {"connect_timeout": _CONNECT_TIMEOUT}
+
+
+def _where(dsn: str) -> str:
+    """The DSN without its password, to name the store in a message."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        info = conninfo_to_dict(dsn)
+    except psycopg.Error:
+        return "(unparsable DSN)"
+    host, port, db = info.get("host", "localhost"), info.get("port", 5432), info.get("dbname", "")
+    return f"{host}:{port}/{db}"
+
 
 class PostgresStore(SQLStore[_Conn]):
     """A ``Store`` in PostgreSQL, shared by any number of processes and machines.
@@ -54,13 +73,28 @@ class PostgresStore(SQLStore[_Conn]):
         self.dsn = dsn
         self.recheck_interval = recheck_interval
         try:
-            conn: _Conn = psycopg.connect(dsn, autocommit=True)
+            conn: _Conn = psycopg.connect(dsn, autocommit=True, **_timeout(dsn))
         except psycopg.Error as e:
-            raise UserError(f"cannot connect to PostgreSQL store: {e}") from e
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            for statement in schema(_DIALECT.real):
-                conn.execute(cast(LiteralString, statement))
+            raise StoreUnavailableError(
+                f"cannot connect to PostgreSQL store {_where(dsn)}: {' '.join(str(e).split())}"
+            ) from None
+        try:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                for statement in schema(_DIALECT.real):
+                    conn.execute(cast(LiteralString, statement))
+                for table, column, kind in MIGRATIONS:
+                    conn.execute(
+                        cast(
+                            LiteralString,
+                            f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {kind}",
+                        )
+                    )
+        except psycopg.Error as e:
+            conn.close()
+            raise StoreUnavailableError(
+                f"cannot use PostgreSQL store {_where(dsn)}: {' '.join(str(e).split())}"
+            ) from None
         self._listener: _Conn | None = None
         self._listen_lock = threading.Lock()
         super().__init__(conn)

@@ -18,8 +18,8 @@ from typing import Any
 
 import anyio
 
-from ..exceptions import UserError
-from ._sql import Dialect, SQLStore, schema
+from ..exceptions import StoreUnavailableError, UserError
+from ._sql import MIGRATIONS, Dialect, SQLStore, schema
 
 __all__ = ["SQLiteStore"]
 
@@ -30,13 +30,46 @@ _RESOLVED_MARGIN = 5.0
 _DIALECT = Dialect(mark="?", real="REAL", on_conflict=False)
 
 
+def _check_path(path: str, create: bool) -> None:
+    """Refuse a path that cannot be (or, without ``create``, is not) a store file."""
+    if path == ":memory:" or path.startswith("file:"):
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise StoreUnavailableError(
+            f"cannot open SQLite store {path!r}: directory {folder!r} does not exist"
+        )
+    if os.path.isdir(path):
+        raise StoreUnavailableError(f"cannot open SQLite store {path!r}: it is a directory")
+    if not create and not os.path.exists(path):
+        raise StoreUnavailableError(
+            f"no SQLite store at {path!r}: the file does not exist (check the path; a run "
+            "started with a store creates it)"
+        )
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """Add the columns a store file made by an older version lacks."""
+    for table, column, kind in MIGRATIONS:
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in present:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+
+
 class SQLiteStore(SQLStore[sqlite3.Connection]):
     """A ``Store`` in one SQLite file, shared safely by several processes on one machine.
 
     Args:
-        path: The database file (created with its tables if missing).
+        path: The database file (created with its tables if missing, unless ``create`` is
+            False).
         poll_interval: Seconds between checks for answers written by other processes.
         busy_timeout: Seconds a write waits for another process's write lock.
+        create: Create the file if it does not exist; False refuses a missing file (a typo
+            in a path must not silently open a new, empty store).
+
+    Raises:
+        StoreUnavailableError: The file (or its directory) does not exist, or it is not a
+            SQLite database (the message names the path).
     """
 
     dialect = _DIALECT
@@ -47,21 +80,30 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         *,
         poll_interval: float = 0.025,
         busy_timeout: float = 30.0,
+        create: bool = True,
     ) -> None:
         if poll_interval <= 0:
             raise UserError("poll_interval must be positive")
         self.path = os.fspath(path)
         self.poll_interval = poll_interval
+        _check_path(self.path, create)
         try:
             conn = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as e:
-            raise UserError(f"cannot open SQLite store {self.path!r}: {e}") from e
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        for statement in schema(_DIALECT.real):
-            conn.execute(statement)
+            raise StoreUnavailableError(f"cannot open SQLite store {self.path!r}: {e}") from None
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            for statement in schema(_DIALECT.real):
+                conn.execute(statement)
+            _migrate(conn)
+        except sqlite3.Error as e:
+            conn.close()
+            raise StoreUnavailableError(
+                f"cannot open SQLite store {self.path!r}: {e} (is it a hpd-agent store?)"
+            ) from None
         super().__init__(conn)
         self._rounds = 0
         self._since: float | None = None

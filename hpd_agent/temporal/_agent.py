@@ -25,7 +25,9 @@ agent's work is already in activities.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +35,8 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from .. import exceptions as _errors
 from .._context import ToolContext
+from .._sessions import RunSession
 from ..agent import Agent
 from ..exceptions import ModelError, UserError
 from ..hooks import CallNext, Hook, ModelCall, ToolExecution, ToolOutcome
@@ -44,7 +46,7 @@ from ..run import Run, RunResult
 from ..tools import Tool, ToolArgumentsError
 from ._activities import MODEL_ACTIVITY, TOOL_ACTIVITY
 from ._state import RunState, WorkflowRequests
-from ._tree import AgentTree, dump_params, load_response
+from ._tree import AgentTree, dump_params, error_class, load_response
 
 if TYPE_CHECKING:
     from ..coordinator import Coordinator
@@ -254,8 +256,8 @@ def _model_error(error: ActivityError) -> BaseException:
     """The model error an activity failed with, as its own class when the core has it."""
     cause = error.cause
     if isinstance(cause, ApplicationError):
-        cls = getattr(_errors, cause.type or "", None)
-        if isinstance(cls, type) and issubclass(cls, ModelError):
+        cls = error_class(ModelError, cause.type)
+        if cls is not None:
             return cls(cause.message)
         if cause.type == "UserError":
             return UserError(cause.message)
@@ -281,6 +283,10 @@ class _Session:
         self._hook = hook
         self._conversations: dict[str, list[Message]] = {}
 
+    def held(self) -> AbstractAsyncContextManager[None]:
+        # No lease to take: Temporal already lets one worker at a time drive a workflow.
+        return contextlib.nullcontext()
+
     async def attach(self, coordinator: Coordinator) -> None:
         self._hook.coordinator = coordinator
 
@@ -294,7 +300,7 @@ class _Session:
         self._conversations[key] = list(messages)
 
 
-class _SessionStore:
+class _SessionStore:  # the core's SessionStore
     """Hands the one session to ``Agent.stream(store=...)``; a workflow never resumes."""
 
     def __init__(self, session: _Session) -> None:
@@ -308,7 +314,7 @@ class _SessionStore:
         prompt: str,
         history: Sequence[Message] | None,
         agent_ref: str | None = None,
-    ) -> _Session:
+    ) -> RunSession:
         return self._session
 
     async def resume_session(
@@ -316,7 +322,7 @@ class _SessionStore:
         run_id: str,
         *,
         agent_name: str,
-        answers: Any = None,
+        answers: Mapping[str, Any] | None = None,
         max_age: float | None = None,
-    ) -> _Session:
+    ) -> RunSession:
         raise UserError("a Temporal run is resumed by Temporal itself (replay), not resume()")

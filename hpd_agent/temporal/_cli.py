@@ -3,7 +3,9 @@ run that is a Temporal workflow.
 
 Wired into ``hpd_agent.cli`` by ``add_temporal_options``, which imports nothing of Temporal:
 ``temporalio`` is imported only when a ``--temporal`` command runs, so the CLI works without
-the extra. Output and exit statuses are those of the store versions.
+the extra. Output and exit statuses are those of the store versions (the CLI passes its
+``failure`` mapping in, so the table in ``hpd_agent.cli`` stays the one source): a refused
+answer 3-7, Temporal unreachable 8 (like a store), no such workflow 11 (like no such run).
 
 A ``temporalio`` client still alive when the interpreter shuts down can abort the process, so
 a Temporal command flushes its output and leaves with ``os._exit``.
@@ -18,12 +20,20 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .._text import printable
+from ..exceptions import StoreUnavailableError
+
 __all__ = ["add_temporal_options"]
 
 _Command = Callable[[argparse.Namespace], int]
+Failure = Callable[[BaseException], tuple[int, str]]
+"""The CLI's mapping of an error to its exit status and one-line message."""
+
+_EXIT_USAGE = 2
+_EXIT_NO_RUN = 11
 
 
-def add_temporal_options(sub: Any) -> None:
+def add_temporal_options(sub: Any, failure: Failure) -> None:
     """Add ``--temporal``/``--workflow-id``/``--namespace`` to ``pending`` and ``answer``."""
     for name, command in (("pending", _pending), ("answer", _answer)):
         parser: argparse.ArgumentParser = sub.choices[name]
@@ -39,10 +49,10 @@ def add_temporal_options(sub: Any) -> None:
         for action in parser._actions:  # pyright: ignore[reportPrivateUsage]
             if action.dest == "db":
                 action.required = False  # --db or --temporal, checked below
-        parser.set_defaults(func=_either(parser.get_default("func"), command))
+        parser.set_defaults(func=_either(parser.get_default("func"), command, failure))
 
 
-def _either(store_command: _Command, temporal_command: _Command) -> _Command:
+def _either(store_command: _Command, temporal_command: Any, failure: Failure) -> _Command:
     def run(args: argparse.Namespace) -> int:
         if args.temporal is None:
             if args.db is None:
@@ -56,17 +66,23 @@ def _either(store_command: _Command, temporal_command: _Command) -> _Command:
             return _usage("--temporal needs --workflow-id (the run's workflow)")
         if getattr(args, "run", None):
             return _usage("--run is for --db; with --temporal the run is --workflow-id")
-        return temporal_command(args)
+        if getattr(args, "sender", None):
+            return _usage("--sender is kept by a store; a Temporal answer has no sender")
+        return temporal_command(args, failure)
 
     return run
 
 
 def _usage(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
-    return 2
+    return _EXIT_USAGE
 
 
-def _pending(args: argparse.Namespace) -> int:
+def _show(text: str) -> str:
+    return printable(text, one_line=True)
+
+
+def _pending(args: argparse.Namespace, failure: Failure) -> int:
     async def main(client: Any) -> int:
         from . import pending
 
@@ -74,81 +90,81 @@ def _pending(args: argparse.Namespace) -> int:
         records = await pending(handle)
         for r in records:
             if args.json:
-                print(
-                    json.dumps(
-                        {
-                            "id": r.request_id,
-                            "run_id": r.run_id,
-                            "agent_path": list(r.agent_path),
-                            "kind": r.kind,
-                            "question": r.question,
-                            "options": None if r.options is None else list(r.options),
-                            "created_at": r.created_at,
-                            "expires_at": r.expires_at,
-                        }
-                    )
-                )
-            else:
-                options = f"  [{' | '.join(r.options)}]" if r.options else ""
-                agent = "/".join(r.agent_path)
-                print(f"{r.request_id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}")
+                item = {
+                    "id": r.request_id,
+                    "run_id": r.run_id,
+                    "agent_path": list(r.agent_path),
+                    "kind": r.kind,
+                    "question": r.question,
+                    "options": None if r.options is None else list(r.options),
+                    "created_at": r.created_at,
+                    "expires_at": r.expires_at,
+                }
+                print(json.dumps(item))  # ASCII JSON: controls are escaped
+                continue
+            options = f"  [{' | '.join(r.options)}]" if r.options else ""
+            agent = "/".join(r.agent_path)
+            print(_show(f"{r.request_id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}"))
         if not records and not args.json:
             print("no pending requests", file=sys.stderr)
         return 0
 
-    return _session(args, main)
+    return _session(args, failure, main)
 
 
-def _answer(args: argparse.Namespace) -> int:
-    from ..cli import _REFUSALS  # pyright: ignore[reportPrivateUsage]
-
+def _answer(args: argparse.Namespace, failure: Failure) -> int:
     if args.json:
         try:
             value: Any = json.loads(args.text)
-        except json.JSONDecodeError as e:
+        except RecursionError:
+            return _usage("--json answer is nested too deeply")
+        except ValueError as e:
             return _usage(f"--json answer is not valid JSON: {e}")
     else:
         value = args.text
 
     async def main(client: Any) -> int:
-        from ..exceptions import RequestError
         from . import respond
 
         handle = client.get_workflow_handle(args.workflow_id)
-        try:
-            answer = await respond(handle, args.request_id, value)
-        except RequestError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return _REFUSALS.get(type(e).__name__, 1)
-        print(f"answered {args.request_id}: {json.dumps(answer)}")
+        answer = await respond(handle, args.request_id, value)
+        print(_show(f"answered {args.request_id}: {json.dumps(answer)}"))
         return 0
 
-    return _session(args, main)
+    return _session(args, failure, main)
 
 
-def _session(args: argparse.Namespace, main: Callable[[Any], Awaitable[int]]) -> int:
-    """Connect, run ``main``, report failures in one line, and leave with ``os._exit``."""
-    import asyncio
-
-    async def connected() -> int:
-        from temporalio.client import Client
-
-        try:
-            client = await Client.connect(args.temporal, namespace=args.namespace)
-        except Exception as e:
-            print(f"error: cannot reach Temporal at {args.temporal}: {e}", file=sys.stderr)
-            return 1
-        try:
-            return await main(client)
-        except Exception as e:  # the workflow is unknown, or does not run hpd_agent
-            print(f"error: {type(e).__name__}: {e}", file=sys.stderr)
-            return 1
-
+def _session(
+    args: argparse.Namespace, failure: Failure, main: Callable[[Any], Awaitable[int]]
+) -> int:
+    """Connect, run ``main``, report a failure in one line, and leave with ``os._exit``."""
     try:
         import temporalio  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:
         return _usage('--temporal needs the temporal extra: pip install "hpd-agent[temporal]"')
-    status = asyncio.run(connected())
+    import asyncio
+
+    async def connected() -> int:
+        from temporalio.client import Client
+        from temporalio.service import RPCError, RPCStatusCode
+
+        try:
+            client = await Client.connect(args.temporal, namespace=args.namespace)
+        except Exception as e:
+            raise StoreUnavailableError(f"cannot reach Temporal at {args.temporal}: {e}") from None
+        try:
+            return await main(client)
+        except RPCError as e:
+            if e.status == RPCStatusCode.NOT_FOUND:
+                print(_show(f"error: no workflow {args.workflow_id!r}: {e}"), file=sys.stderr)
+                return _EXIT_NO_RUN
+            raise
+
+    try:
+        status = asyncio.run(connected())
+    except Exception as e:  # one line and its status, never a traceback
+        status, message = failure(e)
+        print(f"error: {_show(message)}", file=sys.stderr)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(status)

@@ -21,10 +21,10 @@ from temporalio.client import WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from .. import exceptions as _errors
 from ..events import Event, RequestEvent, event_adapter, load_event
 from ..exceptions import RequestError, UnknownRequestError
 from ._state import EVENTS_QUERY, PENDING_QUERY, RESPOND_UPDATE
+from ._tree import error_class
 
 __all__ = ["PendingRequestInfo", "pending", "respond", "stream"]
 
@@ -84,8 +84,8 @@ async def pending(handle: _Handle) -> list[PendingRequestInfo]:
 def _refusal(error: WorkflowUpdateFailedError, request_id: str) -> BaseException:
     cause = error.cause
     if isinstance(cause, ApplicationError):
-        cls = getattr(_errors, cause.type or "", None)
-        if isinstance(cls, type) and issubclass(cls, RequestError):
+        cls = error_class(RequestError, cause.type)
+        if cls is not None:
             return cls(cause.message, request_id=request_id)
     return error
 

@@ -7,8 +7,8 @@ for an agent's model, ``".../Clarifier#model"`` for a clarifier's), and a tool b
 path and name.
 
 Nested agents are found through the tools of each agent: a tool whose function closes over an
-``Agent`` (``Agent.as_tool`` does, and so does a tool defined inside a function around
-``other.run(...)``) leads to that agent. Agents a tool reaches another way (a module global)
+``Agent`` or one of its bound methods (``Agent.as_tool`` does, and so does a tool defined
+inside a function around ``other.run(...)``) leads to that agent. Agents a tool reaches another way (a module global)
 are passed to ``TemporalAgent(agents=[...])``.
 """
 
@@ -16,14 +16,23 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from ..agent import Agent
 from ..messages import Message, ToolCall, Usage, message_adapter
 from ..models._base import Model, ModelRequestParams, ModelResponse, ToolDefinition
 from ..tools import Tool
 
-__all__ = ["AgentTree", "dump_params", "dump_response", "load_params", "load_response"]
+__all__ = [
+    "AgentTree",
+    "dump_params",
+    "dump_response",
+    "error_class",
+    "load_params",
+    "load_response",
+]
+
+_E = TypeVar("_E", bound=BaseException)
 
 _MAX_DEPTH = 32
 
@@ -36,8 +45,10 @@ def _closure_agents(tool: Tool) -> list[Agent]:
             value = cell.cell_contents
         except ValueError:  # an empty cell
             continue
-        if isinstance(value, Agent):
-            found.append(value)
+        # ``Agent.as_tool`` closes over the agent, or over one of its bound methods.
+        owner = getattr(value, "__self__", value)
+        if isinstance(owner, Agent):
+            found.append(owner)
     return found
 
 
@@ -156,3 +167,15 @@ def load_response(data: Mapping[str, Any]) -> ModelResponse:
         usage=Usage(**data.get("usage", {})),
         streamed=False,
     )
+
+
+def error_class(base: type[_E], name: str | None) -> type[_E] | None:
+    """The subclass of ``base`` (or ``base`` itself) named ``name``, if there is one: how an
+    error crossing Temporal as an ``ApplicationError`` type comes back as its own class."""
+    todo: list[type[_E]] = [base]
+    while todo:
+        cls = todo.pop()
+        if cls.__name__ == name:
+            return cls
+        todo.extend(cls.__subclasses__())
+    return None

@@ -98,6 +98,15 @@ class ScriptedModel(Model):
     so a test can check what the agent sent, and ``assert_complete()`` checks that every
     step was used: a test thereby proves a model was called exactly as often as scripted.
 
+    One model object plays one script, across every request made to it: a second run of
+    the same agent continues where the first stopped, it does not start again. That is what
+    a multi-turn conversation (``run(..., history=...)``), a sub-agent called twice, and a
+    resumed run need, and the model cannot tell those from a fresh run. To play the script
+    again from its first step, call ``reset()`` or build a new ``ScriptedModel`` per run;
+    for a model that answers every run alike, use ``FunctionModel``. A resumed run replays
+    its recorded turns without asking the model, so a new ``ScriptedModel`` built for the
+    resume would start at the first step again: give durable runs a ``FunctionModel``.
+
     Args:
         steps: The turns, in order: ``text(...)``, ``tool_call(...)`` or a list of calls.
         name: A label for error messages.
@@ -131,9 +140,21 @@ class ScriptedModel(Model):
             last = messages[-1] if messages else None
             raise ScriptExhaustedError(
                 f"ScriptedModel {self.name!r} has {len(self.steps)} steps but agent "
-                f"{params.agent_name!r} made request #{index + 1}; last message: {last!r}"
+                f"{params.agent_name!r} made request #{index + 1}; last message: {last!r}. "
+                "The script is shared by every run using this model object and is not "
+                "replayed for a new run: call reset() to play it again from the start, or "
+                "use one ScriptedModel per run"
             )
         return _deliver(self._responder.to_response(self.steps[index]), params, self._chunk)
+
+    def reset(self) -> None:
+        """Play the script again from its first step, forgetting the recorded requests.
+
+        Call ids keep counting up, so a conversation that goes on after a reset never sees
+        one id twice.
+        """
+        self.requests.clear()
+        self.params.clear()
 
     def assert_complete(self) -> None:
         """Fail unless every scripted step was used, no more and no less."""

@@ -1,0 +1,335 @@
+"""The ``hpd-agent`` commands on a durable store: ``pending``, ``answer`` and ``resume``.
+
+Each failure is a ``_Fail`` (or an hpd_agent error) that ``failure`` turns into one line and
+its exit status; the table of statuses is in ``hpd_agent.cli``'s docstring.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ._text import error_text, printable
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .store import RequestRecord, Store
+
+__all__ = ["EXIT_INTERRUPTED", "add_store_commands", "failure"]
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_PENDING = 75  # `resume --interrupt` stopped at an unanswered question: not an error
+EXIT_STORE_UNAVAILABLE = 8
+EXIT_STORE_CORRUPT = 9
+EXIT_AGENT = 10
+EXIT_NO_RUN = 11
+EXIT_UNKNOWN_REQUEST = 12
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+
+class _Fail(Exception):
+    """A CLI failure: one line for stderr and its exit status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# Exit statuses of a refused answer, one per refusal, so scripts can tell them apart.
+_REFUSALS = {
+    "UnknownRequestError": 3,
+    "RequestAlreadyAnsweredError": 4,
+    "RequestExpiredError": 5,
+    "RequestCancelledError": 6,
+    "InvalidAnswerError": 7,
+}
+
+
+def add_store_commands(sub: Any) -> None:
+    db_help = "the store: a SQLite file (it must exist), or a postgresql:// DSN"
+    pending = sub.add_parser("pending", help="list requests waiting for an answer in a store")
+    pending.add_argument("--db", required=True, help=db_help)
+    pending.add_argument("--run", help="only this run's requests")
+    pending.add_argument("--json", action="store_true", help="one JSON object per line")
+    pending.set_defaults(func=_cmd_pending)
+
+    answer = sub.add_parser("answer", help="answer a pending request in a store")
+    answer.add_argument("request_id")
+    answer.add_argument("text", help="the answer (with --json: a JSON value, e.g. true)")
+    answer.add_argument("--db", required=True, help=db_help)
+    answer.add_argument("--json", action="store_true", help="parse the answer as JSON")
+    answer.add_argument("--sender", help="who answers (kept with the answer)")
+    answer.set_defaults(func=_cmd_answer)
+
+    resume = sub.add_parser("resume", help="continue a run journaled in a store")
+    resume.add_argument("run_id")
+    resume.add_argument("--db", required=True, help=db_help)
+    resume.add_argument(
+        "--agent",
+        help="module:attribute of the root Agent, or of a callable returning it (default: "
+        "the one the run recorded; the module is looked up in the current directory first)",
+    )
+    resume.add_argument(
+        "--answer",
+        action="append",
+        default=[],
+        metavar="REQUEST_ID=TEXT",
+        help="answer a pending request before resuming (repeatable)",
+    )
+    resume.add_argument(
+        "--interrupt",
+        action="store_true",
+        help="stop with status 'interrupted' at the next unanswered question instead of waiting",
+    )
+    resume.add_argument(
+        "--max-age", type=float, help="expire this run's pending requests older than SECONDS"
+    )
+    resume.set_defaults(func=_cmd_resume)
+
+
+def _open(db: str) -> Store:
+    """The store at ``db``; an existing one only (a mistyped path must not make a new one)."""
+    from .store import SQLiteStore
+
+    if db.startswith(("postgresql://", "postgres://")):
+        try:
+            from .store.postgres import PostgresStore
+        except ImportError as e:
+            raise _Fail(EXIT_STORE_UNAVAILABLE, str(e)) from None
+        return PostgresStore(db)
+    return SQLiteStore(db, create=False)
+
+
+def _show(text: str) -> str:
+    """Stored text made safe for one line of the terminal (no escapes, no fake rows)."""
+    return printable(text, one_line=True)
+
+
+def _print_request(r: RequestRecord, as_json: bool) -> None:
+    if as_json:
+        item = {
+            "id": r.id,
+            "run_id": r.run_id,
+            "agent_path": list(r.agent_path),
+            "kind": r.kind,
+            "question": r.question,
+            "options": None if r.options is None else list(r.options),
+            "created_at": r.created_at,
+            "expires_at": r.expires_at,
+        }
+        print(json.dumps(item))  # ASCII JSON: controls and surrogates are escaped
+        return
+    options = f"  [{' | '.join(r.options)}]" if r.options else ""
+    agent = "/".join(r.agent_path)
+    print(_show(f"{r.id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}"))
+
+
+def _cmd_pending(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .exceptions import StoreCorruptError
+    from .store._sql import SQLStore
+
+    async def main() -> int:
+        store = _open(args.db)
+        errors: list[StoreCorruptError] = []
+        try:
+            if isinstance(store, SQLStore):
+                records = await store.list_requests(run_id=args.run, errors=errors)
+            else:
+                records = await store.list_requests(run_id=args.run)
+        finally:
+            await store.aclose()
+        for r in records:
+            _print_request(r, args.json)
+        for e in errors:
+            print(f"error: {_show(str(e))}", file=sys.stderr)
+        if not records and not errors and not args.json:
+            print("no pending requests", file=sys.stderr)
+        return EXIT_STORE_CORRUPT if errors else 0
+
+    return anyio.run(main)
+
+
+def _parse_json_answer(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise _Fail(EXIT_USAGE, "--json answer is nested too deeply") from None
+    except ValueError as e:
+        raise _Fail(EXIT_USAGE, f"--json answer is not valid JSON: {e}") from None
+
+
+def _cmd_answer(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .store import respond
+
+    value: Any = _parse_json_answer(args.text) if args.json else args.text
+    context = {"channel": "cli"}
+    if args.sender:
+        context["sender"] = args.sender
+
+    async def main() -> int:
+        store = _open(args.db)
+        try:
+            record = await respond(store, args.request_id, value, context=context)
+        finally:
+            await store.aclose()
+        print(f"answered {record.id}: {json.dumps(record.answer)}")
+        return 0
+
+    return anyio.run(main)
+
+
+def _load_agent(spec: str) -> Agent:
+    from ._refs import load_ref
+    from .agent import Agent
+
+    try:
+        target = load_ref(spec)
+        agent = target if isinstance(target, Agent) else target()
+    except ValueError:
+        raise _Fail(EXIT_AGENT, f"--agent must look like module:attribute, got {spec!r}") from None
+    except Exception as e:  # the user's module: any error while importing or building it
+        raise _Fail(EXIT_AGENT, f"cannot load --agent {spec!r}: {type(e).__name__}: {e}") from None
+    if not isinstance(agent, Agent):
+        raise _Fail(EXIT_AGENT, f"--agent {spec!r} gave {type(agent).__name__}, not an Agent")
+    return agent
+
+
+async def _agent_of(store: Store, run_id: str, given: str | None) -> Agent:
+    """The root agent of ``run_id``: the one it recorded, or ``given`` if it matches the run.
+
+    A run that recorded no reference takes ``given`` (its name must match) and records it.
+    """
+    record = await store.get_run(run_id)
+    if record is None:
+        raise _Fail(EXIT_NO_RUN, f"no run {run_id!r} in {store!r}")
+    recorded = record.agent_ref
+    if given is not None and recorded is not None and given != recorded:
+        raise _Fail(
+            EXIT_AGENT,
+            f"run {run_id} belongs to agent {recorded}, not --agent {given}: "
+            "resume it with its own agent",
+        )
+    ref = given or recorded
+    if ref is None:
+        raise _Fail(
+            EXIT_AGENT,
+            f"run {run_id} does not record where its agent {record.agent_name!r} is defined: "
+            "pass --agent module:attribute",
+        )
+    agent = _load_agent(ref)
+    if agent.name != record.agent_name:
+        raise _Fail(
+            EXIT_AGENT,
+            f"run {run_id} was started by agent {record.agent_name!r}, "
+            f"but --agent {ref} is {agent.name!r}",
+        )
+    if recorded is None:
+        await store.put_run(dataclasses.replace(record, agent_ref=ref))
+    return agent
+
+
+def _parse_answers(items: list[str]) -> dict[str, str]:
+    answers: dict[str, str] = {}
+    for item in items:
+        request_id, sep, text = item.partition("=")
+        if not sep:
+            raise _Fail(EXIT_USAGE, f"--answer must be REQUEST_ID=TEXT, got {item!r}")
+        answers[request_id] = text
+    return answers
+
+
+def _cmd_resume(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .events import ClarificationRequest
+    from .exceptions import UnknownRequestError
+
+    answers = _parse_answers(args.answer)
+
+    async def main() -> int:
+        store = _open(args.db)
+        policy = "interrupt" if args.interrupt else None
+        try:
+            agent = await _agent_of(store, args.run_id, args.agent)
+            result = await agent.resume(
+                args.run_id,
+                store=store,
+                answers=answers,
+                on_unhandled=policy,
+                max_age=args.max_age,
+                handler=None if args.interrupt else _StoreNotice(args.db),
+            )
+        except UnknownRequestError as e:
+            # 3 means "questions pending" for resume: an unknown --answer id has its own.
+            raise _Fail(EXIT_UNKNOWN_REQUEST, str(e)) from None
+        finally:
+            await store.aclose()
+        if result.status == "interrupted":
+            for request in result.pending:
+                if isinstance(request, ClarificationRequest):
+                    what = request.question
+                else:
+                    what = f"permission for {request.tool_name}"
+                print(_show(f"pending {request.request_id}: {what}"))
+            return EXIT_PENDING
+        if result.error is not None:
+            raise result.error
+        print(printable(result.output or ""))
+        return 0
+
+    return anyio.run(main)
+
+
+class _StoreNotice:
+    """Tells on stderr which questions wait; the answers come through the store."""
+
+    def __init__(self, db: str) -> None:
+        self.db = db
+
+    async def on_event(self, event: Any) -> None:
+        from .events import ClarificationRequest
+
+        if isinstance(event, ClarificationRequest) and not event.replayed:
+            agent = "/".join(event.agent_path)
+            print(
+                _show(f"waiting for {event.request_id} ({agent}): {event.question}")
+                + f"\n  answer with: hpd-agent answer {event.request_id} TEXT --db {self.db}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    async def on_request(self, request: Any) -> Any:
+        import anyio
+
+        # Never answers here: the answer arrives through the store and resolves the request,
+        # which cancels this wait.
+        await anyio.sleep_forever()
+
+
+def failure(error: BaseException) -> tuple[int, str]:
+    """The exit status and one-line message of an error that ended a command."""
+    from .exceptions import HpdAgentError, RequestError, StoreCorruptError, StoreUnavailableError
+
+    if isinstance(error, _Fail):
+        return error.status, str(error)
+    if isinstance(error, StoreUnavailableError):
+        return EXIT_STORE_UNAVAILABLE, str(error)
+    if isinstance(error, StoreCorruptError):
+        return EXIT_STORE_CORRUPT, str(error)
+    if isinstance(error, RequestError):
+        return _REFUSALS.get(type(error).__name__, EXIT_FAILED), str(error)
+    if isinstance(error, HpdAgentError):
+        return EXIT_FAILED, f"{type(error).__name__}: {error}"
+    return (
+        EXIT_INTERNAL,
+        f"internal error: {error_text(error)} (HPD_AGENT_DEBUG=1 shows the traceback)",
+    )

@@ -1,0 +1,138 @@
+"""JSON schemas of custom questions, checked and used without any I/O.
+
+A custom question's schema comes from a tool (or from a store, for a question raised by
+another process), so it is untrusted input. ``jsonschema`` would fetch a remote ``$ref``
+(``https://...``, ``file:...``) while validating; here every validator gets a
+``referencing.Registry`` whose ``retrieve`` refuses everything, and ``schema_problem``
+refuses any ``$ref`` that is not a fragment of the schema itself (``#/...``) up front. The
+schema's size and nesting depth are bounded, so a hostile schema cannot exhaust memory or
+the recursion limit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, NoReturn, cast
+
+__all__ = [
+    "MAX_SCHEMA_BYTES",
+    "MAX_SCHEMA_DEPTH",
+    "nesting_problem",
+    "schema_mismatch",
+    "schema_problem",
+]
+
+MAX_SCHEMA_BYTES = 65_536
+"""Largest custom-question schema, in bytes of compact JSON."""
+
+MAX_SCHEMA_DEPTH = 32
+"""Deepest nesting of objects and arrays in a custom-question schema."""
+
+_MAX_DATA_DEPTH = 200
+"""Deepest nesting of a payload or an answer: far past any real one, well within recursion."""
+
+_REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+def nesting_problem(
+    value: Any, limit: int = _MAX_DATA_DEPTH, what: str = "the value"
+) -> str | None:
+    """Why ``value`` nests objects/arrays deeper than ``limit``, or None.
+
+    Walks without recursion, so even a 100,000-deep value is measured safely.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = cast(dict[Any, Any], item).values()
+        elif isinstance(item, (list, tuple)):
+            children = cast(list[Any], item)
+        else:
+            continue
+        if depth > limit:
+            return f"{what} is nested more than {limit} levels deep"
+        stack.extend((child, depth + 1) for child in cast(list[Any], children))
+    return None
+
+
+def _refs(schema: Any) -> list[str]:
+    found: list[str] = []
+    stack: list[Any] = [schema]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            mapping = cast(dict[str, Any], item)
+            for key in _REF_KEYS:
+                ref = mapping.get(key)
+                if ref is not None:
+                    found.append(ref if isinstance(ref, str) else repr(ref))
+            stack.extend(mapping.values())
+        elif isinstance(item, list):
+            stack.extend(cast(list[Any], item))
+    return found
+
+
+def _safety_problem(schema: Any) -> str | None:
+    """Why ``schema`` is unsafe to use (too deep, too big, a non-local ``$ref``), or None."""
+    deep = nesting_problem(schema, MAX_SCHEMA_DEPTH, "the schema")
+    if deep is not None:
+        return deep
+    size = len(json.dumps(schema, separators=(",", ":")).encode())
+    if size > MAX_SCHEMA_BYTES:
+        return f"the schema is {size:,} bytes, more than the {MAX_SCHEMA_BYTES:,} allowed"
+    for ref in _refs(schema):
+        if not ref.startswith("#"):
+            return (
+                f"$ref {ref!r} points outside the schema; only local references "
+                "(#/...) are allowed, nothing is fetched"
+            )
+    return None
+
+
+def _refuse(uri: str) -> NoReturn:
+    from referencing.exceptions import NoSuchResource
+
+    raise NoSuchResource(ref=uri)
+
+
+def _validator(schema: Any) -> Any:
+    from jsonschema import validators  # lazily: only schema-checked questions need it
+    from referencing import Registry
+
+    cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
+    return cls(schema, registry=Registry(retrieve=_refuse))  # pyright: ignore[reportUnknownArgumentType]
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why ``schema`` cannot check answers (unsafe, or not a valid JSON schema), or None."""
+    from jsonschema import exceptions, validators
+
+    problem = _safety_problem(schema)
+    if problem is not None:
+        return problem
+    cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
+    try:
+        cls.check_schema(schema)
+    except exceptions.SchemaError as e:
+        return str(e.message)
+    return None
+
+
+def schema_mismatch(schema: Any, value: Any) -> str | None:
+    """Why ``value`` does not match the (valid, safe) ``schema``, or None when it does."""
+    from jsonschema import exceptions
+    from referencing.exceptions import Unresolvable
+
+    try:
+        errors = _validator(schema).iter_errors(value)
+        error = cast(Any, exceptions.best_match(errors))  # pyright: ignore[reportUnknownMemberType]
+    except Unresolvable as e:
+        return f"the schema's reference {e} cannot be resolved (nothing is fetched)"
+    except RecursionError:
+        return "the schema refers to itself without end"
+    if error is None:
+        return None
+    path: list[Any] = list(error.absolute_path)
+    where = "/".join(str(p) for p in path) or "the answer"
+    return f"{where} does not match the schema: {error.message}"

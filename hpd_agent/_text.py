@@ -1,0 +1,95 @@
+"""Text from outside (models, tools, stores) made safe to keep and to show.
+
+Two helpers, used wherever such text becomes part of an event, a journal entry, the model's
+context or the terminal:
+
+- ``bounded`` caps a text's length (an exception message of 5 MB becomes its head and a
+  note saying how much was cut), so one failing tool cannot bloat a journal row, an event
+  stream or the next model request.
+- ``printable`` neutralises what a terminal would obey instead of show: escape sequences
+  (ESC, CSI, OSC), BEL, backspace, carriage-return overwrites, other C0/C1 controls and the
+  bidirectional overrides that reorder what is shown. Each becomes a visible ``\\xNN`` or
+  ``\\uNNNN``, so nothing is hidden and nothing is lost.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_ERROR_CHARS", "bounded", "error_text", "printable"]
+
+MAX_ERROR_CHARS = 4_000
+"""Longest error text (tool failure, agent or run error) kept in events, journals and the
+model's context; longer texts are cut with a note (``bounded``)."""
+
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), and the
+# Unicode bidi embeddings, overrides and isolates.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+# Lone surrogates cannot be encoded as UTF-8: a store or a terminal would fail on them.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _visible(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """``text`` with terminal controls made visible, safe to print.
+
+    Args:
+        text: Text from a model, a tool or a store.
+        one_line: Also make newlines and tabs visible, for output read line by line (a
+            question in ``hpd-agent pending`` cannot fake a second row).
+
+    Returns:
+        The same text where every control character, escape sequence introducer, lone
+        surrogate and bidi override is spelled out (``\\x1b``, ``\\u202e``); carriage
+        returns are dropped (kept visible with ``one_line``); plain text is returned
+        unchanged.
+    """
+    pattern = _UNSAFE_LINE if one_line else _UNSAFE
+    if not one_line and "\r" in text:
+        # CR's one honest use is a CRLF line end; alone it overwrites the line shown.
+        text = text.replace("\r", "")
+    if pattern.search(text) is not None:
+        text = pattern.sub(_visible, text)
+    if _SURROGATE.search(text) is not None:
+        text = _SURROGATE.sub(_visible, text)
+    return text
+
+
+def bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """``text`` cut to about ``limit`` characters, with a note saying how much was cut.
+
+    Lone surrogates (which no store can encode as UTF-8) are spelled out as ``\\udXXX``.
+
+    Example:
+        A 5,000,000-character message becomes its first ``limit`` characters followed by
+        ``" ... [truncated 4,996,000 characters]"``.
+    """
+    if len(text) > limit:
+        cut = len(text) - limit
+        text = f"{text[:limit]} ... [truncated {cut:,} characters]"
+    if _SURROGATE.search(text) is not None:
+        text = _SURROGATE.sub(_visible, text)
+    return text
+
+
+def error_text(error: BaseException, limit: int = MAX_ERROR_CHARS) -> str:
+    """``"TypeName: message"`` of an exception, bounded (see ``bounded``).
+
+    A message that cannot even be turned into text (its ``__str__`` raises) is named as such
+    instead of failing the caller.
+    """
+    try:
+        message = str(error)
+    except Exception as e:  # a hostile __str__ must not replace the real failure
+        message = f"<unprintable message: {type(e).__name__}>"
+    return bounded(f"{type(error).__name__}: {message}", limit)
