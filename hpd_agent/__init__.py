@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._context import ToolContext, current_context
+from ._version import __version__
 from .agent import Agent
 from .clarification import ask_user
 from .coordinator import OnUnhandled
@@ -67,10 +68,9 @@ from .questions import QUESTION_KINDS, validate_answer
 from .run import Run, RunResult
 from .tools import Tool, tool
 
-__version__ = "0.1.0"
-
 if TYPE_CHECKING:
     from .handlers.console import ConsoleHandler
+    from .otel import instrument
 
 
 def __getattr__(name: str) -> Any:
@@ -79,6 +79,11 @@ def __getattr__(name: str) -> Any:
         from .handlers.console import ConsoleHandler
 
         return ConsoleHandler
+    if name == "instrument":
+        # opentelemetry is imported only by programs that trace.
+        from .otel import instrument
+
+        return instrument
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -143,6 +148,7 @@ __all__ = [
     "__version__",
     "ask_user",
     "current_context",
+    "instrument",
     "tool",
     "validate_answer",
 ]

@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 import pytest
 
-from hpd_agent import Agent, ToolContext, ask_user, tool
+from hpd_agent import Agent, ask_user, tool
 from hpd_agent.messages import Message, ToolResultMessage
 from hpd_agent.models import ModelRequestParams
 from hpd_agent.store import SQLiteStore

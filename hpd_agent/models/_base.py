@@ -80,12 +80,15 @@ class ModelResponse:
         tool_calls: Tool calls, in the model's order (several mean parallel calls).
         usage: Tokens used by this request.
         streamed: True when ``text`` was already delivered through ``on_text``.
+        finish_reason: Why the model stopped, as the provider said (``"stop"``,
+            ``"tool_calls"``, ``"length"``, ``"content_filter"``, ...); None if unknown.
     """
 
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     streamed: bool = False
+    finish_reason: str | None = None
 
     def to_message(self) -> AssistantMessage:
         """The assistant message that records this response in the conversation."""
@@ -97,9 +100,12 @@ class Model(ABC):
 
     Attributes:
         name: A label for logs, traces and events.
+        provider: Who serves the model, for traces (``gen_ai.provider.name``); None if
+            unknown.
     """
 
     name: str = "model"
+    provider: str | None = None
 
     @abstractmethod
     async def request(

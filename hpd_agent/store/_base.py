@@ -54,7 +54,7 @@ RequestState = Literal["pending", "answered", "expired", "cancelled"]
 RunState = Literal["running", "completed", "failed", "cancelled", "interrupted"]
 """Where a stored run stands; ``running`` also describes a run whose process died."""
 
-JournalKind = Literal["model", "tool", "alias", "conversation"]
+JournalKind = Literal["model", "tool", "alias", "conversation", "step"]
 
 
 def dump_json(value: Any) -> str:
@@ -177,7 +177,7 @@ class JournalEntry:
         key: The call path it belongs to (see the module docstring).
         kind: ``"model"`` (a model response), ``"tool"`` (a tool result), ``"alias"`` (a
             question that joined an identical pending one: value is that one's id) or
-            ``"conversation"`` (a ``per_run`` sub-agent's messages after its last call).
+            ``"conversation"`` (a ``per_run`` sub-agent's messages after its last call) or ``"step"`` (the result of a tool's journaled ``ctx.step``).
         value: JSON-compatible data.
     """
 
@@ -270,6 +270,9 @@ def entry_problem(kind: str, value: Any) -> str | None:
         return None if isinstance(value, str) else "an alias entry must be a request id (text)"
     if kind == "conversation":
         return None if isinstance(value, list) else "a conversation entry must be a list"
+    if kind == "step":
+        ok = isinstance(value, dict) and "result" in value
+        return None if ok else "a step entry must be an object with a result"
     return None  # a kind this check does not know: its reader checks it
 
 
