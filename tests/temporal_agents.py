@@ -16,6 +16,8 @@ Trees (``AGENTS[name]``):
 - ``timeout``: Waiter asks with a 1 second timeout, then asks again with none.
 - ``broken``: Broken's model has an empty script (the run fails).
 - ``permission``: Guarded calls ``record_step`` that needs approval.
+- ``stepper``: Stepper calls ``book``, a tool taking a context (so it runs in the workflow):
+  it charges in ``ctx.step`` (a local activity), then asks "Which seat?".
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from hpd_agent import Agent, ask_user, tool
+    from hpd_agent import Agent, ToolContext, ask_user, tool
     from hpd_agent.messages import Message, ToolResultMessage
     from hpd_agent.models import ModelRequestParams
     from hpd_agent.temporal import HpdAgentPlugin, TemporalAgent
@@ -87,6 +89,20 @@ def guarded_step(line: str) -> str:
     """
     _append("side_effects.txt", line)
     return "recorded"
+
+
+@tool
+async def book(ctx: ToolContext) -> str:
+    """Charge, then ask the seat."""
+    charged = await ctx.step("charge", _append, "side_effects.txt", "charged")
+    seat = await ctx.ask("Which seat?")
+    return f"booked {seat} (charge: {charged})"
+
+
+def _stepper(messages: Sequence[Message], turn: int) -> Any:
+    if turn == 0:
+        return tool_call("book", _id="b")
+    return text(_result(messages, "book"))
 
 
 def _turn(agent: str):  # the model of every agent: one function per role
@@ -156,6 +172,7 @@ ROLES: dict[str, Any] = {
     "Asker": _parallel,
     "Waiter": _waiter,
     "Guarded": _guarded,
+    "Stepper": _stepper,
 }
 
 
@@ -176,6 +193,7 @@ def _trees() -> dict[str, TemporalAgent]:
         ),
         "broken": TemporalAgent(Agent("Broken", model=ScriptedModel([])), name="broken"),
         "permission": TemporalAgent(_agent("Guarded", guarded_step), name="permission"),
+        "stepper": TemporalAgent(_agent("Stepper", book), name="stepper"),
     }
 
 

@@ -398,20 +398,26 @@ async def test_worker_killed_mid_question(
             )
 
         await _until(step_done, "the sibling tool's result in the workflow")
+        booking = await _start(client, queue, "stepper")
+        [seat] = await _pending(booking)  # the charge step is done and in the history
+        assert _agents().read_lines("side_effects.txt") == ["scaffolded", "charged"]
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
         second = _worker_process(temporal_address, queue, workdir)
         assert await respond(handle, req.request_id, "Django") == "Django"
         assert await handle.result() == "Orchestrator: built with Django"
+        await respond(booking, seat.request_id, "12A")
+        assert await booking.result() == "booked 12A (charge: None)"
     finally:
         for proc in (first, second):
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.wait(timeout=10)
     ta = _agents()
-    assert ta.read_lines("side_effects.txt") == ["scaffolded"]
+    assert ta.read_lines("side_effects.txt") == ["scaffolded", "charged"]
     assert ta.read_lines("calls.txt") == [
-        "Orchestrator@0", "CodingAgent@0", "CodingAgent@1", "Orchestrator@1",
+        "Orchestrator@0", "CodingAgent@0", "Stepper@0", "CodingAgent@1", "Orchestrator@1",
+        "Stepper@1",
     ]  # fmt: skip
 
 

@@ -10,7 +10,7 @@ result the model reads, exactly as in a local run, so it never fails the activit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 import anyio
@@ -22,10 +22,19 @@ from ..exceptions import ModelError
 from ..tools import ToolArgumentsError, result_to_text
 from ._tree import AgentTree, dump_response, load_params
 
-__all__ = ["MODEL_ACTIVITY", "TOOL_ACTIVITY", "Activities"]
+__all__ = ["MODEL_ACTIVITY", "STEPS", "STEP_ACTIVITY", "TOOL_ACTIVITY", "Activities"]
 
 MODEL_ACTIVITY = "hpd_agent.model_request"
 TOOL_ACTIVITY = "hpd_agent.tool_call"
+STEP_ACTIVITY = "hpd_agent.step"
+
+STEPS: dict[str, Callable[[], Awaitable[Any]]] = {}
+"""Steps (``ctx.step``) a workflow in this process is running as local activities, by token.
+
+A step's function is a closure of the tool that takes it, so it cannot cross to another
+process; a local activity always runs in the worker process that runs the workflow task, and
+this module is shared by the sandbox and the worker (it is passed through), so the workflow
+leaves the closure here and the local activity picks it up."""
 
 
 class Activities:
@@ -47,7 +56,7 @@ class Activities:
 
     def definitions(self) -> Sequence[Any]:
         """The activity callables to register on a worker."""
-        return [self.model_request, self.tool_call]
+        return [self.model_request, self.tool_call, self.step]
 
     @activity.defn(name=MODEL_ACTIVITY)
     async def model_request(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -99,3 +108,20 @@ class Activities:
         except Exception as e:
             return {"text": f"Error: {type(e).__name__}: {e}", "is_error": True}
         return {"text": result_to_text(value), "is_error": False}
+
+    @activity.defn(name=STEP_ACTIVITY)
+    async def step(self, token: str) -> Any:
+        """Do one ``ctx.step`` side effect left by the workflow (a local activity)."""
+        run = STEPS.get(token)
+        if run is None:
+            raise ApplicationError(
+                f"step {token!r} is not waiting in this worker process",
+                type="UserError",
+                non_retryable=True,
+            )
+        try:
+            return await run()
+        except Exception as e:  # the tool's own failure: it sees it, nothing retries it
+            raise ApplicationError(
+                f"{type(e).__name__}: {e}", type=type(e).__name__, non_retryable=True
+            ) from e

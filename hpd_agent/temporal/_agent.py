@@ -13,7 +13,9 @@ Tools that take a ``ToolContext`` run in the workflow: agents-as-tools (a nested
 more workflow code: its own model and tool calls become activities in turn), ``ask_user``
 and any tool that asks the human. They need the run's coordinator, which lives in the
 workflow, and their waits must be workflow state, not a worker holding a coroutine. Such a
-tool must therefore be deterministic like workflow code: do I/O in plain tools.
+tool must therefore be deterministic like workflow code: its side effects go in
+``ctx.step(...)``, which becomes a local activity (done once, its result in the history),
+or in plain tools.
 
 Nested agents run in the same workflow rather than as child workflows: one run keeps one
 ordered event stream, one request table (a nested agent's question is answered through the
@@ -39,12 +41,12 @@ from .._context import ToolContext
 from .._sessions import RunSession
 from ..agent import Agent
 from ..exceptions import ModelError, UserError
-from ..hooks import CallNext, Hook, ModelCall, ToolExecution, ToolOutcome
+from ..hooks import CallNext, Hook, ModelCall, StepCall, ToolExecution, ToolOutcome
 from ..messages import Message
 from ..models._base import ModelResponse
 from ..run import Run, RunResult
 from ..tools import Tool, ToolArgumentsError
-from ._activities import MODEL_ACTIVITY, TOOL_ACTIVITY
+from ._activities import MODEL_ACTIVITY, STEP_ACTIVITY, STEPS, TOOL_ACTIVITY
 from ._state import RunState, WorkflowRequests
 from ._tree import AgentTree, dump_params, error_class, load_response
 
@@ -185,6 +187,25 @@ class _ActivityHook(Hook):
         except ActivityError as e:
             raise _model_error(e) from None
         return load_response(data)
+
+    async def wrap_step(self, step: StepCall, call_next: CallNext[StepCall, Any]) -> Any:
+        # A local activity: its result is recorded in the history, so a replay (a new
+        # worker) returns it without doing the side effect again.
+        token = f"{workflow.info().run_id}|{step.key}"
+        STEPS[token] = step.run
+        try:
+            return await workflow.execute_local_activity(
+                STEP_ACTIVITY,
+                token,
+                start_to_close_timeout=self.owner.tool_timeout,
+                retry_policy=self.owner.retry_policy,
+                summary=f"step {step.name}",
+            )
+        except ActivityError as e:
+            cause = e.cause or e
+            raise RuntimeError(f"step {step.name!r} failed: {cause}") from None
+        finally:
+            STEPS.pop(token, None)
 
     async def wrap_tool_call(
         self, execution: ToolExecution, call_next: CallNext[ToolExecution, ToolOutcome]
