@@ -16,6 +16,7 @@ Trees (``AGENTS[name]``):
 - ``timeout``: Waiter asks with a 1 second timeout, then asks again with none.
 - ``broken``: Broken's model has an empty script (the run fails).
 - ``permission``: Guarded calls ``record_step`` that needs approval.
+- ``failing``: Failing calls ``explode`` (raises) and answers with the result it got.
 - ``stepper``: Stepper calls ``book``, a tool taking a context (so it runs in the workflow):
   it charges in ``ctx.step`` (a local activity), then asks "Which seat?".
 """
@@ -92,6 +93,16 @@ def guarded_step(line: str) -> str:
 
 
 @tool
+def explode(level: int) -> str:
+    """Fail.
+
+    Args:
+        level: How hard.
+    """
+    raise ValueError(f"boom at {level}")
+
+
+@tool
 async def book(ctx: ToolContext) -> str:
     """Charge, then ask the seat."""
     charged = await ctx.step("charge", _append, "side_effects.txt", "charged")
@@ -103,6 +114,15 @@ def _stepper(messages: Sequence[Message], turn: int) -> Any:
     if turn == 0:
         return tool_call("book", _id="b")
     return text(_result(messages, "book"))
+
+
+def _failing(messages: Sequence[Message], turn: int) -> Any:
+    if turn == 0:
+        return [
+            tool_call("explode", _id="x", level=3),
+            tool_call("explode", _id="y", _raw='{"level": "high"}'),
+        ]
+    return text(" || ".join(_results(messages, "explode")))
 
 
 def _turn(agent: str):  # the model of every agent: one function per role
@@ -173,6 +193,7 @@ ROLES: dict[str, Any] = {
     "Waiter": _waiter,
     "Guarded": _guarded,
     "Stepper": _stepper,
+    "Failing": _failing,
 }
 
 
@@ -194,6 +215,7 @@ def _trees() -> dict[str, TemporalAgent]:
         "broken": TemporalAgent(Agent("Broken", model=ScriptedModel([])), name="broken"),
         "permission": TemporalAgent(_agent("Guarded", guarded_step), name="permission"),
         "stepper": TemporalAgent(_agent("Stepper", book), name="stepper"),
+        "failing": TemporalAgent(_agent("Failing", explode), name="failing"),
     }
 
 

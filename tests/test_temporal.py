@@ -361,6 +361,19 @@ async def test_string_model_builds_in_the_sandbox_and_runs_in_the_activity(
     assert "Real model requests are disabled" in str(cause)
 
 
+async def test_plain_tool_failures_read_as_in_a_local_run(client: Client, workdir: Path) -> None:
+    queue = _queue()
+    async with _worker(client, queue):
+        handle = await _start(client, queue, "failing")
+        remote = await handle.result()
+        events = await _events(handle)
+    local = await _agents().AGENTS["failing"].agent.run("go")
+    assert remote == local.output
+    assert "Error: ValueError: boom at 3" in remote and "Invalid arguments" in remote
+    finished = [e for e in events if isinstance(e, ToolCallFinished)]
+    assert [e.is_error for e in finished] == [True, True]
+
+
 # -- a worker process killed mid-question ------------------------------------------------------
 def _worker_process(address: str, queue: str, workdir: Path) -> subprocess.Popen[bytes]:
     env = {

@@ -18,6 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from .._context import ToolContext
+from .._text import error_text
 from ..exceptions import ModelError
 from ..tools import ToolArgumentsError, result_to_text
 from ._tree import AgentTree, dump_response, load_params
@@ -35,6 +36,11 @@ A step's function is a closure of the tool that takes it, so it cannot cross to 
 process; a local activity always runs in the worker process that runs the workflow task, and
 this module is shared by the sandbox and the worker (it is passed through), so the workflow
 leaves the closure here and the local activity picks it up."""
+
+
+def _failed(text: str, error_type: str) -> dict[str, Any]:
+    """A tool call's failure as the model reads it (the same texts as a local run)."""
+    return {"text": text, "is_error": True, "error_type": error_type}
 
 
 class Activities:
@@ -85,11 +91,11 @@ class Activities:
         name: str = request["tool"]
         tool = tree.tool(path, name)
         if tool is None:
-            return {"text": f"Unknown tool {name!r}.", "is_error": True}
+            return _failed(f"Unknown tool {name!r}.", "unknown_tool")
         try:
             arguments = tool.validate_arguments(request["arguments"])
         except ToolArgumentsError as e:
-            return {"text": str(e), "is_error": True}
+            return _failed(str(e), type(e).__name__)
         # A plain tool takes no context: nothing reads it.
         ctx = cast(ToolContext, None)
         try:
@@ -100,13 +106,10 @@ class Activities:
                 with anyio.move_on_after(tool.timeout) as scope:
                     value = await tool.call(ctx, arguments)
                 if scope.cancelled_caught:
-                    return {
-                        "text": f"Error: tool {tool.name!r} timed out after {tool.timeout:g} "
-                        "seconds.",
-                        "is_error": True,
-                    }
+                    text = f"Error: tool {tool.name!r} timed out after {tool.timeout:g} seconds."
+                    return _failed(text, "timeout")
         except Exception as e:
-            return {"text": f"Error: {type(e).__name__}: {e}", "is_error": True}
+            return _failed(f"Error: {error_text(e)}", type(e).__name__)
         return {"text": result_to_text(value), "is_error": False}
 
     @activity.defn(name=STEP_ACTIVITY)

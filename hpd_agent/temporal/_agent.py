@@ -39,6 +39,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from .._context import ToolContext
 from .._sessions import RunSession
+from .._text import error_text
 from ..agent import Agent
 from ..exceptions import ModelError, UserError
 from ..hooks import CallNext, Hook, ModelCall, StepCall, ToolExecution, ToolOutcome
@@ -223,11 +224,13 @@ class _ActivityHook(Hook):
         try:
             arguments = tool.validate_arguments(call.arguments)
         except ToolArgumentsError as e:
-            return ToolOutcome(text=str(e), is_error=True)
+            return ToolOutcome(text=str(e), is_error=True, error_type=type(e).__name__)
         try:
             refusal = await self._permission(execution, tool, arguments)
         except Exception as e:
-            return ToolOutcome(text=f"Error: {type(e).__name__}: {e}", is_error=True)
+            return ToolOutcome(
+                text=f"Error: {error_text(e)}", is_error=True, error_type=type(e).__name__
+            )
         if refusal is not None:
             return ToolOutcome(text=refusal)
         owner = self.owner
@@ -251,8 +254,16 @@ class _ActivityHook(Hook):
             )
         except ActivityError as e:
             cause = e.cause or e
-            return ToolOutcome(text=f"Error: the tool could not run: {cause}", is_error=True)
-        return ToolOutcome(text=str(data["text"]), is_error=bool(data["is_error"]))
+            return ToolOutcome(
+                text=f"Error: the tool could not run: {cause}",
+                is_error=True,
+                error_type=type(cause).__name__,
+            )
+        return ToolOutcome(
+            text=str(data["text"]),
+            is_error=bool(data["is_error"]),
+            error_type=data.get("error_type"),
+        )
 
     async def _permission(
         self, execution: ToolExecution, tool: Tool, arguments: dict[str, Any]
