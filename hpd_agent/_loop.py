@@ -25,7 +25,14 @@ from .coordinator import Coordinator
 from .events import AgentFinished, AgentStarted, RunStatus, TextDelta
 from .exceptions import MaxTurnsExceededError, NoUserAvailableError, QuestionNotAnswered
 from .hooks import AgentInvocation, AgentOutcome, ToolExecution, ToolOutcome
-from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage
+from .messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    truncated_call_text,
+)
 from .models._base import Model, ModelRequestParams, ModelResponse, ToolDefinition
 from .tools import Tool, ToolArgumentsError, result_to_text
 
@@ -128,6 +135,7 @@ def _agent_finished(
     status: RunStatus,
     output: str | None = None,
     error: str | None = None,
+    truncated: bool = False,
 ) -> AgentFinished:
     """The one place an ``AgentFinished`` is built."""
     return AgentFinished(
@@ -139,6 +147,7 @@ def _agent_finished(
         error=error,
         usage=state.usage,
         tool_call_id=tool_call_id,
+        truncated=truncated,
     )
 
 
@@ -195,8 +204,11 @@ async def _observed_run(
         coordinator.emit(_agent_finished(state, tool_call_id, "failed", error=error_text(e)))
         raise
     output = response.text or ""
-    coordinator.emit(_agent_finished(state, tool_call_id, "completed", output=output))
-    return AgentOutcome(output=output, messages=messages, usage=state.usage)
+    cut = response.truncated  # the token limit cut the final answer off
+    coordinator.emit(
+        _agent_finished(state, tool_call_id, "completed", output=output, truncated=cut)
+    )
+    return AgentOutcome(output=output, messages=messages, usage=state.usage, truncated=cut)
 
 
 def _text_sink(state: _State) -> Callable[[str], None]:
@@ -343,6 +355,8 @@ async def _live_call(state: _State, execution: ToolExecution) -> ToolOutcome:
 async def _execute(state: _State, call: ToolCall, call_path: str) -> tuple[str, str | None]:
     """Validate, ask permission, run: (text for the model, None), or on any failure
     (text for the model, the error's type: see ``ToolOutcome.error_type``)."""
+    if call.truncated:
+        return truncated_call_text(call), "truncated"
     tool = state.spec.tools.get(call.name)
     if tool is None:
         available = ", ".join(state.spec.tools) or "none"

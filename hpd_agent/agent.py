@@ -66,6 +66,10 @@ class Agent(Resumable):
             ``hpd_agent.presets.Clarifier``: it asks the human its questions (and agrees a
             plan) first; what it learns goes into the instructions for that run, and a
             rejected plan ends the run with status ``"rejected"``.
+        api_base: For a string ``model``: the endpoint of an OpenAI-compatible server, e.g.
+            ``"http://127.0.0.1:8080/v1"`` with ``model="openai/<served-name>"``.
+        api_key: For a string ``model``: the key (default: the provider's environment
+            variable, such as ``OPENAI_API_KEY``).
     """
 
     def __init__(
@@ -80,9 +84,13 @@ class Agent(Resumable):
         description: str | None = None,
         on_unhandled: OnUnhandled = "decline",
         clarifier: BeforeRun | None = None,
+        api_base: str | None = None,
+        api_key: str | None = None,
     ) -> None:
         if not name:
             raise UserError("an agent needs a name")
+        if isinstance(model, Model) and (api_base is not None or api_key is not None):
+            raise UserError("api_base/api_key go with a model string; pass them to your Model")
         if max_turns < 1:
             raise UserError("max_turns must be at least 1")
         self.name = name
@@ -95,6 +103,7 @@ class Agent(Resumable):
         self._home = caller_module()
         """The module that built the agent: a store records ``module:attr`` when it can."""
         self._model_source = model
+        self._endpoint = {"api_base": api_base, "api_key": api_key}
         self._model: Model | None = model if isinstance(model, Model) else None
         self.tools: Mapping[str, Tool] = _tool_map(name, tools)
         self._blueprint: Blueprint | None = None
@@ -106,7 +115,7 @@ class Agent(Resumable):
     def model(self) -> Model:
         """The resolved model (a string is turned into a ``LiteLLMModel`` on first use)."""
         if self._model is None:
-            self._model = infer_model(self._model_source)
+            self._model = infer_model(self._model_source, **self._endpoint)
         return self._model
 
     def _plan(self) -> Blueprint:

@@ -332,7 +332,8 @@ class ConsoleHandler(BaseHandler):
                     f"[{style}]{_esc(self._short(event.result))}[/]"
                 )
         elif isinstance(event, AgentFinished):
-            if event.status == "failed":
+            # The root agent's failure is the run's: "Run failed" says it, once.
+            if event.status == "failed" and event.depth > 0:
                 self._line(
                     f"[red]✗ {self._label(event.agent_path)} failed: {_esc(event.error or '')}[/]"
                 )

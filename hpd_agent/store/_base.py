@@ -239,15 +239,20 @@ def _model_entry_problem(value: Any) -> str | None:
     calls = entry.get("tool_calls", [])
     if not isinstance(calls, list):
         return "a model entry's tool_calls must be a list"
+    if not isinstance(entry.get("finish_reason"), (str, type(None))):
+        return "a model entry's finish_reason must be text or null"
     for call in cast(list[Any], calls):
-        if not isinstance(call, dict) or set(cast(dict[str, Any], call)) != {
-            "id",
-            "name",
-            "arguments",
-        }:
+        if not isinstance(call, dict) or not (
+            {"id", "name", "arguments"}
+            <= set(cast(dict[str, Any], call))
+            <= {"id", "name", "arguments", "truncated"}
+        ):
             return "each tool call must be an object with id, name and arguments"
-        if not all(isinstance(v, str) for v in cast(dict[str, Any], call).values()):
+        fields = cast(dict[str, Any], call)
+        if not all(isinstance(fields[k], str) for k in ("id", "name", "arguments")):
             return "a tool call's id, name and arguments must be text"
+        if not isinstance(fields.get("truncated", False), bool):
+            return "a tool call's truncated must be true or false"
     usage = entry.get("usage", {})
     known = _usage_fields()
     if not isinstance(usage, dict) or not set(cast(dict[str, Any], usage)) <= known:

@@ -70,6 +70,7 @@ class Journal(Hook):
             "text": response.text,
             "tool_calls": [dataclasses.asdict(c) for c in response.tool_calls],
             "usage": dataclasses.asdict(response.usage),
+            "finish_reason": response.finish_reason,
         }
         await self.put(JournalEntry(key=call.key, kind="model", value=value))
         return response
@@ -85,6 +86,7 @@ class Journal(Hook):
             tool_calls=tuple(ToolCall(**c) for c in v.get("tool_calls", ())),
             usage=Usage(**v.get("usage", {})),
             streamed=True,
+            finish_reason=v.get("finish_reason"),
         )
 
     async def wrap_tool_call(
