@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._answers import respond
 from ._base import (
     JournalEntry,
+    Lease,
     RequestRecord,
     RequestState,
     RunRecord,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Journal",
     "JournalEntry",
+    "Lease",
     "MemoryStore",
     "PostgresStore",
     "RequestRecord",
@@ -43,15 +45,21 @@ __all__ = [
 ]
 
 
-def open_store(location: str | os.PathLike[str]) -> Store:
+def open_store(location: str | os.PathLike[str], *, lease_ttl: float | None = None) -> Store:
     """A store from a location: a ``postgresql://`` DSN opens a ``PostgresStore``; anything
-    else is a SQLite file path."""
+    else is a SQLite file path.
+
+    Args:
+        location: The DSN or the file.
+        lease_ttl: Seconds a run's lease lasts unless renewed (default: the store's).
+    """
     text = os.fspath(location)
+    options: dict[str, Any] = {} if lease_ttl is None else {"lease_ttl": lease_ttl}
     if text.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresStore
 
-        return PostgresStore(text)
-    return SQLiteStore(text)
+        return PostgresStore(text, **options)
+    return SQLiteStore(text, **options)
 
 
 def __getattr__(name: str) -> Any:

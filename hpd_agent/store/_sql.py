@@ -17,13 +17,16 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar, cast
+from weakref import WeakKeyDictionary
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from ..exceptions import StoreCorruptError, UserError
 from ._base import (
     JournalEntry,
+    Lease,
     RequestRecord,
     RequestState,
     RunRecord,
@@ -32,6 +35,7 @@ from ._base import (
     expire_stale,
     refusal,
 )
+from ._lease import DEFAULT_LEASE_TTL, check_ttl, leased
 from ._session import Sessions
 from ._waiters import Waiters
 
@@ -106,6 +110,13 @@ def schema(real: str) -> list[str]:
             created_at {real} NOT NULL,
             updated_at {real} NOT NULL,
             agent_ref TEXT
+        )""",
+        # One row per run driven now (or whose driver died): see ``_lease``. A new table,
+        # so a store file or database made by an older version gains it when opened.
+        f"""CREATE TABLE IF NOT EXISTS hpd_leases (
+            run_id TEXT PRIMARY KEY,
+            holder TEXT NOT NULL,
+            expires_at {real} NOT NULL
         )""",
     ]
 
@@ -295,20 +306,29 @@ class Connection(Protocol):
 C = TypeVar("C", bound=Connection)
 T = TypeVar("T")
 
+# Per event loop (a limiter belongs to the loop that made it), per store, per use.
+_LIMITERS: anyio.lowlevel.RunVar[WeakKeyDictionary[object, dict[str, anyio.CapacityLimiter]]] = (
+    anyio.lowlevel.RunVar("hpd_agent_store_limiters")
+)
+
 
 class SQLStore(Sessions, ABC, Generic[C]):
     """The ``Store`` methods the SQL stores share, over one connection used by one thread at a time.
 
-    Blocking calls run in worker threads (``anyio.to_thread``), serialised by a lock.
+    Blocking calls run in worker threads (``anyio.to_thread``), serialised by a lock. They
+    take their threads through the store's own capacity limiter, never anyio's default one:
+    sync tools fill that (40 threads), and store I/O must not queue behind blocked tools.
 
     Args:
         conn: The open connection, with the tables created.
+        lease_ttl: Seconds a run's lease lasts unless renewed (see ``_lease``).
     """
 
     dialect: Dialect
     """The SQL spelling of the concrete store's database."""
 
-    def __init__(self, conn: C) -> None:
+    def __init__(self, conn: C, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
+        self.lease_ttl = check_ttl(lease_ttl)
         self._conn: C | None = conn
         self._lock = threading.Lock()
         self._waiters = Waiters(self.get_request, self._watch)
@@ -342,8 +362,21 @@ class SQLStore(Sessions, ABC, Generic[C]):
                 raise UserError(f"{self!r} is closed")
             return fn(self._conn)
 
+    def _limiter(self, name: str = "queries") -> anyio.CapacityLimiter:
+        """The store's own thread limiter for ``name`` in the running event loop."""
+        try:
+            mine = _LIMITERS.get()
+        except LookupError:
+            mine = WeakKeyDictionary[object, dict[str, anyio.CapacityLimiter]]()
+            _LIMITERS.set(mine)
+        limiters = mine.setdefault(self, {})
+        limiter = limiters.get(name)
+        if limiter is None:
+            limiter = limiters[name] = anyio.CapacityLimiter(1)
+        return limiter
+
     async def _run(self, fn: Callable[[C], T]) -> T:
-        return await anyio.to_thread.run_sync(self._locked, fn)
+        return await anyio.to_thread.run_sync(self._locked, fn, limiter=self._limiter())
 
     def _get(self, conn: C, request_id: str, *, lock: bool = False) -> RequestRecord | None:
         sql = f"SELECT {REQUEST_COLUMNS} FROM hpd_requests WHERE id = {self.dialect.mark}"
@@ -509,6 +542,57 @@ class SQLStore(Sessions, ABC, Generic[C]):
         return await self._run(
             lambda conn: [run_from_row(r) for r in self._query(conn, sql, args).fetchall()]
         )
+
+    # -- leases (see ``_lease``) ---------------------------------------------------------
+    async def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease:
+        """Take the run's lease if it is free, expired or ``holder``'s; else ``RunLeasedError``."""
+        mark = self.dialect.mark
+        insert = self.dialect.insert(
+            "hpd_leases", "run_id, holder, expires_at", "run_id", overwrite=False
+        )
+        take_over = (
+            f"UPDATE hpd_leases SET holder = {mark}, expires_at = {mark} "
+            f"WHERE run_id = {mark} AND (holder = {mark} OR expires_at <= {mark})"
+        )
+
+        def take(conn: C) -> Lease:
+            with self._transaction(conn):
+                # In the transaction (SQLite: the write lock; PostgreSQL: the conditional
+                # statements wait for a racing taker's commit): exactly one taker wins.
+                now = time.time()
+                lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl)
+                if self._query(conn, insert, (run_id, holder, lease.expires_at)).rowcount == 1:
+                    return lease
+                args = (holder, lease.expires_at, run_id, holder, now)
+                if self._query(conn, take_over, args).rowcount == 1:
+                    return lease
+                live = self._lease(conn, run_id)
+            raise leased(live or lease, now=now)
+
+        return await self._run(take)
+
+    async def renew_lease(self, run_id: str, holder: str, ttl: float) -> bool:
+        """Extend ``holder``'s lease; False if another holder has it now."""
+        mark = self.dialect.mark
+        sql = f"UPDATE hpd_leases SET expires_at = {mark} WHERE run_id = {mark} AND holder = {mark}"
+        return await self._run(
+            lambda conn: self._query(conn, sql, (time.time() + ttl, run_id, holder)).rowcount == 1
+        )
+
+    async def release_lease(self, run_id: str, holder: str) -> None:
+        """Give up ``holder``'s lease on the run."""
+        mark = self.dialect.mark
+        sql = f"DELETE FROM hpd_leases WHERE run_id = {mark} AND holder = {mark}"
+        await self._run(lambda conn: self._query(conn, sql, (run_id, holder)))
+
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """The run's lease (maybe expired), or None."""
+        return await self._run(lambda conn: self._lease(conn, run_id))
+
+    def _lease(self, conn: C, run_id: str) -> Lease | None:
+        sql = f"SELECT holder, expires_at FROM hpd_leases WHERE run_id = {self.dialect.mark}"
+        row = self._query(conn, sql, (run_id,)).fetchone()
+        return None if row is None else Lease(run_id=run_id, holder=row[0], expires_at=row[1])
 
     async def aclose(self) -> None:
         """Close the database connection."""
