@@ -80,12 +80,15 @@ async def _until_lapsed(store: Store, run_id: str) -> None:
 
 
 async def _parked(store: Store) -> tuple[str, Lease]:
-    """Wait (bounded, on the store) until the child holds the lease and its question waits."""
+    """Wait (bounded, on the store) until the child holds the lease, its question waits and
+    the sibling tool's result is journaled (its side effect is then done and recorded)."""
     with anyio.fail_after(60):
         while True:
             lease = await store.get_lease(RUN)
             pending = await store.list_requests(run_id=RUN) if lease is not None else []
-            if lease is not None and pending:
+            journal = await store.journal(RUN) if pending else {}
+            if any(e.kind == "tool" and k.endswith(":step") for k, e in journal.items()):
+                assert lease is not None
                 return pending[0].id, lease
             await anyio.sleep(0.02)
 
