@@ -1,10 +1,11 @@
 """hpd_agent framework-overhead benchmark with scripted models (no network, no LLM).
 
-Same command line and ``RESULT_JSON`` contract as the peer benches in
-``../shared/bench/peers`` (``bench_<framework>.py``), whose ``common`` module is imported
-first (environment, network guard, timing, RSS, calibration kernel)::
+Same command line and ``RESULT_JSON`` contract as the peer benches in ``benchmarks/peers/``
+(``bench_<framework>.py``), whose ``_common`` module it imports first (environment, network
+guard, timing, RSS, calibration kernel)::
 
     python benchmarks/bench_hpd_agent.py W1|W2|W3|W4|W5|EVENTS|PENDING|STUB [options]
+        [--store none|memory|sqlite|postgres] [--dsn DSN]
 
 Workloads (the peers' semantics, expressed in hpd_agent's own API):
 
@@ -14,7 +15,7 @@ Workloads (the peers' semantics, expressed in hpd_agent's own API):
 - W4: human in the loop: ``ask_user`` at depth ``--depth`` (1 or 2) answered with
   ``run.respond`` from a ``stream()`` loop; ``--variant base`` is the same tree whose tool
   answers by itself (no HITL); ``--variant store`` is the HITL round trip with the durable
-  SQLite store (reports ``n/a`` while ``hpd_agent.store`` does not exist).
+  store (``--store``, default SQLite).
 - W5: ``--concurrency`` concurrent ``run()`` s of ``--w5-turns`` turns each, with peak RSS.
 - EVENTS: one root stream, ``--agents`` parallel sub-agents each streaming ``--chunks``
   text pieces; events/s seen by the consumer.
@@ -22,41 +23,36 @@ Workloads (the peers' semantics, expressed in hpd_agent's own API):
   pending question, then every question is answered and the run must complete.
 - STUB: the scripted model's own cost per call.
 
+``--store`` journals W1, W4 and W5 in a store: ``sqlite`` a new file, ``postgres`` a new
+database on ``--dsn``'s server (a private server is started when no DSN is given; see
+``peers/_postgres.py``), ``memory`` the ``MemoryStore``. ``W1 --variant journal`` times W1
+with the store and without, alternating in one process, and reports the journal's cost per
+turn (``journal_us_per_turn``: the difference, pair by pair).
+
 The scripted models decide the next step from the last message only (the turn number is in
 the tool call id), like the peers' stubs: O(1), stateless, safe under concurrency.
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
-# The peers' harness lives next to the repository (../shared/bench/peers); it must be
-# imported before anything else (it sets the environment and installs the network guard).
-PEERS_DIR = Path(
-    os.environ.get(
-        "HPD_BENCH_PEERS", Path(__file__).resolve().parents[2] / "shared" / "bench" / "peers"
-    )
-)
-if not (PEERS_DIR / "common.py").is_file():
-    raise SystemExit(
-        f"peer harness not found: {PEERS_DIR / 'common.py'} (set HPD_BENCH_PEERS to the "
-        "directory holding the peers' common.py)"
-    )
-sys.path.insert(0, str(PEERS_DIR))
-# Run from anywhere: import this checkout's hpd_agent, not an installed one.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# The shared harness is benchmarks/peers/_common.py; it must be imported before anything
+# else (it sets the environment and installs the network guard). Run from anywhere: import
+# this checkout's hpd_agent, not an installed one.
+_HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(_HERE / "peers"), str(_HERE.parent)]
 
-import common  # noqa: E402  (must come first: env, telemetry off, network guard)
+import _common as common  # noqa: E402  (must come first: env, telemetry off, network guard)
 
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
+# isort: split
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import gc  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
-from collections.abc import Callable, Sequence  # noqa: E402
+import tempfile  # noqa: E402
+from collections.abc import AsyncIterator, Callable, Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
 import anyio  # noqa: E402
@@ -74,6 +70,7 @@ from hpd_agent.messages import (  # noqa: E402
     Usage,
 )
 from hpd_agent.models import ModelRequestParams, ModelResponse  # noqa: E402
+from hpd_agent.store import MemoryStore, SQLiteStore, Store  # noqa: E402
 from hpd_agent.testing import FunctionModel  # noqa: E402
 
 FW = "hpd_agent"
@@ -169,21 +166,70 @@ def loop_agent(turns: int) -> Agent:
 
 
 # ----------------------------------------------------------------------------- workloads
-async def w1(turns: int, runs: int) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def open_store(kind: str, dsn: str | None) -> AsyncIterator[Store | None]:
+    """The store named by ``--store`` on fresh storage (None for ``none``); closed after."""
+    if kind == "none":
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        if kind == "memory":
+            store: Store = MemoryStore()
+        elif kind == "sqlite":
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="hpd-bench-"))
+            store = SQLiteStore(Path(tmp) / "runs.db")
+        else:
+            import _postgres
+
+            from hpd_agent.store import PostgresStore
+
+            store = PostgresStore(stack.enter_context(_postgres.database(dsn)))
+        try:
+            yield store
+        finally:
+            await store.aclose()
+
+
+async def w1(turns: int, runs: int, kind: str = "none", dsn: str | None = None) -> dict[str, Any]:
     agent = loop_agent(turns)
-    r = await loop_agent(10).run("go")
-    assert r.output == "done"
-    samples: list[float] = []
-    for _ in range(runs):
-        gc.collect()
-        t0 = common.now()
-        r = await agent.run("go")
-        dt = common.now() - t0
-        assert r.output == "done", r
-        samples.append(dt / turns * 1e6)
+    async with open_store(kind, dsn) as store:
+        r = await loop_agent(10).run("go", store=store)
+        assert r.output == "done"
+        samples: list[float] = []
+        for _ in range(runs):
+            gc.collect()
+            t0 = common.now()
+            r = await agent.run("go", store=store)
+            dt = common.now() - t0
+            assert r.output == "done", r
+            samples.append(dt / turns * 1e6)
     # prompt + (assistant call + tool result) per turn + final answer
     assert len(r.messages) == 2 * turns + 2, len(r.messages)
-    return {"us_per_turn": common.summarize(samples), "turns": turns}
+    return {"us_per_turn": common.summarize(samples), "turns": turns, "store": kind}
+
+
+async def w1_journal(turns: int, runs: int, kind: str, dsn: str | None) -> dict[str, Any]:
+    """W1 with the store and without, alternating in one process: the journal's cost."""
+    agent = loop_agent(turns)
+    async with open_store(kind, dsn) as store:
+        await agent.run("go", store=store)
+        await agent.run("go")
+        on: list[float] = []
+        off: list[float] = []
+        for _ in range(runs):
+            for with_store, out in ((store, on), (None, off)):
+                gc.collect()
+                t0 = common.now()
+                r = await agent.run("go", store=with_store)
+                out.append((common.now() - t0) / turns * 1e6)
+                assert r.output == "done", r
+    return {
+        "us_per_turn": common.summarize(on),
+        "us_per_turn_in_memory": common.summarize(off),
+        "journal_us_per_turn": common.summarize([x - y for x, y in zip(on, off, strict=True)]),
+        "turns": turns,
+        "store": kind,
+    }
 
 
 async def w2(fanout: int, runs: int) -> dict[str, Any]:
@@ -255,7 +301,7 @@ def build_hitl(depth: int, hitl: bool) -> Agent:
 async def w4_once(root: Agent, hitl: bool, store: Any = None) -> tuple[str, float, float, float]:
     t0 = common.now()
     if not hitl:
-        r = await root.run("go")
+        r = await root.run("go", store=store)
         t1 = common.now()
         return r.output or "", t0, t1, t1
     t_ask = 0.0
@@ -272,79 +318,59 @@ async def w4_once(root: Agent, hitl: bool, store: Any = None) -> tuple[str, floa
     return run.result.output or "", t0, t_ask, t1
 
 
-def _sqlite_store(path: Path) -> Any:
-    """The durable SQLite store, or None while ``hpd_agent.store`` does not exist."""
-    if importlib.util.find_spec("hpd_agent.store") is None:
-        return None
-    import hpd_agent.store as store_mod
-
-    factory = getattr(store_mod, "SQLiteStore", None)
-    if factory is None:
-        return None
-    return factory(str(path))
-
-
-async def w4(repeats: int, depth: int, variant: str) -> dict[str, Any]:
+async def w4(
+    repeats: int, depth: int, variant: str, kind: str = "none", dsn: str | None = None
+) -> dict[str, Any]:
     hitl = variant != "base"
-    store = None
-    if variant == "store":
-        import tempfile
-
-        tmp = Path(tempfile.mkdtemp(prefix="hpd-bench-"))
-        store = _sqlite_store(tmp / "runs.db")
-        if store is None:
-            return {
-                "ms_round_trip_full": None,
-                "ms_answer_to_complete": None,
-                "depth": depth,
-                "variant": variant,
-                "available": False,
-                "mechanism": "n/a: hpd_agent.store (SQLiteStore) is not in this build",
-            }
     root = build_hitl(depth, hitl)
     expect = "r done: human said 42" if depth == 1 else "r done: c done: human said 42"
     out = ""
-    for _ in range(5):
-        out, *_ = await w4_once(root, hitl, store)
-    assert out == expect, out
     full: list[float] = []
     resume: list[float] = []
-    for _ in range(repeats):
-        out, t0, ta, t1 = await w4_once(root, hitl, store)
-        full.append((t1 - t0) * 1e3)
-        resume.append((t1 - ta) * 1e3)
+    async with open_store(kind, dsn) as store:
+        for _ in range(5):
+            out, *_ = await w4_once(root, hitl, store)
+        assert out == expect, out
+        for _ in range(repeats):
+            out, t0, ta, t1 = await w4_once(root, hitl, store)
+            full.append((t1 - t0) * 1e3)
+            resume.append((t1 - ta) * 1e3)
     assert out == expect, out
     mechanism = {
         "hitl": "ask_user -> ClarificationRequest on the root stream -> run.respond(id, answer); "
         "the asking tool waits mid-turn",
-        "store": "as hitl, with the durable SQLite store journaling the run",
         "base": "no HITL (baseline)",
-    }[variant]
+    }["base" if not hitl else "hitl"]
+    if store is not None:
+        mechanism += f", the {kind} store journaling the run"
     return {
         "ms_round_trip_full": common.summarize(full),
         "ms_answer_to_complete": common.summarize(resume),
         "depth": depth,
         "variant": variant,
-        "available": True,
+        "store": kind,
         "mechanism": mechanism,
     }
 
 
-async def w5(concurrency: int, turns: int) -> dict[str, Any]:
+async def w5(
+    concurrency: int, turns: int, kind: str = "none", dsn: str | None = None
+) -> dict[str, Any]:
     agent = loop_agent(turns)
-    await agent.run("go")
     outputs: list[str | None] = [None] * concurrency
+    async with open_store(kind, dsn) as store:
+        await agent.run("go", store=store)
 
-    async def one(i: int) -> None:
-        outputs[i] = (await agent.run("go")).output
+        async def one(i: int) -> None:
+            outputs[i] = (await agent.run("go", store=store)).output
 
-    gc.collect()
-    rss0 = common.rss_now_mb()
-    t0 = common.now()
-    async with anyio.create_task_group() as tg:
-        for i in range(concurrency):
-            tg.start_soon(one, i)
-    dt = common.now() - t0
+        gc.collect()
+        rss0 = common.rss_now_mb()
+        t0 = common.now()
+        async with anyio.create_task_group() as tg:
+            for i in range(concurrency):
+                tg.start_soon(one, i)
+        dt = common.now() - t0
     assert all(o == "done" for o in outputs)
     rss_end = common.rss_now_mb()
     peak = common.peak_rss_mb()
@@ -356,6 +382,7 @@ async def w5(concurrency: int, turns: int) -> dict[str, Any]:
         "kb_per_run": (peak - rss0) * 1024 / concurrency,
         "concurrency": concurrency,
         "turns": turns,
+        "store": kind,
     }
 
 
@@ -457,6 +484,7 @@ def stub_cost(n: int = 20000) -> float:
 
 # ----------------------------------------------------------------------------- command line
 WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "EVENTS", "PENDING", "STUB")
+STORES = ("none", "memory", "sqlite", "postgres")
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -469,7 +497,14 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--concurrency", type=int, default=1000, help="W5: concurrent runs")
     p.add_argument("--w5-turns", type=int, default=5, help="W5: turns per run")
     p.add_argument("--depth", type=int, choices=(1, 2), default=2, help="W4: asker depth")
-    p.add_argument("--variant", choices=("hitl", "base", "store"), default="hitl", help="W4")
+    p.add_argument(
+        "--variant",
+        choices=("hitl", "base", "store", "journal"),
+        default="hitl",
+        help="W4: hitl, base, store (hitl with --store, default sqlite); W1: journal",
+    )
+    p.add_argument("--store", choices=STORES, default=None, help="W1/W4/W5: journal there")
+    p.add_argument("--dsn", default=None, help="--store postgres: the server (default: start one)")
     p.add_argument("--agents", type=int, default=100, help="EVENTS: parallel sub-agents")
     p.add_argument("--chunks", type=int, default=100, help="EVENTS: text pieces per sub-agent")
     p.add_argument("--pending", type=int, default=10_000, help="PENDING: questions at once")
@@ -480,21 +515,28 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str]) -> None:
     a = parse(argv)
     wl = a.workload
+    store = a.store or ("sqlite" if a.variant in ("store", "journal") else "none")
+    if a.variant == "journal" and (wl != "W1" or store == "none"):
+        raise SystemExit("--variant journal is for W1 with a --store (default sqlite)")
+    if store != "none" and wl not in ("W1", "W4", "W5"):
+        raise SystemExit("--store is for W1, W4 and W5")
     common.calib_start()
 
     def go(fn: Any, *args: Any) -> dict[str, Any]:
         return anyio.run(fn, *args, backend=a.backend)
 
-    if wl == "W1":
-        m = go(w1, a.turns, a.runs)
+    if wl == "W1" and a.variant == "journal":
+        m = go(w1_journal, a.turns, a.runs, store, a.dsn)
+    elif wl == "W1":
+        m = go(w1, a.turns, a.runs, store, a.dsn)
     elif wl == "W2":
         m = go(w2, a.fanout, a.runs)
     elif wl == "W3":
         m = go(w3, a.repeats)
     elif wl == "W4":
-        m = go(w4, a.repeats, a.depth, a.variant)
+        m = go(w4, a.repeats, a.depth, a.variant, store, a.dsn)
     elif wl == "W5":
-        m = go(w5, a.concurrency, a.w5_turns)
+        m = go(w5, a.concurrency, a.w5_turns, store, a.dsn)
     elif wl == "EVENTS":
         m = go(events_throughput, a.agents, a.chunks, a.runs)
     elif wl == "PENDING":

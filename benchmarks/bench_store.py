@@ -8,7 +8,7 @@
    SQLite and PostgreSQL.
 
 PostgreSQL figures need the server binaries (Debian's ``postgresql``); the script starts a
-private cluster on 127.0.0.1 like the tests do, or takes ``--pg DSN``.
+private cluster on 127.0.0.1 (``benchmarks/peers/_postgres.py``), or takes ``--pg DSN``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 import anyio
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks" / "peers")]
 os.environ.setdefault("HPD_AGENT_ALLOW_MODEL_REQUESTS", "0")
 
 from hpd_agent import Agent, ClarificationRequest, ToolContext, tool  # noqa: E402
@@ -183,12 +183,12 @@ def postgres(dsn: str | None) -> Iterator[str | None]:
         yield dsn
         return
     try:
-        from _pg import ServerUnavailable, private_server
+        from _postgres import ServerUnavailable, server
     except ImportError:
         yield None
         return
     try:
-        with private_server() as started:
+        with server() as started:
             yield started
     except ServerUnavailable as e:
         print(f"  (PostgreSQL skipped: {e})")

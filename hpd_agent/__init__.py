@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._context import ToolContext, current_context
+from ._version import __version__
 from .agent import Agent
 from .clarification import ask_user
 from .coordinator import OnUnhandled
@@ -68,10 +69,9 @@ from .questions import QUESTION_KINDS, validate_answer
 from .run import Run, RunResult
 from .tools import Tool, tool
 
-__version__ = "0.1.0"
-
 if TYPE_CHECKING:
     from .handlers.console import ConsoleHandler
+    from .otel import instrument
 
 
 def __getattr__(name: str) -> Any:
@@ -80,6 +80,11 @@ def __getattr__(name: str) -> Any:
         from .handlers.console import ConsoleHandler
 
         return ConsoleHandler
+    if name == "instrument":
+        # opentelemetry is imported only by programs that trace.
+        from .otel import instrument
+
+        return instrument
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -145,6 +150,7 @@ __all__ = [
     "__version__",
     "ask_user",
     "current_context",
+    "instrument",
     "tool",
     "validate_answer",
 ]

@@ -39,8 +39,8 @@ class Asking(ABC):
         """A request id for the next request of this call, stable across replays."""
 
     @abstractmethod
-    async def request(self, spec: RequestSpec, *, timeout: float | None = None) -> Any:
-        """Raise a request and wait for its answer."""
+    def request(self, spec: RequestSpec, *, timeout: float | None = None) -> Awaitable[Any]:
+        """Raise a request; await the result for its answer."""
 
     @abstractmethod
     async def _request_as(self, spec: RequestSpec, request_id: str, timeout: float | None) -> Any:

@@ -9,6 +9,7 @@ into the root's coordinator, at any depth, with no wiring by the caller.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
@@ -21,7 +22,7 @@ from ._requests import RequestSpec
 from .coordinator import Coordinator
 from .events import Event
 from .exceptions import QuestionNotAnswered
-from .hooks import ModelCall
+from .hooks import ModelCall, StepCall
 from .messages import Message
 from .models._base import Model, ModelRequestParams, ModelResponse
 from .permissions import Deny, PermissionSpec
@@ -79,6 +80,7 @@ class ToolContext(Asking):
 
     __slots__ = (
         "_asks",
+        "_steps",
         "agent_path",
         "call_path",
         "coordinator",
@@ -112,6 +114,7 @@ class ToolContext(Asking):
         """Path of the agent run that made this call (conversations are kept per scope)."""
         self.deadlines = tuple(deadlines)
         self._asks = 0
+        self._steps = 0
 
     def __repr__(self) -> str:
         return f"ToolContext({self.tool_name!r}, path={'/'.join(self.agent_path)!r})"
@@ -127,13 +130,15 @@ class ToolContext(Asking):
         """Put an event on the root run's stream."""
         self.coordinator.emit(event)
 
-    async def request(self, spec: RequestSpec, *, timeout: float | None = None) -> Any:
-        """Raise a request of any kind (a ``RequestSpec``) from this call and wait for it.
+    def request(self, spec: RequestSpec, *, timeout: float | None = None) -> Awaitable[Any]:
+        """Raise a request of any kind (a ``RequestSpec``) from this call and wait for it
+        (``await ctx.request(spec)``).
 
         The ``ask*`` helpers and permission checks go through here; the request id comes
         from this call's path, so a replay asks under the same id.
         """
-        return await self.coordinator.request(
+        # Not a coroutine of its own: one frame less for every suspended question.
+        return self.coordinator.request(
             self, spec, request_id=self.next_request_id(), timeout=timeout
         )
 
@@ -142,6 +147,46 @@ class ToolContext(Asking):
 
     async def _respond(self, request_id: str, answer: Any) -> Any:
         return await self.coordinator.respond(request_id, answer)
+
+    async def step(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Do a side effect once, even if the run is resumed: a journaled step.
+
+        ``fn(*args, **kwargs)`` (sync or async) runs and its result is returned. In a run
+        with a store the result is journaled the moment it exists; when a resumed run
+        replays this tool call (because it asked the human after the step and the process
+        died), the step returns the recorded result without calling ``fn`` again. Use it for
+        every side effect a tool makes before it asks mid-way (a charge, an email, a write).
+
+        Args:
+            name: What the step does (it names the step in the journal and in traces).
+            fn: The side effect; its result must be JSON data (it is stored as JSON, and a
+                replay returns the stored JSON).
+            *args: Positional arguments for ``fn``.
+            **kwargs: Keyword arguments for ``fn``.
+
+        Returns:
+            What ``fn`` returned (as JSON data when replayed from a store).
+        """
+        index = self._steps
+        self._steps += 1
+
+        async def run() -> Any:
+            value = fn(*args, **kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+            return value
+
+        wrappers = self.coordinator.hooks.step_wrappers
+        if not wrappers:
+            return await run()
+        call = StepCall(
+            run_id=self.run_id,
+            agent_path=self.agent_path,
+            name=name,
+            key=f"{self.call_path}!{index}:{name}",
+            run=run,
+        )
+        return await self.coordinator.hooks.step(_run_step)(call)
 
     async def ask_permission(
         self, tool_name: str, arguments: dict[str, Any], *, timeout: float | None = None
@@ -220,3 +265,7 @@ def _live_model_request(
             coordinator.quiescence.leave()
 
     return live
+
+
+async def _run_step(call: StepCall) -> Any:
+    return await call.run()

@@ -125,6 +125,7 @@ class DemoModel(Model):
             tool_calls=response.tool_calls,
             usage=Usage(requests=1, input_tokens=_tokens(messages), output_tokens=words),
             streamed=on_text is not None and bool(text),
+            finish_reason=response.finish_reason,
         )
 
 

@@ -23,9 +23,12 @@ from contextvars import Context, copy_context
 from typing import Any, TypeVar
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 __all__ = ["first_leaf", "map_concurrently"]
+
+_MISSING: Any = object()
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -39,10 +42,16 @@ async def map_concurrently(
     Results are in the order of ``items``. An exception from any call cancels the others
     and leaves the task group as an exception group, as with one task per call.
     """
-    results: list[Any] = [None] * len(items)
+    results: list[Any] = [_MISSING] * len(items)
     async with anyio.create_task_group() as tg:
         # The first worker is the task group's host: no spawn at all while calls don't wait.
         await _work(tg, fn, items, 0, results)
+    if any(r is _MISSING for r in results):
+        # A call ended without a result: it was cancelled by an enclosing scope (anyio's
+        # task group exits quietly when its children end by an outer cancellation before
+        # the host is hit). Never hand out a result for it: take the cancellation here.
+        await anyio.lowlevel.checkpoint_if_cancelled()
+        raise RuntimeError("a concurrent call ended without a result and was not cancelled")
     return results
 
 

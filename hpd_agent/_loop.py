@@ -8,8 +8,11 @@ request, each tool call); with no hooks the loop calls the model and the tools d
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
@@ -22,7 +25,14 @@ from .coordinator import Coordinator
 from .events import AgentFinished, AgentStarted, RunStatus, TextDelta
 from .exceptions import MaxTurnsExceededError, NoUserAvailableError, QuestionNotAnswered
 from .hooks import AgentInvocation, AgentOutcome, ToolExecution, ToolOutcome
-from .messages import Message, ToolCall, ToolResultMessage, Usage
+from .messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    truncated_call_text,
+)
 from .models._base import Model, ModelRequestParams, ModelResponse, ToolDefinition
 from .tools import Tool, ToolArgumentsError, result_to_text
 
@@ -47,7 +57,16 @@ class AgentSpec:
 class _State:
     """Per-agent-run state shared by the turns and tool calls of that run."""
 
-    __slots__ = ("agent_path", "coordinator", "deadlines", "depth", "scope_path", "spec", "usage")
+    __slots__ = (
+        "agent_path",
+        "coordinator",
+        "deadlines",
+        "depth",
+        "ids",
+        "scope_path",
+        "spec",
+        "usage",
+    )
 
     def __init__(
         self,
@@ -65,6 +84,8 @@ class _State:
         self.deadlines = deadlines
         self.usage = Usage()
         """This agent's own usage so far (kept here so a failure can report it too)."""
+        self.ids: set[str] = set()
+        """Tool-call ids already in this agent's conversation."""
 
 
 async def run_agent(
@@ -85,9 +106,15 @@ async def run_agent(
     reported in ``AgentFinished`` and re-raised.
     """
     state = _State(spec, coordinator, agent_path, scope_path, deadlines)
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            state.ids.update(c.id for c in m.tool_calls)
+
+    if not coordinator.hooks.agent_wrappers:
+        return await _observed_run(state, messages, input, tool_call_id)
 
     async def body(invocation: AgentInvocation) -> AgentOutcome:
-        return await _observed_run(state, messages, invocation)
+        return await _observed_run(state, messages, input, tool_call_id)
 
     invocation = AgentInvocation(
         run_id=coordinator.run_id,
@@ -99,50 +126,89 @@ async def run_agent(
         model=spec.model,
         resumed=resumed,
     )
-    if not coordinator.hooks.agent_wrappers:
-        return await body(invocation)
     return await coordinator.hooks.agent(body)(invocation)
 
 
 def _agent_finished(
-    state: _State, invocation: AgentInvocation, status: RunStatus, **fields: Any
+    state: _State,
+    tool_call_id: str | None,
+    status: RunStatus,
+    output: str | None = None,
+    error: str | None = None,
+    truncated: bool = False,
 ) -> AgentFinished:
     """The one place an ``AgentFinished`` is built."""
     return AgentFinished(
-        run_id=invocation.run_id,
+        run_id=state.coordinator.run_id,
         agent_path=state.agent_path,
         depth=state.depth,
         status=status,
+        output=output,
+        error=error,
         usage=state.usage,
-        tool_call_id=invocation.tool_call_id,
-        **fields,
+        tool_call_id=tool_call_id,
+        truncated=truncated,
     )
 
 
 async def _observed_run(
-    state: _State, messages: list[Message], invocation: AgentInvocation
+    state: _State, messages: list[Message], input: str, tool_call_id: str | None
 ) -> AgentOutcome:
+    """The turns of one agent's run, announced by ``AgentStarted``/``AgentFinished``.
+
+    One coroutine for the whole loop: every suspension below resumes through each frame
+    of the chain, so the hot path keeps the chain short.
+    """
     coordinator = state.coordinator
+    spec = state.spec
     coordinator.emit(
         AgentStarted(
-            run_id=invocation.run_id,
+            run_id=coordinator.run_id,
             agent_path=state.agent_path,
             depth=state.depth,
-            input=invocation.input,
-            tool_call_id=invocation.tool_call_id,
+            input=input,
+            tool_call_id=tool_call_id,
         )
     )
+    quiescence = coordinator.quiescence
+    on_text = _text_sink(state)
+    wrapped = bool(coordinator.hooks.model_wrappers)
     try:
-        outcome = await _turns(state, messages)
+        for turn in range(spec.max_turns):
+            params = _params(state, turn, on_text)
+            if wrapped:
+                response = await request_model(
+                    coordinator, state.agent_path, state.scope_path, spec.model, messages, params
+                )
+            else:
+                quiescence.busy += 1
+                try:
+                    response = await spec.model.request(messages, params)
+                finally:
+                    quiescence.leave()
+                coordinator.add_usage(response.usage)
+            calls = _take(state, messages, response, turn, on_text)
+            if not calls:
+                break
+            quiescence.busy += len(calls)
+            messages.extend(await _run_batch(state, turn, calls))
+        else:
+            raise MaxTurnsExceededError(
+                f"agent {spec.name!r} was still calling tools after max_turns={spec.max_turns} turns"
+            )
     except anyio.get_cancelled_exc_class():
-        status: RunStatus = "interrupted" if coordinator.quiescence.interrupted else "cancelled"
-        coordinator.emit(_agent_finished(state, invocation, status))
+        status: RunStatus = "interrupted" if quiescence.interrupted else "cancelled"
+        coordinator.emit(_agent_finished(state, tool_call_id, status))
         raise
     except Exception as e:
-        coordinator.emit(_agent_finished(state, invocation, "failed", error=error_text(e)))
+        coordinator.emit(_agent_finished(state, tool_call_id, "failed", error=error_text(e)))
         raise
-    coordinator.emit(_agent_finished(state, invocation, "completed", output=outcome.output))
-    return outcome
+    output = response.text or ""
+    cut = response.truncated  # the token limit cut the final answer off
+    coordinator.emit(
+        _agent_finished(state, tool_call_id, "completed", output=output, truncated=cut)
+    )
+    return AgentOutcome(output=output, messages=messages, usage=state.usage, truncated=cut)
 
 
 def _text_sink(state: _State) -> Callable[[str], None]:
@@ -158,52 +224,63 @@ def _text_sink(state: _State) -> Callable[[str], None]:
     return on_text
 
 
-async def _turns(state: _State, messages: list[Message]) -> AgentOutcome:
+def _params(state: _State, turn: int, on_text: Callable[[str], None]) -> ModelRequestParams:
     spec = state.spec
-    coordinator = state.coordinator
-    on_text = _text_sink(state)
-    for turn in range(spec.max_turns):
-        params = ModelRequestParams(
-            tools=spec.tool_definitions,
-            settings=spec.model_settings,
-            agent_name=spec.name,
-            agent_path=state.agent_path,
-            turn=turn,
-            on_text=on_text,
-        )
-        response = await request_model(
-            coordinator, state.agent_path, state.scope_path, spec.model, messages, params
-        )
-        state.usage = state.usage + response.usage
-        if response.text and not response.streamed:
-            on_text(response.text)
-        calls = response.tool_calls
-        if calls:
-            calls = _normalise_ids(calls, turn)
-            if calls is not response.tool_calls:
-                response = ModelResponse(
-                    text=response.text, tool_calls=calls, usage=response.usage, streamed=True
-                )
-        messages.append(response.to_message())
-        if not calls:
-            return AgentOutcome(output=response.text or "", messages=messages, usage=state.usage)
-        coordinator.quiescence.enter(len(calls))
-        messages.extend(await _run_batch(state, turn, calls))
-    raise MaxTurnsExceededError(
-        f"agent {spec.name!r} was still calling tools after max_turns={spec.max_turns} turns"
+    return ModelRequestParams(
+        tools=spec.tool_definitions,
+        settings=spec.model_settings,
+        agent_name=spec.name,
+        agent_path=state.agent_path,
+        turn=turn,
+        on_text=on_text,
     )
 
 
-def _normalise_ids(calls: tuple[ToolCall, ...], turn: int) -> tuple[ToolCall, ...]:
-    """Give every call a unique id: results are matched to calls by id, never by position."""
-    seen: set[str] = set()
+def _take(
+    state: _State,
+    messages: list[Message],
+    response: ModelResponse,
+    turn: int,
+    on_text: Callable[[str], None],
+) -> tuple[ToolCall, ...]:
+    """Take in one model response: usage, text, the assistant message; its tool calls."""
+    state.usage = state.usage + response.usage
+    if response.text and not response.streamed:
+        on_text(response.text)
+    calls = response.tool_calls
+    if calls:
+        calls = _normalise_ids(calls, turn, state.ids)
+        if calls is not response.tool_calls:
+            response = dataclasses.replace(response, tool_calls=calls, streamed=True)
+    messages.append(response.to_message())
+    return calls
+
+
+_SAFE_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+def _normalise_ids(calls: tuple[ToolCall, ...], turn: int, used: set[str]) -> tuple[ToolCall, ...]:
+    """Give every call an id of its own: results are matched to calls by id, never by position.
+
+    Model-supplied ids are untrusted. One that is empty, used before in the conversation
+    (this turn or an earlier one: ``used`` holds them, and gets this turn's), too long, or
+    holds anything but letters, digits, ``_``, ``-`` and ``.`` (our call paths use ``@ : / ?
+    |`` as separators, so such an id could collide with another call's path) is replaced by
+    ``hpd_{turn}_{i}``, made unique against the turn's other ids.
+    """
+    seen = used
     fixed: list[ToolCall] | None = None
     for i, call in enumerate(calls):
-        if not call.id or call.id in seen:
+        cid = call.id
+        if cid in seen or not (cid.isascii() and _SAFE_ID.fullmatch(cid)):
             if fixed is None:
                 fixed = list(calls)
-            fixed[i] = ToolCall(id=f"call_{turn}_{i}", name=call.name, arguments=call.arguments)
-        seen.add(fixed[i].id if fixed is not None else call.id)
+            taken = seen | {c.id for c in calls}
+            cid = f"hpd_{turn}_{i}"
+            while cid in taken:
+                cid += "_"
+            fixed[i] = dataclasses.replace(call, id=cid)
+        seen.add(cid)
     return calls if fixed is None else tuple(fixed)
 
 
@@ -232,55 +309,62 @@ async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessa
     """One tool call: through the tool wrappers if any hook has one, else straight."""
     coordinator = state.coordinator
     call_path = f"{state.scope_path}@{turn}:{call.id}"
+    hooks = coordinator.hooks
     try:
-        if not coordinator.hooks.tool_wrappers and not coordinator.observed:
+        if hooks.tool_wrappers:
+            outcome = await hooks.tool(partial(_live_call, state))(
+                _execution(state, call, call_path)
+            )
+            text, is_error = outcome.text, outcome.is_error
+        elif coordinator.observed:
+            execution = _execution(state, call, call_path)
+            outcome = await _live_call(state, execution)
+            text, is_error = outcome.text, outcome.is_error
+        else:
             # Unobserved, unhooked runs (plain run() without a handler) would only drop the
             # call's events: building them was a third of the cost of a trivial tool call.
-            text, is_error = await _execute(state, call, call_path)
-            return ToolResultMessage(
-                tool_call_id=call.id, name=call.name, content=text, is_error=is_error
-            )
-        execution = ToolExecution(
-            run_id=coordinator.run_id,
-            agent_path=state.agent_path,
-            call=call,
-            call_path=call_path,
-            known=call.name in state.spec.tools,
-            emit=coordinator.emit,
-        )
-        if coordinator.hooks.tool_wrappers:
-            outcome = await coordinator.hooks.tool(_live_call(state))(execution)
-        else:
-            outcome = await _live_call(state)(execution)
+            text, error = await _execute(state, call, call_path)
+            is_error = error is not None
     finally:
         coordinator.quiescence.leave()  # entered for the whole batch, before any call started
-    return ToolResultMessage(
-        tool_call_id=call.id, name=call.name, content=outcome.text, is_error=outcome.is_error
+    return ToolResultMessage(tool_call_id=call.id, name=call.name, content=text, is_error=is_error)
+
+
+def _execution(state: _State, call: ToolCall, call_path: str) -> ToolExecution:
+    coordinator = state.coordinator
+    return ToolExecution(
+        run_id=coordinator.run_id,
+        agent_path=state.agent_path,
+        call=call,
+        call_path=call_path,
+        known=call.name in state.spec.tools,
+        emit=coordinator.emit,
     )
 
 
-def _live_call(state: _State) -> Callable[[ToolExecution], Coroutine[Any, Any, ToolOutcome]]:
-    async def live(execution: ToolExecution) -> ToolOutcome:
-        coordinator = state.coordinator
-        coordinator.emit(execution.started_event())
-        text, is_error = await _execute(state, execution.call, execution.call_path)
-        outcome = ToolOutcome(text=text, is_error=is_error)
-        coordinator.emit(execution.finished_event(outcome))
-        return outcome
-
-    return live
+async def _live_call(state: _State, execution: ToolExecution) -> ToolOutcome:
+    """The tool call itself, announced by ``ToolCallStarted``/``ToolCallFinished``."""
+    emit = state.coordinator.emit
+    emit(execution.started_event())
+    text, error = await _execute(state, execution.call, execution.call_path)
+    outcome = ToolOutcome(text=text, is_error=error is not None, error_type=error)
+    emit(execution.finished_event(outcome))
+    return outcome
 
 
-async def _execute(state: _State, call: ToolCall, call_path: str) -> tuple[str, bool]:
-    """Validate, ask permission, run; every failure becomes (text for the model, True)."""
+async def _execute(state: _State, call: ToolCall, call_path: str) -> tuple[str, str | None]:
+    """Validate, ask permission, run: (text for the model, None), or on any failure
+    (text for the model, the error's type: see ``ToolOutcome.error_type``)."""
+    if call.truncated:
+        return truncated_call_text(call), "truncated"
     tool = state.spec.tools.get(call.name)
     if tool is None:
         available = ", ".join(state.spec.tools) or "none"
-        return f"Unknown tool {call.name!r}. Available tools: {available}.", True
+        return f"Unknown tool {call.name!r}. Available tools: {available}.", "unknown_tool"
     try:
         arguments = tool.validate_arguments(call.arguments)
     except ToolArgumentsError as e:
-        return str(e), True
+        return str(e), type(e).__name__
     ctx = ToolContext(
         coordinator=state.coordinator,
         agent_path=state.agent_path,
@@ -295,26 +379,28 @@ async def _execute(state: _State, call: ToolCall, call_path: str) -> tuple[str, 
         if tool.needs_approval(arguments):
             refusal = await ctx.ask_permission(tool.name, arguments)
             if refusal is not None:
-                return refusal, False
-        return await _call_tool(tool, ctx, arguments)
+                return refusal, None
+        if tool.timeout is None:
+            return result_to_text(await tool.call(ctx, arguments)), None
+        return await _call_with_timeout(tool, ctx, arguments, tool.timeout)
     except QuestionNotAnswered as e:
-        return unanswered_text(e), False
+        return unanswered_text(e), None
     except _FATAL:
         raise
     except Exception as e:
-        return f"Error: {error_text(e)}", True
+        return f"Error: {error_text(e)}", type(e).__name__
     finally:
         _current.reset(token)
 
 
-async def _call_tool(tool: Tool, ctx: ToolContext, arguments: dict[str, Any]) -> tuple[str, bool]:
-    if tool.timeout is None:
-        return result_to_text(await tool.call(ctx, arguments)), False
-    scope = anyio.CancelScope(deadline=anyio.current_time() + tool.timeout)
+async def _call_with_timeout(
+    tool: Tool, ctx: ToolContext, arguments: dict[str, Any], timeout: float
+) -> tuple[str, str | None]:
+    scope = anyio.CancelScope(deadline=anyio.current_time() + timeout)
     ctx.deadlines = (*ctx.deadlines, Deadline(scope))
     value = None
     with scope:
         value = await tool.call(ctx, arguments)
     if scope.cancelled_caught:
-        return f"Error: tool {tool.name!r} timed out after {tool.timeout:g} seconds.", True
-    return result_to_text(value), False
+        return f"Error: tool {tool.name!r} timed out after {timeout:g} seconds.", "timeout"
+    return result_to_text(value), None

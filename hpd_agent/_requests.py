@@ -12,6 +12,7 @@ the table of a run's open requests.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -181,9 +182,22 @@ class PendingRequest:
 
 
 def question_key(event: RequestEvent) -> tuple[Any, ...] | None:
-    """What makes two questions "the same" for deduplication (permissions never are)."""
+    """What makes two questions "the same" for deduplication (permissions never are).
+
+    Everything the human would see and everything the answer is checked against: the
+    asking agent, kind, text, context, options and data (schema and payload included).
+    Two questions that differ in any of these get two requests and two answers.
+    """
     if isinstance(event, ClarificationRequest):
-        return (event.agent_path, event.question_kind, event.question, event.options)
+        data = None if event.data is None else json.dumps(event.data, sort_keys=True)
+        return (
+            event.agent_path,
+            event.question_kind,
+            event.question,
+            event.context,
+            event.options,
+            data,
+        )
     return None
 
 

@@ -9,18 +9,19 @@ one ``RunFinished``. A nested run finds the root's coordinator through the calli
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
 
 from ._context import ToolContext, _current
-from ._loop import AgentSpec, run_agent
+from ._loop import AgentOutcome, AgentSpec, run_agent
 from ._requests import LocalRequests
-from ._sessions import RunSession
+from ._sessions import RunSession, SessionStore
 from ._text import error_text
-from .coordinator import Coordinator, OnUnhandled
+from .coordinator import Coordinator, OnUnhandled, check_on_unhandled
 from .events import AgentFinished, AgentStarted, RunStarted, RunStatus
 from .exceptions import UserError
 from .handlers._base import Handler, serve
@@ -35,6 +36,7 @@ __all__ = [
     "Blueprint",
     "agent_tool",
     "execute_root",
+    "resolve_policy",
     "run_nested",
     "run_root",
     "stream_root",
@@ -123,37 +125,26 @@ async def execute_root(
         result = RunResult(run_id=coordinator.run_id, status="failed", error=e)
         coordinator.emit(finished_event(result, bp.name))
         return result
-    if session is None:
-        return await _execute_with(bp, coordinator, prompt, history, None, hooks)
-    async with session.held():
-        return await _execute_with(bp, coordinator, prompt, history, session, hooks)
-
-
-async def _execute_with(
-    bp: Blueprint,
-    coordinator: Coordinator,
-    prompt: str,
-    history: Sequence[Message] | None,
-    session: RunSession | None,
-    hooks: Sequence[Hook],
-) -> RunResult:
     _configure(coordinator, session, hooks)
-    if session is not None:
-        await session.attach(coordinator)
-    scope = anyio.CancelScope()
-    coordinator.quiescence.scope = scope
-    result: RunResult | None = None
-    with scope:
-        result = await _root_body(bp, coordinator, prompt, history, session)
-    if result is None:  # only "interrupt" cancels this scope
-        result = RunResult(
-            run_id=coordinator.run_id,
-            status="interrupted",
-            usage=coordinator.usage,
-            pending=coordinator.pending(),
-        )
-    if session is not None:
-        await session.finish(result)
+    # A store holds the run (its lease) for the whole execution; `async with` adds no
+    # coroutine frame to the hot path.
+    async with contextlib.nullcontext() if session is None else session.held():
+        if session is not None:
+            await session.attach(coordinator)
+        scope = anyio.CancelScope()
+        coordinator.quiescence.scope = scope
+        result: RunResult | None = None
+        with scope:
+            result = await _root_body(bp, coordinator, prompt, history, session)
+        if result is None:  # only "interrupt" cancels this scope
+            result = RunResult(
+                run_id=coordinator.run_id,
+                status="interrupted",
+                usage=coordinator.usage,
+                pending=coordinator.pending(),
+            )
+        if session is not None:
+            await session.finish(result)
     coordinator.emit(finished_event(result, bp.name))
     return result
 
@@ -225,7 +216,7 @@ def stream_root(
 
 
 def _configure(coordinator: Coordinator, session: RunSession | None, hooks: Sequence[Hook]) -> None:
-    everything = [*hooks, *installed()]
+    everything = [h for h in (*hooks, *installed()) if h.active()]
     if session is None:
         if everything:
             coordinator.configure(HookSet(everything), LocalRequests())
@@ -349,73 +340,88 @@ async def run_nested(
 ) -> RunResult:
     """Run ``bp`` inside the tool call ``ctx``: its events go to the root's stream."""
     coordinator = ctx.coordinator
+    path = (*ctx.agent_path, bp.name)
+    scope = f"{ctx.call_path}/{bp.name}"
     # The calling tool counted as busy; while this agent runs, its own calls count instead.
     coordinator.quiescence.leave()
     try:
-        return await _nested_body(bp, ctx, prompt, history, conversation_key)
+        extra = ""
+        if bp.before is not None:
+            decided = await before_run(
+                bp.before, coordinator, agent_path=path, scope_path=scope, request=prompt,
+                deadlines=ctx.deadlines,
+            )  # fmt: skip
+            if decided.rejected:
+                return RunResult(
+                    run_id=ctx.run_id,
+                    status="rejected",
+                    output="The user rejected the proposed plan; the task was not carried out.",
+                    clarifier=decided,
+                )
+            extra = decided.instructions()
+        if conversation_key is None:
+            messages = first_messages(bp.instructions, prompt, history, extra)
+            outcome = await _nested_agent(bp, ctx, path, scope, messages, prompt)
+        else:
+            outcome = await _kept_conversation(
+                bp, ctx, path, scope, prompt, history, extra, conversation_key
+            )
     finally:
         coordinator.quiescence.enter()
+    return RunResult(
+        run_id=ctx.run_id,
+        status="completed",
+        output=outcome.output,
+        messages=outcome.messages,
+        usage=outcome.usage,
+        truncated=outcome.truncated,
+    )
 
 
-async def _nested_body(
+def _nested_agent(
     bp: Blueprint,
     ctx: ToolContext,
+    path: tuple[str, ...],
+    scope: str,
+    messages: list[Message],
+    prompt: str,
+) -> Coroutine[Any, Any, AgentOutcome]:
+    # Returns the coroutine rather than awaiting it: no extra frame on the hot path.
+    return run_agent(
+        bp.spec,
+        ctx.coordinator,
+        agent_path=path,
+        scope_path=scope,
+        messages=messages,
+        input=prompt,
+        deadlines=ctx.deadlines,
+        tool_call_id=ctx.tool_call_id,
+    )
+
+
+async def _kept_conversation(
+    bp: Blueprint,
+    ctx: ToolContext,
+    path: tuple[str, ...],
+    scope: str,
     prompt: str,
     history: Sequence[Message] | None,
-    conversation_key: str | None,
-) -> RunResult:
-    coordinator = ctx.coordinator
-    path = (*ctx.agent_path, bp.name)
-    scope = f"{ctx.call_path}/{bp.name}"
-    extra = ""
-    if bp.before is not None:
-        decided = await before_run(
-            bp.before, coordinator, agent_path=path, scope_path=scope, request=prompt,
-            deadlines=ctx.deadlines,
-        )  # fmt: skip
-        if decided.rejected:
-            return RunResult(
-                run_id=ctx.run_id,
-                status="rejected",
-                output="The user rejected the proposed plan; the task was not carried out.",
-                clarifier=decided,
-            )
-        extra = decided.instructions()
-
-    async def run(messages: list[Message]) -> RunResult:
-        outcome = await run_agent(
-            bp.spec,
-            coordinator,
-            agent_path=path,
-            scope_path=scope,
-            messages=messages,
-            input=prompt,
-            deadlines=ctx.deadlines,
-            tool_call_id=ctx.tool_call_id,
-        )
-        return RunResult(
-            run_id=ctx.run_id,
-            status="completed",
-            output=outcome.output,
-            messages=outcome.messages,
-            usage=outcome.usage,
-            truncated=outcome.truncated,
-        )
-
-    if conversation_key is None:
-        return await run(first_messages(bp.instructions, prompt, history, extra))
-    conversations = coordinator.conversations
-    async with conversations.lock(conversation_key):
-        kept = conversations.get(conversation_key)
+    extra: str,
+    key: str,
+) -> AgentOutcome:
+    """A ``per_run`` call: continue the conversation this sub-agent had in this parent run."""
+    conversations = ctx.coordinator.conversations
+    async with conversations.lock(key):
+        kept = conversations.get(key)
         if kept is None:
             messages = first_messages(bp.instructions, prompt, history, extra)
         else:
             follow_up = f"{extra}\n\n{prompt}" if extra else prompt
             messages = [*kept, UserMessage(content=follow_up)]
-        result = await run(messages)
+        outcome = await _nested_agent(bp, ctx, path, scope, messages, prompt)
         # Kept only on success: a failed call must not leave a half turn behind.
-        await conversations.put(conversation_key, messages)
-    return result
+        await conversations.put(key, messages)
+    return outcome
 
 
 def agent_tool(
@@ -446,3 +452,16 @@ def agent_tool(
         requires_approval=requires_approval,
         timeout=timeout,
     )
+
+
+def resolve_policy(
+    default: OnUnhandled, on_unhandled: OnUnhandled | None, store: SessionStore | None
+) -> OnUnhandled:
+    """The policy of one run: its own, else the agent's; \"interrupt\" needs a store."""
+    policy = default if on_unhandled is None else check_on_unhandled(on_unhandled)
+    if policy == "interrupt" and store is None:
+        raise UserError(
+            'on_unhandled="interrupt" needs a store to keep the pending requests: '
+            "pass store=SQLiteStore(path) (or MemoryStore() within one process)"
+        )
+    return policy

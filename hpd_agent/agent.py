@@ -16,11 +16,13 @@ from typing import Any, Literal
 from ._context import current_context
 from ._loop import AgentSpec
 from ._refs import caller_module, module_ref
+from ._resuming import Resumable
 from ._runner import (
     BeforeRun,
     Blueprint,
     SessionOpener,
     agent_tool,
+    resolve_policy,
     run_nested,
     run_root,
     stream_root,
@@ -47,7 +49,7 @@ def _new_run_id() -> str:
     return "run_" + uuid.uuid4().hex[:16]
 
 
-class Agent:
+class Agent(Resumable):
     """An LLM with instructions and tools, runnable on its own or as another agent's tool.
 
     Args:
@@ -64,6 +66,10 @@ class Agent:
             ``hpd_agent.presets.Clarifier``: it asks the human its questions (and agrees a
             plan) first; what it learns goes into the instructions for that run, and a
             rejected plan ends the run with status ``"rejected"``.
+        api_base: For a string ``model``: the endpoint of an OpenAI-compatible server, e.g.
+            ``"http://127.0.0.1:8080/v1"`` with ``model="openai/<served-name>"``.
+        api_key: For a string ``model``: the key (default: the provider's environment
+            variable, such as ``OPENAI_API_KEY``).
     """
 
     def __init__(
@@ -78,9 +84,13 @@ class Agent:
         description: str | None = None,
         on_unhandled: OnUnhandled = "decline",
         clarifier: BeforeRun | None = None,
+        api_base: str | None = None,
+        api_key: str | None = None,
     ) -> None:
         if not name:
             raise UserError("an agent needs a name")
+        if isinstance(model, Model) and (api_base is not None or api_key is not None):
+            raise UserError("api_base/api_key go with a model string; pass them to your Model")
         if max_turns < 1:
             raise UserError("max_turns must be at least 1")
         self.name = name
@@ -93,14 +103,9 @@ class Agent:
         self._home = caller_module()
         """The module that built the agent: a store records ``module:attr`` when it can."""
         self._model_source = model
+        self._endpoint = {"api_base": api_base, "api_key": api_key}
         self._model: Model | None = model if isinstance(model, Model) else None
-        tool_map: dict[str, Tool] = {}
-        for t in tools:
-            resolved = t if isinstance(t, Tool) else Tool(t)
-            if resolved.name in tool_map:
-                raise UserError(f"agent {name!r} has two tools named {resolved.name!r}")
-            tool_map[resolved.name] = resolved
-        self.tools: Mapping[str, Tool] = tool_map
+        self.tools: Mapping[str, Tool] = _tool_map(name, tools)
         self._blueprint: Blueprint | None = None
 
     def __repr__(self) -> str:
@@ -110,7 +115,7 @@ class Agent:
     def model(self) -> Model:
         """The resolved model (a string is turned into a ``LiteLLMModel`` on first use)."""
         if self._model is None:
-            self._model = infer_model(self._model_source)
+            self._model = infer_model(self._model_source, **self._endpoint)
         return self._model
 
     def _plan(self) -> Blueprint:
@@ -127,15 +132,6 @@ class Agent:
                 name=self.name, spec=spec, instructions=self.instructions, before=self.clarifier
             )
         return self._blueprint
-
-    def _policy(self, on_unhandled: OnUnhandled | None, store: SessionStore | None) -> OnUnhandled:
-        policy = self.on_unhandled if on_unhandled is None else check_on_unhandled(on_unhandled)
-        if policy == "interrupt" and store is None:
-            raise UserError(
-                'on_unhandled="interrupt" needs a store to keep the pending requests: '
-                "pass store=SQLiteStore(path) (or MemoryStore() within one process)"
-            )
-        return policy
 
     # -- root runs -------------------------------------------------------------------------
     async def run(
@@ -188,7 +184,7 @@ class Agent:
                     "requests go to the root run's stream and handler"
                 )
             return await run_nested(self._plan(), ctx, prompt, history=history)
-        policy = self._policy(on_unhandled, store)
+        policy = resolve_policy(self.on_unhandled, on_unhandled, store)
         rid = run_id or _new_run_id()
         opener = _new_session(store, rid, self, prompt, history)
         return await run_root(self._plan(), rid, prompt, history, handler, policy, opener, hooks)
@@ -213,85 +209,10 @@ class Agent:
             raise UserError(
                 "stream() inside a tool call: use run(); nested events reach the root stream"
             )
-        policy = self._policy(on_unhandled, store)
+        policy = resolve_policy(self.on_unhandled, on_unhandled, store)
         rid = run_id or _new_run_id()
         opener = _new_session(store, rid, self, prompt, history)
         return stream_root(self._plan(), rid, prompt, history, policy, opener, hooks)
-
-    # -- durable runs ----------------------------------------------------------------------
-    async def resume(
-        self,
-        run_id: str,
-        *,
-        store: SessionStore,
-        answers: Mapping[str, Any] | None = None,
-        handler: Handler | None = None,
-        on_unhandled: OnUnhandled | None = None,
-        max_age: float | None = None,
-        hooks: Sequence[Hook] = (),
-    ) -> RunResult:
-        """Continue a run journaled in ``store`` (after a crash, or an interrupt).
-
-        The root agent starts again from its first message and replays the journal: each
-        recorded model response and tool result is reused, so no model call and no tool
-        side effect runs twice; a request raised before keeps its id and is still pending
-        in the store (or answered there: then it returns at once). The run then continues
-        live, as if never interrupted.
-
-        Args:
-            run_id: The run to continue.
-            store: The store it was journaled in.
-            answers: ``{request_id: answer}`` to give pending requests first (validated
-                against each stored question; a refused one raises and nothing resumes).
-            handler: Answers new requests, as in ``run``.
-            on_unhandled: Policy for requests nobody here answers, as in ``run``.
-            max_age: Expire this run's pending requests older than this many seconds first;
-                their askers see the timeout text.
-            hooks: Hooks for this run, as in ``run``.
-
-        Raises:
-            UserError: No such run, or it was started by an agent of another name.
-            RequestError: One of ``answers`` was refused.
-        """
-        if current_context() is not None:
-            raise UserError("resume() inside a tool call: resume the root run instead")
-        policy = self._policy(on_unhandled, store)
-        session = await store.resume_session(
-            run_id, agent_name=self.name, answers=answers, max_age=max_age
-        )
-
-        async def reopened() -> Any:
-            return session
-
-        return await run_root(
-            self._plan(), run_id, session.prompt, session.history, handler, policy, reopened, hooks
-        )
-
-    def resume_stream(
-        self,
-        run_id: str,
-        *,
-        store: SessionStore,
-        on_unhandled: OnUnhandled | None = None,
-        max_age: float | None = None,
-        hooks: Sequence[Hook] = (),
-    ) -> Run:
-        """``resume`` as a stream: iterate the events (replayed ones have ``replayed=True``).
-
-        The run record is read when the run starts. An unknown run (or one started by an
-        agent of another name) keeps the stream's shape: ``RunStarted``, then
-        ``RunFinished`` with status ``"failed"`` and the ``UserError``, which ``run.result``
-        holds too (leaving the ``async with`` block raises it).
-        """
-        if current_context() is not None:
-            raise UserError("resume_stream() inside a tool call: resume the root run instead")
-        policy = self._policy(on_unhandled, store)
-        name = self.name
-
-        async def reopened() -> Any:
-            return await store.resume_session(run_id, agent_name=name, max_age=max_age)
-
-        return stream_root(self._plan(), run_id, "", None, policy, reopened, hooks)
 
     # -- as a tool -------------------------------------------------------------------------
     def as_tool(
@@ -341,3 +262,13 @@ def _new_session(
         )
 
     return opened
+
+
+def _tool_map(agent_name: str, tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+    found: dict[str, Tool] = {}
+    for t in tools:
+        resolved = t if isinstance(t, Tool) else Tool(t)
+        if resolved.name in found:
+            raise UserError(f"agent {agent_name!r} has two tools named {resolved.name!r}")
+        found[resolved.name] = resolved
+    return found

@@ -95,11 +95,12 @@ def _parser() -> argparse.ArgumentParser:
     chat.set_defaults(func=_cmd_chat)
 
     add_store_commands(sub)
+    _add_serve_command(sub)
     return parser
 
 
 def _version() -> str:
-    from . import __version__
+    from ._version import __version__
 
     return __version__
 
@@ -135,10 +136,16 @@ def _run(console: Console, main: Callable[[], Awaitable[Any]]) -> int:
         # question of the run was cancelled before we got here.
         console.print("\n[bold yellow]Cancelled (Ctrl-C): the run and its agents were stopped.[/]")
         return 130
+    except _Shown:
+        return 1
     except HpdAgentError as e:
-        console.print(f"[bold red]Error:[/] {type(e).__name__}: {e}")
+        console.print(f"[bold red]Error:[/] {type(e).__name__}: {e}", soft_wrap=True)
         return 1
     return 0
+
+
+class _Shown(Exception):
+    """The run failed and the console handler already said so ("Run failed: ...")."""
 
 
 def _stdin_note(console: Console, assume_yes: bool) -> None:
@@ -176,7 +183,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         _stdin_note(console, args.yes)
 
         async def main() -> None:
-            result = await orchestrator.run(prompt, handler=handler)
+            from .exceptions import HpdAgentError
+
+            try:
+                result = await orchestrator.run(prompt, handler=handler)
+            except HpdAgentError:
+                raise _Shown from None
             files = sorted(
                 [p.name async for p in anyio.Path(workdir).iterdir() if await p.is_file()]
             )
@@ -216,9 +228,8 @@ def _cmd_chat(args: argparse.Namespace) -> int:
                 with ctrl_c.turn():  # Ctrl-C cancels this turn only; the history stays
                     try:
                         result = await agent.run(line, handler=handler, history=history)
-                    except HpdAgentError as e:
-                        # The turn failed; the conversation so far is kept, so the chat goes on.
-                        console.print(f"[bold red]Error:[/] {type(e).__name__}: {e}")
+                    except HpdAgentError:
+                        # The turn failed (the handler said so); the conversation so far is kept.
                         continue
                     history = result.messages
                     console.print()
@@ -275,6 +286,67 @@ class _CtrlC:
             if self._chat is not None:
                 self._chat.cancel()
             return
+
+
+# -- serve (hpd_agent.web, the "web" extra) -------------------------------------------------
+def _add_serve_command(sub: Any) -> None:
+    serve = sub.add_parser(
+        "serve",
+        help="serve an agent over HTTP: AG-UI endpoint, question inbox and web page",
+        description="Serve the Agent at MODULE:ATTR (importable from the current directory).",
+    )
+    serve.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
+    serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one")
+    serve.add_argument(
+        "--store", default=None, help="SQLite path or postgresql:// DSN (default hpd-agent-web.db)"
+    )
+    serve.add_argument("--token", default=None, help="bearer token (or HPD_AGENT_TOKEN)")
+    serve.set_defaults(func=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    # Errors other than these two go to main(): one line, the exit status of the table above.
+    try:
+        import uvicorn
+
+        from . import web
+    except ImportError as e:
+        print(
+            f'error: serve needs the web extra ({e}): pip install "hpd-agent[web]"', file=sys.stderr
+        )
+        return 2
+    token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
+    if not web.is_loopback(args.host) and token is None:
+        print(
+            f"error: refusing to serve on {args.host} without a token: anyone on the network "
+            "could run the agent. Pass --token (or set HPD_AGENT_TOKEN), or bind 127.0.0.1.",
+            file=sys.stderr,
+        )
+        return 2
+    import socket
+
+    from ._cli_store import _load_agent
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
+    agent = _load_agent(args.agent)
+    app = web.create_app(agent, store=args.store, token=token, agent_ref=args.agent)
+    host = args.host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, args.port))
+    except OSError as e:
+        print(f"error: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
+        return 2
+    sock.listen(128)
+    shown = f"[{host}]" if family == socket.AF_INET6 else host
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    print(f"Serving {agent.name} on http://{shown}:{sock.getsockname()[1]}", flush=True)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

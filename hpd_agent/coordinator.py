@@ -27,7 +27,13 @@ from ._requests import (
     Settlement,
 )
 from .events import Event, RequestEvent
-from .exceptions import NoUserAvailableError, QuestionNotAnswered, RequestError, UserError
+from .exceptions import (
+    NoUserAvailableError,
+    QuestionNotAnswered,
+    RequestCancelledError,
+    RequestError,
+    UserError,
+)
 from .hooks import HookSet
 from .messages import Message, Usage
 
@@ -57,6 +63,10 @@ def check_on_unhandled(value: object) -> OnUnhandled:
             f"on_unhandled must be one of {', '.join(map(repr, choices))}, got {value!r}"
         )
     return value  # type: ignore[return-value]
+
+
+_NO_HOOKS = HookSet()
+_LOCAL = LocalRequests()  # stateless: one serves every run
 
 
 class ConversationKeeper(Protocol):
@@ -123,7 +133,8 @@ class Quiescence:
     def leave(self) -> None:
         """A live model call or tool call ended (or handed over to a nested agent)."""
         self.busy -= 1
-        self.check()
+        if self.parked and self.parked >= self.busy:
+            self.interrupt()
 
     def park(self, delta: int) -> None:
         """A waiter parks (+1) on a request nobody here can answer, or stops (-1)."""
@@ -169,8 +180,8 @@ class Coordinator:
         self._sink = sink
         self.listening = listening
         self.on_unhandled: OnUnhandled = on_unhandled
-        self.hooks = hooks if hooks is not None else HookSet()
-        self.backend: RequestBackend = backend if backend is not None else LocalRequests()
+        self.hooks = hooks if hooks is not None else _NO_HOOKS
+        self.backend: RequestBackend = backend if backend is not None else _LOCAL
         self.requests = RequestTable(self.emit, self.hooks)
         self.conversations = Conversations()
         self.quiescence = Quiescence()
@@ -178,8 +189,9 @@ class Coordinator:
         """Set when the run is cancelled on purpose (``Run.cancel``, leaving its block early).
         Only then do kept requests end as cancelled; any other cancellation (the process
         shutting down, an outer cancel scope) leaves them pending for a resume, like a crash."""
-        self.usage = Usage()
-        """Usage of every model request in the tree so far."""
+        self._requests_n = 0
+        self._input_tokens = 0
+        self._output_tokens = 0
 
     def configure(self, hooks: HookSet, backend: RequestBackend) -> None:
         """Install the run's hooks and request backend (before anything runs)."""
@@ -206,7 +218,18 @@ class Coordinator:
 
     def add_usage(self, usage: Usage) -> None:
         """Count one model request's usage toward the whole run."""
-        self.usage = self.usage + usage
+        self._requests_n += usage.requests
+        self._input_tokens += usage.input_tokens
+        self._output_tokens += usage.output_tokens
+
+    @property
+    def usage(self) -> Usage:
+        """Usage of every model request in the tree so far."""
+        return Usage(
+            requests=self._requests_n,
+            input_tokens=self._input_tokens,
+            output_tokens=self._output_tokens,
+        )
 
     # -- interrupt and quiescence ------------------------------------------------------
     @property
@@ -246,58 +269,23 @@ class Coordinator:
         Time waiting pauses the asker's enclosing deadlines. A question identical to one
         still open from the same agent is not asked again: it shares that one's answer.
         """
-        backend = self.backend
-        first = backend.alias_of(request_id)
-        if first is not None:
-            return await _follow(self, asker, spec, first, timeout)
+        if self.backend.durable:
+            return await _kept_request(self, asker, spec, request_id, timeout)
+        # In memory: the request lives here only (the hot path of a question).
         event = spec.build(request_id=request_id, asker=asker)
         table = self.requests
         duplicate = table.find_duplicate(event)
         if duplicate is not None:
-            await backend.record_alias(request_id, duplicate.request_id)
             return await self.join(duplicate, asker, timeout)
-        # Tracked before the backend write (which may yield), so an identical question asked
-        # meanwhile by a sibling joins this one instead of racing it.
         pending = table.track(event, spec)
-        try:
-            settled, remaining = await backend.open(event, timeout)
-        except BaseException:
-            table.settle_quietly(pending, "cancelled", None)
-            raise
-        if settled is not None:
-            table.settle_quietly(pending, settled.status, None)
-            value = _replay_settled(self, spec, event, settled)
-            pending.answer = value
-            return value
         table.announce(pending)
-        if not self.listening and not backend.durable:
+        if not self.listening:
             table.finish(pending, "unavailable", None)
         else:
-            await self._wait_parked(pending, asker, remaining)
-        if not pending.stored:
+            await _wait(self, pending, asker, timeout)
             if pending.status == "pending":
-                await _mirror(self, pending, "expired", None)
-            else:
-                status = pending.status
-                await _mirror(
-                    self,
-                    pending,
-                    "cancelled" if status == "unavailable" else status,
-                    pending.answer,
-                )
+                table.finish(pending, "expired", None)
         return self.outcome(pending, timeout)
-
-    async def _wait_parked(
-        self, pending: PendingRequest, asker: Asker, timeout: float | None
-    ) -> None:
-        with self.parked():
-            try:
-                await self.wait(pending, asker, timeout)
-            except BaseException:
-                if self.cancelling and not pending.stored:
-                    with anyio.CancelScope(shield=True):
-                        await _mirror(self, pending, "cancelled", None)
-                raise
 
     async def join(self, pending: PendingRequest, asker: Asker, timeout: float | None) -> Any:
         """Wait for another asker's identical request; its answer is this asker's too."""
@@ -311,27 +299,6 @@ class Coordinator:
                 request_id=rid,
             )
         return self.outcome(pending, timeout)
-
-    async def wait(self, pending: PendingRequest, asker: Asker, timeout: float | None) -> None:
-        """Wait until ``pending`` is resolved or ``timeout`` passes (then it is still pending).
-
-        With a durable backend, an answer from outside (another process) also resolves it.
-        If the waiting task is cancelled, the request ends as cancelled, unless the run is
-        being interrupted to be resumed later.
-        """
-        try:
-            with anyio.move_on_after(math.inf if timeout is None else timeout):
-                if not self.backend.durable:
-                    await _paused_wait(pending.done, asker)
-                else:
-                    async with anyio.create_task_group() as tg:
-                        tg.start_soon(_from_backend, self, pending)
-                        await _paused_wait(pending.done, asker)
-                        tg.cancel_scope.cancel()
-        except BaseException:
-            if pending.status == "pending" and not self.quiescence.interrupted:
-                self.requests.finish(pending, "cancelled", None)
-            raise
 
     def outcome(self, pending: PendingRequest, timeout: float | None) -> Any:
         """The answer of a resolved request, or the ``QuestionNotAnswered`` it ends with."""
@@ -352,12 +319,35 @@ class Coordinator:
         if not self.backend.durable:
             return self.respond_nowait(request_id, answer)
         table = self.requests
-        pending = table.check_open(request_id)
+        pending = self._open_for_answer(request_id)
         value = table.validate(pending, answer)
         await self.backend.resolve(request_id, "answered", value)  # the store decides a race
         pending.stored = True
-        table.accept(pending, value)
+        if pending.status == "pending":
+            table.accept(pending, value)
         return value
+
+    def _open_for_answer(self, request_id: str) -> PendingRequest:
+        pending = self.requests.check_open(request_id)
+        if self.cancelling:
+            raise RequestCancelledError(
+                f"request {request_id} was cancelled: its run is being cancelled",
+                request_id=request_id,
+            )
+        return pending
+
+    def cancel_all(self) -> None:
+        """The run is being cancelled on purpose: from now on no answer is accepted.
+
+        In memory every open request ends cancelled at once, so an answer given after the
+        cancel is refused, never half-accepted. With a durable backend each waiter writes
+        "cancelled" to the store as it unwinds; an answer the store took first wins there,
+        and the run's events say so.
+        """
+        self.cancelling = True
+        if not self.backend.durable:
+            for pending in self.requests.open_requests():
+                self.requests.finish(pending, "cancelled", None)
 
     def respond_nowait(self, request_id: str, answer: Any) -> Any:
         """``respond`` without awaiting, for a run whose requests live in memory only (e.g.
@@ -369,7 +359,7 @@ class Coordinator:
         if self.backend.durable:
             raise UserError("this run keeps its requests in a store: await respond() instead")
         table = self.requests
-        pending = table.check_open(request_id)
+        pending = self._open_for_answer(request_id)
         value = table.validate(pending, answer)
         table.accept(pending, value)
         return value
@@ -413,6 +403,89 @@ def _outcome(pending: PendingRequest, timeout: float | None, policy: OnUnhandled
         status="cancelled",
         request_id=rid,
     )
+
+
+async def _kept_request(
+    coordinator: Coordinator,
+    asker: Asker,
+    spec: RequestSpec,
+    request_id: str,
+    timeout: float | None,
+) -> Any:
+    """``Coordinator.request`` with a durable backend: the request is kept there before its
+    event goes out, an earlier life's outcome is replayed, and the outcome reached here is
+    written back (the backend's wins a race)."""
+    backend = coordinator.backend
+    first = backend.alias_of(request_id)
+    if first is not None:
+        return await _follow(coordinator, asker, spec, first, timeout)
+    event = spec.build(request_id=request_id, asker=asker)
+    table = coordinator.requests
+    duplicate = table.find_duplicate(event)
+    if duplicate is not None:
+        await backend.record_alias(request_id, duplicate.request_id)
+        return await coordinator.join(duplicate, asker, timeout)
+    # Tracked before the backend write (which yields), so an identical question asked
+    # meanwhile by a sibling joins this one instead of racing it.
+    pending = table.track(event, spec)
+    try:
+        settled, remaining = await backend.open(event, timeout)
+    except BaseException:
+        table.settle_quietly(pending, "cancelled", None)
+        raise
+    if settled is not None:
+        table.settle_quietly(pending, settled.status, None)
+        value = _replay_settled(coordinator, spec, event, settled)
+        pending.answer = value
+        return value
+    table.announce(pending)
+    with coordinator.parked():
+        try:
+            await _wait(coordinator, pending, asker, remaining)
+        except BaseException:
+            if coordinator.cancelling and not pending.stored:
+                with anyio.CancelScope(shield=True):
+                    await _mirror(coordinator, pending, "cancelled", None)
+            raise
+    if not pending.stored:
+        status = pending.status
+        if status == "pending":
+            await _mirror(coordinator, pending, "expired", None)
+        else:
+            answer = pending.answer
+            await _mirror(
+                coordinator, pending, "cancelled" if status == "unavailable" else status, answer
+            )
+    return coordinator.outcome(pending, timeout)
+
+
+async def _wait(
+    coordinator: Coordinator, pending: PendingRequest, asker: Asker, timeout: float | None
+) -> None:
+    """Wait until ``pending`` is resolved or ``timeout`` passes (then it is still pending).
+
+    With a durable backend, an answer from outside (another process) also resolves it.
+    If the waiting task is cancelled, the request ends as cancelled, unless the run is
+    being interrupted to be resumed later.
+    """
+    try:
+        with anyio.move_on_after(math.inf if timeout is None else timeout):
+            if not coordinator.backend.durable:
+                await _paused_wait(pending.done, asker)
+            else:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_from_backend, coordinator, pending)
+                    await _paused_wait(pending.done, asker)
+                    tg.cancel_scope.cancel()
+    except BaseException:
+        # Interrupted: it stays pending for a resume. Cancelled on purpose with a store:
+        # the store decides between this cancel and a racing answer (see _kept_request).
+        keep = coordinator.quiescence.interrupted or (
+            coordinator.cancelling and coordinator.backend.durable
+        )
+        if pending.status == "pending" and not keep:
+            coordinator.requests.finish(pending, "cancelled", None)
+        raise
 
 
 async def _from_backend(coordinator: Coordinator, pending: PendingRequest) -> None:

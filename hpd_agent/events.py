@@ -93,13 +93,18 @@ class AgentStarted(_Base):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AgentFinished(_Base):
-    """An agent finished: ``output`` is its final answer when ``status`` is completed."""
+    """An agent finished: ``output`` is its final answer when ``status`` is completed.
+
+    ``usage`` is what the agent spent, whatever the status; ``truncated`` says the final
+    answer was cut off by the model's token limit (``finish_reason="length"``).
+    """
 
     status: RunStatus
     output: str | None = None
     error: str | None = None
     usage: Usage = field(default_factory=Usage)
     tool_call_id: str | None = None
+    truncated: bool = False
     kind: Literal["agent_finished"] = "agent_finished"
 
 

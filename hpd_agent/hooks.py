@@ -37,6 +37,7 @@ __all__ = [
     "Hook",
     "HookSet",
     "ModelCall",
+    "StepCall",
     "ToolExecution",
     "ToolOutcome",
     "install",
@@ -129,10 +130,15 @@ class ModelCall:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolOutcome:
-    """What a tool call gives back to the model: the result text, and whether it failed."""
+    """What a tool call gives back to the model: the result text, and whether it failed.
+
+    ``error_type`` names a failure for traces: the exception's class name, ``"timeout"``, or
+    ``"unknown_tool"`` (None when the call succeeded or its outcome was replayed).
+    """
 
     text: str
     is_error: bool = False
+    error_type: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -196,6 +202,26 @@ class ToolExecution:
         )
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StepCall:
+    """One journaled step of a tool (``await ctx.step(name, fn, ...)``).
+
+    Attributes:
+        run_id: Id of the root run.
+        agent_path: Agent names down to the agent whose tool takes the step.
+        name: The step's name, as the tool gave it.
+        key: Stable id of the step in the run (the tool call's path, the step's index and
+            name), the same after a crash and a resume.
+        run: Does the step (calls the tool's function) and returns its result.
+    """
+
+    run_id: str
+    agent_path: tuple[str, ...]
+    name: str
+    key: str
+    run: Callable[[], Awaitable[Any]]
+
+
 class Hook:
     """Base class of hooks: override what you need; the defaults pass straight through.
 
@@ -221,11 +247,23 @@ class Hook:
         """Around one tool call (validation, permission and execution)."""
         return await call_next(execution)
 
+    async def wrap_step(self, step: StepCall, call_next: CallNext[StepCall, Any]) -> Any:
+        """Around one journaled step of a tool (a durable run records its result)."""
+        return await call_next(step)
+
     def request_opened(self, event: RequestEvent) -> None:
         """A question or permission request is about to reach the stream."""
 
     def request_resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
         """A request ended; ``answer`` is the validated answer when ``status`` is answered."""
+
+    def active(self) -> bool:
+        """Whether the hook takes part in a root run starting now (asked once per root run).
+
+        A hook with nothing to do at the moment (tracing with no SDK installed) says False,
+        and the run then costs what it would cost without it.
+        """
+        return True
 
 
 def _overrides(hook: Hook, name: str) -> bool:
@@ -259,9 +297,17 @@ class HookSet:
     for that before building a call object: a run with no hooks pays nothing.
     """
 
-    __slots__ = ("agent_wrappers", "hooks", "model_wrappers", "observers", "tool_wrappers")
+    __slots__ = (
+        "agent_wrappers",
+        "hooks",
+        "model_wrappers",
+        "observers",
+        "step_wrappers",
+        "tool_wrappers",
+    )
 
     def __init__(self, hooks: Sequence[Hook] = ()) -> None:
+        hooks = [h for h in hooks if h.active()]
         self.hooks = tuple(hooks)
         self.agent_wrappers = tuple(h.wrap_agent for h in hooks if _overrides(h, "wrap_agent"))
         self.model_wrappers = tuple(
@@ -270,6 +316,7 @@ class HookSet:
         self.tool_wrappers = tuple(
             h.wrap_tool_call for h in hooks if _overrides(h, "wrap_tool_call")
         )
+        self.step_wrappers = tuple(h.wrap_step for h in hooks if _overrides(h, "wrap_step"))
         self.observers = tuple(
             h for h in hooks if _overrides(h, "request_opened") or _overrides(h, "request_resolved")
         )
@@ -294,6 +341,10 @@ class HookSet:
     ) -> CallNext[ToolExecution, ToolOutcome]:
         """``terminal`` wrapped by every ``wrap_tool_call``."""
         return _chain(self.tool_wrappers, terminal)
+
+    def step(self, terminal: CallNext[StepCall, Any]) -> CallNext[StepCall, Any]:
+        """``terminal`` wrapped by every ``wrap_step``."""
+        return _chain(self.step_wrappers, terminal)
 
     def opened(self, event: RequestEvent) -> None:
         """Tell every observer a request opened."""

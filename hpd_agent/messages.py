@@ -8,6 +8,7 @@ and back (the run journal stores them this way).
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
@@ -24,6 +25,7 @@ __all__ = [
     "UserMessage",
     "message_adapter",
     "to_openai",
+    "truncated_call_text",
 ]
 
 
@@ -35,11 +37,24 @@ class ToolCall:
         id: The model's id for the call; results are matched to calls by it.
         name: The tool's name.
         arguments: The arguments as the model sent them: a JSON text, possibly malformed.
+        truncated: The model hit its token limit in the middle of this call (its response
+            ended with ``finish_reason="length"`` before the arguments were complete). The
+            loop does not run such a call; the model gets ``truncated_call_text`` instead.
     """
 
     id: str
     name: str
     arguments: str = "{}"
+    truncated: bool = False
+
+
+def truncated_call_text(call: ToolCall) -> str:
+    """The tool result a model gets for a call its token limit cut off."""
+    return (
+        f"Error: the call to {call.name!r} was cut off by the token limit (max_tokens) before "
+        "its arguments were complete, so it was not run. Retry with shorter arguments, or "
+        "split the work into several smaller calls."
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -127,10 +142,13 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
                     {
                         "id": c.id,
                         "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments},
+                        "function": {"name": c.name, "arguments": _sendable_arguments(c)},
                     }
                     for c in m.tool_calls
                 ]
+            elif m.content is None:
+                # An assistant message needs content or tool calls (an empty, cut-off turn).
+                item["content"] = ""
             out.append(item)
         elif isinstance(m, ToolResultMessage):
             out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
@@ -139,6 +157,23 @@ def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
         else:
             out.append({"role": "system", "content": m.content})
     return out
+
+
+def _sendable_arguments(call: ToolCall) -> str:
+    """The call's arguments if they are a JSON object, else ``"{}"``.
+
+    Arguments that do not parse (a call cut off by the token limit, a model's malformed JSON)
+    are never echoed back: providers reject them, and a llama.cpp server answers HTTP 500 to
+    every later request of the conversation. The call's tool result already told the model
+    what was wrong with them.
+    """
+    if call.truncated:
+        return "{}"
+    try:
+        parsed = json.loads(call.arguments)
+    except (ValueError, RecursionError):
+        return "{}"
+    return call.arguments if isinstance(parsed, dict) else "{}"
 
 
 def last_user_text(messages: Sequence[Message]) -> str | None:

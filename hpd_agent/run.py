@@ -139,7 +139,7 @@ class Run:
             # Leaving the block early cancels the run on purpose; an exception passing
             # through (e.g. the process shutting down) leaves stored requests resumable.
             if exc_type is None:
-                self.coordinator.cancelling = True
+                self.coordinator.cancel_all()
             self._scope.cancel()
         try:
             await self._task_group.__aexit__(exc_type, exc, tb)
@@ -223,7 +223,7 @@ class Run:
     def cancel(self) -> None:
         """Cancel the run and its whole agent tree. Pending requests end as cancelled
         (in the store too, when the run has one)."""
-        self.coordinator.cancelling = True
+        self.coordinator.cancel_all()
         self._scope.cancel()
 
     @property

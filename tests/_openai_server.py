@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -46,6 +47,7 @@ class Error:
     type: str = "invalid_request_error"
     code: str | None = None
     headers: dict[str, str] = field(default_factory=dict[str, str])
+    """Extra response headers, e.g. ``{"Retry-After": "2"}`` on a 429 or 503."""
 
 
 Reply = Stream | Json | Error | tuple[str, list[tuple[str, str]]]
@@ -66,11 +68,13 @@ def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     }
 
 
-def text_stream(pieces: Sequence[str], *, usage: tuple[int, int] = (11, 7)) -> Stream:
-    """A streamed text answer in these pieces."""
+def text_stream(
+    pieces: Sequence[str], *, usage: tuple[int, int] = (11, 7), finish: str = "stop"
+) -> Stream:
+    """A streamed text answer in these pieces (``finish="length"``: cut off by max_tokens)."""
     chunks = [chunk({"role": "assistant", "content": ""})]
     chunks += [chunk({"content": p}) for p in pieces]
-    chunks.append(chunk({}, "stop"))
+    chunks.append(chunk({}, finish))
     return Stream(chunks, usage=_usage(*usage))
 
 
@@ -80,10 +84,12 @@ def tool_call_stream(
     fragment: int = 4,
     text: Sequence[str] = (),
     usage: tuple[int, int] = (20, 9),
+    finish: str = "tool_calls",
 ) -> Stream:
     """Streamed parallel tool calls ``(id, name, arguments)`` whose argument fragments
     (``fragment`` characters each) interleave across chunks, round-robin by call, as
-    OpenAI sends them when the model calls several tools at once."""
+    OpenAI sends them when the model calls several tools at once. ``finish="length"`` with
+    cut-off arguments is how a call truncated by max_tokens arrives."""
     chunks = [chunk({"role": "assistant", "content": None})]
     chunks += [chunk({"content": p}) for p in text]
     for i, (cid, name, _) in enumerate(calls):
@@ -110,7 +116,7 @@ def tool_call_stream(
                 chunks.append(
                     chunk({"tool_calls": [{"index": i, "function": {"arguments": p[k]}}]})
                 )
-    chunks.append(chunk({}, "tool_calls"))
+    chunks.append(chunk({}, finish))
     return Stream(chunks, usage=_usage(*usage))
 
 
@@ -123,9 +129,14 @@ def _usage(prompt: int, completion: int) -> dict[str, int]:
 
 
 def completion(
-    text: str | None, calls: Sequence[tuple[str, str]] = (), *, usage: tuple[int, int] = (11, 7)
+    text: str | None,
+    calls: Sequence[tuple[str, str]] = (),
+    *,
+    usage: tuple[int, int] = (11, 7),
+    finish: str | None = None,
 ) -> Json:
-    """A non-streamed chat completion with this text and ``(name, arguments)`` tool calls."""
+    """A non-streamed chat completion with this text and ``(name, arguments)`` tool calls
+    (``finish`` defaults to what OpenAI sends: ``"tool_calls"`` or ``"stop"``)."""
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if calls:
         message["tool_calls"] = [
@@ -142,7 +153,7 @@ def completion(
                 {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if calls else "stop",
+                    "finish_reason": finish or ("tool_calls" if calls else "stop"),
                     "logprobs": None,
                 }
             ],
@@ -170,6 +181,8 @@ class OpenAIServer:
         self.requests: list[dict[str, Any]] = []
         """Every request body received, in order."""
         self.headers: list[dict[str, str]] = []
+        self.times: list[float] = []
+        """When each request arrived (``time.monotonic()``), in order."""
         self._replies: list[Reply] = []
         self._script: Callable[[dict[str, Any]], Reply] | None = None
         self._lock = threading.Lock()
@@ -224,6 +237,7 @@ class OpenAIServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
+                    server.times.append(time.monotonic())
                     server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 reply = _expand(server._next(body), bool(body.get("stream")))
                 if isinstance(reply, Error):

@@ -1,10 +1,11 @@
-"""Smoke test of ``benchmarks/bench_hpd_agent.py``: every workload, tiny sizes.
+"""Smoke tests of the benchmarks: every workload of every bench, tiny sizes, and the runner.
 
 Behaviour, not timing: each workload asserts its own outcome (outputs, result order, every
 question answered, ...) and exits non-zero if one fails; here each must print one parsable
-``RESULT_JSON`` line with its metrics and no network attempt. The bench imports the peers'
-harness (``common.py`` in ``../shared/bench/peers``, or ``$HPD_BENCH_PEERS``); without it
-there is nothing to run.
+``RESULT_JSON`` line with its metrics and no network attempt. hpd_agent's bench always runs;
+a peer's runs when the peer is installed (``pip install -e ".[bench]"``) and is skipped with
+that line otherwise. The durable variants run on SQLite always and on PostgreSQL when
+``tests/_pg.py`` can start a server.
 """
 
 from __future__ import annotations
@@ -12,24 +13,72 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _pg import postgres_dsn  # noqa: F401  (fixture)
 
 REPO = Path(__file__).resolve().parents[1]
-BENCH = REPO / "benchmarks" / "bench_hpd_agent.py"
-PEERS = Path(os.environ.get("HPD_BENCH_PEERS", REPO.parent / "shared" / "bench" / "peers"))
+BENCHMARKS = REPO / "benchmarks"
+HPD_BENCH = BENCHMARKS / "bench_hpd_agent.py"
+INSTALL = 'pip install -e ".[bench]"'
 
-pytestmark = pytest.mark.skipif(
-    not (PEERS / "common.py").is_file(), reason=f"peer harness not found at {PEERS}"
-)
+PEERS = {
+    # framework: (bench script, module that must be importable)
+    "openai-agents": ("bench_openai_agents.py", "agents"),
+    "pydantic-ai": ("bench_pydantic_ai.py", "pydantic_ai"),
+    "langgraph": ("bench_langgraph.py", "langgraph.prebuilt"),
+}
 
-HAS_STORE = importlib.util.find_spec("hpd_agent.store") is not None
 
-CASES: list[tuple[list[str], list[str]]] = [
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def _needs(module: str, what: str) -> None:
+    if not _importable(module):
+        pytest.skip(f"{what} is not installed: {INSTALL}")
+
+
+def _run(script: Path, args: list[str], timeout: int = 120) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env={**os.environ},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT_JSON ")]
+    assert len(lines) == 1, proc.stdout[-2000:]
+    return json.loads(lines[0][len("RESULT_JSON ") :])
+
+
+def _number(value: Any) -> float:
+    number = value["median"] if isinstance(value, dict) else value
+    assert isinstance(number, float | int), value
+    return float(number)
+
+
+def _check(result: dict[str, Any], framework: str, args: list[str], keys: list[str]) -> None:
+    assert result["framework"] == framework
+    assert result["workload"] == args[0]
+    assert result["net_attempts"] == []
+    assert result["calib_before_ms"] > 0 and result["calib_after_ms"] > 0
+    for key in keys:
+        assert _number(result["metrics"][key]) >= 0, (key, result["metrics"][key])
+
+
+# ----------------------------------------------------------------------------- hpd_agent
+HPD_CASES: list[tuple[list[str], list[str]]] = [
     (["W1", "--turns", "5", "--runs", "2"], ["us_per_turn"]),
     (["W2", "--fanout", "7", "--runs", "2"], ["total_ms", "us_per_call"]),
     (["W3", "--repeats", "3"], ["ms_per_run"]),
@@ -44,47 +93,179 @@ CASES: list[tuple[list[str], list[str]]] = [
 ]
 
 
-def _run(args: list[str]) -> dict[str, Any]:
-    env = {**os.environ, "HPD_BENCH_PEERS": str(PEERS)}
-    proc = subprocess.run(
-        [sys.executable, str(BENCH), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT_JSON ")]
-    assert len(lines) == 1, proc.stdout[-2000:]
-    return json.loads(lines[0][len("RESULT_JSON ") :])
-
-
-@pytest.mark.parametrize(("args", "keys"), CASES, ids=[" ".join(a) for a, _ in CASES])
+@pytest.mark.parametrize(("args", "keys"), HPD_CASES, ids=[" ".join(a) for a, _ in HPD_CASES])
 def test_every_workload_runs_and_reports(args: list[str], keys: list[str]) -> None:
-    result = _run(args)
-    assert result["framework"] == "hpd_agent"
-    assert result["workload"] == args[0]
-    assert result["net_attempts"] == []
-    assert result["calib_before_ms"] > 0 and result["calib_after_ms"] > 0
-    for key in keys:
-        value = result["metrics"][key]
-        number = value["median"] if isinstance(value, dict) else value
-        assert isinstance(number, float | int) and number >= 0, (key, value)
+    _check(_run(HPD_BENCH, args), "hpd_agent", args, keys)
 
 
 def test_the_events_workload_counts_every_streamed_piece() -> None:
-    metrics = _run(["EVENTS", "--agents", "3", "--chunks", "4", "--runs", "1"])["metrics"]
+    metrics = _run(HPD_BENCH, ["EVENTS", "--agents", "3", "--chunks", "4", "--runs", "1"])[
+        "metrics"
+    ]
     # per sub-agent: 4 text pieces, AgentStarted, AgentFinished, and its tool call's
     # ToolCallStarted/Finished at the root; plus the root's own 5 run/agent/text events
     assert metrics["events_per_run"] == 3 * (4 + 2 + 2) + 5
 
 
-def test_the_durable_variant_runs_with_the_store_or_says_it_is_absent() -> None:
-    metrics = _run(["W4", "--variant", "store", "--depth", "2", "--repeats", "2"])["metrics"]
-    assert metrics["available"] is HAS_STORE
-    if HAS_STORE:
-        assert metrics["ms_answer_to_complete"]["median"] > 0
-    else:
-        assert metrics["ms_round_trip_full"] is None
-        assert "n/a" in metrics["mechanism"]
+# ----------------------------------------------------------------------------- durable
+DURABLE_CASES: list[tuple[list[str], list[str]]] = [
+    (["W1", "--turns", "4", "--runs", "2"], ["us_per_turn"]),
+    (["W1", "--turns", "4", "--runs", "2", "--variant", "journal"], ["journal_us_per_turn"]),
+    (["W4", "--depth", "2", "--repeats", "2"], ["ms_round_trip_full", "ms_answer_to_complete"]),
+    (["W4", "--depth", "1", "--repeats", "2"], ["ms_round_trip_full", "ms_answer_to_complete"]),
+    (["W5", "--concurrency", "10", "--w5-turns", "2"], ["total_s", "kb_per_run"]),
+]
+DURABLE_IDS = [" ".join(a) for a, _ in DURABLE_CASES]
+
+
+def _durable(store: str, args: list[str], keys: list[str], dsn: str | None) -> None:
+    extra = ["--store", store] + (["--dsn", dsn] if dsn else [])
+    result = _run(HPD_BENCH, [*args, *extra])
+    _check(result, "hpd_agent", args, keys)
+    assert result["metrics"]["store"] == store
+    if "journal" in args:
+        metrics = result["metrics"]
+        assert _number(metrics["us_per_turn_in_memory"]) > 0
+        assert _number(metrics["us_per_turn"]) > 0
+
+
+@pytest.mark.parametrize(("args", "keys"), DURABLE_CASES, ids=DURABLE_IDS)
+def test_durable_workloads_run_on_sqlite(args: list[str], keys: list[str]) -> None:
+    _durable("sqlite", args, keys, None)
+
+
+@pytest.mark.parametrize(("args", "keys"), DURABLE_CASES, ids=DURABLE_IDS)
+def test_durable_workloads_run_on_postgres(
+    args: list[str],
+    keys: list[str],
+    postgres_dsn: str,  # noqa: F811
+) -> None:
+    _durable("postgres", args, keys, postgres_dsn)
+
+
+def test_the_legacy_store_variant_journals_in_sqlite() -> None:
+    result = _run(HPD_BENCH, ["W4", "--variant", "store", "--depth", "2", "--repeats", "2"])
+    assert result["metrics"]["store"] == "sqlite"
+    assert _number(result["metrics"]["ms_answer_to_complete"]) > 0
+
+
+def test_a_store_for_a_workload_without_one_is_refused_clearly() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(HPD_BENCH), "W2", "--store", "sqlite"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert proc.returncode != 0
+    assert "--store is for W1, W4 and W5" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# ----------------------------------------------------------------------------- the peers
+W4 = ["ms_round_trip_full", "ms_answer_to_complete"]
+PEER_CASES: list[tuple[str, list[str], list[str]]] = [
+    *(
+        (fw, args, keys)
+        for fw in PEERS
+        for args, keys in [
+            (["W1", "--turns", "4", "--runs", "2"], ["us_per_turn"]),
+            (["W2", "--fanout", "5", "--runs", "2"], ["total_ms", "us_per_call"]),
+            (["W3", "--repeats", "2"], ["ms_per_run"]),
+            (["W4", "--depth", "1", "--variant", "base", "--repeats", "2"], ["ms_round_trip_full"]),
+            (["W5", "--concurrency", "5", "--w5-turns", "2"], ["total_s", "peak_rss_mb"]),
+            (["STUB"], ["stub_us_per_call"]),
+        ]
+    ),
+    ("openai-agents", ["W4", "--depth", "2", "--repeats", "2"], W4),
+    ("openai-agents", ["W4", "--depth", "1", "--repeats", "2"], W4),
+    ("openai-agents", ["W5", "--concurrency", "5", "--per-run-agent"], ["total_s"]),
+    ("pydantic-ai", ["W4", "--depth", "2", "--variant", "inline", "--repeats", "2"], W4),
+    ("pydantic-ai", ["W4", "--depth", "1", "--variant", "deferred", "--repeats", "2"], W4),
+    ("langgraph", ["W4", "--depth", "2", "--repeats", "2"], W4),
+    ("langgraph", ["W4", "--depth", "1", "--repeats", "2"], W4),
+    ("langgraph", ["W1", "--turns", "4", "--runs", "2", "--checkpointer"], ["us_per_turn"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("framework", "args", "keys"),
+    PEER_CASES,
+    ids=[f"{fw} {' '.join(a)}" for fw, a, _ in PEER_CASES],
+)
+def test_every_peer_workload_runs_and_reports(
+    framework: str, args: list[str], keys: list[str]
+) -> None:
+    script, module = PEERS[framework]
+    _needs(module, framework)
+    _check(_run(BENCHMARKS / "peers" / script, args), framework, args, keys)
+
+
+LANGGRAPH_DURABLE = [
+    (["W1", "--turns", "4", "--runs", "2"], ["us_per_turn"]),
+    (["W1", "--turns", "4", "--runs", "2", "--variant", "journal"], ["journal_us_per_turn"]),
+    (["W4", "--depth", "2", "--repeats", "2"], W4),
+    (["W4", "--depth", "1", "--repeats", "2"], W4),
+    (["W5", "--concurrency", "5", "--w5-turns", "2"], ["total_s"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "keys"), LANGGRAPH_DURABLE, ids=[" ".join(a) for a, _ in LANGGRAPH_DURABLE]
+)
+def test_langgraph_runs_durable_on_sqlite(args: list[str], keys: list[str]) -> None:
+    _needs("langgraph.checkpoint.sqlite", "langgraph-checkpoint-sqlite")
+    result = _run(BENCHMARKS / "peers" / "bench_langgraph.py", [*args, "--checkpointer", "sqlite"])
+    _check(result, "langgraph", args, keys)
+    if args[0] in ("W1", "W4"):
+        sync = [*args, "--checkpointer", "sqlite-sync"]
+        _check(_run(BENCHMARKS / "peers" / "bench_langgraph.py", sync), "langgraph", args, keys)
+
+
+@pytest.mark.parametrize(
+    ("args", "keys"), LANGGRAPH_DURABLE, ids=[" ".join(a) for a, _ in LANGGRAPH_DURABLE]
+)
+def test_langgraph_runs_durable_on_postgres(
+    args: list[str],
+    keys: list[str],
+    postgres_dsn: str,  # noqa: F811
+) -> None:
+    _needs("langgraph.checkpoint.postgres", "langgraph-checkpoint-postgres")
+    extra = ["--checkpointer", "postgres", "--dsn", postgres_dsn]
+    result = _run(BENCHMARKS / "peers" / "bench_langgraph.py", [*args, *extra])
+    _check(result, "langgraph", args, keys)
+
+
+# ----------------------------------------------------------------------------- the runner
+def test_the_runner_prints_one_table_and_writes_its_results(tmp_path: Path) -> None:
+    out = tmp_path / "results"
+    cmd = [sys.executable, str(BENCHMARKS / "run.py"), "--quick", "--only", "W3"]
+    cmd += ["--frameworks", "hpd_agent", "--out", str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("| W3 | ms_per_run |"))
+    ours = float(row.split("|")[3].split()[0])
+    assert ours > 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["summary"]["W3"]["hpd_agent"]["ms_per_run"]["n_processes"] == 1
+    assert len((out / "raw.jsonl").read_text().splitlines()) == 1
+    # the same table again from the raw results, without running anything
+    again = [*cmd[:2], "--only", "W3", "--tabulate", str(out / "raw.jsonl")]
+    again += ["--out", str(tmp_path / "again")]
+    proc = subprocess.run(again, capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert row in proc.stdout.splitlines()
+
+
+def test_the_benchmarks_name_no_path_outside_the_repository() -> None:
+    # A plain clone must run them: nothing may point at a sibling directory of the checkout.
+    texts = [*BENCHMARKS.rglob("*.py"), REPO / "docs" / "performance.md"]
+    outside = re.compile(r"\.\./shared|/work/|shared/bench")
+    found = [
+        f"{p.relative_to(REPO)}: {m.group(0)}"
+        for p in texts
+        if ".peers-venv" not in p.parts and "results" not in p.parts
+        for m in [outside.search(p.read_text())]
+        if m
+    ]
+    assert found == []

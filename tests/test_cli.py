@@ -298,7 +298,10 @@ def test_demo_reports_a_model_error_clearly(tmp_path: Path) -> None:
         "demo", "--model", "openai/gpt-4o-mini", "--yes", "--workdir", str(tmp_path), env=env
     )
     assert out.returncode == 1
-    assert "Error: ModelError: Real model requests are disabled" in out.stdout.replace("\n", " ")
+    # Said once, in one line (the console's "Run failed"), with no traceback.
+    lines = [line for line in out.stdout.splitlines() if "Real model requests are disabled" in line]
+    assert len(lines) == 1 and lines[0].startswith("Run failed: ModelError:"), out.stdout
+    assert "Traceback" not in out.stdout + out.stderr
 
 
 def test_version_and_usage() -> None:

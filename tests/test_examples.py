@@ -45,6 +45,14 @@ EXPECTED: dict[str, list[str]] = {
         "Result: Done. Built the auth system with Express",
         "Model requests in the whole tree: 6",
     ],
+    "tracing.py": [
+        "Result: Manager reports: Architect reports: Service scaffolded in Rust.",
+        "13 spans",
+        "└─ invoke_agent Manager  (path=Manager, tokens in=200, out=15)",
+        "│  └─ invoke_agent Architect  (path=Manager/Architect,",
+        "│     │     ├─ execute_tool ask_user  (call=call_1)",
+        "│     │     │  └─ await_human text  (outcome=answered)",
+    ],
     "custom_event_loop.py": [
         "? Which framework? ['Express', 'FastAPI'] -> FastAPI",
         "Built a FastAPI app and wrote app.py.",

@@ -247,3 +247,34 @@ async def test_parallel_sub_agents_ask_at_once_and_are_answered_in_any_order() -
     assert run.result.output == "all done"
     results = [m for m in run.result.messages if isinstance(m, ToolResultMessage)]
     assert [m.tool_call_id for m in results] == ["x", "y"]
+
+
+async def test_a_call_cancelled_from_outside_never_leaves_a_hole_in_the_results() -> None:
+    # The host worker finishes its own call and, in doing so, cancels an enclosing scope
+    # (what an interrupt does once the run is quiescent), then does shielded work (a journal
+    # write) while the sibling in the spawned worker ends by that cancellation. anyio's task
+    # group then exits without raising; the batch must still not return a result list with
+    # the cancelled sibling's slot empty.
+    outer = anyio.CancelScope()
+    returned: list[object] = []
+    sibling_waiting = anyio.Event()
+    sibling_gone = anyio.Event()
+
+    async def call(i: int) -> str:
+        if i == 0:
+            await sibling_waiting.wait()
+            outer.cancel()
+            with anyio.CancelScope(shield=True):
+                await sibling_gone.wait()
+            return "host"
+        try:
+            sibling_waiting.set()
+            await anyio.sleep_forever()
+        finally:
+            sibling_gone.set()
+        return "never"
+
+    with outer:
+        returned.append(await map_concurrently(call, [0, 1]))
+    assert outer.cancelled_caught
+    assert returned == []

@@ -157,6 +157,112 @@ def default_answer(request: ClarificationRequest | PermissionRequest) -> Any:
     return "No answer: the user is not available. Use your best judgement."
 
 
+class _Writer:
+    """Streamed text on the terminal, broken into lines between words."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.speaker: tuple[str, ...] | None = None
+        self.midline = False
+        self.column = 0  # where the cursor is on the current line of streamed text
+        self.space = ""  # whitespace streamed but not written yet
+        self.partial = ""  # the last word streamed, until we know where it ends
+        self.floor: tuple[str, ...] | None = None  # the agent streaming live
+        self.held: dict[tuple[str, ...], str] = {}  # text of the others, until it's their turn
+
+    def end_line(self) -> None:
+        if self.partial:
+            self.wrapped("", final=True)
+        if self.midline:
+            self.console.out("")
+            self.midline = False
+        self.column = 0
+        self.space = ""
+        self.speaker = None
+
+    def header(self, path: tuple[str, ...]) -> None:
+        self.console.print(f"{_label(path)}: ", end="")
+        self.column = len(" > ".join(path)) + 2
+        self.midline = True
+
+    def wrapped(self, text: str, *, final: bool = False) -> None:
+        """Write streamed text, breaking lines between words.
+
+        Pieces arrive mid-word, so the last word of a piece is held until what follows shows
+        where it ends (``final`` writes it out).
+        """
+        width = self.console.width
+        out: list[str] = []
+        tokens = _TOKENS.findall(self.partial + text)
+        self.partial = ""
+        if tokens and not final and not tokens[-1].isspace():
+            self.partial = tokens.pop()
+        for token in tokens:
+            if token == "\n":
+                out.append("\n")
+                self.column = 0
+                self.space = ""
+            elif token.isspace():
+                # Held until the next word: at a line break it is dropped, not left trailing.
+                if self.column > 0:
+                    self.space += token
+            else:
+                if self.column + len(self.space) + len(token) > width and self.column > _INDENT:
+                    out.append("\n" + " " * _INDENT)
+                    self.column = _INDENT
+                else:
+                    out.append(self.space)
+                    self.column += len(self.space)
+                self.space = ""
+                out.append(token)
+                self.column += len(token)
+        self.console.out("".join(out), end="", highlight=False)
+        self.midline = self.column > 0 or bool(self.partial)
+
+    def text(self, path: tuple[str, ...], text: str) -> None:
+        # One agent holds the floor and streams live; text of parallel agents is held back
+        # until the holder pauses (its next non-text event), so lines never interleave
+        # word by word.
+        if self.floor is not None and self.floor != path:
+            self.held[path] = self.held.get(path, "") + text
+            return
+        self.floor = path
+        if path != self.speaker:
+            self.end_line()
+            self.header(path)
+            self.speaker = path
+        self.wrapped(text)
+        if not self.midline:
+            self.speaker = None
+
+    def settle(self, path: tuple[str, ...], *, ending: bool) -> None:
+        """Before an agent's non-text event: show its held text; free the floor if it had it."""
+        if path in self.held:
+            self.flush(path)
+        floor = self.floor
+        # The holder's own events free the floor; so does the end of an agent above it.
+        if floor is not None and (floor == path or (ending and floor[: len(path)] == path)):
+            self.floor = None
+            self.end_line()
+            for held in list(self.held):
+                self.flush(held)
+
+    def flush(self, path: tuple[str, ...]) -> None:
+        text = self.held.pop(path).rstrip("\n")
+        self.end_line()
+        self.header(path)
+        self.wrapped(text)
+        self.end_line()
+
+
+def _label(path: tuple[str, ...]) -> str:
+    """An agent path in colour, root first."""
+    parts = [
+        f"[bold {_PALETTE[sum(map(ord, name)) % len(_PALETTE)]}]{_esc(name)}[/]" for name in path
+    ]
+    return " > ".join(parts)
+
+
 class ConsoleHandler(BaseHandler):
     """Shows a run in the terminal and asks the human its questions.
 
@@ -185,33 +291,16 @@ class ConsoleHandler(BaseHandler):
         self.max_chars = max_chars
         self._reader = _LineReader(input or builtins.input)
         self._ask_lock = anyio.Lock()
-        self._speaker: tuple[str, ...] | None = None
-        self._midline = False
-        self._column = 0  # where the cursor is on the current line of streamed text
-        self._space = ""  # whitespace streamed but not written yet
-        self._partial = ""  # the last word streamed, until we know where it ends
-        self._floor: tuple[str, ...] | None = None  # the agent streaming live
-        self._held: dict[tuple[str, ...], str] = {}  # text of the others, until it's their turn
+        self._out = _Writer(self.console)
         self._asking: str | None = None
         self._open: set[str] = set()  # requests seen and not resolved yet
 
     # -- output --------------------------------------------------------------------------
-    def _label(self, path: tuple[str, ...]) -> str:
-        parts = [
-            f"[bold {_PALETTE[sum(map(ord, name)) % len(_PALETTE)]}]{_esc(name)}[/]"
-            for name in path
-        ]
-        return " > ".join(parts)
-
     def _end_line(self) -> None:
-        if self._partial:
-            self._wrapped("", final=True)
-        if self._midline:
-            self.console.out("")
-            self._midline = False
-        self._column = 0
-        self._space = ""
-        self._speaker = None
+        self._out.end_line()
+
+    def _label(self, path: tuple[str, ...]) -> str:
+        return _label(path)
 
     def _line(self, markup: str) -> None:
         self._end_line()
@@ -221,87 +310,13 @@ class ConsoleHandler(BaseHandler):
         flat = " ".join(text.split())
         return flat if len(flat) <= self.max_chars else flat[: self.max_chars - 1] + "…"
 
-    def _text(self, path: tuple[str, ...], text: str) -> None:
-        # One agent holds the floor and streams live; text of parallel agents is held back
-        # until the holder pauses (its next non-text event), so lines never interleave
-        # word by word.
-        if self._floor is not None and self._floor != path:
-            self._held[path] = self._held.get(path, "") + text
-            return
-        self._floor = path
-        if path != self._speaker:
-            self._end_line()
-            self._header(path)
-            self._speaker = path
-        self._wrapped(text)
-        if not self._midline:
-            self._speaker = None
-
-    def _header(self, path: tuple[str, ...]) -> None:
-        self.console.print(f"{self._label(path)}: ", end="")
-        self._column = len(" > ".join(path)) + 2
-        self._midline = True
-
-    def _wrapped(self, text: str, *, final: bool = False) -> None:
-        """Write streamed text, breaking lines between words.
-
-        Pieces arrive mid-word, so the last word of a piece is held until what follows shows
-        where it ends (``final`` writes it out).
-        """
-        width = self.console.width
-        out: list[str] = []
-        tokens = _TOKENS.findall(self._partial + text)
-        self._partial = ""
-        if tokens and not final and not tokens[-1].isspace():
-            self._partial = tokens.pop()
-        for token in tokens:
-            if token == "\n":
-                out.append("\n")
-                self._column = 0
-                self._space = ""
-            elif token.isspace():
-                # Held until the next word: at a line break it is dropped, not left trailing.
-                if self._column > 0:
-                    self._space += token
-            else:
-                if self._column + len(self._space) + len(token) > width and self._column > _INDENT:
-                    out.append("\n" + " " * _INDENT)
-                    self._column = _INDENT
-                else:
-                    out.append(self._space)
-                    self._column += len(self._space)
-                self._space = ""
-                out.append(token)
-                self._column += len(token)
-        self.console.out("".join(out), end="", highlight=False)
-        self._midline = self._column > 0 or bool(self._partial)
-
-    def _settle(self, path: tuple[str, ...], *, ending: bool) -> None:
-        """Before an agent's non-text event: show its held text; free the floor if it had it."""
-        if path in self._held:
-            self._flush(path)
-        floor = self._floor
-        # The holder's own events free the floor; so does the end of an agent above it.
-        if floor is not None and (floor == path or (ending and floor[: len(path)] == path)):
-            self._floor = None
-            self._end_line()
-            for held in list(self._held):
-                self._flush(held)
-
-    def _flush(self, path: tuple[str, ...]) -> None:
-        text = self._held.pop(path).rstrip("\n")
-        self._end_line()
-        self._header(path)
-        self._wrapped(text)
-        self._end_line()
-
     async def on_event(self, event: Event) -> None:
         """Print one event: text as it streams, tool calls, outcomes."""
         if isinstance(event, TextDelta):
             # Newlines and tabs stay (layout); escape sequences and other controls show.
-            self._text(event.agent_path, printable(event.text))
+            self._out.text(event.agent_path, printable(event.text))
             return
-        self._settle(event.agent_path, ending=isinstance(event, (AgentFinished, RunFinished)))
+        self._out.settle(event.agent_path, ending=isinstance(event, (AgentFinished, RunFinished)))
         if isinstance(event, RunStarted):
             self._line(f"[dim]▶ {_esc(event.agent_name)}: {_esc(self._short(event.prompt))}[/]")
         elif isinstance(event, ToolCallStarted):
@@ -317,7 +332,8 @@ class ConsoleHandler(BaseHandler):
                     f"[{style}]{_esc(self._short(event.result))}[/]"
                 )
         elif isinstance(event, AgentFinished):
-            if event.status == "failed":
+            # The root agent's failure is the run's: "Run failed" says it, once.
+            if event.status == "failed" and event.depth > 0:
                 self._line(
                     f"[red]✗ {self._label(event.agent_path)} failed: {_esc(event.error or '')}[/]"
                 )

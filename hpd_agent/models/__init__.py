@@ -35,11 +35,11 @@ __all__ = [
 ]
 
 
-def _litellm_model(name: str) -> Model:
+def _litellm_model(name: str, **endpoint: Any) -> Model:
     # Imported on first use of a model string: importing litellm takes seconds.
     from .litellm import LiteLLMModel
 
-    return LiteLLMModel(name)
+    return LiteLLMModel(name, **endpoint)
 
 
 register_model_resolver(_litellm_model)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..exceptions import ModelError, UserError
@@ -80,16 +81,42 @@ class ModelResponse:
         tool_calls: Tool calls, in the model's order (several mean parallel calls).
         usage: Tokens used by this request.
         streamed: True when ``text`` was already delivered through ``on_text``.
+        finish_reason: Why the model stopped, as the provider said (``"stop"``,
+            ``"tool_calls"``, ``"length"``, ``"content_filter"``, ...); None if unknown.
+            With ``"length"`` (the token limit), a tool call whose arguments do not parse
+            is marked ``truncated`` and is not run.
     """
 
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     streamed: bool = False
+    finish_reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.finish_reason == "length" and self.tool_calls:
+            marked = tuple(_mark_truncated(c) for c in self.tool_calls)
+            object.__setattr__(self, "tool_calls", marked)
+
+    @property
+    def truncated(self) -> bool:
+        """Whether the token limit cut this response off (``finish_reason == "length"``)."""
+        return self.finish_reason == "length"
 
     def to_message(self) -> AssistantMessage:
         """The assistant message that records this response in the conversation."""
         return AssistantMessage(content=self.text, tool_calls=self.tool_calls, usage=self.usage)
+
+
+def _mark_truncated(call: ToolCall) -> ToolCall:
+    """``call``, marked truncated when its arguments are not a whole JSON object."""
+    if call.truncated:
+        return call
+    try:
+        whole = isinstance(json.loads(call.arguments), dict)
+    except (ValueError, RecursionError):
+        whole = False
+    return call if whole else replace(call, truncated=True)
 
 
 class Model(ABC):
@@ -97,9 +124,12 @@ class Model(ABC):
 
     Attributes:
         name: A label for logs, traces and events.
+        provider: Who serves the model, for traces (``gen_ai.provider.name``); None if
+            unknown.
     """
 
     name: str = "model"
+    provider: str | None = None
 
     @abstractmethod
     async def request(
@@ -137,8 +167,9 @@ def check_allow_model_requests(model_name: str) -> None:
         )
 
 
-ModelResolver = Callable[[str], Model]
-"""Turns a model string into a ``Model`` (see ``register_model_resolver``)."""
+ModelResolver = Callable[..., Model]
+"""Turns a model string into a ``Model`` (see ``register_model_resolver``): called as
+``resolver(name)``, or ``resolver(name, api_base=..., api_key=...)`` with those given."""
 
 _resolvers: list[ModelResolver] = []
 
@@ -147,20 +178,36 @@ def register_model_resolver(resolver: ModelResolver) -> None:
     """Make ``resolver`` the one that turns model strings into models (the last one wins).
 
     ``hpd_agent.models`` registers the litellm resolver, which imports litellm only on first
-    use of a string model, so offline paths never pay for it.
+    use of a string model, so offline paths never pay for it. A resolver gets ``api_base``
+    and ``api_key`` as keyword arguments when the agent was given them.
     """
     _resolvers.append(resolver)
 
 
-def infer_model(model: str | Model) -> Model:
+def infer_model(
+    model: str | Model, *, api_base: str | None = None, api_key: str | None = None
+) -> Model:
     """Resolve ``Agent(model=...)``: a ``Model`` is used as is; a string goes to the resolver
-    registered last (litellm's by default: any provider litellm knows)."""
+    registered last (litellm's by default: any provider litellm knows).
+
+    Args:
+        model: A ``Model``, or a model string such as ``"openai/gpt-4o-mini"``.
+        api_base: For a string: the endpoint of an OpenAI-compatible server (passed to the
+            resolver; litellm's makes a ``LiteLLMModel`` served there).
+        api_key: For a string: the API key (default: the provider's environment variable).
+
+    Raises:
+        UserError: ``model`` is neither, or ``api_base``/``api_key`` came with a ``Model``.
+    """
     if isinstance(model, Model):
+        if api_base is not None or api_key is not None:
+            raise UserError("api_base/api_key go with a model string; a Model object takes its own")
         return model
     if isinstance(model, str) and model:  # pyright: ignore[reportUnnecessaryIsInstance]
         if not _resolvers:
             raise UserError(
                 f"no model resolver is registered for {model!r}: import hpd_agent.models"
             )
-        return _resolvers[-1](model)
+        given = (("api_base", api_base), ("api_key", api_key))
+        return _resolvers[-1](model, **{k: v for k, v in given if v is not None})
     raise UserError(f"model must be a litellm model string or a Model, got {model!r}")

@@ -11,10 +11,13 @@ directly (to say so clearly when a run is on another event loop such as trio).
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import importlib
 import logging
 import os
 import random
+import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -71,7 +74,17 @@ class LiteLLMModel(Model):
     Provider failures raise ``ModelError`` subclasses (``ModelAuthenticationError``,
     ``ModelRateLimitError``, ``ModelTimeoutError``, ``ModelBadRequestError``,
     ``ContextWindowExceededError``, ...). Transient ones (rate limit, timeout, connection,
-    5xx) are retried with exponential backoff, unless text was already streamed to the user.
+    5xx) are retried with exponential backoff, unless text was already streamed to the user;
+    a ``Retry-After`` header on a 429 or 503 sets the wait (capped at ``retry_max_delay``).
+    A missing or rejected API key fails at once with a ``ModelAuthenticationError`` naming
+    the environment variable to set.
+
+    Any OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio, a proxy) is one
+    argument away: ``LiteLLMModel("openai/<served-name>", api_base="http://127.0.0.1:8080/v1")``.
+    With ``api_base`` and no key anywhere, a placeholder key is sent (local servers need none).
+
+    ``ModelResponse.finish_reason`` is the provider's: a tool call cut off by the token limit
+    (``"length"``) is marked truncated and is not run.
 
     Needs asyncio (litellm does): on trio it raises ``UserError``.
 
@@ -82,8 +95,10 @@ class LiteLLMModel(Model):
         retry_base_delay: Seconds before the first retry; doubled each time.
         retry_max_delay: Cap on one retry delay.
         timeout: Seconds one request may take.
-        api_base: Endpoint URL (e.g. a local or proxy server).
-        api_key: The key; by default litellm reads the provider's environment variable.
+        api_base: Endpoint URL of an OpenAI-compatible (or proxy) server, e.g.
+            ``"http://127.0.0.1:8080/v1"``.
+        api_key: The key; by default litellm reads the provider's environment variable
+            (``OPENAI_API_KEY`` for ``openai/...``, ``ANTHROPIC_API_KEY`` for ``anthropic/...``).
         **settings: Passed to ``litellm.acompletion`` (temperature, max_tokens, ...).
     """
 
@@ -132,6 +147,7 @@ class LiteLLMModel(Model):
         check_allow_model_requests(self.model)
         _require_asyncio(self.model)
         kwargs = self._kwargs(messages, params)
+        _check_credentials(self.model, kwargs)
         attempt = 0
         while True:
             progress = _Progress()
@@ -139,14 +155,18 @@ class LiteLLMModel(Model):
                 if self.stream:
                     return await self._streamed(kwargs, params, progress)
                 return await self._whole(kwargs)
-            except TransientModelError:
+            except TransientModelError as e:
                 # Text already shown to the user cannot be taken back: retrying would repeat it.
                 if attempt >= self.max_retries or progress.emitted:
                     raise
-            await anyio.sleep(self._delay(attempt))
+                delay = self._delay(attempt, _retry_after(e.__cause__))
+            await anyio.sleep(delay)
             attempt += 1
 
-    def _delay(self, attempt: int) -> float:
+    def _delay(self, attempt: int, retry_after: float | None = None) -> float:
+        if retry_after is not None:
+            # The provider said when to come back; still never longer than our cap.
+            return min(retry_after, self.retry_max_delay)
         delay = min(self.retry_base_delay * (2**attempt), self.retry_max_delay)
         # Jitter spreads retries of parallel agents so they don't hit the limit together.
         return delay * random.uniform(0.5, 1.0)
@@ -168,7 +188,7 @@ class LiteLLMModel(Model):
         try:
             response: Any = await litellm.acompletion(**kwargs)
         except Exception as e:
-            raise _map_error(self.model, e) from e
+            raise _map_error(self.model, e, api_key=kwargs.get("api_key")) from e
         choice = response.choices[0]
         message = choice.message
         raw_calls: list[Any] = list(message.tool_calls or [])
@@ -184,6 +204,7 @@ class LiteLLMModel(Model):
             text=message.content or None,
             tool_calls=calls,
             usage=_usage(getattr(response, "usage", None)),
+            finish_reason=getattr(choice, "finish_reason", None),
         )
 
     async def _streamed(
@@ -193,6 +214,7 @@ class LiteLLMModel(Model):
         texts: list[str] = []
         calls = _CallAssembler()
         usage: Any = None
+        finish_reason: str | None = None
         try:
             stream: Any = await litellm.acompletion(
                 **kwargs, stream=True, stream_options={"include_usage": True}
@@ -202,6 +224,7 @@ class LiteLLMModel(Model):
                 if chunk_usage is not None:
                     usage = chunk_usage
                 for choice in chunk.choices or ():
+                    finish_reason = getattr(choice, "finish_reason", None) or finish_reason
                     delta = choice.delta
                     if delta is None:
                         continue
@@ -216,13 +239,14 @@ class LiteLLMModel(Model):
         except ModelError:
             raise
         except Exception as e:
-            raise _map_error(self.model, e) from e
+            raise _map_error(self.model, e, api_key=kwargs.get("api_key")) from e
         text = "".join(texts)
         return ModelResponse(
             text=text or None,
             tool_calls=calls.result(),
             usage=_usage(usage),
             streamed=on_text is not None,
+            finish_reason=finish_reason,
         )
 
 
@@ -305,10 +329,128 @@ def _require_asyncio(model: str) -> None:
         ) from None
 
 
-def _map_error(model: str, error: Exception) -> ModelError:
-    """Translate a litellm/openai exception into the matching ``ModelError`` subclass."""
+# Placeholder key for a keyless OpenAI-compatible server: the OpenAI client insists on one.
+_NO_KEY = "sk-no-key"
+
+# The key variable litellm reads, where it is not "<PROVIDER>_API_KEY".
+_KEY_VARIABLES = {
+    "gemini": "GEMINI_API_KEY",
+    "together_ai": "TOGETHERAI_API_KEY",
+    "vertex_ai": "GOOGLE_APPLICATION_CREDENTIALS",
+    "bedrock": "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+    "sagemaker": "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+    "fireworks_ai": "FIREWORKS_AI_API_KEY",
+    "huggingface": "HF_TOKEN",
+}
+
+# How providers and SDKs say that no key was found (litellm maps some of these to a 500).
+_NO_KEY_PHRASES = (
+    "missing credentials",
+    "api_key client option must be set",
+    "missing api key",
+    "api key not found",
+    "no api key",
+)
+
+# litellm's prefixes in front of the provider's message ("litellm.RateLimitError: ...").
+_LITELLM_PREFIX = re.compile(r"^litellm\.\w+:\s*(\w+Error:\s*)?(\w+Exception\s*-\s*)?")
+
+
+def _provider(model: str) -> str:
+    try:
+        return str(litellm.get_llm_provider(model)[1])
+    except Exception:  # an unknown provider: litellm's own error comes with the request
+        return model.split("/", 1)[0]
+
+
+def _key_variable(model: str) -> str:
+    """The environment variable that holds ``model``'s API key, as litellm reads it."""
+    provider = _provider(model)
+    return _KEY_VARIABLES.get(provider, f"{provider.upper()}_API_KEY")
+
+
+def _check_credentials(model: str, kwargs: dict[str, Any]) -> None:
+    """Fail at once (no request, no retries) when the provider's API key is not set.
+
+    With ``api_base`` and no key anywhere, a placeholder key goes instead: servers of one's
+    own (llama.cpp, vLLM, ...) need none, and a server that does answers 401, which becomes
+    ``ModelAuthenticationError`` like any rejected key.
+    """
+    if kwargs.get("api_key"):
+        return
+    try:
+        env: Mapping[str, Any] = litellm.validate_environment(model)
+    except Exception:  # an unknown provider: litellm's own error comes with the request
+        return
+    missing = [str(k) for k in env.get("missing_keys") or () if _is_secret(str(k))]
+    if not missing:
+        return
+    if kwargs.get("api_base"):
+        kwargs["api_key"] = _NO_KEY
+        return
+    names = missing[0] if len(missing) == 1 else " or ".join(missing)
+    raise ModelAuthenticationError(
+        f"{model}: no API key: set the {names} environment variable "
+        "(or pass api_key=... to the model)",
+        provider=_provider(model),
+    )
+
+
+def _is_secret(variable: str) -> bool:
+    return any(word in variable for word in ("KEY", "TOKEN", "SECRET", "CREDENTIALS"))
+
+
+def _auth_message(model: str, detail: str, api_key: str | None) -> str:
+    if api_key == _NO_KEY:
+        return f"{model}: the server wants an API key ({detail}): pass api_key=..."
+    if api_key:
+        return f"{model}: the provider rejected the api_key given to the model ({detail})"
+    variable = _key_variable(model)
+    if any(p in detail.lower() for p in _NO_KEY_PHRASES):
+        return f"{model}: no API key: set the {variable} environment variable"
+    return f"{model}: the provider rejected the API key ({detail}): check {variable}"
+
+
+def _retry_after(error: BaseException | None) -> float | None:
+    """Seconds the provider asked us to wait (``Retry-After``/``retry-after-ms``), if any."""
+    if error is None:
+        return None
+    headers: Any = getattr(error, "litellm_response_headers", None)
+    if headers is None:
+        response = getattr(error, "response", None)
+        headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        ms = headers.get("retry-after-ms")
+        if ms is not None:
+            return max(0.0, float(ms) / 1000)
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:  # an HTTP date
+        when = email.utils.parsedate_to_datetime(str(value))
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _map_error(model: str, error: Exception, *, api_key: str | None = None) -> ModelError:
+    """Translate a litellm/openai exception into the matching ``ModelError`` subclass.
+
+    ``api_key``: the key the request carried, if one was given (a rejection then names it
+    instead of the environment variable).
+    """
     status: int | None = getattr(error, "status_code", None)
     detail = getattr(error, "message", None) or str(error) or type(error).__name__
+    # One line, without litellm's class-name prefixes: what the provider said.
+    detail = _LITELLM_PREFIX.sub("", " ".join(str(detail).split())) or type(error).__name__
     provider = getattr(error, "llm_provider", None) or model
     message = f"{model}: {detail}"
     kind: type[ModelError]
@@ -316,10 +458,13 @@ def _map_error(model: str, error: Exception) -> ModelError:
     # (a 401 can arrive as a BadRequestError, a refused connection as a 500).
     if isinstance(error, litellm.ContextWindowExceededError):
         kind = ContextWindowExceededError
-    elif status in (401, 403) or isinstance(
-        error, (litellm.AuthenticationError, litellm.PermissionDeniedError)
+    elif (
+        status in (401, 403)
+        or isinstance(error, (litellm.AuthenticationError, litellm.PermissionDeniedError))
+        or any(p in detail.lower() for p in _NO_KEY_PHRASES)
     ):
         kind = ModelAuthenticationError
+        message = _auth_message(model, detail, api_key)
     elif status == 429 or isinstance(error, litellm.RateLimitError):
         kind = ModelRateLimitError
     elif _caused_by(error, _timeout_types()):

@@ -109,40 +109,71 @@ async def approval_gate(
         raise UserError("edit_prefix must not be empty")
     if max_asks < 1:
         raise UserError("max_asks must be at least 1")
-    asker = frame(ctx, "approval_gate")
-    edits: list[str] = []
-    replies: list[str] = []
-    current: Any = value
-    hint = f"Reply 'approve', 'reject', or '{edit_prefix.strip()} <your changes>'."
-    reminder = ""
+    gate = _Gate(frame(ctx, "approval_gate"), value, approve, reject, prefix, edit_prefix)
+    return await gate.run(question, render, on_reject, on_edit, max_asks, timeout)
 
-    def done(status: GateStatus) -> GateResult[Any]:
-        return GateResult(status=status, value=current, edits=tuple(edits), replies=tuple(replies))
 
-    for _ in range(max_asks):
-        try:
-            reply = await asker.ask(
-                f"{reminder}{question}\n\n{render(current)}", context=hint, timeout=timeout
-            )
-        except QuestionNotAnswered:
-            return done("unanswered")
-        replies.append(reply)
-        word = normalise_reply(reply)
-        if word in approve:
-            return done("approved")
-        if word in reject:
-            if on_reject is not None:
-                await _call(on_reject, current)
-            return done("rejected")
-        if word.startswith(prefix):
-            instruction = reply.strip()[len(prefix) :].strip()
-            if instruction:
-                edits.append(instruction)
+class _Gate:
+    """One review: the value as it stands, the edits and replies so far."""
+
+    def __init__(
+        self,
+        asker: ToolContext,
+        value: Any,
+        approve: frozenset[str],
+        reject: frozenset[str],
+        prefix: str,
+        edit_prefix: str,
+    ) -> None:
+        self.asker = asker
+        self.current: Any = value
+        self.approve = approve
+        self.reject = reject
+        self.prefix = prefix
+        self.hint = f"Reply 'approve', 'reject', or '{edit_prefix.strip()} <your changes>'."
+        self.edits: list[str] = []
+        self.replies: list[str] = []
+
+    def done(self, status: GateStatus) -> GateResult[Any]:
+        return GateResult(
+            status=status, value=self.current, edits=tuple(self.edits), replies=tuple(self.replies)
+        )
+
+    async def run(
+        self,
+        question: str,
+        render: Callable[[Any], str],
+        on_reject: Callable[[Any], Any] | None,
+        on_edit: Callable[[Any, str], Any] | None,
+        max_asks: int,
+        timeout: float | None,
+    ) -> GateResult[Any]:
+        reminder = ""
+        for _ in range(max_asks):
+            try:
+                reply = await self.asker.ask(
+                    f"{reminder}{question}\n\n{render(self.current)}",
+                    context=self.hint,
+                    timeout=timeout,
+                )
+            except QuestionNotAnswered:
+                return self.done("unanswered")
+            self.replies.append(reply)
+            word = normalise_reply(reply)
+            if word in self.approve:
+                return self.done("approved")
+            if word in self.reject:
+                if on_reject is not None:
+                    await _call(on_reject, self.current)
+                return self.done("rejected")
+            instruction = reply.strip()[len(self.prefix) :].strip()
+            if word.startswith(self.prefix) and instruction:
+                self.edits.append(instruction)
                 if on_edit is None:
-                    current = instruction
-                    return done("edited")
-                current = await _call(on_edit, current, instruction)
+                    self.current = instruction
+                    return self.done("edited")
+                self.current = await _call(on_edit, self.current, instruction)
                 reminder = "Revised as you asked. "
                 continue
-        reminder = f"I did not understand {reply.strip()!r}. {hint}\n\n"
-    return done("unanswered")
+            reminder = f"I did not understand {reply.strip()!r}. {self.hint}\n\n"
+        return self.done("unanswered")

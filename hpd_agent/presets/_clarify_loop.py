@@ -212,49 +212,73 @@ async def clarify_loop(
         raise UserError("max_rounds must be 0 or more")
     if if_unanswered not in ("interrupt", "return"):
         raise UserError(f"if_unanswered must be 'interrupt' or 'return', got {if_unanswered!r}")
-    asker = frame(ctx, "clarify_loop")
-    st = state if state is not None else ClarifyState()
-    check: Callable[[T, ClarifyState], Any] = evaluate or low_confidence
-    output: T | None = None
-    generated = False
+    loop = _Loop[T](frame(ctx, "clarify_loop"), state or ClarifyState(), on_state, if_unanswered)
+    return await loop.run(generate, evaluate or low_confidence, prompt, max_rounds, timeout)
 
-    async def save() -> None:
-        if on_state is not None:
-            await _call(on_state, st)
 
-    async def ask(question: str) -> bool:
+class _Loop(Generic[T]):
+    """One clarify loop's progress (its state, whether an output exists yet)."""
+
+    def __init__(
+        self,
+        asker: ToolContext,
+        state: ClarifyState,
+        on_state: Callable[[ClarifyState], Any] | None,
+        if_unanswered: Literal["interrupt", "return"],
+    ) -> None:
+        self.asker = asker
+        self.st = state
+        self.on_state = on_state
+        self.if_unanswered = if_unanswered
+        self.generated = False
+
+    async def save(self) -> None:
+        if self.on_state is not None:
+            await _call(self.on_state, self.st)
+
+    async def ask(self, question: str, max_rounds: int, timeout: float | None) -> bool:
         """Ask the pending question; False when it went unanswered under "return"."""
+        st = self.st
         try:
-            answer = await asker.ask(
+            answer = await self.asker.ask(
                 question,
                 context=f"Clarification {st.rounds} of at most {max_rounds}.",
                 timeout=timeout,
             )
         except QuestionNotAnswered as e:
-            if if_unanswered == "return" and generated:
+            if self.if_unanswered == "return" and self.generated:
                 return False
             raise ClarifyInterrupted(e, st) from None
         st.answer(answer)
-        await save()
+        await self.save()
         return True
 
-    if st.pending_question is not None:
-        # Resumed while a question was waiting: ask it again before generating anything
-        # (with no output to return yet, an unanswered question interrupts again).
-        await ask(st.pending_question)
-    while True:
-        output = cast(T, await _call(generate, st))
-        generated = True
-        if not await _call(check, output, st):
-            return _result(output, True, st)
-        if st.rounds >= max_rounds:
-            return _result(output, False, st)
-        question = prompt(output, st) if callable(prompt) else prompt
-        st.rounds += 1
-        st.pending_question = question or default_clarify_prompt(output, st)
-        await save()
-        if not await ask(st.pending_question):
-            return _result(output, False, st)
+    async def run(
+        self,
+        generate: Callable[[ClarifyState], T | Awaitable[T]],
+        check: Callable[[T, ClarifyState], Any],
+        prompt: str | Callable[[T, ClarifyState], str] | None,
+        max_rounds: int,
+        timeout: float | None,
+    ) -> ClarifyResult[T]:
+        st = self.st
+        if st.pending_question is not None:
+            # Resumed while a question was waiting: ask it again before generating anything
+            # (with no output to return yet, an unanswered question interrupts again).
+            await self.ask(st.pending_question, max_rounds, timeout)
+        while True:
+            output = cast(T, await _call(generate, st))
+            self.generated = True
+            if not await _call(check, output, st):
+                return _result(output, True, st)
+            if st.rounds >= max_rounds:
+                return _result(output, False, st)
+            question = prompt(output, st) if callable(prompt) else prompt
+            st.rounds += 1
+            st.pending_question = question or default_clarify_prompt(output, st)
+            await self.save()
+            if not await self.ask(st.pending_question, max_rounds, timeout):
+                return _result(output, False, st)
 
 
 def _result(output: T, satisfied: bool, state: ClarifyState) -> ClarifyResult[T]:

@@ -55,7 +55,7 @@ RequestState = Literal["pending", "answered", "expired", "cancelled"]
 RunState = Literal["running", "completed", "failed", "cancelled", "interrupted"]
 """Where a stored run stands; ``running`` also describes a run whose process died."""
 
-JournalKind = Literal["model", "tool", "alias", "conversation"]
+JournalKind = Literal["model", "tool", "alias", "conversation", "step"]
 
 
 def dump_json(value: Any) -> str:
@@ -178,7 +178,7 @@ class JournalEntry:
         key: The call path it belongs to (see the module docstring).
         kind: ``"model"`` (a model response), ``"tool"`` (a tool result), ``"alias"`` (a
             question that joined an identical pending one: value is that one's id) or
-            ``"conversation"`` (a ``per_run`` sub-agent's messages after its last call).
+            ``"conversation"`` (a ``per_run`` sub-agent's messages after its last call) or ``"step"`` (the result of a tool's journaled ``ctx.step``).
         value: JSON-compatible data.
     """
 
@@ -255,15 +255,20 @@ def _model_entry_problem(value: Any) -> str | None:
     calls = entry.get("tool_calls", [])
     if not isinstance(calls, list):
         return "a model entry's tool_calls must be a list"
+    if not isinstance(entry.get("finish_reason"), (str, type(None))):
+        return "a model entry's finish_reason must be text or null"
     for call in cast(list[Any], calls):
-        if not isinstance(call, dict) or set(cast(dict[str, Any], call)) != {
-            "id",
-            "name",
-            "arguments",
-        }:
+        if not isinstance(call, dict) or not (
+            {"id", "name", "arguments"}
+            <= set(cast(dict[str, Any], call))
+            <= {"id", "name", "arguments", "truncated"}
+        ):
             return "each tool call must be an object with id, name and arguments"
-        if not all(isinstance(v, str) for v in cast(dict[str, Any], call).values()):
+        fields = cast(dict[str, Any], call)
+        if not all(isinstance(fields[k], str) for k in ("id", "name", "arguments")):
             return "a tool call's id, name and arguments must be text"
+        if not isinstance(fields.get("truncated", False), bool):
+            return "a tool call's truncated must be true or false"
     usage = entry.get("usage", {})
     known = _usage_fields()
     if not isinstance(usage, dict) or not set(cast(dict[str, Any], usage)) <= known:
@@ -286,6 +291,9 @@ def entry_problem(kind: str, value: Any) -> str | None:
         return None if isinstance(value, str) else "an alias entry must be a request id (text)"
     if kind == "conversation":
         return None if isinstance(value, list) else "a conversation entry must be a list"
+    if kind == "step":
+        ok = isinstance(value, dict) and "result" in value
+        return None if ok else "a step entry must be an object with a result"
     return None  # a kind this check does not know: its reader checks it
 
 

@@ -14,15 +14,17 @@ turn, start and end of a recorded tool call), so a UI that reconnects can rebuil
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from typing import Any
 
 import anyio
 
-from ..hooks import CallNext, Hook, ModelCall, ToolExecution, ToolOutcome
+from ..exceptions import UserError
+from ..hooks import CallNext, Hook, ModelCall, StepCall, ToolExecution, ToolOutcome
 from ..messages import Message, ToolCall, Usage, message_adapter
 from ..models._base import ModelResponse
-from ._base import JournalEntry, Store
+from ._base import JournalEntry, Store, dump_json
 
 __all__ = ["Journal"]
 
@@ -68,6 +70,7 @@ class Journal(Hook):
             "text": response.text,
             "tool_calls": [dataclasses.asdict(c) for c in response.tool_calls],
             "usage": dataclasses.asdict(response.usage),
+            "finish_reason": response.finish_reason,
         }
         await self.put(JournalEntry(key=call.key, kind="model", value=value))
         return response
@@ -83,6 +86,7 @@ class Journal(Hook):
             tool_calls=tuple(ToolCall(**c) for c in v.get("tool_calls", ())),
             usage=Usage(**v.get("usage", {})),
             streamed=True,
+            finish_reason=v.get("finish_reason"),
         )
 
     async def wrap_tool_call(
@@ -99,6 +103,23 @@ class Journal(Hook):
         value = {"result": outcome.text, "is_error": outcome.is_error}
         await self.put(JournalEntry(key=execution.key, kind="tool", value=value))
         return outcome
+
+    async def wrap_step(self, step: StepCall, call_next: CallNext[StepCall, Any]) -> Any:
+        """Replay a recorded step's result (its function does not run), or run it and
+        record the result before the tool goes on."""
+        entry = self.entry(step.key, "step")
+        if entry is not None:
+            return entry.value["result"]
+        value = await call_next(step)
+        try:
+            stored = json.loads(dump_json(value))
+        except (TypeError, ValueError) as e:
+            raise UserError(
+                f"step {step.name!r} returned {type(value).__name__}, which cannot be journaled "
+                f"as JSON ({e}); return JSON data from a step"
+            ) from None
+        await self.put(JournalEntry(key=step.key, kind="step", value={"result": stored}))
+        return stored
 
     # -- conversations and aliases -------------------------------------------------------
     def conversation(self, key: str) -> list[Message] | None:

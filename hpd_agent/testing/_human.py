@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent
-from ..handlers import BaseHandler
+from ..handlers._base import BaseHandler
 from ..permissions import Approve, Decision, Deny
 
 __all__ = ["ScriptedHuman", "UnexpectedRequestError"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import anyio.lowlevel
@@ -36,6 +36,7 @@ def text(content: str, *, input_tokens: int = 0, output_tokens: int = 0) -> Mode
     return ModelResponse(
         text=content,
         usage=Usage(requests=1, input_tokens=input_tokens, output_tokens=output_tokens),
+        finish_reason="stop",
     )
 
 
@@ -73,7 +74,7 @@ class _Responder:
             calls.append(
                 ToolCall(id=p.id or f"call_{self._next_id}", name=p.name, arguments=p.arguments)
             )
-        return ModelResponse(tool_calls=tuple(calls), usage=_ONE_USAGE)
+        return ModelResponse(tool_calls=tuple(calls), usage=_ONE_USAGE, finish_reason="tool_calls")
 
 
 def _deliver(
@@ -86,9 +87,7 @@ def _deliver(
     t = response.text
     for i in range(0, len(t), chunk):
         on_text(t[i : i + chunk])
-    return ModelResponse(
-        text=t, tool_calls=response.tool_calls, usage=response.usage, streamed=True
-    )
+    return replace(response, streamed=True)
 
 
 class ScriptedModel(Model):
@@ -112,6 +111,8 @@ class ScriptedModel(Model):
         name: A label for error messages.
         chunk_size: Stream text in pieces of this many characters (None: one piece).
     """
+
+    provider = "hpd_agent.scripted"
 
     def __init__(
         self, steps: Iterable[Step], *, name: str = "scripted", chunk_size: int | None = None
@@ -181,6 +182,8 @@ class FunctionModel(Model):
         name: A label.
         chunk_size: Stream text in pieces of this many characters (None: one piece).
     """
+
+    provider = "hpd_agent.scripted"
 
     def __init__(
         self, fn: ModelFunction, *, name: str | None = None, chunk_size: int | None = None

@@ -1,0 +1,87 @@
+"""Serve an agent over HTTP: the AG-UI endpoint, the question inbox API and the web page.
+
+``create_app(agent)`` is a Starlette (ASGI) app; ``hpd-agent serve MODULE:ATTR`` runs one with
+uvicorn. Needs the ``web`` extra: ``pip install "hpd-agent[web]"``. See docs/web.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import os
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+
+from ..agent import Agent
+from ..exceptions import UserError
+from ..store import SQLiteStore, Store, open_store
+from ._app import MAX_BODY, build_app
+from ._db import ThreadDB
+from ._threads import Threads
+
+__all__ = ["DEFAULT_STORE", "MAX_BODY", "create_app", "is_loopback"]
+
+DEFAULT_STORE = "hpd-agent-web.db"
+"""The SQLite file a server uses when given no store (in the current directory)."""
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only listens on this machine (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def create_app(
+    agent: Agent,
+    *,
+    store: Store | str | os.PathLike[str] | None = None,
+    token: str | None = None,
+    agent_ref: str | None = None,
+) -> Starlette:
+    """An ASGI app serving ``agent``: AG-UI at ``POST /agent``, the inbox API, the page.
+
+    Runs belong to the app (its lifespan owns them), so mount it where the lifespan runs.
+
+    Args:
+        agent: The root agent to serve.
+        store: A ``Store``, or a SQLite path / ``postgresql://`` DSN; default
+            ``hpd-agent-web.db`` in the current directory. Runs are journaled there, so a
+            restart loses no question. With a SQLite store the threads live in the same file.
+        token: When set, every route but the page and its static files needs
+            ``Authorization: Bearer <token>`` (401 otherwise).
+        agent_ref: How the agent was named on the command line (shown by the page).
+
+    Returns:
+        The Starlette app.
+    """
+    if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"create_app needs an Agent, got {type(agent).__name__}")
+    resolved = store if isinstance(store, Store) else open_store(store or DEFAULT_STORE)
+    owns_store = not isinstance(store, Store)
+    db = ThreadDB(resolved.path if isinstance(resolved, SQLiteStore) else None)
+    threads = Threads(agent, resolved, db)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncGenerator[dict[str, Any]]:
+        try:
+            async with anyio.create_task_group() as tg:
+                threads.task_group = tg
+                yield {}
+                tg.cancel_scope.cancel()  # a shutdown leaves stored requests resumable
+        finally:
+            db.close()
+            if owns_store:
+                await resolved.aclose()
+
+    app = build_app(threads, token, lifespan)
+    app.state.agent_name = agent.name
+    app.state.agent_ref = agent_ref or agent.name
+    app.state.threads = threads
+    return app

@@ -1,0 +1,288 @@
+"""The Starlette app: routes, bearer-token auth, body limits, SSE responses.
+
+``POST /agent`` takes an AG-UI ``RunAgentInput`` and streams the run's AG-UI events; the
+other routes answer, list and replay a thread's requests and events (see docs/web.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any, cast
+
+from ag_ui.core import MessagesSnapshotEvent, RunAgentInput, TextPart
+from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from ..exceptions import InvalidAnswerError, RequestError, UnknownRequestError
+from ..messages import AssistantMessage, Message, UserMessage
+from ..store import respond
+from ._requests import check_web_answer
+from ._resume import ResumeRefused, apply_resume
+from ._threads import Mode, Thread, Threads
+
+__all__ = ["MAX_BODY", "build_app"]
+
+MAX_BODY = 1 << 20
+"""Largest request body accepted (bytes); more gets 413."""
+
+STATIC = Path(__file__).parent / "static"
+_TERMINAL = ('data: {"type":"RUN_FINISHED"', 'data: {"type":"RUN_ERROR"')
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+class _Refused(Exception):
+    """An AG-UI input refused with RUN_ERROR ``code``."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def _frames(frames: list[str]) -> AsyncIterator[str]:
+    for frame in frames:
+        yield frame
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+async def _json_body(request: Request) -> Any:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
+        raise _HTTPError(413, f"body over {MAX_BODY} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY:
+            raise _HTTPError(413, f"body over {MAX_BODY} bytes")
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise _HTTPError(400, "body is not JSON") from None
+
+
+async def _object_body(request: Request) -> dict[str, Any]:
+    body = await _json_body(request)
+    if not isinstance(body, dict):
+        raise _HTTPError(400, "body must be a JSON object")
+    return cast(dict[str, Any], body)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(p.text for p in content if isinstance(p, TextPart))
+
+
+def _conversation(data: RunAgentInput) -> tuple[str, list[Message]]:
+    """The prompt (last user message) and the earlier root-level text history."""
+    history: list[Message] = []
+    for m in data.messages:
+        if getattr(m, "subagent_run_id", None) is not None:
+            continue  # a subagent's words are not the root conversation
+        if m.role == "user":
+            history.append(UserMessage(content=_text(m.content)))
+        elif m.role == "assistant" and getattr(m, "content", None):
+            history.append(AssistantMessage(content=_text(m.content)))
+    if not history or not isinstance(history[-1], UserMessage):
+        raise _HTTPError(400, "RunAgentInput.messages must end with a user message")
+    last = history.pop()
+    assert isinstance(last, UserMessage)
+    return last.content, history
+
+
+def _mode(data: RunAgentInput) -> Mode:
+    props: Any = data.forwarded_props
+    ours: Any = cast(dict[str, Any], props).get("hpd_agent") if isinstance(props, dict) else None
+    if isinstance(ours, dict) and cast(dict[str, Any], ours).get("mode") == "live":
+        return "live"
+    return "interrupt"
+
+
+class _Routes:
+    def __init__(self, threads: Threads, token: str | None) -> None:
+        self.threads = threads
+        self.token = token
+
+    def authorised(self, request: Request) -> bool:
+        if self.token is None:
+            return True
+        given = request.headers.get("authorization", "")
+        return secrets.compare_digest(given.encode(), f"Bearer {self.token}".encode())
+
+    def guard(
+        self, handler: Callable[[Request], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def guarded(request: Request) -> Response:
+            if not self.authorised(request):
+                return _error(401, "missing or wrong bearer token")
+            try:
+                return await handler(request)
+            except _HTTPError as e:
+                return _error(e.status, str(e))
+
+        return guarded
+
+    async def _thread(self, request: Request) -> Thread:
+        thread = await self.threads.get(request.path_params["thread_id"])
+        if thread is None:
+            raise _HTTPError(404, "unknown thread")
+        return thread
+
+    # -- AG-UI -----------------------------------------------------------------------------
+    async def agent(self, request: Request) -> Response:
+        try:
+            data = RunAgentInput.model_validate(await _json_body(request))
+        except ValidationError as e:
+            raise _HTTPError(400, f"not a RunAgentInput: {e.errors()[0]['msg']}") from None
+        thread = await self.threads.get_or_create(data.thread_id)
+        if thread.running:
+            message = "a run is in progress on this thread"
+            return self._sse(_frames(self.threads.refusal(thread, data.run_id, message, "busy")))
+        thread.running = True  # claimed before any await: a second input on it is "busy"
+        try:
+            start = await self._start(thread, data)
+        except _Refused as e:
+            thread.running = False
+            return self._sse(_frames(self.threads.refusal(thread, data.run_id, str(e), e.code)))
+        except BaseException:
+            thread.running = False
+            raise
+        return self._sse(self._stream(thread, start))
+
+    @staticmethod
+    def _sse(frames: AsyncIterator[str]) -> Response:
+        return StreamingResponse(frames, media_type="text/event-stream", headers=_SSE_HEADERS)
+
+    async def _start(self, thread: Thread, data: RunAgentInput) -> int:
+        threads, run_id = self.threads, data.run_id
+        last = thread.run
+        if data.resume:
+            if last is None or last.status != "interrupted":
+                raise _Refused("nothing to resume on this thread", "not_interrupted")
+            try:
+                await apply_resume(threads.store, last.run_id, data.resume)
+            except ResumeRefused as e:
+                raise _Refused(str(e), e.code) from None
+            return await threads.resume(thread, run_id)
+        if last is not None and last.status == "interrupted":
+            message = "the thread's run waits for answers: send resume entries for its interrupts"
+            raise _Refused(message, "interrupted")
+        prompt, history = _conversation(data)
+        snapshot = MessagesSnapshotEvent(messages=list(data.messages))
+        return await threads.start(
+            thread, run_id, prompt=prompt, history=history, mode=_mode(data), snapshot=snapshot
+        )
+
+    async def _stream(self, thread: Thread, start: int) -> AsyncIterator[str]:
+        async for item in self.threads.follow(thread, start):
+            if item is None:
+                yield ": ping\n\n"
+                continue
+            frame = item[1]
+            yield frame
+            if frame.startswith(_TERMINAL) and item[0] > start:
+                return
+
+    # -- threads ---------------------------------------------------------------------------
+    async def events(self, request: Request) -> Response:
+        thread = await self._thread(request)
+        raw = request.query_params.get("from", "0")
+        if not raw.isdigit():
+            raise _HTTPError(400, "from must be a non-negative integer")
+
+        async def frames() -> AsyncIterator[str]:
+            async for item in self.threads.follow(thread, int(raw)):
+                yield ": ping\n\n" if item is None else f"id: {item[0]}\n{item[1]}"
+
+        return StreamingResponse(frames(), media_type="text/event-stream", headers=_SSE_HEADERS)
+
+    async def messages(self, request: Request) -> Response:
+        thread = await self._thread(request)
+        return JSONResponse({"messages": self.threads.messages(thread)})
+
+    async def requests(self, request: Request) -> Response:
+        thread = await self._thread(request)
+        return JSONResponse({"requests": await self.threads.pending(thread)})
+
+    async def answer(self, request: Request) -> Response:
+        body = await _object_body(request)
+        if "answer" not in body:
+            raise _HTTPError(400, 'body must be {"answer": ...}')
+        unknown = sorted(set(body) - {"answer"})
+        if unknown:
+            raise _HTTPError(400, f"unknown fields {unknown}")
+        return await self._answer(request.path_params["thread_id"], request, body["answer"])
+
+    async def answer_flat(self, request: Request) -> Response:
+        body = await _object_body(request)
+        if not {"answer", "threadId"} <= set(body):
+            raise _HTTPError(400, 'body must be {"threadId": ..., "answer": ...}')
+        unknown = sorted(set(body) - {"answer", "threadId"})
+        if unknown:
+            raise _HTTPError(400, f"unknown fields {unknown}")
+        return await self._answer(str(body["threadId"]), request, body["answer"])
+
+    async def _answer(self, thread_id: str, request: Request, answer: Any) -> Response:
+        request_id = request.path_params["request_id"]
+        thread = await self.threads.get(thread_id)
+        record = await self.threads.store.get_request(request_id)
+        if thread is None or record is None or not thread.owns(record.run_id):
+            raise _HTTPError(404, "unknown request on this thread")
+        try:
+            value = check_web_answer(record, answer)
+            live = thread.live
+            accepted: Any = None
+            if live is not None and record.status == "pending" and not live.done:
+                with contextlib.suppress(UnknownRequestError):
+                    accepted = await live.respond(request_id, value)
+            if accepted is None:
+                accepted = (await respond(self.threads.store, request_id, value)).answer
+        except InvalidAnswerError as e:
+            raise _HTTPError(400, str(e)) from None
+        except UnknownRequestError as e:
+            raise _HTTPError(404, str(e)) from None
+        except RequestError as e:
+            raise _HTTPError(409, str(e)) from None
+        return JSONResponse({"id": request_id, "answer": to_jsonable_python(accepted)})
+
+
+async def _index(request: Request) -> Response:
+    page = STATIC / "index.html"
+    if not page.is_file():
+        return _error(404, "the web page is not installed")
+    return FileResponse(page)
+
+
+def build_app(threads: Threads, token: str | None, lifespan: Any) -> Starlette:
+    """The app's routes over ``threads``, guarded by ``token`` when given."""
+    r = _Routes(threads, token)
+    g = r.guard
+    routes = [
+        Route("/", _index, methods=["GET"]),
+        Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
+        Route("/agent", g(r.agent), methods=["POST"]),
+        Route("/threads/{thread_id}/requests/{request_id}", g(r.answer), methods=["POST"]),
+        Route("/requests/{request_id}", g(r.answer_flat), methods=["POST"]),
+        Route("/threads/{thread_id}/requests", g(r.requests), methods=["GET"]),
+        Route("/threads/{thread_id}/events", g(r.events), methods=["GET"]),
+        Route("/threads/{thread_id}/messages", g(r.messages), methods=["GET"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)

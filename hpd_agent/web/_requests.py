@@ -1,0 +1,150 @@
+"""A pending request as the web sees it: its JSON shape, answer schema and answer checks.
+
+One place says how a question or permission request looks to a browser or an AG-UI client
+(the ``hpd_agent.request`` CUSTOM value and the ``Interrupt`` of an interrupt outcome), which
+JSON Schema its answer follows, and turns a client's answer into what the store accepts.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from ag_ui.core import Interrupt
+
+from ..events import ClarificationRequest, PermissionRequest, RequestEvent
+from ..exceptions import InvalidAnswerError
+from ..permissions import Approve, Decision, Deny
+from ..questions import validate_answer
+from ..store import RequestRecord
+
+__all__ = ["check_web_answer", "interrupt_of", "request_value", "response_schema"]
+
+_PERMISSION_SCHEMA: dict[str, Any] = {
+    "oneOf": [
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"const": "approve"},
+                "scope": {"enum": ["once", "run"]},
+            },
+            "required": ["kind"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {"kind": {"const": "deny"}, "reason": {"type": "string"}},
+            "required": ["kind"],
+            "additionalProperties": False,
+        },
+    ]
+}
+
+
+def response_schema(event: RequestEvent) -> dict[str, Any]:
+    """The JSON Schema of a valid answer to ``event``, from its kind."""
+    if isinstance(event, PermissionRequest):
+        return _PERMISSION_SCHEMA
+    kind, options, data = event.question_kind, event.options, event.data or {}
+    if kind in ("confirm", "action"):
+        return {"type": "boolean"}
+    if kind == "custom":
+        schema = data.get("schema")
+        return cast(dict[str, Any], schema) if isinstance(schema, dict) else {}
+    if kind == "choice" and options:
+        one: dict[str, Any] = {"enum": list(options)}
+        return {"type": "array", "items": one} if data.get("multiple") else one
+    if options:
+        return {"type": "string", "enum": list(options)}
+    return {"type": "string"}
+
+
+def _iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def request_value(
+    record: RequestRecord, *, tool_call_id: str | None, subagent_run_id: str | None
+) -> dict[str, Any]:
+    """The ``hpd_agent.request`` CUSTOM value (also listed by ``GET .../requests``)."""
+    event = record.event
+    value: dict[str, Any] = {
+        "id": record.id,
+        "kind": record.kind,
+        "agentPath": list(record.agent_path),
+        "question": record.question,
+        "options": list(record.options) if record.options else None,
+        "responseSchema": response_schema(event),
+        "toolCallId": tool_call_id,
+        "subagentRunId": subagent_run_id,
+        "expiresAt": _iso(record.expires_at),
+    }
+    if isinstance(event, ClarificationRequest):
+        value["context"] = event.context
+        value["data"] = event.data
+    else:
+        value["toolName"] = event.tool_name
+        value["arguments"] = dict(event.arguments)
+    return value
+
+
+def interrupt_of(
+    record: RequestRecord, *, tool_call_id: str | None, subagent_run_id: str | None
+) -> Interrupt:
+    """The AG-UI ``Interrupt`` for a pending request of an interrupted run."""
+    event = record.event
+    confirmation = isinstance(event, PermissionRequest) or event.question_kind == "confirm"
+    return Interrupt(
+        id=record.id,
+        reason="confirmation" if confirmation else "input_required",
+        message=record.question,
+        tool_call_id=tool_call_id,
+        subagent_run_id=subagent_run_id,
+        response_schema=response_schema(event),
+        expires_at=_iso(record.expires_at),
+    )
+
+
+def _decision(request_id: str, answer: Any) -> Decision:
+    def bad(why: str) -> InvalidAnswerError:
+        return InvalidAnswerError(
+            f"invalid answer for request {request_id}: {why}", request_id=request_id
+        )
+
+    if not isinstance(answer, dict):
+        raise bad('expected {"kind": "approve", "scope": "once"|"run"} or {"kind": "deny"}')
+    data: dict[str, Any] = answer  # type: ignore[assignment]
+    kind = data.get("kind")
+    allowed = {"approve": {"kind", "scope"}, "deny": {"kind", "reason"}}.get(str(kind))
+    if allowed is None:
+        raise bad(f'"kind" must be "approve" or "deny", not {kind!r}')
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise bad(f"unknown fields {unknown}")
+    if kind == "deny":
+        reason = data.get("reason", "")
+        if not isinstance(reason, str):
+            raise bad('"reason" must be a string')
+        return Deny(reason=reason)
+    scope = data.get("scope", "once")
+    if scope not in ("once", "run"):
+        raise bad('"scope" must be "once" or "run"')
+    return Approve(scope=scope)
+
+
+def check_web_answer(record: RequestRecord, answer: Any) -> Any:
+    """Check a client's answer without writing it; return what to hand the store.
+
+    Permission answers must be ``{"kind": "approve", "scope": ...}`` or ``{"kind": "deny",
+    "reason": ...}`` exactly (no loose words over the wire).
+
+    Raises:
+        InvalidAnswerError: The answer does not fit the request.
+    """
+    event = record.event
+    if isinstance(event, PermissionRequest):
+        return _decision(record.id, answer)
+    validate_answer(event, answer)
+    return answer

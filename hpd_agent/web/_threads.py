@@ -1,0 +1,310 @@
+"""The thread registry: each AG-UI thread's root runs, its recorded events, its live run.
+
+Every run is owned by the server's task group, not by an HTTP request: a response only
+follows the thread's event log (``follow``), so a client that disconnects (a page reload)
+leaves the run going, and any number of clients can follow the same thread. Runs get secret
+ids (``secrets.token_hex``); request ids are derived from them, so clients cannot guess one.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+from ag_ui.core import (
+    BaseEvent,
+    CustomEvent,
+    RunErrorEvent,
+    RunStartedEvent,
+)
+from ag_ui.core import (
+    Event as AguiEvent,
+)
+from ag_ui.core.version import PROTOCOL_VERSION
+from ag_ui.encoder import EventEncoder
+from anyio.abc import TaskGroup
+from pydantic import TypeAdapter
+
+from ..agent import Agent
+from ..events import RequestEvent
+from ..messages import Message
+from ..run import Run
+from ..store import RequestRecord, Store
+from ._db import RunRow, ThreadDB
+from ._finish import finish_events
+from ._requests import request_value
+from ._translate import Translator
+from ._view import ThreadView
+
+__all__ = ["Mode", "Thread", "Threads"]
+
+Mode = Literal["interrupt", "live"]
+
+PING_SECONDS = 10.0
+"""Seconds of silence after which a follower gets a keep-alive comment."""
+
+_FLUSH_EVERY = 256
+"""Recorded events kept in memory only before they are written to the thread DB."""
+
+
+@dataclass(eq=False)
+class Thread:
+    """One AG-UI thread: its runs (newest last), sent frames, and what its clients saw."""
+
+    thread_id: str
+    runs: list[RunRow] = field(default_factory=list[RunRow])
+    frames: list[str] = field(default_factory=list[str])
+    view: ThreadView = field(default_factory=ThreadView)
+    running: bool = False
+    live: Run | None = None
+    translator: Translator | None = None
+    flushed: int = 0
+    published: int = 0
+    """Frames followers may see: the closing ones wait until they are on disk."""
+    changed: anyio.Event = field(default_factory=anyio.Event)
+
+    @property
+    def run(self) -> RunRow | None:
+        """The newest run."""
+        return self.runs[-1] if self.runs else None
+
+    def owns(self, run_id: str) -> bool:
+        """Whether ``run_id`` is one of this thread's runs."""
+        return any(r.run_id == run_id for r in self.runs)
+
+
+class Threads:
+    """Every thread of one server, backed by ``db`` and the agent's ``store``."""
+
+    def __init__(self, agent: Agent, store: Store, db: ThreadDB) -> None:
+        self.agent = agent
+        self.store = store
+        self._db = db
+        self._threads: dict[str, Thread] = {}
+        self._encoder = EventEncoder()
+        self._adapter: TypeAdapter[Any] = TypeAdapter(AguiEvent)
+        self.task_group: TaskGroup | None = None
+
+    async def get(self, thread_id: str) -> Thread | None:
+        """The thread, loaded from the DB after a restart; None if unknown."""
+        thread = self._threads.get(thread_id)
+        if thread is not None:
+            return thread
+        loaded = await self._db.load(thread_id)
+        if loaded is None:
+            return None
+        runs, frames = loaded
+        thread = self._threads.setdefault(thread_id, Thread(thread_id, runs=runs))
+        for frame in frames:
+            thread.frames.append(frame)
+            thread.view.fold(self._adapter.validate_json(frame.removeprefix("data: ")))
+        thread.flushed = thread.published = len(frames)
+        if runs[-1].status == "running":
+            runs[-1].status = "interrupted"  # the server died under it: resumable
+        return thread
+
+    async def get_or_create(self, thread_id: str) -> Thread:
+        """The thread, created empty if unknown."""
+        return await self.get(thread_id) or self._threads.setdefault(thread_id, Thread(thread_id))
+
+    # -- the log ---------------------------------------------------------------------------
+    def append(self, thread: Thread, event: BaseEvent, *, publish: bool = True) -> None:
+        """Record one event on the thread; publish it (and any held back) unless told not to."""
+        event.timestamp = int(time.time() * 1000)
+        thread.view.fold(event)
+        thread.frames.append(self._encoder.encode(event))
+        if publish:
+            self._publish(thread)
+
+    def _publish(self, thread: Thread) -> None:
+        thread.published = len(thread.frames)
+        changed, thread.changed = thread.changed, anyio.Event()
+        changed.set()
+
+    async def flush(self, thread: Thread) -> None:
+        """Write the frames recorded since the last flush."""
+        first, frames = thread.flushed, thread.frames[thread.flushed :]
+        thread.flushed = len(thread.frames)
+        await self._db.add_events(thread.thread_id, first, frames)
+
+    async def follow(
+        self, thread: Thread, start: int, *, until_idle: bool = True
+    ) -> AsyncIterator[tuple[int, str] | None]:
+        """Frames from index ``start`` on, then live ones until the thread's run ends.
+
+        Yields ``(index, frame)``, or None after ``PING_SECONDS`` of silence (keep-alive).
+        """
+        index = start
+        while True:
+            while index < thread.published:
+                yield index, thread.frames[index]
+                index += 1
+            if not thread.running and until_idle and index >= thread.published:
+                return
+            changed = thread.changed
+            with anyio.move_on_after(PING_SECONDS) as scope:
+                await changed.wait()
+            if scope.cancelled_caught:
+                yield None
+
+    # -- runs ------------------------------------------------------------------------------
+    async def begin(self, thread: Thread, agui_run_id: str) -> int:
+        """Open an AG-UI run on the thread (RUN_STARTED); returns its first frame's index."""
+        thread.running = True
+        start = len(thread.frames)
+        self.append(
+            thread,
+            RunStartedEvent(
+                thread_id=thread.thread_id, run_id=agui_run_id, protocol_version=PROTOCOL_VERSION
+            ),
+        )
+        return start
+
+    def refusal(self, thread: Thread, agui_run_id: str, message: str, code: str) -> list[str]:
+        """The frames of a refused input: RUN_STARTED then RUN_ERROR, recorded nowhere (the
+        thread's own run, if any, goes on untouched)."""
+        now = int(time.time() * 1000)
+        started = RunStartedEvent(
+            thread_id=thread.thread_id,
+            run_id=agui_run_id,
+            protocol_version=PROTOCOL_VERSION,
+            timestamp=now,
+        )
+        error = RunErrorEvent(message=message, code=code, timestamp=now)
+        return [self._encoder.encode(started), self._encoder.encode(error)]
+
+    async def _end(self, thread: Thread) -> None:
+        # The closing frames are written before anyone sees them: a client that saw
+        # RUN_FINISHED may kill the server at once and still find the thread as it saw it.
+        await self.flush(thread)
+        thread.running = False
+        thread.live = None
+        self._publish(thread)
+
+    async def start(
+        self,
+        thread: Thread,
+        agui_run_id: str,
+        *,
+        prompt: str,
+        history: Sequence[Message],
+        mode: Mode,
+        snapshot: BaseEvent,
+    ) -> int:
+        """Start a new root run on the thread; returns the index of its RUN_STARTED."""
+        run_id = "run_" + secrets.token_hex(16)
+        row = RunRow(run_id=run_id, mode=mode, status="running")
+        thread.runs.append(row)
+        await self._db.put_run(thread.thread_id, len(thread.runs), row)
+        start = await self.begin(thread, agui_run_id)
+        self.append(thread, snapshot)
+        run = self.agent.stream(
+            prompt, history=history, run_id=run_id, store=self.store, on_unhandled="interrupt"
+        )
+        self._spawn(thread, run, agui_run_id, mode)
+        return start
+
+    async def resume(self, thread: Thread, agui_run_id: str) -> int:
+        """Continue the thread's interrupted run (answers already in the store)."""
+        row = thread.run
+        assert row is not None
+        row.status = "running"
+        await self._db.put_run(thread.thread_id, len(thread.runs), row)
+        start = await self.begin(thread, agui_run_id)
+        self.append(thread, thread.view.snapshot())
+        run = self.agent.resume_stream(row.run_id, store=self.store, on_unhandled="interrupt")
+        self._spawn(thread, run, agui_run_id, "interrupt")
+        return start
+
+    def _spawn(self, thread: Thread, run: Run, agui_run_id: str, mode: Mode) -> None:
+        assert self.task_group is not None, "the app's lifespan has not started"
+        row = thread.run
+        assert row is not None
+        translator = Translator(row.run_id, thread.view)
+        thread.translator = translator
+        self.task_group.start_soon(self._drive, thread, run, translator, agui_run_id, mode)
+
+    async def _drive(
+        self, thread: Thread, run: Run, translator: Translator, agui_run_id: str, mode: Mode
+    ) -> None:
+        row = thread.run
+        assert row is not None
+        status, error, output = "failed", None, None
+        try:
+            async with run:
+                thread.live = run
+                if mode == "interrupt":
+                    # Nobody answers mid-run: a question ends the run with an interrupt.
+                    run.coordinator.stop_listening()
+                async for event in run:
+                    for out in translator.translate(event):
+                        self.append(thread, out)
+                    if mode == "live" and isinstance(event, RequestEvent) and not event.replayed:
+                        await self._announce(thread, translator, event)
+                    if len(thread.frames) - thread.flushed >= _FLUSH_EVERY:
+                        await self.flush(thread)
+            result = run.result
+            status, output = result.status, result.output
+            error = None if result.error is None else str(result.error)
+        except Exception as e:  # the run failed: the client gets RUN_ERROR, never a hang
+            error = str(e) or type(e).__name__
+        finally:
+            with anyio.CancelScope(shield=True):
+                row.status = status if status in ("completed", "interrupted") else "failed"
+                if status == "cancelled":
+                    row.status = "cancelled"
+                pending = await self.store.list_requests(run_id=row.run_id)
+                await self._db.put_run(thread.thread_id, len(thread.runs), row)
+                for out in translator.close():
+                    self.append(thread, out, publish=False)
+                snapshot = thread.view.snapshot()
+                for out in finish_events(
+                    thread.thread_id,
+                    snapshot,
+                    translator,
+                    agui_run_id,
+                    status,
+                    output,
+                    error,
+                    pending,
+                ):
+                    self.append(thread, out, publish=False)
+                await self._end(thread)
+
+    async def _announce(self, thread: Thread, translator: Translator, event: RequestEvent) -> None:
+        record = await self.store.get_request(event.request_id) or RequestRecord.from_event(event)
+        where = translator.located.get(event.request_id)
+        value = request_value(
+            record,
+            tool_call_id=where.tool_call_id if where else None,
+            subagent_run_id=where.subagent_run_id if where else None,
+        )
+        custom = CustomEvent(name="hpd_agent.request", value=value)
+        custom.subagent_run_id = where.subagent_run_id if where else None
+        self.append(thread, custom)
+        await self.flush(thread)
+
+    async def pending(self, thread: Thread) -> list[dict[str, Any]]:
+        """The thread's pending requests, as ``hpd_agent.request`` values, oldest first."""
+        out: list[dict[str, Any]] = []
+        located = thread.translator.located if thread.translator else {}
+        for row in thread.runs:
+            for record in await self.store.list_requests(run_id=row.run_id):
+                where = located.get(record.id)
+                out.append(
+                    request_value(
+                        record,
+                        tool_call_id=where.tool_call_id if where else None,
+                        subagent_run_id=where.subagent_run_id if where else None,
+                    )
+                )
+        return out
+
+    def messages(self, thread: Thread) -> list[Any]:
+        """The thread's messages as AG-UI JSON."""
+        return [json.loads(m.model_dump_json(by_alias=True)) for m in thread.view.messages]

@@ -1,0 +1,231 @@
+// The question inbox: every pending request of the thread, from any depth, each with the
+// control its kind needs. Answers go out in whatever order the person picks.
+import { el, prettyJSON, uid } from "./dom.js";
+import { customAnswerEditor } from "./schemaform.js";
+
+export class Inbox {
+  /**
+   * @param {HTMLElement} list where the cards go.
+   * @param {HTMLElement} counter shows how many questions wait.
+   * @param {(request: object, answer: any) => Promise<void>} send posts an answer.
+   */
+  constructor(list, counter, send) {
+    this.list = list;
+    this.counter = counter;
+    this.send = send;
+    this.cards = new Map();
+    this.update();
+  }
+
+  clear() {
+    this.cards.clear();
+    this.list.replaceChildren();
+    this.update();
+  }
+
+  has(id) {
+    return this.cards.has(id);
+  }
+
+  /** Adds a pending request (once: a request listed twice keeps its first card). */
+  add(request) {
+    if (!request || !request.id || this.cards.has(request.id)) return false;
+    const card = buildCard(request, (answer, error) => this.submit(request, answer, error));
+    this.cards.set(request.id, card);
+    this.list.append(card);
+    this.update();
+    return true;
+  }
+
+  remove(id) {
+    const card = this.cards.get(id);
+    if (!card) return false;
+    card.remove();
+    this.cards.delete(id);
+    this.update();
+    return true;
+  }
+
+  async submit(request, answer, error) {
+    const card = this.cards.get(request.id);
+    if (!card) return;
+    error.textContent = "";
+    card.setAttribute("aria-busy", "true");
+    for (const control of card.querySelectorAll("button, input, textarea, select")) control.disabled = true;
+    try {
+      await this.send(request, answer);
+      this.remove(request.id);
+    } catch (failure) {
+      card.removeAttribute("aria-busy");
+      if (failure.status === 409 || failure.status === 404) {
+        // Answered elsewhere, expired or cancelled: nothing left to answer here.
+        error.textContent = `Not answered: ${failure.message}`;
+        card.classList.add("closed");
+        return;
+      }
+      for (const control of card.querySelectorAll("button, input, textarea, select")) control.disabled = false;
+      error.textContent = failure.message;
+    }
+  }
+
+  update() {
+    const n = this.cards.size;
+    this.counter.textContent = n === 0 ? "No questions waiting" : `${n} question${n === 1 ? "" : "s"} waiting`;
+    this.list.closest("aside")?.classList.toggle("has-questions", n > 0);
+    if (this.onChange) this.onChange(n);
+  }
+}
+
+const KIND_LABELS = {
+  text: "Free text", input: "Value", choice: "Choice", confirm: "Yes or no",
+  action: "Action", custom: "Form", permission: "Permission",
+};
+
+function titleOf(request) {
+  if (request.kind === "permission") return request.question || `Allow ${request.toolName || "this tool"}?`;
+  return request.question || "(no question text)";
+}
+
+function buildCard(request, submit) {
+  const titleId = uid("question");
+  const error = el("p", { class: "answer-error", role: "alert" });
+  const path = Array.isArray(request.agentPath) ? request.agentPath.join(" › ") : String(request.agentPath || "");
+  const answer = (value) => submit(value, error);
+  const widget = (WIDGETS[request.kind] || WIDGETS.custom)(request, answer, error);
+  const expires = request.expiresAt ? new Date(request.expiresAt) : null;
+  return el("article", {
+    class: "question", "data-request": request.id, "data-kind": request.kind, "aria-labelledby": titleId,
+  },
+  el("header", { class: "question-head" },
+    el("span", { class: "agent-path", title: "Asked by" }, path),
+    el("span", { class: "kind" }, KIND_LABELS[request.kind] || request.kind)),
+  el("h3", { id: titleId }, titleOf(request)),
+  request.context ? el("p", { class: "context" }, request.context) : null,
+  expires && !Number.isNaN(expires.getTime())
+    ? el("p", { class: "expires" }, `Expires at ${expires.toLocaleTimeString()}`) : null,
+  widget, error);
+}
+
+function textBox(label, rows, onSend, buttonText = "Send answer") {
+  const id = uid("answer");
+  const box = rows > 1 ? el("textarea", { id, rows: String(rows) }) : el("input", { id, type: "text" });
+  const form = el("form", {
+    class: "answer-form",
+    onsubmit: (e) => {
+      e.preventDefault();
+      onSend(box.value);
+    },
+  }, el("label", { for: id }, label), box, el("button", { type: "submit" }, buttonText));
+  if (rows > 1) {
+    box.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) form.requestSubmit();
+    });
+  }
+  return form;
+}
+
+function optionButtons(options, onPick) {
+  return el("div", { class: "options", role: "group", "aria-label": "Options" },
+    options.map((option) => el("button", { type: "button", onclick: () => onPick(option) }, option)));
+}
+
+function multipleChoice(options, onSend) {
+  const boxes = options.map((option) => {
+    const id = uid("option");
+    const input = el("input", { type: "checkbox", id, value: option });
+    return { option, input, element: el("div", { class: "field checkbox" }, input, el("label", { for: id }, option)) };
+  });
+  return el("form", {
+    class: "answer-form",
+    onsubmit: (e) => {
+      e.preventDefault();
+      onSend(boxes.filter((b) => b.input.checked).map((b) => b.option));
+    },
+  }, el("fieldset", {}, el("legend", {}, "Pick any"), boxes.map((b) => b.element)),
+  el("button", { type: "submit" }, "Send choice"));
+}
+
+function actionLink(request) {
+  const data = request.data || {};
+  const url = data.url;
+  if (typeof url !== "string") return null;
+  let parsed;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return el("p", {}, url);
+  }
+  // Only web links become clickable: a javascript: or data: URL from a tool stays text.
+  if (parsed.protocol !== "https:" && parsed.protocol !== "http:") return el("p", {}, url);
+  return el("p", {}, el("a", { href: parsed.href, target: "_blank", rel: "noopener noreferrer" },
+    data.label || parsed.href));
+}
+
+const WIDGETS = {
+  text(request, answer) {
+    if (Array.isArray(request.options) && request.options.length) return optionButtons(request.options, answer);
+    return textBox("Your answer", 3, answer);
+  },
+  input(request, answer) {
+    const argument = request.data && request.data.argument;
+    return textBox(argument ? `Value for ${argument}` : "Value", 1, answer);
+  },
+  choice(request, answer) {
+    const options = Array.isArray(request.options) ? request.options : [];
+    const schema = request.responseSchema || {};
+    if (schema.type === "array") return multipleChoice(options, answer);
+    return optionButtons(options, answer);
+  },
+  confirm(request, answer) {
+    return el("div", { class: "options", role: "group", "aria-label": "Confirm" },
+      el("button", { type: "button", class: "approve", onclick: () => answer(true) }, "Yes"),
+      el("button", { type: "button", class: "deny", onclick: () => answer(false) }, "No"));
+  },
+  action(request, answer) {
+    return el("div", {}, actionLink(request),
+      el("div", { class: "options", role: "group", "aria-label": "Action" },
+        el("button", { type: "button", class: "approve", onclick: () => answer(true) }, "Done"),
+        el("button", { type: "button", class: "deny", onclick: () => answer(false) }, "Decline")));
+  },
+  custom(request, answer, error) {
+    const details = request.data && request.data.payload;
+    const payload = details && (typeof details !== "object" || Object.keys(details).length)
+      ? el("pre", { class: "payload", "aria-label": "Details" }, prettyJSON(details)) : null;
+    const editor = customAnswerEditor(request.responseSchema, "Answer");
+    return el("form", {
+      class: "answer-form",
+      onsubmit: (e) => {
+        e.preventDefault();
+        let value;
+        try {
+          value = editor.read();
+        } catch (failure) {
+          error.textContent = failure.message;
+          return;
+        }
+        answer(value);
+      },
+    }, payload, editor.element, el("button", { type: "submit" }, "Send answer"));
+  },
+  permission(request, answer) {
+    const reasonId = uid("reason");
+    const reason = el("input", { type: "text", id: reasonId });
+    const args = request.arguments !== undefined && request.arguments !== null
+      ? el("pre", { class: "tool-args", "aria-label": `Arguments of ${request.toolName || "the tool"}` },
+        prettyJSON(request.arguments)) : null;
+    return el("div", { class: "permission" },
+      el("p", { class: "tool-line" }, "Tool: ", el("code", {}, request.toolName || "?")), args,
+      el("div", { class: "options", role: "group", "aria-label": "Decision" },
+        el("button", { type: "button", class: "approve", onclick: () => answer({ kind: "approve", scope: "once" }) }, "Approve once"),
+        el("button", { type: "button", class: "approve", onclick: () => answer({ kind: "approve", scope: "run" }) }, "Approve for this run")),
+      el("form", {
+        class: "deny-form",
+        onsubmit: (e) => {
+          e.preventDefault();
+          const why = reason.value.trim();
+          answer(why ? { kind: "deny", reason: why } : { kind: "deny" });
+        },
+      }, el("label", { for: reasonId }, "Reason for denying"), reason,
+      el("button", { type: "submit", class: "deny" }, "Deny")));
+  },
+};

@@ -1,0 +1,205 @@
+// The transcript: user prompts, and per run the tree of agents with their streamed text and
+// tool calls, rebuilt from AG-UI events alone (live, or replayed after a reload).
+import { el, prettyJSON } from "./dom.js";
+
+export class Transcript {
+  /** @param {HTMLElement} root where the conversation is drawn. */
+  constructor(root) {
+    this.root = root;
+    this.reset();
+  }
+
+  reset() {
+    this.root.replaceChildren();
+    this.agents = new Map(); // subagentRunId -> agent node
+    this.messages = new Map(); // messageId -> text element
+    this.tools = new Map(); // toolCallId -> tool call node
+    this.shownUsers = new Set(); // ids of user messages already drawn
+    this.queuedUsers = []; // user messages (from GET /messages) awaiting their run
+    this.run = null; // the current run's root agent node
+  }
+
+  /** User messages of the thread, drawn one per replayed run that does not carry its input. */
+  queueUserMessages(messages) {
+    this.queuedUsers = messages.filter((m) => m.role === "user" && !this.shownUsers.has(m.id));
+  }
+
+  addUserMessage(message) {
+    if (message.id && this.shownUsers.has(message.id)) return;
+    if (message.id) this.shownUsers.add(message.id);
+    this.queuedUsers = this.queuedUsers.filter((m) => m.id !== message.id);
+    const text = typeof message.content === "string" ? message.content : prettyJSON(message.content);
+    this.root.append(
+      el("div", { class: "user-message", role: "note", "aria-label": "You" },
+        el("span", { class: "who" }, "You"), el("p", {}, text)),
+    );
+  }
+
+  handle(event) {
+    const handler = HANDLERS[event.type];
+    if (handler) handler.call(this, event);
+  }
+
+  agentNode({ name, depth, runId }) {
+    const body = el("div", { class: "agent-body" });
+    const status = el("span", { class: "agent-status" });
+    const toggle = el("button", {
+      class: "agent-toggle", type: "button", "aria-expanded": "true",
+      onclick: () => {
+        const open = toggle.getAttribute("aria-expanded") !== "true";
+        toggle.setAttribute("aria-expanded", String(open));
+        body.hidden = !open;
+      },
+    }, el("span", { class: "caret", "aria-hidden": "true" }), el("span", { class: "agent-name" }, name));
+    const section = el("section", {
+      class: "agent", "data-agent": name, "data-depth": depth, "data-run": runId,
+      "aria-label": `Agent ${name}`,
+    }, el("header", { class: "agent-head" }, toggle, status), body);
+    return { section, body, status, depth, name, toggle };
+  }
+
+  /** The agent node an event belongs to (its subagent, else the run's root agent). */
+  ownerOf(event) {
+    if (event.subagentRunId && this.agents.has(event.subagentRunId)) {
+      return this.agents.get(event.subagentRunId);
+    }
+    if (!this.run) this.startRun({ runId: "" });
+    return this.run;
+  }
+
+  startRun({ runId, input }) {
+    const users = input && Array.isArray(input.messages)
+      ? input.messages.filter((m) => m.role === "user") : [];
+    if (users.length) this.addUserMessage(users[users.length - 1]);
+    else if (this.queuedUsers.length) this.addUserMessage(this.queuedUsers[0]);
+    const node = this.agentNode({ name: "Assistant", depth: 0, runId });
+    node.section.classList.add("root-agent");
+    this.root.append(node.section);
+    this.run = node;
+    setStatus(node, "working");
+  }
+
+  textFor(event) {
+    let text = this.messages.get(event.messageId);
+    if (!text) {
+      const owner = this.ownerOf(event);
+      text = el("p", { class: "agent-text", "data-message": event.messageId });
+      owner.body.append(text);
+      this.messages.set(event.messageId, text);
+    }
+    return text;
+  }
+
+  toolFor(event) {
+    let call = this.tools.get(event.toolCallId);
+    if (!call) {
+      const owner = this.ownerOf(event);
+      const name = event.toolCallName || "tool";
+      const args = el("pre", { class: "tool-args", "aria-label": `Arguments of ${name}` });
+      const result = el("pre", { class: "tool-result", "aria-label": `Result of ${name}`, hidden: true });
+      const nested = el("div", { class: "tool-nested" });
+      const section = el("div", { class: "tool-call", "data-tool": name, "data-tool-call": event.toolCallId },
+        el("div", { class: "tool-head" }, el("span", { class: "tool-icon", "aria-hidden": "true" }, "⚙"),
+          el("span", { class: "tool-name" }, name)),
+        args, nested, result);
+      owner.body.append(section);
+      call = { section, args, result, nested, argText: "" };
+      this.tools.set(event.toolCallId, call);
+    }
+    return call;
+  }
+}
+
+function setStatus(node, status, detail) {
+  node.section.dataset.status = status;
+  node.status.textContent = detail ? `${status}: ${detail}` : status;
+}
+
+const HANDLERS = {
+  RUN_STARTED(event) {
+    this.startRun(event);
+  },
+  RUN_FINISHED(event) {
+    if (!this.run) return;
+    const interrupted = event.outcome && event.outcome.type === "interrupt";
+    setStatus(this.run, interrupted ? "waiting for answers" : "done");
+  },
+  RUN_ERROR(event) {
+    if (!this.run) this.startRun({ runId: "" });
+    setStatus(this.run, "error", event.message);
+    this.run.body.append(el("p", { class: "run-error", role: "alert" }, `Error: ${event.message}`));
+  },
+  TEXT_MESSAGE_START(event) {
+    this.textFor(event);
+  },
+  TEXT_MESSAGE_CONTENT(event) {
+    this.textFor(event).append(document.createTextNode(event.delta));
+  },
+  TEXT_MESSAGE_CHUNK(event) {
+    if (event.messageId && event.delta) this.textFor(event).append(document.createTextNode(event.delta));
+  },
+  TEXT_MESSAGE_END(event) {
+    this.textFor(event).classList.add("complete");
+  },
+  TOOL_CALL_START(event) {
+    this.toolFor(event);
+  },
+  TOOL_CALL_ARGS(event) {
+    const call = this.toolFor(event);
+    call.argText += event.delta;
+    call.args.textContent = call.argText;
+  },
+  TOOL_CALL_CHUNK(event) {
+    if (!event.toolCallId) return;
+    HANDLERS.TOOL_CALL_ARGS.call(this, { ...event, delta: event.delta || "" });
+  },
+  TOOL_CALL_END(event) {
+    const call = this.toolFor(event);
+    call.args.textContent = prettyJSON(call.argText);
+    call.section.classList.add("called");
+  },
+  TOOL_CALL_RESULT(event) {
+    const call = this.toolFor(event);
+    call.result.hidden = false;
+    call.result.textContent = typeof event.content === "string" ? event.content : prettyJSON(event.content);
+    call.section.classList.add("done");
+  },
+  SUBAGENT_STARTED(event) {
+    const parent = (event.parentSubagentRunId && this.agents.get(event.parentSubagentRunId)) || this.ownerOf({});
+    const node = this.agentNode({ name: event.name, depth: parent.depth + 1, runId: event.subagentRunId });
+    const call = event.parentToolCallId && this.tools.get(event.parentToolCallId);
+    (call ? call.nested : parent.body).append(node.section);
+    this.agents.set(event.subagentRunId, node);
+    setStatus(node, "working");
+  },
+  SUBAGENT_FINISHED(event) {
+    const node = this.agents.get(event.subagentRunId);
+    if (!node) return;
+    const suspended = event.outcome && event.outcome.type === "suspended";
+    setStatus(node, suspended ? "waiting for answers" : "done");
+  },
+  SUBAGENT_ERROR(event) {
+    const node = this.agents.get(event.subagentRunId);
+    if (node) setStatus(node, "error", event.message);
+  },
+  MESSAGES_SNAPSHOT(event) {
+    for (const m of event.messages || []) {
+      if (m.role === "user" && m.id) this.shownUsers.add(m.id);
+    }
+  },
+};
+
+/** Marks the agent that asked `request` as waiting on the human (or not any more). */
+export function markAsking(transcript, request, asking) {
+  const node = transcript.ownerOf({ subagentRunId: request.subagentRunId });
+  const count = Math.max(0, Number(node.section.dataset.asking || 0) + (asking ? 1 : -1));
+  node.section.dataset.asking = String(count);
+  node.section.classList.toggle("asking", count > 0);
+  const path = request.agentPath;
+  if (node === transcript.run && Array.isArray(path) && path.length && node.name === "Assistant") {
+    node.name = path[0];
+    node.section.dataset.agent = path[0];
+    node.section.setAttribute("aria-label", `Agent ${path[0]}`);
+    node.toggle.querySelector(".agent-name").textContent = path[0];
+  }
+}

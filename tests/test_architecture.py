@@ -1,0 +1,296 @@
+"""The package's shape: one-way layers, no import cycles, size limits, a light `import`, and
+every public name that README, docs and examples use still importable.
+
+The import graph is read from the source (every ``import`` statement: at module level,
+inside functions, and under ``TYPE_CHECKING``), so a lazy import cannot hide an arrow that
+points the wrong way. docs/architecture.md states the same layers in prose.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "hpd_agent"
+
+# The layers, lowest first; a module may import only from its own layer or a lower one.
+# Most specific prefix wins (``hpd_agent.models._base`` is 0, ``hpd_agent.models`` is 4).
+LAYERS: dict[str, int] = {
+    # 0 values: data and pure functions
+    "hpd_agent.exceptions": 0,
+    "hpd_agent.messages": 0,
+    "hpd_agent.events": 0,
+    "hpd_agent._fanout": 0,
+    "hpd_agent._vocabulary": 0,
+    "hpd_agent._text": 0,
+    "hpd_agent._schemas": 0,
+    "hpd_agent._refs": 0,
+    "hpd_agent._version": 0,
+    "hpd_agent.models._base": 0,
+    # 1 core runtime
+    "hpd_agent.hooks": 1,
+    "hpd_agent._requests": 1,
+    "hpd_agent.coordinator": 1,
+    "hpd_agent.permissions": 1,
+    "hpd_agent.questions": 1,
+    "hpd_agent._asking": 1,
+    "hpd_agent._context": 1,
+    "hpd_agent.tools": 1,
+    "hpd_agent.clarification": 1,
+    "hpd_agent._loop": 1,
+    "hpd_agent.run": 1,
+    "hpd_agent.handlers._base": 1,
+    "hpd_agent._sessions": 1,
+    "hpd_agent._runner": 1,
+    "hpd_agent._resuming": 1,
+    "hpd_agent.agent": 1,
+    # 2 built on the public core: presets, test doubles
+    "hpd_agent.presets": 2,
+    "hpd_agent.testing": 2,
+    # 3 durability
+    "hpd_agent.store": 3,
+    # 4 integrations
+    "hpd_agent.models": 4,
+    "hpd_agent.models.litellm": 4,
+    "hpd_agent.otel": 4,
+    "hpd_agent.web": 4,
+    "hpd_agent.temporal": 4,
+    # 5 apps and the package faces that reach them
+    "hpd_agent.handlers": 5,
+    "hpd_agent.handlers.console": 5,
+    "hpd_agent.cli": 5,
+    "hpd_agent._cli_store": 5,
+    "hpd_agent._demo": 5,
+    "hpd_agent": 5,
+}
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 60
+MAX_CLASS_LINES = 250
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+MODULES: dict[str, Path] = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def layer_of(module: str) -> int:
+    """The layer of ``module``: its most specific entry in ``LAYERS``."""
+    name = module
+    while name:
+        if name in LAYERS:
+            return LAYERS[name]
+        name = name.rpartition(".")[0]
+    raise AssertionError(f"{module} has no layer: add it to LAYERS (and docs/architecture.md)")
+
+
+def _imports(module: str, path: Path) -> set[str]:
+    """Modules of the package that ``module`` imports, anywhere in its source."""
+    tree = ast.parse(path.read_text())
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            submodules = [f"{target}.{a.name}" for a in node.names]
+            # `from pkg import submodule` imports the submodule; the package counts only
+            # when a name taken from it is not a submodule.
+            names_from_package = any(m not in MODULES for m in submodules)
+            candidates = [*([target] if names_from_package else []), *submodules]
+        elif isinstance(node, ast.Import):
+            candidates = [a.name for a in node.names]
+        else:
+            continue
+        found.update(c for c in candidates if c in MODULES and c != module)
+    return found
+
+
+GRAPH: dict[str, set[str]] = {m: _imports(m, p) for m, p in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component: list[str] = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_is_read_from_every_module() -> None:
+    # The checks below mean something only if the graph has the package's real edges.
+    assert len(MODULES) > 40
+    assert "hpd_agent._requests" in GRAPH["hpd_agent.coordinator"]
+    assert "hpd_agent.store._journal" in GRAPH["hpd_agent.store._session"]
+    assert "hpd_agent.otel" not in GRAPH["hpd_agent.otel._hook"]  # `from . import _attributes`
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(GRAPH) == []
+
+
+def test_cycle_detection_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_imports_point_down_the_layers() -> None:
+    upward = [
+        f"{m} (layer {layer_of(m)}) imports {t} (layer {layer_of(t)})"
+        for m, targets in GRAPH.items()
+        for t in sorted(targets)
+        if layer_of(t) > layer_of(m)
+    ]
+    assert upward == []
+
+
+def test_every_module_has_a_layer_and_a_line_in_the_architecture_doc() -> None:
+    doc = (ROOT / "docs" / "architecture.md").read_text()
+    missing = []
+    for module, path in MODULES.items():
+        layer_of(module)
+        shown = str(path.relative_to(ROOT))
+        if f"`{shown}`" not in doc:
+            missing.append(shown)
+    assert missing == []
+
+
+def test_size_limits() -> None:
+    too_big: list[str] = []
+    for module, path in MODULES.items():
+        text = path.read_text()
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            too_big.append(f"{module}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            size = getattr(node, "end_lineno", 0) - getattr(node, "lineno", 0) + 1
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and size > MAX_FUNCTION_LINES:
+                too_big.append(f"{module}.{node.name}: function of {size} lines")
+            if isinstance(node, ast.ClassDef) and size > MAX_CLASS_LINES:
+                too_big.append(f"{module}.{node.name}: class of {size} lines")
+    assert too_big == []
+
+
+def test_import_hpd_agent_stays_light() -> None:
+    heavy = ["rich", "litellm", "psycopg", "sqlite3", "starlette", "temporalio"]
+    code = (
+        "import sys, hpd_agent\n"
+        f"print([m for m in {heavy!r} if m in sys.modules])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_everything_in_all_is_importable() -> None:
+    import hpd_agent
+
+    for name in hpd_agent.__all__:
+        assert getattr(hpd_agent, name) is not None, name
+
+
+_FROM_IMPORT = re.compile(r"^\s*from\s+(hpd_agent[\w.]*)\s+import\s+\(?([^)#\n]+)", re.MULTILINE)
+
+
+def _names_used() -> set[tuple[str, str]]:
+    """(module, name) of every ``from hpd_agent... import name`` in README, docs, examples."""
+    sources = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    sources += sorted((ROOT / "examples").glob("*.py"))
+    used: set[tuple[str, str]] = set()
+    for path in sources:
+        text = path.read_text()
+        # multi-line parenthesised imports: join them first
+        text = re.sub(r"\(\s*\n([^)]*)\)", lambda m: m.group(1).replace("\n", " "), text)
+        for module, names in _FROM_IMPORT.findall(text):
+            for name in names.split(","):
+                name = name.strip().split(" as ")[0].strip()
+                if name and name.isidentifier():
+                    used.add((module, name))
+    return used
+
+
+def test_docs_and_examples_import_public_names_that_exist() -> None:
+    used = _names_used()
+    assert ("hpd_agent", "Agent") in used  # the scan found the README's imports
+    missing = []
+    for module, name in sorted(used):
+        try:
+            mod = importlib.import_module(module)
+        except ImportError as e:
+            if "hpd_agent" in str(e):
+                missing.append(f"{module} ({e})")
+            continue  # an optional extra that is not installed here
+        if not hasattr(mod, name):
+            try:
+                importlib.import_module(f"{module}.{name}")
+            except ImportError:
+                missing.append(f"{module}.{name}")
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("module", "names"),
+    [
+        ("hpd_agent.models", ["ModelRequestParams", "ModelResponse", "LiteLLMModel", "Model"]),
+        (
+            "hpd_agent.store",
+            ["SQLiteStore", "MemoryStore", "PostgresStore", "Store", "open_store", "respond"],
+        ),
+        ("hpd_agent.questions", ["restore_question", "validate_answer"]),
+        ("hpd_agent.handlers", ["serve", "BaseHandler", "ConsoleHandler", "Handler"]),
+        ("hpd_agent.hooks", ["Hook", "ModelCall", "ToolExecution", "install", "uninstall"]),
+        ("hpd_agent.presets", ["Clarifier", "ClarifierResult", "clarify_loop", "approval_gate"]),
+    ],
+)
+def test_public_module_paths_stay(module: str, names: list[str]) -> None:
+    mod = importlib.import_module(module)
+    for name in names:
+        assert getattr(mod, name) is not None
+
+
+def test_testing_exports_everything_it_lists() -> None:
+    import hpd_agent.testing as testing
+
+    for name in testing.__all__:
+        assert getattr(testing, name) is not None

@@ -1,0 +1,179 @@
+"""The agent tree ``hpd-agent serve tests.web.browser_agents:root`` serves to the browser tests.
+
+Offline: every model is a ``FunctionModel`` reacting to the latest user prompt.
+
+Orchestrator (depth 0) --Manager--> Manager (1) --Specialist--> Specialist (2).
+Prompts:
+- ``plan``: in one turn the Orchestrator asks "Which region?" itself and delegates to the
+  Manager, whose Specialist asks "Which database?" (options postgres/sqlite); then the
+  Orchestrator calls ``delete_file``, which needs approval; then it answers
+  ``Final answer: <every tool result>``.
+- ``forms``: in one turn, tools ask a yes/no question, a multiple choice, a custom form (a JSON
+  schema), an action (visit a URL) and a value for a named argument; the final answer repeats
+  the answers.
+- ``hostile``: the model's text and its question carry HTML/script markup, and a tool asks the
+  person to follow a ``javascript:`` URL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from hpd_agent import Agent, ToolContext, ask_user, tool
+from hpd_agent.messages import Message, ToolResultMessage, UserMessage
+from hpd_agent.models import ModelRequestParams
+from hpd_agent.testing import FunctionModel, text, tool_call
+
+REGION_QUESTION = "Which region?"
+DB_QUESTION = "Which database?"
+HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>'
+SIGN_IN_URL = "https://example.com/oauth/authorize?client=hpd"
+HOSTILE_URL = "javascript:window.__pwned=1"
+DEPLOY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "region": {"type": "string", "enum": ["eu", "us"]},
+        "replicas": {"type": "integer", "minimum": 1},
+        "public": {"type": "boolean"},
+    },
+    "required": ["region", "replicas"],
+    "additionalProperties": False,
+}
+
+
+def _prompt(messages: Sequence[Message]) -> str:
+    for m in reversed(messages):
+        if isinstance(m, UserMessage):
+            return m.content.strip()
+    return ""
+
+
+def _results(messages: Sequence[Message]) -> list[str]:
+    return [m.content for m in messages if isinstance(m, ToolResultMessage)]
+
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file (pretend).
+
+    Args:
+        path: The file.
+    """
+    return f"deleted {path}"
+
+
+@tool
+async def confirm_deploy(ctx: ToolContext) -> str:
+    """Ask whether to deploy."""
+    return f"deploy={await ctx.confirm('Deploy now?')}"
+
+
+@tool
+async def pick_features(ctx: ToolContext) -> str:
+    """Ask which features to enable."""
+    picked = await ctx.ask_choice("Which features?", ["auth", "billing", "search"], multiple=True)
+    return "features=" + ",".join(picked)
+
+
+@tool
+async def deploy_settings(ctx: ToolContext) -> str:
+    """Ask for the deployment settings."""
+    answer = await ctx.ask_custom("deploy", "Deployment settings?", schema=DEPLOY_SCHEMA)
+    return "settings=" + json.dumps(answer, sort_keys=True)
+
+
+@tool
+async def sign_in(ctx: ToolContext) -> str:
+    """Ask the person to sign in at the provider."""
+    done = await ctx.ask_action(SIGN_IN_URL, label="Sign in to Example")
+    return f"signed_in={done}"
+
+
+@tool
+async def name_service(ctx: ToolContext) -> str:
+    """Ask for the service's name instead of guessing it."""
+    return "name=" + await ctx.ask_input("service_name", "What should the service be called?")
+
+
+@tool
+async def open_link(ctx: ToolContext) -> str:
+    """Ask the person to follow a link a hostile tool made up."""
+    done = await ctx.ask_action(HOSTILE_URL, label="Click me", question="Follow the link?")
+    return f"followed={done}"
+
+
+def specialist_turn(messages: Sequence[Message], info: ModelRequestParams):
+    if info.turn == 0:
+        return tool_call("ask_user", question=DB_QUESTION, options=["postgres", "sqlite"])
+    return text("use " + _results(messages)[-1])
+
+
+def manager_turn(messages: Sequence[Message], info: ModelRequestParams):
+    if info.turn == 0:
+        return tool_call("Specialist", query="pick a database")
+    return text("manager: " + _results(messages)[-1])
+
+
+def _plan(messages: Sequence[Message], turn: int):
+    if turn == 0:
+        return [
+            tool_call("Manager", query="plan the storage"),
+            tool_call("ask_user", question=REGION_QUESTION),
+        ]
+    if turn == 1:
+        return tool_call("delete_file", path="/tmp/old-plan.txt")
+    return text("Final answer: " + " | ".join(_results(messages)))
+
+
+def orchestrator_turn(messages: Sequence[Message], info: ModelRequestParams):
+    prompt = _prompt(messages)
+    if prompt == "plan":
+        return _plan(messages, info.turn)
+    if prompt == "forms":
+        if info.turn == 0:
+            return [
+                tool_call("confirm_deploy"),
+                tool_call("pick_features"),
+                tool_call("deploy_settings"),
+                tool_call("sign_in"),
+                tool_call("name_service"),
+            ]
+        return text("Forms done: " + " | ".join(_results(messages)))
+    if prompt == "hostile":
+        if info.turn == 0:
+            return [tool_call("ask_user", question=f"Pick {HOSTILE}?"), tool_call("open_link")]
+        return text(f"Model says {HOSTILE} and " + " | ".join(_results(messages)))
+    return text(f"Hello! You said: {prompt}")
+
+
+def build() -> Agent:
+    """A fresh tree (new models)."""
+    specialist = Agent(
+        "Specialist",
+        model=FunctionModel(specialist_turn, name="specialist"),
+        tools=[ask_user()],
+    )
+    manager = Agent(
+        "Manager",
+        model=FunctionModel(manager_turn, name="manager"),
+        tools=[specialist.as_tool()],
+    )
+    return Agent(
+        "Orchestrator",
+        model=FunctionModel(orchestrator_turn, name="orchestrator", chunk_size=4),
+        tools=[
+            manager.as_tool(),
+            ask_user(),
+            delete_file,
+            confirm_deploy,
+            pick_features,
+            deploy_settings,
+            sign_in,
+            name_service,
+            open_link,
+        ],
+    )
+
+
+root = build()

@@ -1,0 +1,363 @@
+"""The web page in a real browser, as a person uses it.
+
+Headless Debian Chromium driven by Playwright's Python package, against a real
+``hpd-agent serve tests.web.browser_agents:root`` subprocess on 127.0.0.1 with a SQLite store.
+Every wait is on page state (Playwright's auto-waiting ``expect``), never a sleep.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from browser_agents import HOSTILE_URL, SIGN_IN_URL
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless=new",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ROOT = Path(__file__).resolve().parents[2]
+AGENT_REF = "tests.web.browser_agents:root"
+
+try:
+    from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
+if not os.path.exists(CHROMIUM):  # pragma: no cover - depends on the machine
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+try:
+    from hpd_agent.web import create_app  # noqa: F401  # pyright: ignore[reportUnusedImport]
+except ImportError as exc:  # pragma: no cover - depends on the machine
+    pytest.skip(f"the web extra is not installed: {exc}", allow_module_level=True)
+
+expect.set_options(timeout=30_000)
+SERVING = re.compile(r"Serving .* on (http://\S+)")
+
+
+class Server:
+    """``hpd-agent serve`` in a subprocess; ``url`` once it printed where it listens."""
+
+    def __init__(self, store: Path, *extra: str) -> None:
+        exe = shutil.which("hpd-agent", path=str(Path(sys.executable).parent))
+        command = [exe] if exe else [sys.executable, "-m", "hpd_agent.cli"]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        env.pop("HPD_AGENT_TOKEN", None)
+        self.proc = subprocess.Popen(
+            [
+                *command,
+                "serve",
+                AGENT_REF,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--store",
+                str(store),
+                *extra,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.output: list[str] = []
+        lines: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._pump, args=(lines,), daemon=True).start()
+        self.url = self._wait_for_url(lines)
+
+    def _pump(self, lines: queue.Queue[str | None]) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.output.append(line)
+            lines.put(line)
+        lines.put(None)
+
+    def _wait_for_url(self, lines: queue.Queue[str | None]) -> str:
+        while True:
+            try:
+                line = lines.get(timeout=60)
+            except queue.Empty:
+                self.stop()
+                raise AssertionError(
+                    "hpd-agent serve did not say where it listens within 60 s"
+                ) from None
+            if line is None:
+                raise AssertionError("hpd-agent serve exited:\n" + "".join(self.output))
+            found = SERVING.search(line)
+            if found:
+                return found.group(1).rstrip("/") + "/"
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = Server(tmp_path_factory.mktemp("web") / "store.db")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    # A fresh context per test: its own localStorage, so its own conversation thread.
+    context = browser.new_context(viewport={"width": 1300, "height": 1000})
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda error: errors.append(str(error)))
+    yield pg
+    context.close()
+    assert errors == [], f"uncaught errors in the page: {errors}"
+
+
+def send(page: Page, prompt: str) -> None:
+    page.get_by_label("Message").fill(prompt)
+    page.get_by_role("button", name="Send", exact=True).click()
+
+
+def question(page: Page, title: str) -> Locator:
+    return page.get_by_role("article", name=title)
+
+
+def agent(page: Page, name: str) -> Locator:
+    return page.get_by_role("region", name=f"Agent {name}")
+
+
+def final_text(page: Page) -> Locator:
+    return page.locator(".root-agent > .agent-body > .agent-text").last
+
+
+def answer_region(page: Page) -> None:
+    card = question(page, "Which region?")
+    card.get_by_label("Your answer").fill("eu-west")
+    card.get_by_role("button", name="Send answer").click()
+
+
+def answer_database(page: Page) -> None:
+    question(page, "Which database?").get_by_role("button", name="sqlite").click()
+
+
+def wait_for_both_plan_questions(page: Page) -> None:
+    expect(page.get_by_role("article")).to_have_count(2)
+    expect(question(page, "Which database?")).to_contain_text(
+        " \u203a ".join(["Orchestrator", "Manager", "Specialist"])
+    )
+    expect(question(page, "Which region?")).to_contain_text("Orchestrator")
+
+
+def approve_and_finish(page: Page) -> None:
+    permission = page.get_by_role("article", name=re.compile("delete_file"))
+    expect(permission).to_have_attribute("data-kind", "permission")
+    expect(permission.get_by_label("Arguments of delete_file")).to_contain_text("/tmp/old-plan.txt")
+    permission.get_by_role("button", name="Approve once").click()
+    expect(final_text(page)).to_have_text(
+        "Final answer: manager: use sqlite | eu-west | deleted /tmp/old-plan.txt"
+    )
+    expect(page.get_by_role("status")).to_have_text("Done")
+    expect(page.get_by_text("No questions waiting")).to_be_visible()
+    expect(page.get_by_role("button", name="Send", exact=True)).to_be_enabled()
+
+
+def test_nested_agents_questions_from_two_depths_in_reverse_order_and_a_permission(
+    server: Server, page: Page
+) -> None:
+    page.goto(server.url)
+    send(page, "plan")
+    expect(page.get_by_role("note", name="You")).to_have_text(re.compile(r"plan$"))
+
+    # The tree, from the events alone: names at their depths, the Specialist inside the Manager.
+    manager, specialist = agent(page, "Manager"), agent(page, "Specialist")
+    expect(manager).to_have_attribute("data-depth", "1")
+    expect(specialist).to_have_attribute("data-depth", "2")
+    expect(manager.get_by_role("region", name="Agent Specialist")).to_be_visible()
+    expect(
+        manager.locator('[data-tool="Specialist"]').get_by_label("Arguments of Specialist")
+    ).to_contain_text('"query": "pick a database"')
+
+    wait_for_both_plan_questions(page)
+    asked = [card.locator("h3").inner_text() for card in page.get_by_role("article").all()]
+    # Answer the one asked last first; the run goes on in place for the answered branch
+    # while the other question still waits.
+    for title in reversed(asked):
+        other = question(page, next(t for t in asked if t != title))
+        if title == "Which database?":
+            answer_database(page)
+            expect(specialist.locator(".agent-text")).to_have_text("use sqlite")
+        else:
+            answer_region(page)
+            expect(
+                agent(page, "Orchestrator").locator(
+                    ':scope > .agent-body > [data-tool="ask_user"] .tool-result'
+                )
+            ).to_have_text("eu-west")
+        expect(question(page, title)).to_have_count(0)
+        if other.count():
+            expect(other).to_be_visible()
+    expect(manager.locator(":scope > .agent-body > .agent-text")).to_have_text(
+        "manager: use sqlite"
+    )
+    approve_and_finish(page)
+
+    # The tree is collapsible: hiding the Manager hides the Specialist inside it.
+    toggle = manager.get_by_role("button", name="Manager", exact=True)
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(specialist).to_be_hidden()
+    toggle.click()
+    expect(specialist).to_be_visible()
+
+
+def test_reload_mid_question_relists_questions_and_rebuilds_the_tree(
+    server: Server, page: Page
+) -> None:
+    page.goto(server.url)
+    send(page, "plan")
+    wait_for_both_plan_questions(page)
+    thread = page.evaluate("new URLSearchParams(location.hash.slice(1)).get('thread')")
+    assert thread
+
+    page.reload()
+    wait_for_both_plan_questions(page)
+    assert page.evaluate("new URLSearchParams(location.hash.slice(1)).get('thread')") == thread
+    expect(page.get_by_role("note", name="You")).to_have_text(re.compile(r"plan$"))
+    expect(agent(page, "Specialist")).to_have_attribute("data-depth", "2")
+    expect(agent(page, "Manager").get_by_role("region", name="Agent Specialist")).to_be_visible()
+
+    answer_region(page)
+    expect(question(page, "Which region?")).to_have_count(0)
+    # A second reload with one question left: only that one comes back.
+    page.reload()
+    expect(page.get_by_role("article")).to_have_count(1)
+    answer_database(page)
+    approve_and_finish(page)
+
+
+def test_question_kinds_confirm_multiple_choice_and_a_schema_form(
+    server: Server, page: Page
+) -> None:
+    page.goto(server.url)
+    send(page, "forms")
+    expect(page.get_by_role("article")).to_have_count(5)
+
+    form = question(page, "Deployment settings?")
+    # Raw JSON the schema refuses: the server's 400 is shown on the card, nothing is lost.
+    form.get_by_label("Edit as raw JSON").check()
+    form.get_by_label("Answer as JSON").fill('{"region": "mars", "replicas": 1}')
+    form.get_by_role("button", name="Send answer").click()
+    expect(form.get_by_role("alert")).to_contain_text("mars")
+    expect(page.get_by_role("article")).to_have_count(5)
+    # Back to the fields the schema drew.
+    form.get_by_label("Edit as raw JSON").uncheck()
+    form.get_by_label("region (required)").select_option("us")
+    form.get_by_label("replicas (required)").fill("3")
+    form.get_by_label("public").check()
+    form.get_by_role("button", name="Send answer").click()
+    expect(form).to_have_count(0)
+
+    features = question(page, "Which features?")
+    features.get_by_label("auth").check()
+    features.get_by_label("search").check()
+    features.get_by_role("button", name="Send choice").click()
+    question(page, "Deploy now?").get_by_role("button", name="Yes").click()
+
+    sign_in = page.locator('article[data-kind="action"]')
+    expect(sign_in.get_by_role("link", name="Sign in to Example")).to_have_attribute(
+        "href", SIGN_IN_URL
+    )
+    sign_in.get_by_role("button", name="Done").click()
+    naming = question(page, "What should the service be called?")
+    naming.get_by_label("Value for service_name").fill("billing-api")
+    naming.get_by_role("button", name="Send answer").click()
+
+    expect(final_text(page)).to_have_text(
+        "Forms done: deploy=True | features=auth,search | "
+        'settings={"public": true, "region": "us", "replicas": 3} | '
+        "signed_in=True | name=billing-api"
+    )
+
+
+def test_model_and_question_text_is_shown_as_text_never_as_markup(
+    server: Server, page: Page
+) -> None:
+    page.goto(server.url)
+    send(page, "hostile")
+    expect(page.get_by_role("article")).to_have_count(2)
+    link = page.get_by_role("article", name="Follow the link?")
+    # A javascript: URL is shown as text, never made a link.
+    expect(link).to_contain_text(HOSTILE_URL)
+    expect(link.get_by_role("link")).to_have_count(0)
+    link.get_by_role("button", name="Decline").click()
+    card = page.locator('article[data-kind="text"]')
+    expect(card.locator("h3")).to_have_text(
+        re.compile(r'^Pick <img src=x onerror="window.__pwned=1"><script>')
+    )
+    card.get_by_label("Your answer").fill("<b>bold?</b>")
+    card.get_by_role("button", name="Send answer").click()
+    expect(final_text(page)).to_contain_text("and <b>bold?</b> | followed=False")
+    expect(final_text(page)).to_contain_text("Model says <img src=x")
+    injected: Any = page.evaluate(
+        "document.querySelectorAll('#transcript img, #transcript script, #transcript b,"
+        " #questions img, #questions script').length"
+    )
+    assert injected == 0
+    assert page.evaluate("window.__pwned") is None
+
+
+def test_a_token_server_is_used_with_the_token_from_the_address_or_asked_once(
+    browser: Browser, tmp_path: Path
+) -> None:
+    srv = Server(tmp_path / "store.db", "--token", "s3cret-token")
+    try:
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(srv.url + "#token=s3cret-token")
+        send(page, "hello")
+        expect(final_text(page)).to_have_text("Hello! You said: hello")
+        context.close()
+
+        # No token in the address: the server's 401 makes the page ask for it, once.
+        context = browser.new_context()
+        page = context.new_page()
+        asked: list[str] = []
+
+        def give_token(dialog: Any) -> None:
+            asked.append(dialog.message)
+            dialog.accept("s3cret-token")
+
+        page.on("dialog", give_token)
+        page.goto(srv.url)
+        send(page, "hello again")
+        expect(final_text(page)).to_have_text("Hello! You said: hello again")
+        assert len(asked) == 1 and "token" in asked[0]
+        context.close()
+    finally:
+        srv.stop()
