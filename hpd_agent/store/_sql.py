@@ -26,7 +26,6 @@ import anyio.to_thread
 from ..exceptions import StoreCorruptError, UserError
 from ._base import (
     JournalEntry,
-    Lease,
     RequestRecord,
     RequestState,
     RunRecord,
@@ -35,8 +34,9 @@ from ._base import (
     expire_stale,
     refusal,
 )
-from ._lease import DEFAULT_LEASE_TTL, check_ttl, leased
+from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._session import Sessions
+from ._sql_leases import SQLLeases
 from ._waiters import Waiters
 
 __all__ = [
@@ -312,7 +312,7 @@ _LIMITERS: anyio.lowlevel.RunVar[WeakKeyDictionary[object, dict[str, anyio.Capac
 )
 
 
-class SQLStore(Sessions, ABC, Generic[C]):
+class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
     """The ``Store`` methods the SQL stores share, over one connection used by one thread at a time.
 
     Blocking calls run in worker threads (``anyio.to_thread``), serialised by a lock. They
@@ -356,6 +356,9 @@ class SQLStore(Sessions, ABC, Generic[C]):
         self._conn = None
 
     # -- plumbing ------------------------------------------------------------------------
+    def _spelling(self) -> Dialect:
+        return self.dialect
+
     def _locked(self, fn: Callable[[C], T]) -> T:
         with self._lock:
             if self._conn is None:
@@ -542,57 +545,6 @@ class SQLStore(Sessions, ABC, Generic[C]):
         return await self._run(
             lambda conn: [run_from_row(r) for r in self._query(conn, sql, args).fetchall()]
         )
-
-    # -- leases (see ``_lease``) ---------------------------------------------------------
-    async def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease:
-        """Take the run's lease if it is free, expired or ``holder``'s; else ``RunLeasedError``."""
-        mark = self.dialect.mark
-        insert = self.dialect.insert(
-            "hpd_leases", "run_id, holder, expires_at", "run_id", overwrite=False
-        )
-        take_over = (
-            f"UPDATE hpd_leases SET holder = {mark}, expires_at = {mark} "
-            f"WHERE run_id = {mark} AND (holder = {mark} OR expires_at <= {mark})"
-        )
-
-        def take(conn: C) -> Lease:
-            with self._transaction(conn):
-                # In the transaction (SQLite: the write lock; PostgreSQL: the conditional
-                # statements wait for a racing taker's commit): exactly one taker wins.
-                now = time.time()
-                lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl)
-                if self._query(conn, insert, (run_id, holder, lease.expires_at)).rowcount == 1:
-                    return lease
-                args = (holder, lease.expires_at, run_id, holder, now)
-                if self._query(conn, take_over, args).rowcount == 1:
-                    return lease
-                live = self._lease(conn, run_id)
-            raise leased(live or lease, now=now)
-
-        return await self._run(take)
-
-    async def renew_lease(self, run_id: str, holder: str, ttl: float) -> bool:
-        """Extend ``holder``'s lease; False if another holder has it now."""
-        mark = self.dialect.mark
-        sql = f"UPDATE hpd_leases SET expires_at = {mark} WHERE run_id = {mark} AND holder = {mark}"
-        return await self._run(
-            lambda conn: self._query(conn, sql, (time.time() + ttl, run_id, holder)).rowcount == 1
-        )
-
-    async def release_lease(self, run_id: str, holder: str) -> None:
-        """Give up ``holder``'s lease on the run."""
-        mark = self.dialect.mark
-        sql = f"DELETE FROM hpd_leases WHERE run_id = {mark} AND holder = {mark}"
-        await self._run(lambda conn: self._query(conn, sql, (run_id, holder)))
-
-    async def get_lease(self, run_id: str) -> Lease | None:
-        """The run's lease (maybe expired), or None."""
-        return await self._run(lambda conn: self._lease(conn, run_id))
-
-    def _lease(self, conn: C, run_id: str) -> Lease | None:
-        sql = f"SELECT holder, expires_at FROM hpd_leases WHERE run_id = {self.dialect.mark}"
-        row = self._query(conn, sql, (run_id,)).fetchone()
-        return None if row is None else Lease(run_id=run_id, holder=row[0], expires_at=row[1])
 
     async def aclose(self) -> None:
         """Close the database connection."""
