@@ -51,9 +51,21 @@ def open_store(location: str | os.PathLike[str], *, lease_ttl: float | None = No
 
     Args:
         location: The DSN or the file.
-        lease_ttl: Seconds a run's lease lasts unless renewed (default: the store's).
+        lease_ttl: Seconds a run's lease lasts unless renewed; by default the environment
+            variable ``HPD_AGENT_LEASE_TTL`` if set (so the ``hpd-agent`` commands and
+            servers that open their store here can be told), else the store's default.
     """
     text = os.fspath(location)
+    if lease_ttl is None and os.environ.get("HPD_AGENT_LEASE_TTL"):
+        try:
+            lease_ttl = float(os.environ["HPD_AGENT_LEASE_TTL"])
+        except ValueError:
+            from ..exceptions import UserError
+
+            raise UserError(
+                f"HPD_AGENT_LEASE_TTL must be a number of seconds, "
+                f"not {os.environ['HPD_AGENT_LEASE_TTL']!r}"
+            ) from None
     options: dict[str, Any] = {} if lease_ttl is None else {"lease_ttl": lease_ttl}
     if text.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresStore
