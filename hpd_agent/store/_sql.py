@@ -381,6 +381,14 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
     async def _run(self, fn: Callable[[C], T]) -> T:
         return await anyio.to_thread.run_sync(self._locked, fn, limiter=self._limiter())
 
+    async def _point(self, fn: Callable[[C], T]) -> T:
+        """Run a short statement (or transaction) about one row: in the store's thread,
+        unless the store has a faster way (``SQLiteStore``: on the event loop)."""
+        return await self._run(fn)
+
+    def _announce(self, request_id: str) -> None:
+        """After ``resolve`` committed: tell other processes by another way than ``_notify``."""
+
     def _get(self, conn: C, request_id: str, *, lock: bool = False) -> RequestRecord | None:
         sql = f"SELECT {REQUEST_COLUMNS} FROM hpd_requests WHERE id = {self.dialect.mark}"
         if lock:
@@ -401,11 +409,11 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
             assert found is not None
             return found
 
-        return await self._run(add)
+        return await self._point(add)
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
         """The request with this id, or None."""
-        return await self._run(lambda conn: self._get(conn, request_id))
+        return await self._point(lambda conn: self._get(conn, request_id))
 
     async def list_requests(
         self,
@@ -480,7 +488,8 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
             stored = None if answer_json is None else json.loads(answer_json)
             return replace(current, status=status, answer=stored, answered_at=now, context=merged)
 
-        record = await self._run(update)
+        record = await self._point(update)
+        self._announce(request_id)
         self._waiters.wake(request_id)
         return record
 
@@ -505,7 +514,7 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
         sql = self.dialect.insert(
             "hpd_journal", "run_id, key, kind, value", "run_id, key", overwrite=True
         )
-        await self._run(lambda conn: self._query(conn, sql, row))
+        await self._point(lambda conn: self._query(conn, sql, row))
 
     async def journal(self, run_id: str) -> dict[str, JournalEntry]:
         """Every journaled fact of a run, by key."""
@@ -522,7 +531,7 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
         """Insert or replace a run record."""
         row = run_to_row(record)
         sql = self.dialect.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=True)
-        await self._run(lambda conn: self._query(conn, sql, row))
+        await self._point(lambda conn: self._query(conn, sql, row))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run record, or None."""
@@ -532,7 +541,7 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
             row = self._query(conn, sql, (run_id,)).fetchone()
             return None if row is None else run_from_row(row)
 
-        return await self._run(select)
+        return await self._point(select)
 
     async def list_runs(self, *, status: RunState | None = None) -> list[RunRecord]:
         """Run records, oldest first."""
