@@ -15,7 +15,7 @@ import anyio
 
 from ._base import RequestRecord, refusal
 
-__all__ = ["Waiters"]
+__all__ = ["Waiters", "readable_or_woken"]
 
 Watch = Callable[[list[str], anyio.Event], Awaitable[list[str]]]
 """``watch(waited_ids, leader_wakeup)``: wait a while (returning early if ``leader_wakeup``
@@ -92,3 +92,24 @@ class Waiters:
             if rid != leaving and not other.is_set():
                 other.set()
                 return
+
+
+async def readable_or_woken(fd: int, wakeup: anyio.Event, timeout: float) -> bool:
+    """Wait until ``fd`` is readable or ``wakeup`` is set (True), or ``timeout`` passes (False).
+
+    On the event loop itself (no thread): a watcher waiting on a socket costs nothing while
+    it waits and wakes within microseconds of a datagram or a notification.
+    """
+    timer = anyio.CancelScope()
+    async with anyio.create_task_group() as tg:
+
+        async def woken() -> None:
+            await wakeup.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(woken)
+        timer = anyio.move_on_after(timeout)
+        with timer:
+            await anyio.wait_readable(fd)
+        tg.cancel_scope.cancel()
+    return not timer.cancelled_caught

@@ -37,6 +37,7 @@ from ._sqlite_io import (
     notify_all,
     wake_dir,
 )
+from ._waiters import readable_or_woken
 
 __all__ = ["SQLiteStore"]
 
@@ -242,19 +243,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         assert sock is not None
         heard = wake.drain()
         if not heard:
-            timer = anyio.CancelScope()
-            async with anyio.create_task_group() as tg:
-
-                async def woken() -> None:
-                    await wakeup.wait()
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(woken)
-                timer = anyio.move_on_after(_RECHECK)
-                with timer:
-                    await anyio.wait_readable(sock)
-                tg.cancel_scope.cancel()
-            if timer.cancelled_caught:
+            if not await readable_or_woken(sock.fileno(), wakeup, _RECHECK):
                 return await self._resolved_since(waited, 0.0, True)
             heard = wake.drain()
         wanted = set(waited)
