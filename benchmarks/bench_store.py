@@ -153,7 +153,7 @@ async def memory_per_pending(n: int, store: Store | None) -> tuple[float, float,
                     if store is not None:
                         ids = [r.id for r in await store.list_requests(status="pending")]
                     else:
-                        ids = list(run.pending)
+                        ids = [e.request_id for e in run.pending]
                     listed = time.perf_counter() - start
                     assert len(ids) == n
                     start = time.perf_counter()
