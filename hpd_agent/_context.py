@@ -230,41 +230,34 @@ async def request_model(
     params: ModelRequestParams,
 ) -> ModelResponse:
     """One model request of a run: through the run's model wrappers (if any), counted busy
-    while it is live (an interrupt waits for it) and added to the run's usage."""
-    wrappers = coordinator.hooks.model_wrappers
-    if not wrappers:
-        coordinator.quiescence.enter()
-        try:
+    while it is live, journal write included (an interrupt waits for it), and added to the
+    run's usage."""
+    quiescence = coordinator.quiescence
+    quiescence.busy += 1
+    try:
+        if not coordinator.hooks.model_wrappers:
             response = await model.request(messages, params)
-        finally:
-            coordinator.quiescence.leave()
-    else:
-        call = ModelCall(
-            run_id=coordinator.run_id,
-            agent_path=agent_path,
-            scope_path=scope_path,
-            turn=params.turn,
-            model=model,
-            messages=messages,
-            params=params,
-            emit=coordinator.emit,
-        )
-        response = await coordinator.hooks.model(_live_model_request(coordinator))(call)
+        else:
+            call = ModelCall(
+                run_id=coordinator.run_id,
+                agent_path=agent_path,
+                scope_path=scope_path,
+                turn=params.turn,
+                model=model,
+                messages=messages,
+                params=params,
+                emit=coordinator.emit,
+            )
+            response = await coordinator.hooks.model(_call_model)(call)
+    finally:
+        # What the response asks for (tool calls, the agent's end) takes over.
+        quiescence.hand_over()
     coordinator.add_usage(response.usage)
     return response
 
 
-def _live_model_request(
-    coordinator: Coordinator,
-) -> Callable[[ModelCall], Awaitable[ModelResponse]]:
-    async def live(call: ModelCall) -> ModelResponse:
-        coordinator.quiescence.enter()
-        try:
-            return await call.model.request(call.messages, call.params)
-        finally:
-            coordinator.quiescence.leave()
-
-    return live
+async def _call_model(call: ModelCall) -> ModelResponse:
+    return await call.model.request(call.messages, call.params)
 
 
 async def _run_step(call: StepCall) -> Any:

@@ -185,7 +185,8 @@ async def _observed_run(
                 try:
                     response = await spec.model.request(messages, params)
                 finally:
-                    quiescence.leave()
+                    # Its tool calls (entered below) or the agent's end take over.
+                    quiescence.hand_over()
                 coordinator.add_usage(response.usage)
             calls = _take(state, messages, response, turn, on_text)
             if not calls:

@@ -343,7 +343,7 @@ async def run_nested(
     path = (*ctx.agent_path, bp.name)
     scope = f"{ctx.call_path}/{bp.name}"
     # The calling tool counted as busy; while this agent runs, its own calls count instead.
-    coordinator.quiescence.leave()
+    coordinator.quiescence.hand_over()
     try:
         extra = ""
         if bp.before is not None:

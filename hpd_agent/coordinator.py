@@ -136,6 +136,12 @@ class Quiescence:
         if self.parked and self.parked >= self.busy:
             self.interrupt()
 
+    def hand_over(self) -> None:
+        """A live call ended by handing over to more work of its own agent (a model call to
+        the tool calls it made, a tool call to the nested agent it runs): no interrupt
+        check here, the work it hands over to counts from the moment it starts."""
+        self.busy -= 1
+
     def park(self, delta: int) -> None:
         """A waiter parks (+1) on a request nobody here can answer, or stops (-1)."""
         self.parked += delta

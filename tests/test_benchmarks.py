@@ -29,7 +29,8 @@ INSTALL = 'pip install -e ".[bench]"'
 
 PEERS = {
     # framework: (bench script, module that must be importable)
-    "openai-agents": ("bench_openai_agents.py", "agents"),
+    # a submodule: tests/web/agents.py shadows a bare "agents" on the test path
+    "openai-agents": ("bench_openai_agents.py", "agents.run"),
     "pydantic-ai": ("bench_pydantic_ai.py", "pydantic_ai"),
     "langgraph": ("bench_langgraph.py", "langgraph.prebuilt"),
 }

@@ -134,3 +134,47 @@ async def test_an_interrupted_batch_never_yields_a_result_for_the_parked_call(
             assert (workdir / "effects.txt").read_text() == "effect\n", i
         finally:
             await store.aclose()
+
+
+async def test_an_interrupt_waits_for_a_branch_still_working_its_way_to_a_question(
+    tmp_path: Path,
+) -> None:
+    # The root asks at once while its other call goes two agents deep before asking too:
+    # the run must not stop when the model calls of the deep branch hand over (they are
+    # work in progress), but only once both questions wait, so both are pending together.
+    def asks(question: str) -> Any:
+        def reply(messages: Sequence[Message], params: ModelRequestParams) -> Any:
+            last = messages[-1]
+            if isinstance(last, ToolResultMessage):
+                return text(f"got {last.content}")
+            return tool_call("ask_user", question=question)
+
+        return reply
+
+    def delegates(to: str) -> Any:
+        def reply(messages: Sequence[Message], params: ModelRequestParams) -> Any:
+            last = messages[-1]
+            if isinstance(last, ToolResultMessage):
+                return text(f"{to} said {last.content}")
+            return tool_call(to, query="go")
+
+        return reply
+
+    def root(messages: Sequence[Message], params: ModelRequestParams) -> Any:
+        if isinstance(messages[-1], ToolResultMessage):
+            return text("all done")
+        return [tool_call("ask_user", question="Root question?"), tool_call("Manager", query="go")]
+
+    specialist = Agent("Specialist", model=FunctionModel(asks("Deep question?")), tools=[ask_user()])
+    manager = Agent("Manager", model=FunctionModel(delegates("Specialist")), tools=[specialist.as_tool()])
+    agent = Agent("Root", model=FunctionModel(root), tools=[ask_user(), manager.as_tool()])
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        first = await agent.run("go", store=store, on_unhandled="interrupt")
+        assert first.status == "interrupted"
+        assert sorted(p.agent_path for p in first.pending) == [
+            ("Root",),
+            ("Root", "Manager", "Specialist"),
+        ]
+    finally:
+        await store.aclose()
