@@ -306,6 +306,10 @@ class Connection(Protocol):
 C = TypeVar("C", bound=Connection)
 T = TypeVar("T")
 
+_THREADS = 8
+"""Threads a store may use at once; its lock runs one query at a time, but calls waiting on
+the lock in threads hand over faster than calls queued on a one-token limiter."""
+
 # Per event loop (a limiter belongs to the loop that made it), per store, per use.
 _LIMITERS: anyio.lowlevel.RunVar[WeakKeyDictionary[object, dict[str, anyio.CapacityLimiter]]] = (
     anyio.lowlevel.RunVar("hpd_agent_store_limiters")
@@ -375,7 +379,7 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
         limiters = mine.setdefault(self, {})
         limiter = limiters.get(name)
         if limiter is None:
-            limiter = limiters[name] = anyio.CapacityLimiter(1)
+            limiter = limiters[name] = anyio.CapacityLimiter(_THREADS)
         return limiter
 
     async def _run(self, fn: Callable[[C], T]) -> T:
