@@ -176,19 +176,21 @@ class WakeSocket:
         """Bind the socket; False where that is impossible (then the store polls)."""
         if len(self.path.encode()) > _SUN_PATH_MAX:
             return False
-        try:
-            os.makedirs(self.folder, exist_ok=True)
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        except OSError:
-            return False
-        try:
-            sock.bind(self.path)
-            sock.setblocking(False)
-        except OSError:
-            sock.close()
-            return False
-        self.sock = sock
-        return True
+        for _ in range(2):  # the folder may be removed by a closing store in between
+            try:
+                os.makedirs(self.folder, exist_ok=True)
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            except OSError:
+                return False
+            try:
+                sock.bind(self.path)
+                sock.setblocking(False)
+            except OSError:
+                sock.close()
+                continue
+            self.sock = sock
+            return True
+        return False
 
     def drain(self) -> list[str]:
         """The request ids received so far (without waiting)."""
@@ -205,9 +207,11 @@ class WakeSocket:
         return found
 
     def close(self) -> None:
-        """Close and remove the socket."""
+        """Close and remove the socket, and the folder if no other socket is left in it."""
         if self.sock is not None:
             self.sock.close()
             self.sock = None
             with contextlib.suppress(OSError):
                 os.unlink(self.path)
+            with contextlib.suppress(OSError):
+                os.rmdir(self.folder)  # refused while another process's socket is there
