@@ -117,9 +117,7 @@ async def test_never_valid_ends_with_output_validation_error() -> None:
     model.assert_complete()
 
     # Streamed, the run ends failed with that error in RunFinished.
-    streamed = Agent(
-        "Geo", model=ScriptedModel([text("nope")]), output_type=City, output_retries=0
-    )
+    streamed = Agent("Geo", model=ScriptedModel([text("nope")]), output_type=City, output_retries=0)
     events: list[Event] = []
     with pytest.raises(OutputValidationError):  # leaving the block raises the run's error
         async with streamed.stream("city?") as run:
@@ -170,9 +168,7 @@ async def test_nested_and_parent_both_with_output_type() -> None:
         city = json.loads(last.content)
         return text(json.dumps({"city": city, "verdict": "big"}))
 
-    parent = Agent(
-        "Root", model=FunctionModel(answer), tools=[child.as_tool()], output_type=Report
-    )
+    parent = Agent("Root", model=FunctionModel(answer), tools=[child.as_tool()], output_type=Report)
     result = await parent.run("Report")
     assert result.output == Report(city=PARIS, verdict="big")
 
@@ -223,9 +219,7 @@ async def test_a_durable_run_replays_the_retries_identically(store: Store) -> No
     assert first.status == "interrupted"
     assert calls == [0, 1]
     (pending,) = first.pending
-    resumed = await build().resume(
-        first.run_id, store=store, answers={pending.request_id: "Paris"}
-    )
+    resumed = await build().resume(first.run_id, store=store, answers={pending.request_id: "Paris"})
     assert resumed.output == PARIS
     # Turns 0 and 1 came from the journal; only turn 2 asked the model.
     assert calls == [0, 1, 2]
