@@ -162,18 +162,20 @@ def _agent_finished(
 async def _observed_run(
     state: _State, messages: list[Message], input: str, tool_call_id: str | None
 ) -> AgentOutcome:
-    """The turns of one agent's run, announced by ``AgentStarted``/``AgentFinished``.
-
-    One coroutine for the whole loop: every suspension below resumes through each frame
-    of the chain, so the hot path keeps the chain short.
-    """
+    """The turns of one agent's run, announced by ``AgentStarted``/``AgentFinished``: one
+    coroutine for the whole loop (each suspension resumes through every frame of the chain)."""
     coordinator = state.coordinator
     spec = state.spec
-    coordinator.emit(_agent_started(state, input, tool_call_id))
+    path, scope = state.agent_path, state.scope_path
+    coordinator.emit(
+        AgentStarted(
+            run_id=coordinator.run_id, agent_path=path, depth=state.depth, input=input,
+            tool_call_id=tool_call_id,
+        )
+    )  # fmt: skip
     quiescence = coordinator.quiescence
     on_text = _text_sink(state)
     wrapped = bool(coordinator.hooks.model_wrappers)
-    path, scope = state.agent_path, state.scope_path
     first, limit, refused = 0, spec.max_turns, 0
     try:
         while True:  # more than once only when an output_type check sends the model back
@@ -204,9 +206,8 @@ async def _observed_run(
             output, retry = spec.output.check(response.text, refused)
             if retry is None:
                 break
-            # The retry is a turn of its own, on top of max_turns.
             messages.append(retry)
-            first, limit, refused = turn + 1, limit + 1, refused + 1
+            first, limit, refused = turn + 1, limit + 1, refused + 1  # a turn on top of max_turns
     except anyio.get_cancelled_exc_class():
         status: RunStatus = "interrupted" if quiescence.interrupted else "cancelled"
         coordinator.emit(_agent_finished(state, tool_call_id, status))
@@ -223,16 +224,6 @@ async def _observed_run(
 def _too_many_turns(spec: AgentSpec) -> MaxTurnsExceededError:
     return MaxTurnsExceededError(
         f"agent {spec.name!r} was still calling tools after max_turns={spec.max_turns} turns"
-    )
-
-
-def _agent_started(state: _State, input: str, tool_call_id: str | None) -> AgentStarted:
-    return AgentStarted(
-        run_id=state.coordinator.run_id,
-        agent_path=state.agent_path,
-        depth=state.depth,
-        input=input,
-        tool_call_id=tool_call_id,
     )
 
 

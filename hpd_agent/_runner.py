@@ -393,7 +393,8 @@ async def run_nested(
     """
     if deps is None:
         deps = ctx.deps
-    check_deps(bp, deps)
+    if bp.deps_type is not None:
+        check_deps(bp, deps)
     coordinator = ctx.coordinator
     path = (*ctx.agent_path, bp.name)
     scope = f"{ctx.call_path}/{bp.name}"

@@ -168,10 +168,8 @@ class Agent(Resumable, SyncRunnable):
         hooks: Sequence[Hook] = (),
         deps: Any = None,
     ) -> RunResult:
-        """Run the agent to its final answer.
-
-        Inside a tool call this is a nested run: its events and requests go to the root
-        run's stream, and the root's handler answers them.
+        """Run the agent to its final answer. Inside a tool call this is a nested run: its
+        events and requests go to the root run's stream, and the root's handler answers them.
 
         Args:
             prompt: The task.
@@ -211,7 +209,8 @@ class Agent(Resumable, SyncRunnable):
                 )
             return await run_nested(self._plan(), ctx, prompt, history=history, deps=deps)
         bp = self._plan()
-        check_deps(bp, deps)
+        if bp.deps_type is not None:
+            check_deps(bp, deps)
         policy = resolve_policy(self.on_unhandled, on_unhandled, store)
         rid = run_id or _new_run_id()
         opener = _new_session(store, rid, self, prompt, history)

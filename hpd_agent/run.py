@@ -74,7 +74,7 @@ def finished_event(result: RunResult, agent_name: str) -> RunFinished:
         agent_path=(agent_name,),
         depth=0,
         status=result.status,
-        output=output_text(result.output),
+        output=result.output if type(result.output) is str else output_text(result.output),
         error=text,
         usage=result.usage,
     )
