@@ -41,11 +41,13 @@ from ._waiters import Waiters
 
 __all__ = [
     "MIGRATIONS",
+    "MISSED",
     "REQUEST_COLUMNS",
     "RUN_COLUMNS",
     "Connection",
     "Cursor",
     "Dialect",
+    "Missed",
     "SQLStore",
     "journal_from_row",
     "record_from_row",
@@ -310,6 +312,13 @@ _THREADS = 8
 """Threads a store may use at once; its lock runs one query at a time, but calls waiting on
 the lock in threads hand over faster than calls queued on a one-token limiter."""
 
+
+class Missed:
+    """What ``SQLStore._point_now`` returns when it could not run the statement now."""
+
+
+MISSED = Missed()
+
 # Per event loop (a limiter belongs to the loop that made it), per store, per use.
 _LIMITERS: anyio.lowlevel.RunVar[WeakKeyDictionary[object, dict[str, anyio.CapacityLimiter]]] = (
     anyio.lowlevel.RunVar("hpd_agent_store_limiters")
@@ -336,6 +345,7 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
         self._conn: C | None = conn
         self._lock = threading.Lock()
         self._waiters = Waiters(self.get_request, self._watch)
+        self._journal_sql: str | None = None
 
     # -- what each database does its own way ---------------------------------------------
     @abstractmethod
@@ -385,10 +395,19 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
     async def _run(self, fn: Callable[[C], T]) -> T:
         return await anyio.to_thread.run_sync(self._locked, fn, limiter=self._limiter())
 
+    def _point_now(self, fn: Callable[[C], T]) -> T | Missed:
+        """Run a short statement (or transaction) about one row at once, on the event loop,
+        if the store can (``SQLiteStore``, a ``PostgresStore`` on this machine); ``MISSED``
+        when it cannot now, having written nothing."""
+        return MISSED
+
     async def _point(self, fn: Callable[[C], T]) -> T:
-        """Run a short statement (or transaction) about one row: in the store's thread,
-        unless the store has a faster way (``SQLiteStore``: on the event loop)."""
-        return await self._run(fn)
+        """Run a short statement (or transaction) about one row: at once if
+        ``_point_now`` can, else in the store's thread."""
+        result = self._point_now(fn)
+        if isinstance(result, Missed):
+            return await self._run(fn)
+        return result
 
     def _announce(self, request_id: str) -> None:
         """After ``resolve`` committed: tell other processes by another way than ``_notify``."""
@@ -512,13 +531,23 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
         return await expire_stale(self, max_age, run_id=run_id, now=now)
 
     # -- journal -------------------------------------------------------------------------
+    def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[C], object]:
+        row = (run_id, entry.key, entry.kind, dump_json(entry.value))
+        sql = self._journal_sql
+        if sql is None:
+            sql = self._journal_sql = self.dialect.insert(
+                "hpd_journal", "run_id, key, kind, value", "run_id, key", overwrite=True
+            )
+        return lambda conn: self._query(conn, sql, row)
+
     async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
         """Record one fact of a run."""
-        row = (run_id, entry.key, entry.kind, dump_json(entry.value))
-        sql = self.dialect.insert(
-            "hpd_journal", "run_id, key, kind, value", "run_id, key", overwrite=True
-        )
-        await self._point(lambda conn: self._query(conn, sql, row))
+        await self._point(self._journal_write(run_id, entry))
+
+    def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
+        """Record one fact of a run at once, if that needs no wait (see ``_point_now``);
+        False when nothing was written (then ``journal_put`` writes it)."""
+        return not isinstance(self._point_now(self._journal_write(run_id, entry)), Missed)
 
     async def journal(self, run_id: str) -> dict[str, JournalEntry]:
         """Every journaled fact of a run, by key."""

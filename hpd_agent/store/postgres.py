@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from ..exceptions import StoreUnavailableError
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
-from ._sql import MIGRATIONS, Dialect, SQLStore, schema
+from ._sql import MIGRATIONS, MISSED, Dialect, Missed, SQLStore, schema
 from ._waiters import readable_or_woken
 
 try:
@@ -158,19 +158,20 @@ class PostgresStore(SQLStore[_Conn]):
     def _transaction(self, conn: _Conn) -> AbstractContextManager[object]:
         return conn.transaction()
 
-    async def _point(self, fn: Callable[[_Conn], T]) -> T:
+    def _point_now(self, fn: Callable[[_Conn], T]) -> T | Missed:
         """On the event loop when the server is local and the fast connection is free; a
-        statement that gave up (a row lock held, a slow server) goes to the thread."""
+        statement that gave up (a row lock held, a slow server) was rolled back."""
         fast = self._fast
-        if fast is not None and self._fast_lock.acquire(blocking=False):
-            try:
-                if self._fast is not None:
-                    return fn(fast)
-            except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
-                pass
-            finally:
-                self._fast_lock.release()
-        return await self._run(fn)
+        if fast is None or not self._fast_lock.acquire(blocking=False):
+            return MISSED
+        try:
+            if self._fast is None:
+                return MISSED
+            return fn(fast)
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
+            return MISSED
+        finally:
+            self._fast_lock.release()
 
     def _notify(self, conn: _Conn, request_id: str) -> None:
         """Wake waiters in every process, at commit (NOTIFY is transactional)."""

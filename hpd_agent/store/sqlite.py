@@ -27,7 +27,7 @@ import anyio
 
 from ..exceptions import StoreUnavailableError, UserError
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
-from ._sql import MIGRATIONS, Dialect, SQLStore, schema
+from ._sql import MIGRATIONS, MISSED, Dialect, Missed, SQLStore, schema
 from ._sqlite_io import (
     Checkpointer,
     Durability,
@@ -187,25 +187,30 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             conn.execute("ROLLBACK")
             raise
 
-    async def _point(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _point_now(self, fn: Callable[[sqlite3.Connection], T]) -> T | Missed:
         """On the event loop when the fast connection is free and the file is not locked by
-        another writer (then nothing was written and the worker thread waits for the lock)."""
+        another writer (else nothing was written and the worker thread waits for the lock)."""
         fast = self._fast
-        if fast is not None and self._fast_lock.acquire(blocking=False):
-            try:
-                if self._fast is not None:
-                    result = fn(fast)
-                    if self._checkpointer is not None:
-                        self._checkpointer.tick()
-                    return result
-            except sqlite3.OperationalError as e:
-                if not is_busy(e):
-                    raise
-            finally:
-                self._fast_lock.release()
+        if fast is None or not self._fast_lock.acquire(blocking=False):
+            return MISSED
+        try:
+            if self._fast is None:
+                return MISSED
+            result = fn(fast)
+        except sqlite3.OperationalError as e:
+            if not is_busy(e):
+                raise
+            return MISSED
+        finally:
+            self._fast_lock.release()
         if self._checkpointer is not None:
             self._checkpointer.tick()
-        return await self._run(fn)
+        return result
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._checkpointer is not None:
+            self._checkpointer.tick()
+        return await super()._run(fn)
 
     def _notify(self, conn: sqlite3.Connection, request_id: str) -> None:
         """Nothing inside the transaction: ``_announce`` sends after the commit."""
