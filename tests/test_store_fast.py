@@ -178,3 +178,34 @@ def test_a_dead_processes_socket_is_removed(tmp_path: Path) -> None:
         assert live.recv(100) == b"req_x"
     finally:
         live.close()
+
+
+async def test_postgres_journal_write_waits_for_a_row_lock(fresh_postgres: str) -> None:  # noqa: F811
+    """The journal write on the event loop (libpq's prepared statement) meets a row another
+    transaction is writing: it gives up, goes to the worker thread, and lands after."""
+    import psycopg
+
+    from hpd_agent.store import PostgresStore
+
+    store = PostgresStore(fresh_postgres)
+    await store.journal_put("run_1", JournalEntry(key="warm", kind="tool", value={}))
+    other = psycopg.connect(fresh_postgres)
+    other.execute("INSERT INTO hpd_journal VALUES ('run_1', 'k', 'tool', '\"theirs\"')")
+    done = anyio.Event()
+
+    async def write() -> None:
+        await store.journal_put("run_1", JournalEntry(key="k", kind="tool", value="ours"))
+        done.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            await wait_all_tasks_blocked()
+            assert not done.is_set()
+            other.commit()
+            with anyio.fail_after(10):
+                await done.wait()
+        assert (await store.journal("run_1"))["k"].value == "ours"
+    finally:
+        other.close()
+        await store.aclose()
