@@ -7,6 +7,7 @@ import os
 import socket
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -209,3 +210,57 @@ async def test_postgres_journal_write_waits_for_a_row_lock(fresh_postgres: str) 
     finally:
         other.close()
         await store.aclose()
+
+
+async def test_postgres_resolve_in_one_statement_keeps_its_promises(
+    fresh_postgres: str,  # noqa: F811
+) -> None:
+    """The one-statement resolve merges the context, refuses a second answer, keeps text
+    jsonb would refuse, and names a request whose stored context is not JSON."""
+    import psycopg
+
+    from hpd_agent.exceptions import RequestAlreadyAnsweredError, StoreCorruptError
+    from hpd_agent.store import PostgresStore
+
+    first, second = PostgresStore(fresh_postgres), PostgresStore(fresh_postgres)
+    try:
+        await first.add_request(question("req_a"))
+        results = await _race(first, second, "req_a")
+        assert sorted(type(r).__name__ for r in results) == [
+            "RequestAlreadyAnsweredError",
+            "RequestRecord",
+        ]
+        won = next(r for r in results if isinstance(r, RequestRecord))
+        assert won.context == {"channel": "test", "by": won.answer}
+        stored = await second.get_request("req_a")
+        assert stored is not None and stored == won
+        with pytest.raises(RequestAlreadyAnsweredError):
+            await first.resolve("req_a", "answered", "again")
+
+        await first.add_request(question("req_nul"))
+        done = await first.resolve("req_nul", "answered", "x", context={"note": "a\x00b"})
+        assert done.context["note"] == "a\x00b"
+
+        await first.add_request(question("req_bad"))
+        with psycopg.connect(fresh_postgres, autocommit=True) as conn:
+            conn.execute("UPDATE hpd_requests SET context = 'not json' WHERE id = 'req_bad'")
+        with pytest.raises(StoreCorruptError, match="req_bad"):
+            await first.resolve("req_bad", "answered", "x")
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
+async def _race(a: Any, b: Any, request_id: str) -> list[Any]:
+    results: list[Any] = []
+
+    async def answer(store: Any, text: str) -> None:
+        try:
+            results.append(await store.resolve(request_id, "answered", text, context={"by": text}))
+        except Exception as e:  # the loser's refusal is the point
+            results.append(e)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(answer, a, "from a")
+        tg.start_soon(answer, b, "from b")
+    return results

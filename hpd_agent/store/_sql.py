@@ -489,32 +489,43 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
         """Atomically move a pending request to ``status``; distinct errors if not pending."""
         answer_json = dump_json(answer) if status == "answered" else None
         extra = dict(context or {})
-        mark = self.dialect.mark
-        sql = (
-            f"UPDATE hpd_requests SET status = {mark}, answer = {mark}, answered_at = {mark}, "
-            f"context = {mark} WHERE id = {mark} AND status = 'pending'"
-        )
 
         def update(conn: C) -> RequestRecord:
-            with self._transaction(conn):
-                # Locked (by the transaction or the row lock) from this read to the commit:
-                # a racing resolver, in any process, reads the status committed here.
-                current = self._get(conn, request_id, lock=True)
-                if current is None or current.status != "pending":
-                    raise refusal(current, request_id)
-                merged = {**current.context, **extra}
-                now = time.time()
-                args = (status, answer_json, now, dump_json(merged), request_id)
-                if self._query(conn, sql, args).rowcount != 1:
-                    raise refusal(self._get(conn, request_id), request_id)
-                self._notify(conn, request_id)
-            stored = None if answer_json is None else json.loads(answer_json)
-            return replace(current, status=status, answer=stored, answered_at=now, context=merged)
+            return self._resolve_in(conn, request_id, status, answer_json, extra)
 
         record = await self._point(update)
         self._announce(request_id)
         self._waiters.wake(request_id)
         return record
+
+    def _resolve_in(
+        self,
+        conn: C,
+        request_id: str,
+        status: RequestState,
+        answer_json: str | None,
+        extra: dict[str, Any],
+    ) -> RequestRecord:
+        """``resolve``'s transaction: read the pending row locked, update it, notify."""
+        mark = self.dialect.mark
+        sql = (
+            f"UPDATE hpd_requests SET status = {mark}, answer = {mark}, answered_at = {mark}, "
+            f"context = {mark} WHERE id = {mark} AND status = 'pending'"
+        )
+        with self._transaction(conn):
+            # Locked (by the transaction or the row lock) from this read to the commit:
+            # a racing resolver, in any process, reads the status committed here.
+            current = self._get(conn, request_id, lock=True)
+            if current is None or current.status != "pending":
+                raise refusal(current, request_id)
+            merged = {**current.context, **extra}
+            now = time.time()
+            args = (status, answer_json, now, dump_json(merged), request_id)
+            if self._query(conn, sql, args).rowcount != 1:
+                raise refusal(self._get(conn, request_id), request_id)
+            self._notify(conn, request_id)
+        stored = None if answer_json is None else json.loads(answer_json)
+        return replace(current, status=status, answer=stored, answered_at=now, context=merged)
 
     async def wait_resolved(self, request_id: str) -> RequestRecord:
         """Wait until the request leaves ``pending``, resolved here or by another process.

@@ -19,6 +19,7 @@ loop, and notifications are read from it without waiting.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, LiteralString, TypeVar, cast
@@ -27,9 +28,18 @@ import anyio
 import anyio.to_thread
 
 from ..exceptions import StoreUnavailableError
-from ._base import JournalEntry, dump_json
+from ._base import JournalEntry, RequestRecord, RequestState, dump_json, refusal
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
-from ._sql import MIGRATIONS, MISSED, Dialect, Missed, SQLStore, schema
+from ._sql import (
+    MIGRATIONS,
+    MISSED,
+    REQUEST_COLUMNS,
+    Dialect,
+    Missed,
+    SQLStore,
+    record_from_row,
+    schema,
+)
 from ._waiters import readable_or_woken
 
 try:
@@ -66,6 +76,16 @@ _JOURNAL_PUT_SQL = (
     b"INSERT INTO hpd_journal (run_id, key, kind, value) VALUES ($1, $2, $3, $4) "
     b"ON CONFLICT (run_id, key) DO UPDATE SET kind = EXCLUDED.kind, value = EXCLUDED.value"
 )
+
+
+_RESOLVE = (
+    "WITH done AS (UPDATE hpd_requests SET status = %s, answer = %s, answered_at = %s, "
+    "context = (context::jsonb || %s::jsonb)::text WHERE id = %s AND status = 'pending' "
+    f"RETURNING {REQUEST_COLUMNS}) SELECT done.*, pg_notify(%s, done.id) FROM done"
+)
+"""``resolve`` in one statement (one round trip instead of five): the conditional update
+merges the context, returns the row and notifies, atomically. A racing resolver waits for
+the row lock, then finds the row no longer pending and updates nothing."""
 
 
 def _check(result: psycopg.pq.abc.PGresult) -> None:
@@ -216,6 +236,25 @@ class PostgresStore(SQLStore[_Conn]):
             return None
 
         return write
+
+    def _resolve_in(
+        self,
+        conn: _Conn,
+        request_id: str,
+        status: RequestState,
+        answer_json: str | None,
+        extra: dict[str, Any],
+    ) -> RequestRecord:
+        args = (status, answer_json, time.time(), dump_json(extra), request_id, CHANNEL)
+        try:
+            row = conn.execute(_RESOLVE, args).fetchone()
+        except psycopg.errors.DataError:
+            # A stored context that is not JSON (read back as StoreCorruptError naming the
+            # request), or text jsonb refuses (a NUL): the read-then-update transaction.
+            return super()._resolve_in(conn, request_id, status, answer_json, extra)
+        if row is None:
+            raise refusal(self._get(conn, request_id), request_id)
+        return record_from_row(row[:-1])
 
     def _notify(self, conn: _Conn, request_id: str) -> None:
         """Wake waiters in every process, at commit (NOTIFY is transactional)."""
