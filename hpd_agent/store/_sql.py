@@ -495,7 +495,7 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
 
         record = await self._point(update)
         self._announce(request_id)
-        self._waiters.wake(request_id)
+        self._waiters.wake(request_id, record)
         return record
 
     def _resolve_in(

@@ -38,11 +38,15 @@ class Waiters:
         self._events: dict[str, anyio.Event] = {}
         self._count: dict[str, int] = {}
         self._leader: str | None = None
+        self._settled: dict[str, RequestRecord] = {}
 
-    def wake(self, request_id: str) -> None:
-        """The request was resolved through this very store object: wake its waiters now."""
+    def wake(self, request_id: str, record: RequestRecord | None = None) -> None:
+        """The request was resolved (``record``: as committed through this very store
+        object, which spares the waiter a read): wake its waiters now."""
         event = self._events.get(request_id)
         if event is not None:
+            if record is not None:
+                self._settled[request_id] = record
             event.set()
 
     async def wait(self, request_id: str) -> RequestRecord:
@@ -55,7 +59,7 @@ class Waiters:
                     event = self._events[request_id] = anyio.Event()
                 # Registered before this look: an answer landing after it is seen by the
                 # watcher (or woken directly), never lost in between.
-                record = await self._fetch(request_id)
+                record = self._settled.pop(request_id, None) or await self._fetch(request_id)
                 if record is None:
                     raise refusal(None, request_id)
                 if record.status != "pending":
@@ -71,6 +75,7 @@ class Waiters:
             else:
                 del self._count[request_id]
                 self._events.pop(request_id, None)
+                self._settled.pop(request_id, None)
             if self._leader is None:
                 # This waiter may have been woken to take over just as its own request was
                 # resolved: pass the watch on, or the others would wait unwatched.
