@@ -29,6 +29,7 @@ EXIT_STORE_CORRUPT = 9
 EXIT_AGENT = 10
 EXIT_NO_RUN = 11
 EXIT_UNKNOWN_REQUEST = 12
+EXIT_LEASED = 13  # `resume`: another process drives the run (it holds the run's lease)
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
 
@@ -318,10 +319,18 @@ class _StoreNotice:
 
 def failure(error: BaseException) -> tuple[int, str]:
     """The exit status and one-line message of an error that ended a command."""
-    from .exceptions import HpdAgentError, RequestError, StoreCorruptError, StoreUnavailableError
+    from .exceptions import (
+        HpdAgentError,
+        RequestError,
+        RunLeasedError,
+        StoreCorruptError,
+        StoreUnavailableError,
+    )
 
     if isinstance(error, _Fail):
         return error.status, str(error)
+    if isinstance(error, RunLeasedError):
+        return EXIT_LEASED, str(error)
     if isinstance(error, StoreUnavailableError):
         return EXIT_STORE_UNAVAILABLE, str(error)
     if isinstance(error, StoreCorruptError):

@@ -65,6 +65,8 @@ class Resumable(ABC):
 
         Raises:
             UserError: No such run, or it was started by an agent of another name.
+            RunLeasedError: Another process drives the run (it holds the run's lease in the
+                store); nothing was written. See docs/guarantees.md.
             RequestError: One of ``answers`` was refused.
         """
         if current_context() is not None:

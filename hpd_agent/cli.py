@@ -18,6 +18,7 @@ journal key concerned), never a traceback, and its own exit status:
 | 10 | the run's agent cannot be found or loaded, or ``--agent`` is not the agent the run belongs to |
 | 11 | ``resume``: no run has that id |
 | 12 | ``resume --answer``: no request has that id |
+| 13 | ``resume``: another process drives the run (the message names the lease's holder and when it expires; if that process died, resume again after then) |
 | 70 | an internal error (a bug in hpd-agent): its one line says what; ``HPD_AGENT_DEBUG=1`` shows the traceback |
 | 75 | ``resume --interrupt``: stopped with questions pending (listed on stdout); not an error |
 | 130 | interrupted (Ctrl-C) |

@@ -8,7 +8,8 @@ a runtime condition a correct program can meet and handle.
 HpdAgentError
 ├── UserError                       the caller used the API wrongly
 │   ├── ToolDefinitionError         a function cannot become a tool
-│   └── RunNotFinishedError         result asked for before the run ended
+│   ├── RunNotFinishedError         result asked for before the run ended
+│   └── RunLeasedError              another process drives the run (it holds the lease)
 ├── RequestError                    respond() refused an answer; nothing changed
 │   ├── UnknownRequestError         no request has that id
 │   ├── RequestAlreadyAnsweredError the request has its answer already
@@ -61,6 +62,7 @@ __all__ = [
     "RequestError",
     "RequestExpiredError",
     "RunCancelledError",
+    "RunLeasedError",
     "RunNotFinishedError",
     "ScriptExhaustedError",
     "StoreCorruptError",
@@ -87,6 +89,27 @@ class ToolDefinitionError(UserError):
 
 class RunNotFinishedError(UserError):
     """A run's result was read before the run ended."""
+
+
+class RunLeasedError(UserError):
+    """Another process drives the run: it holds the run's lease in the store.
+
+    Raised by ``resume``/``resume_stream`` (and ``run`` with a run id in use) before anything
+    is written, and by a run whose process lost its lease (it stops driving the run, which
+    the new holder continues). See docs/guarantees.md.
+
+    Attributes:
+        run_id: The run.
+        holder: Who holds the lease (``host:pid:random``).
+        expires_at: When the lease expires unless its holder renews it (seconds since the
+            epoch); a holder that died is taken over after this.
+    """
+
+    def __init__(self, message: str, *, run_id: str, holder: str, expires_at: float) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.holder = holder
+        self.expires_at = expires_at
 
 
 class RequestError(HpdAgentError):

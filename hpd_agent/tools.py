@@ -163,7 +163,10 @@ class Tool:
     """A function the model can call.
 
     Build one with ``@tool`` or ``Tool(fn, ...)``. Sync functions run in a worker thread so
-    they cannot stall the other agents; async functions run on the event loop.
+    they cannot stall the other agents; async functions run on the event loop. A sync call
+    that times out, or whose run is cancelled, ends at once (the result is the timeout text,
+    or the cancellation goes on), but its thread cannot be killed: it keeps running until the
+    function returns, and what it returns is dropped (see docs/guarantees.md, "Threads").
 
     Args:
         function: The function to call; sync or async.
@@ -171,7 +174,8 @@ class Tool:
         description: What the tool does; defaults to the docstring's summary.
         requires_approval: Ask the human before each call (``True``), never (``False``), or
             let a callable decide from the validated arguments.
-        timeout: Seconds the call may take, not counting time spent waiting for a human.
+        timeout: Seconds the call may take, not counting time spent waiting for a human
+            (a sync function's thread is then abandoned, not stopped).
         parameters: Override the JSON schema (advanced; arguments are then passed unvalidated).
     """
 
@@ -279,7 +283,10 @@ class Tool:
             return await cast(_AsyncFunction, self.function)(**arguments)
         if self._blocking:
             fn = self.function
-            return await anyio.to_thread.run_sync(lambda: fn(**arguments))
+            # abandon_on_cancel: a timeout or a cancelled run does not wait for the thread.
+            # The thread itself cannot be stopped: it runs on until ``fn`` returns, and its
+            # result is dropped.
+            return await anyio.to_thread.run_sync(lambda: fn(**arguments), abandon_on_cancel=True)
         return self.function(**arguments)
 
 

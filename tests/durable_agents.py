@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Sequence
+
+import anyio
 
 from hpd_agent import Agent, ask_user, tool
 from hpd_agent.messages import Message, ToolResultMessage
 from hpd_agent.models import ModelRequestParams
+from hpd_agent.store import Store
 from hpd_agent.testing import FunctionModel, text, tool_call
 
 QUESTION = "Which framework?"
@@ -91,14 +95,26 @@ def read_lines(name: str) -> list[str]:
         return f.read().splitlines()
 
 
-if __name__ == "__main__":
-    # Child-process entry: python durable_agents.py DB_PATH_OR_DSN RUN_ID
-    import anyio
+async def wait_lease_lapsed(store: Store, run_id: str, timeout: float = 60.0) -> None:
+    """Wait (bounded, on the store's state) until nobody holds a live lease on the run."""
+    with anyio.fail_after(timeout):
+        for _ in iter(int, 1):  # until the condition holds (the deadline bounds it)
+            lease = await store.get_lease(run_id)
+            if lease is None or lease.expires_at <= time.time():
+                return
+            await anyio.sleep(0.05)
 
+
+CHILD_LEASE_TTL = 1.5
+"""The child's lease (short: a resume after the child's SIGKILL waits this long at most)."""
+
+if __name__ == "__main__":
+    # Child-process entry: python durable_agents.py DB_PATH_OR_DSN RUN_ID [LEASE_TTL]
     from hpd_agent.store import open_store
 
     async def main() -> None:
-        store = open_store(sys.argv[1])
+        ttl = float(sys.argv[3]) if len(sys.argv) > 3 else CHILD_LEASE_TTL
+        store = open_store(sys.argv[1], lease_ttl=ttl)
         result = await build().run("Build an API", store=store, run_id=sys.argv[2])
         print(result.output, flush=True)
 

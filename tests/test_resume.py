@@ -481,10 +481,15 @@ async def test_cancellation_from_outside_leaves_requests_resumable(
     store: Store, workdir: Path
 ) -> None:
     """A process shutting down (an outer cancel scope here) is like a crash, not a cancel."""
+    seen: set[str] = set()
     with anyio.CancelScope() as outer:
         async with durable_agents.build().stream("Build", store=store, run_id="run_s") as run:
             async for event in run:
                 if isinstance(event, ClarificationRequest):
+                    seen.add("question")
+                elif isinstance(event, ToolCallFinished) and event.tool_name == "record_step":
+                    seen.add("step")  # a tool thread still running is abandoned, not awaited
+                if seen == {"question", "step"}:
                     outer.cancel()
                     await anyio.sleep_forever()
     (record,) = await store.list_requests(run_id="run_s")

@@ -92,6 +92,8 @@ async def test_sigkill_while_depth2_question_pending_then_resume(
     )
     assert answered.returncode == 0, answered.stderr
 
+    # The dead child's lease keeps the run until it lapses (test_lease.py tests that part).
+    await durable_agents.wait_lease_lapsed(store, "run_kill")
     events: list[Event] = []
     async with durable_agents.build().resume_stream("run_kill", store=store) as run:
         async for event in run:

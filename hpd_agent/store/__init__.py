@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._answers import respond
 from ._base import (
     JournalEntry,
+    Lease,
     RequestRecord,
     RequestState,
     RunRecord,
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Journal",
     "JournalEntry",
+    "Lease",
     "MemoryStore",
     "PostgresStore",
     "RequestRecord",
@@ -43,15 +45,33 @@ __all__ = [
 ]
 
 
-def open_store(location: str | os.PathLike[str]) -> Store:
+def open_store(location: str | os.PathLike[str], *, lease_ttl: float | None = None) -> Store:
     """A store from a location: a ``postgresql://`` DSN opens a ``PostgresStore``; anything
-    else is a SQLite file path."""
+    else is a SQLite file path.
+
+    Args:
+        location: The DSN or the file.
+        lease_ttl: Seconds a run's lease lasts unless renewed; by default the environment
+            variable ``HPD_AGENT_LEASE_TTL`` if set (so the ``hpd-agent`` commands and
+            servers that open their store here can be told), else the store's default.
+    """
     text = os.fspath(location)
+    if lease_ttl is None and os.environ.get("HPD_AGENT_LEASE_TTL"):
+        try:
+            lease_ttl = float(os.environ["HPD_AGENT_LEASE_TTL"])
+        except ValueError:
+            from ..exceptions import UserError
+
+            raise UserError(
+                f"HPD_AGENT_LEASE_TTL must be a number of seconds, "
+                f"not {os.environ['HPD_AGENT_LEASE_TTL']!r}"
+            ) from None
+    options: dict[str, Any] = {} if lease_ttl is None else {"lease_ttl": lease_ttl}
     if text.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresStore
 
-        return PostgresStore(text)
-    return SQLiteStore(text)
+        return PostgresStore(text, **options)
+    return SQLiteStore(text, **options)
 
 
 def __getattr__(name: str) -> Any:

@@ -36,6 +36,7 @@ from ..messages import Message
 
 __all__ = [
     "JournalEntry",
+    "Lease",
     "RequestRecord",
     "RequestState",
     "RunRecord",
@@ -215,6 +216,21 @@ class RunRecord:
     created_at: float = field(default_factory=time.time)
     updated_at: float = field(default_factory=time.time)
     agent_ref: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lease:
+    """Who drives a run: the holder of its lease (see ``hpd_agent.store._lease``).
+
+    Attributes:
+        run_id: The run.
+        holder: The driving process's id, ``host:pid:random`` (one per session).
+        expires_at: When the lease lapses unless renewed (seconds since the epoch).
+    """
+
+    run_id: str
+    holder: str
+    expires_at: float
 
 
 def _first_line(error: BaseException) -> str:
@@ -397,6 +413,32 @@ class Store(Protocol):
 
     async def list_runs(self, *, status: RunState | None = None) -> list[RunRecord]:
         """Run records, oldest first, optionally of one status."""
+        ...
+
+    # -- leases: one process drives a run at a time ------------------------------------
+    lease_ttl: float
+    """Seconds a lease lasts unless renewed (its holder renews it every third of that)."""
+
+    async def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease:
+        """Atomically take the run's lease for ``ttl`` seconds: if nobody holds it, its
+        holder let it expire, or ``holder`` holds it already.
+
+        Raises:
+            RunLeasedError: Another holder's lease is live; nothing changed.
+        """
+        ...
+
+    async def renew_lease(self, run_id: str, holder: str, ttl: float) -> bool:
+        """Extend ``holder``'s lease to ``ttl`` seconds from now; False if it holds it no
+        longer (another holder took it over)."""
+        ...
+
+    async def release_lease(self, run_id: str, holder: str) -> None:
+        """Give up ``holder``'s lease (nothing happens if another holder has it)."""
+        ...
+
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """The run's lease as last taken or renewed (maybe expired), or None."""
         ...
 
     async def aclose(self) -> None:

@@ -1,8 +1,9 @@
 """A run's life in a store: the session ``Agent.run/stream/resume(store=...)`` opens.
 
 ``StoreSession`` is the core's ``RunSession``: the journal (a hook), the request backend,
-the run record, approvals for the run restored on resume. ``Sessions`` gives every store its
-``open_session`` / ``resume_session``.
+the run record, approvals for the run restored on resume, and the run's lease (``_lease``:
+one process drives a run at a time). ``Sessions`` gives every store its ``open_session`` /
+``resume_session``; both take the lease before they write anything.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import dataclasses
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from .._output import output_text
 from .._text import error_text
@@ -23,6 +26,7 @@ from ._answers import respond, validate_stored
 from ._backend import StoreRequests
 from ._base import JournalEntry, RunRecord, RunState, Store, check_entries, refusal
 from ._journal import Journal
+from ._lease import LeaseKeeper, new_holder
 
 if TYPE_CHECKING:
     from ..coordinator import Coordinator
@@ -34,10 +38,15 @@ class StoreSession:
     """One root run's life in a store (the core's ``RunSession``)."""
 
     def __init__(
-        self, store: Store, record: RunRecord, entries: Mapping[str, JournalEntry] | None = None
+        self,
+        store: Store,
+        record: RunRecord,
+        keeper: LeaseKeeper,
+        entries: Mapping[str, JournalEntry] | None = None,
     ) -> None:
         self.store = store
         self.record = record
+        self.keeper = keeper
         self.journal = Journal(store, record.run_id, entries)
         self.backend = StoreRequests(store, self.journal)
         self.hooks: Sequence[Hook] = (self.journal,)
@@ -56,8 +65,14 @@ class StoreSession:
 
     @contextlib.asynccontextmanager
     async def held(self) -> AsyncGenerator[None]:
-        """Held around the whole run (see the core's ``RunSession.held``)."""
-        yield
+        """Held around the whole run: renews the run's lease, releases it at the end.
+
+        Raises:
+            RunLeasedError: The lease was lost to another holder meanwhile; the run's work
+                was cancelled (see ``hpd_agent.store._lease``).
+        """
+        async with self.keeper.held():
+            yield
 
     async def attach(self, coordinator: Coordinator) -> None:
         """Bring back approvals "for the run" an earlier life got.
@@ -117,6 +132,7 @@ class Sessions:
                 f"run {run_id!r} is already in {store!r}: "
                 "use resume() to continue it, or pick a new run_id"
             )
+        keeper = await _take(store, run_id)
         record = RunRecord(
             run_id=run_id,
             agent_name=agent_name,
@@ -124,8 +140,12 @@ class Sessions:
             history=message_adapter().dump_python(list(history or []), mode="json"),
             agent_ref=agent_ref,
         )
-        await store.put_run(record)
-        return StoreSession(store, record)
+        try:
+            await store.put_run(record)
+        except BaseException:
+            await _give_back(keeper)
+            raise
+        return StoreSession(store, record, keeper)
 
     async def resume_session(
         self,
@@ -145,12 +165,30 @@ class Sessions:
                 f"run {run_id!r} was started by agent {record.agent_name!r}, not {agent_name!r}: "
                 "resume it with the same agent"
             )
-        if max_age is not None:
-            await store.recover(max_age, run_id=run_id)
-        await _answer_all(store, run_id, dict(answers or {}))
-        record = dataclasses.replace(record, status="running", updated_at=time.time())
-        await store.put_run(record)
-        return StoreSession(store, record, check_entries(run_id, await store.journal(run_id)))
+        keeper = await _take(store, run_id)
+        try:
+            if max_age is not None:
+                await store.recover(max_age, run_id=run_id)
+            await _answer_all(store, run_id, dict(answers or {}))
+            record = dataclasses.replace(record, status="running", updated_at=time.time())
+            await store.put_run(record)
+            entries = check_entries(run_id, await store.journal(run_id))
+        except BaseException:
+            await _give_back(keeper)  # a refused resume must not lock the run
+            raise
+        return StoreSession(store, record, keeper, entries)
+
+
+async def _take(store: Store, run_id: str) -> LeaseKeeper:
+    """Take the run's lease for a new session (``RunLeasedError`` if it is live)."""
+    ttl = store.lease_ttl
+    lease = await store.take_lease(run_id, new_holder(), ttl)
+    return LeaseKeeper(store, lease, ttl)
+
+
+async def _give_back(keeper: LeaseKeeper) -> None:
+    with anyio.CancelScope(shield=True):
+        await keeper.store.release_lease(keeper.lease.run_id, keeper.lease.holder)
 
 
 async def _answer_all(store: Store, run_id: str, answers: dict[str, Any]) -> None:

@@ -17,8 +17,10 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar, cast
+from weakref import WeakKeyDictionary
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 
 from ..exceptions import StoreCorruptError, UserError
@@ -32,7 +34,9 @@ from ._base import (
     expire_stale,
     refusal,
 )
+from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._session import Sessions
+from ._sql_leases import SQLLeases
 from ._waiters import Waiters
 
 __all__ = [
@@ -106,6 +110,13 @@ def schema(real: str) -> list[str]:
             created_at {real} NOT NULL,
             updated_at {real} NOT NULL,
             agent_ref TEXT
+        )""",
+        # One row per run driven now (or whose driver died): see ``_lease``. A new table,
+        # so a store file or database made by an older version gains it when opened.
+        f"""CREATE TABLE IF NOT EXISTS hpd_leases (
+            run_id TEXT PRIMARY KEY,
+            holder TEXT NOT NULL,
+            expires_at {real} NOT NULL
         )""",
     ]
 
@@ -295,20 +306,33 @@ class Connection(Protocol):
 C = TypeVar("C", bound=Connection)
 T = TypeVar("T")
 
+_THREADS = 8
+"""Threads a store may use at once; its lock runs one query at a time, but calls waiting on
+the lock in threads hand over faster than calls queued on a one-token limiter."""
 
-class SQLStore(Sessions, ABC, Generic[C]):
+# Per event loop (a limiter belongs to the loop that made it), per store, per use.
+_LIMITERS: anyio.lowlevel.RunVar[WeakKeyDictionary[object, dict[str, anyio.CapacityLimiter]]] = (
+    anyio.lowlevel.RunVar("hpd_agent_store_limiters")
+)
+
+
+class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
     """The ``Store`` methods the SQL stores share, over one connection used by one thread at a time.
 
-    Blocking calls run in worker threads (``anyio.to_thread``), serialised by a lock.
+    Blocking calls run in worker threads (``anyio.to_thread``), serialised by a lock. They
+    take their threads through the store's own capacity limiter, never anyio's default one:
+    sync tools fill that (40 threads), and store I/O must not queue behind blocked tools.
 
     Args:
         conn: The open connection, with the tables created.
+        lease_ttl: Seconds a run's lease lasts unless renewed (see ``_lease``).
     """
 
     dialect: Dialect
     """The SQL spelling of the concrete store's database."""
 
-    def __init__(self, conn: C) -> None:
+    def __init__(self, conn: C, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
+        self.lease_ttl = check_ttl(lease_ttl)
         self._conn: C | None = conn
         self._lock = threading.Lock()
         self._waiters = Waiters(self.get_request, self._watch)
@@ -336,14 +360,30 @@ class SQLStore(Sessions, ABC, Generic[C]):
         self._conn = None
 
     # -- plumbing ------------------------------------------------------------------------
+    def _spelling(self) -> Dialect:
+        return self.dialect
+
     def _locked(self, fn: Callable[[C], T]) -> T:
         with self._lock:
             if self._conn is None:
                 raise UserError(f"{self!r} is closed")
             return fn(self._conn)
 
+    def _limiter(self, name: str = "queries") -> anyio.CapacityLimiter:
+        """The store's own thread limiter for ``name`` in the running event loop."""
+        try:
+            mine = _LIMITERS.get()
+        except LookupError:
+            mine = WeakKeyDictionary[object, dict[str, anyio.CapacityLimiter]]()
+            _LIMITERS.set(mine)
+        limiters = mine.setdefault(self, {})
+        limiter = limiters.get(name)
+        if limiter is None:
+            limiter = limiters[name] = anyio.CapacityLimiter(_THREADS)
+        return limiter
+
     async def _run(self, fn: Callable[[C], T]) -> T:
-        return await anyio.to_thread.run_sync(self._locked, fn)
+        return await anyio.to_thread.run_sync(self._locked, fn, limiter=self._limiter())
 
     def _get(self, conn: C, request_id: str, *, lock: bool = False) -> RequestRecord | None:
         sql = f"SELECT {REQUEST_COLUMNS} FROM hpd_requests WHERE id = {self.dialect.mark}"

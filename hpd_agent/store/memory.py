@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -10,6 +11,7 @@ import anyio
 
 from ._base import (
     JournalEntry,
+    Lease,
     RequestRecord,
     RequestState,
     RunRecord,
@@ -18,6 +20,7 @@ from ._base import (
     expire_stale,
     refusal,
 )
+from ._lease import DEFAULT_LEASE_TTL, check_ttl, leased
 from ._session import Sessions
 
 __all__ = ["MemoryStore"]
@@ -28,9 +31,15 @@ class MemoryStore(Sessions):
 
     Good for tests and for ``on_unhandled="interrupt"`` within one long-lived process. An
     answer given through ``resolve`` wakes a waiting run at once. Use it from one event loop.
+
+    Args:
+        lease_ttl: Seconds a run's lease lasts unless renewed (see ``SQLiteStore``); within
+            one process it keeps two ``resume`` calls of one run from both driving it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
+        self.lease_ttl = check_ttl(lease_ttl)
+        self._leases: dict[str, Lease] = {}
         self._requests: dict[str, RequestRecord] = {}
         self._journals: dict[str, dict[str, JournalEntry]] = {}
         self._runs: dict[str, RunRecord] = {}
@@ -123,6 +132,34 @@ class MemoryStore(Sessions):
         """Run records, oldest first."""
         found = [r for r in self._runs.values() if status is None or r.status == status]
         return sorted(found, key=lambda r: r.created_at)
+
+    async def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease:
+        """Take the run's lease if it is free, expired or ``holder``'s; else ``RunLeasedError``."""
+        # No await between the check and the write: atomic within the event loop.
+        now = time.time()
+        current = self._leases.get(run_id)
+        if current is not None and current.holder != holder and current.expires_at > now:
+            raise leased(current, now=now)
+        lease = self._leases[run_id] = Lease(run_id=run_id, holder=holder, expires_at=now + ttl)
+        return lease
+
+    async def renew_lease(self, run_id: str, holder: str, ttl: float) -> bool:
+        """Extend ``holder``'s lease; False if another holder has it now."""
+        current = self._leases.get(run_id)
+        if current is None or current.holder != holder:
+            return False
+        self._leases[run_id] = Lease(run_id=run_id, holder=holder, expires_at=time.time() + ttl)
+        return True
+
+    async def release_lease(self, run_id: str, holder: str) -> None:
+        """Give up ``holder``'s lease on the run."""
+        current = self._leases.get(run_id)
+        if current is not None and current.holder == holder:
+            del self._leases[run_id]
+
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """The run's lease (maybe expired), or None."""
+        return self._leases.get(run_id)
 
     async def aclose(self) -> None:
         """Nothing to release."""

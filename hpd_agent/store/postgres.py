@@ -1,7 +1,8 @@
 """``PostgresStore``: the store for many workers on many machines (psycopg 3).
 
 Needs the ``postgres`` extra (``pip install "hpd-agent[postgres]"``). psycopg's synchronous
-API runs in worker threads (``anyio.to_thread``), so the store works on asyncio and trio
+API runs in worker threads (``anyio.to_thread``, through the store's own limiters, so it
+never queues behind blocked sync tools), so the store works on asyncio and trio
 alike. Answers wake waiting runs in any process through LISTEN/NOTIFY: ``resolve`` sends
 ``pg_notify('hpd_agent_requests', request_id)`` in the same transaction as its update, and a
 waiter LISTENs on its own connection before it looks at the request, so no answer slips
@@ -19,6 +20,7 @@ import anyio
 import anyio.to_thread
 
 from ..exceptions import StoreUnavailableError
+from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._sql import MIGRATIONS, Dialect, SQLStore, schema
 
 try:
@@ -65,11 +67,18 @@ class PostgresStore(SQLStore[_Conn]):
         dsn: A libpq connection string or URL (``postgresql://user@host:port/db``).
         recheck_interval: Seconds after which a waiter looks at its request again even
             without a notification (a safety net; wake-ups come from NOTIFY).
+        lease_ttl: Seconds a run's lease lasts unless renewed (every third of it, while the
+            run runs): a run whose worker died can be resumed by another this long after
+            its last renewal. The workers' clocks must agree to well within it (NTP).
+            See docs/guarantees.md.
     """
 
     dialect = _DIALECT
 
-    def __init__(self, dsn: str, *, recheck_interval: float = 1.0) -> None:
+    def __init__(
+        self, dsn: str, *, recheck_interval: float = 1.0, lease_ttl: float = DEFAULT_LEASE_TTL
+    ) -> None:
+        check_ttl(lease_ttl)
         self.dsn = dsn
         self.recheck_interval = recheck_interval
         try:
@@ -97,7 +106,7 @@ class PostgresStore(SQLStore[_Conn]):
             ) from None
         self._listener: _Conn | None = None
         self._listen_lock = threading.Lock()
-        super().__init__(conn)
+        super().__init__(conn, lease_ttl=lease_ttl)
 
     def __repr__(self) -> str:
         info = self._conn.info if self._conn is not None else None
@@ -130,7 +139,7 @@ class PostgresStore(SQLStore[_Conn]):
         stop = threading.Event()
         try:
             notified, fresh = await anyio.to_thread.run_sync(
-                self._notifications, stop, abandon_on_cancel=True
+                self._notifications, stop, abandon_on_cancel=True, limiter=self._limiter("listen")
             )
         finally:
             stop.set()  # an abandoned listener thread returns within recheck_interval

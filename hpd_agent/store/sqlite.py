@@ -1,7 +1,7 @@
 """``SQLiteStore``: the default durable store; one file, zero set-up, several processes.
 
-Blocking ``sqlite3`` calls run in worker threads (``anyio.to_thread``), one at a time per
-store. The file is in WAL mode, so readers never block the writer and a process killed with
+Blocking ``sqlite3`` calls run in worker threads (``anyio.to_thread``, through the store's
+own limiter, so they never queue behind blocked sync tools), one at a time per store. The file is in WAL mode, so readers never block the writer and a process killed with
 SIGKILL loses nothing that was committed. Answers written by another process are seen by
 short polling (``poll_interval``, 25 ms by default); answers written through the same store
 object wake the waiter at once.
@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 
 from ..exceptions import StoreUnavailableError, UserError
+from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._sql import MIGRATIONS, Dialect, SQLStore, schema
 
 __all__ = ["SQLiteStore"]
@@ -66,6 +67,9 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         busy_timeout: Seconds a write waits for another process's write lock.
         create: Create the file if it does not exist; False refuses a missing file (a typo
             in a path must not silently open a new, empty store).
+        lease_ttl: Seconds a run's lease lasts unless renewed (every third of it, while the
+            run runs): a run whose process died can be resumed elsewhere this long after
+            its last renewal. See docs/guarantees.md.
 
     Raises:
         StoreUnavailableError: The file (or its directory) does not exist, or it is not a
@@ -81,7 +85,9 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         poll_interval: float = 0.025,
         busy_timeout: float = 30.0,
         create: bool = True,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> None:
+        check_ttl(lease_ttl)
         if poll_interval <= 0:
             raise UserError("poll_interval must be positive")
         self.path = os.fspath(path)
@@ -104,7 +110,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             raise StoreUnavailableError(
                 f"cannot open SQLite store {self.path!r}: {e} (is it a hpd-agent store?)"
             ) from None
-        super().__init__(conn)
+        super().__init__(conn, lease_ttl=lease_ttl)
         self._rounds = 0
         self._since: float | None = None
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from conftest import Server, post_run, run_input, sse_events, start_server
 
 LIVE = {"forwardedProps": {"hpd_agent": {"mode": "live"}}}
@@ -99,7 +103,23 @@ def test_killed_server_restarts_and_the_run_completes_with_each_side_effect_once
         second.stop()
 
 
-def test_live_run_killed_mid_question_resumes_by_interrupt_after_restart(tmp_path: Path) -> None:
+def _wait_lease_lapsed(db: Path) -> None:
+    """Wait (bounded, on the store's state) until no run's lease is live."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            rows = conn.execute("SELECT expires_at FROM hpd_leases").fetchall()
+        if all(expires <= time.time() for (expires,) in rows):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed server's lease never lapsed")
+
+
+def test_live_run_killed_mid_question_resumes_by_interrupt_after_restart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The killed server's run keeps its lease until it lapses (docs/guarantees.md): short here.
+    monkeypatch.setenv("HPD_AGENT_LEASE_TTL", "1")
     first = start_server(tmp_path)
     try:
         with (
@@ -116,6 +136,7 @@ def test_live_run_killed_mid_question_resumes_by_interrupt_after_restart(tmp_pat
             asked = asked[0]["value"]
     finally:
         first.kill()
+    _wait_lease_lapsed(tmp_path / "web.db")
     second = start_server(tmp_path)
     try:
         with second.client() as c:

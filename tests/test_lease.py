@@ -1,0 +1,351 @@
+"""One process drives a run at a time: the run's lease in the store.
+
+The two-process tests run the ``durable_agents`` tree in a real child process (A), parked on
+a depth-2 question that waits through the store (a SQLite file, or a PostgreSQL server).
+While A lives, a ``resume`` from another process (B: the CLI, and this test process) fails
+at once naming A; after A is SIGKILLed, B's ``resume`` fails until A's lease expires, then
+takes the run over and completes it with each side effect done once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import durable_agents
+import pytest
+from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
+
+from hpd_agent import Agent, ClarificationRequest, RunLeasedError, UserError, ask_user
+from hpd_agent.events import Event, RunFinished, RunStarted
+from hpd_agent.exceptions import InvalidAnswerError
+from hpd_agent.store import Lease, MemoryStore, SQLiteStore, Store, open_store
+from hpd_agent.testing import ScriptedModel, text, tool_call
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+RUN = "run_lease"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        path = str(tmp_path / "runs.db")
+        SQLiteStore(path)  # create the tables, so this process can look before the child
+        return path
+    return str(request.getfixturevalue("fresh_postgres"))
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    if request.param == "memory":
+        made: Store = MemoryStore(lease_ttl=0.3)
+    elif request.param == "sqlite":
+        made = SQLiteStore(tmp_path / "runs.db", lease_ttl=0.3)
+    else:
+        made = open_store(request.getfixturevalue("fresh_postgres"), lease_ttl=0.3)
+    yield made
+    await made.aclose()
+
+
+def _env(workdir: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "HPD_TEST_DIR": str(workdir),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)]),
+        "HPD_AGENT_ALLOW_MODEL_REQUESTS": "0",
+    }
+
+
+async def _cli(workdir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``hpd-agent ARGS`` in another process (bounded)."""
+    with anyio.fail_after(60):
+        return await anyio.run_process(
+            [sys.executable, "-m", "hpd_agent.cli", *args], env=_env(workdir), check=False
+        )
+
+
+async def _until_lapsed(store: Store, run_id: str) -> None:
+    await durable_agents.wait_lease_lapsed(store, run_id, timeout=10)
+
+
+async def _parked(store: Store) -> tuple[str, Lease]:
+    """Wait (bounded, on the store) until the child holds the lease, its question waits and
+    the sibling tool's result is journaled (its side effect is then done and recorded)."""
+    with anyio.fail_after(60):
+        while True:
+            lease = await store.get_lease(RUN)
+            pending = await store.list_requests(run_id=RUN) if lease is not None else []
+            journal = await store.journal(RUN) if pending else {}
+            if any(e.kind == "tool" and k.endswith(":step") for k, e in journal.items()):
+                assert lease is not None
+                return pending[0].id, lease
+            await anyio.sleep(0.02)
+
+
+async def _child(location: str, ttl: float) -> anyio.abc.Process:
+    return await anyio.open_process(
+        [sys.executable, str(TESTS / "durable_agents.py"), location, RUN, str(ttl)],
+        env=_env(Path(os.environ["HPD_TEST_DIR"])),
+    )
+
+
+async def test_a_second_resume_fails_at_once_naming_the_live_holder(
+    location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HPD_TEST_DIR", str(tmp_path))
+    store = open_store(location)
+    child = await _child(location, ttl=2.0)
+    async with child:
+        try:
+            request_id, lease = await _parked(store)
+            assert lease.holder.split(":")[1] == str(child.pid)
+
+            # B in another process: the CLI refuses with its own status, naming A.
+            agent = ("--agent", "durable_agents:build")
+            done = await _cli(
+                tmp_path,
+                "resume",
+                RUN,
+                "--db",
+                location,
+                *agent,
+                "--answer",
+                f"{request_id}=Django",
+            )
+            assert done.returncode == 13, done.stderr
+            err = done.stderr.decode()
+            assert f":{child.pid}:" in err and "lease" in err and "Traceback" not in err
+            assert len(err.strip().splitlines()) == 1
+
+            # B in this process, while A still renews: refused at once, both ways.
+            with anyio.fail_after(5), pytest.raises(RunLeasedError) as refused:
+                await durable_agents.build().resume(RUN, store=store)
+            assert refused.value.holder.split(":")[1] == str(child.pid)
+            assert refused.value.expires_at > time.time()
+            events: list[Event] = []
+            with pytest.raises(RunLeasedError):  # the stream keeps its shape, then raises
+                async with durable_agents.build().resume_stream(RUN, store=store) as run:
+                    events.extend([e async for e in run])
+            assert isinstance(events[0], RunStarted)
+            assert isinstance(events[-1], RunFinished) and events[-1].status == "failed"
+            assert isinstance(run.result.error, RunLeasedError)
+
+            # Nothing the refused resumes carried was written: the question still waits.
+            question = await store.get_request(request_id)
+            assert question is not None and question.status == "pending"
+
+            # Answering is not driving: A picks the answer up and finishes the run itself.
+            answered = await _cli(tmp_path, "answer", request_id, "FastAPI", "--db", location)
+            assert answered.returncode == 0, answered.stderr
+            with anyio.fail_after(60):
+                await child.wait()
+        finally:
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+    assert child.returncode == 0
+    record = await store.get_run(RUN)
+    assert record is not None and record.status == "completed"
+    assert record.output == "Orchestrator: built with FastAPI"
+    assert await store.get_lease(RUN) is None  # released at the end
+    assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
+    await store.aclose()
+
+
+async def test_the_lease_of_a_killed_holder_is_taken_over_after_it_expires(
+    location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HPD_TEST_DIR", str(tmp_path))
+    store = open_store(location)
+    child = await _child(location, ttl=4.0)
+    async with child:
+        try:
+            request_id, _ = await _parked(store)
+        finally:
+            child.send_signal(signal.SIGKILL)
+            await child.wait()
+    assert child.returncode == -signal.SIGKILL
+    dead = await store.get_lease(RUN)
+    assert dead is not None and dead.holder.split(":")[1] == str(child.pid)
+
+    # Until the dead holder's lease expires, a resume is refused (and writes nothing).
+    assert dead.expires_at > time.time()  # renewed every 4/3 s, so over 2 s are left
+    with pytest.raises(RunLeasedError) as refused:
+        await durable_agents.build().resume(RUN, store=store, answers={request_id: "FastAPI"})
+    assert refused.value.holder == dead.holder
+    question = await store.get_request(request_id)
+    assert question is not None and question.status == "pending"
+
+    # Then another process takes the run over and completes it.
+    await durable_agents.wait_lease_lapsed(store, RUN)
+    agent = ("--agent", "durable_agents:build")
+    done = await _cli(
+        tmp_path, "resume", RUN, "--db", location, *agent, "--answer", f"{request_id}=FastAPI"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().strip() == "Orchestrator: built with FastAPI"
+    # Each side effect once, each model turn called once across both processes.
+    assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
+    assert durable_agents.read_lines("calls.txt") == [
+        "orchestrator@0",
+        "coder@0",
+        "coder@1",
+        "orchestrator@1",
+    ]
+    record = await store.get_run(RUN)
+    assert record is not None and record.status == "completed"
+    assert await store.get_lease(RUN) is None
+    await store.aclose()
+
+
+# -- the lease operations, in every store ---------------------------------------------------
+
+
+async def test_take_renew_release(store: Store) -> None:
+    first = await store.take_lease("r", "host:1:a", 60)
+    assert first.holder == "host:1:a" and first.expires_at > time.time() + 50
+    with pytest.raises(RunLeasedError) as refused:
+        await store.take_lease("r", "host:2:b", 60)
+    assert refused.value.holder == "host:1:a" and "host:1:a" in str(refused.value)
+    assert await store.take_lease("r", "host:1:a", 60)  # its own holder may take it again
+    assert await store.renew_lease("r", "host:1:a", 60)
+    assert not await store.renew_lease("r", "host:2:b", 60)
+    await store.release_lease("r", "host:2:b")  # not its lease: nothing happens
+    assert (await store.get_lease("r")) is not None
+    await store.release_lease("r", "host:1:a")
+    assert await store.get_lease("r") is None
+    taken = await store.take_lease("r", "host:2:b", 60)
+    assert taken.holder == "host:2:b"
+    assert not await store.renew_lease("r", "host:1:a", 60)  # lost: renewal says so
+
+
+async def test_an_expired_lease_is_taken_over(store: Store) -> None:
+    await store.take_lease("r", "dead:1:a", 0.05)
+    await _until_lapsed(store, "r")
+    taken = await store.take_lease("r", "live:2:b", 60)
+    assert taken.holder == "live:2:b"
+    assert not await store.renew_lease("r", "dead:1:a", 60)
+
+
+async def test_racing_takers_one_wins(tmp_path: Path) -> None:
+    path = tmp_path / "runs.db"
+    stores = [SQLiteStore(path) for _ in range(4)]  # four connections, as four processes
+    won: list[str] = []
+    refused: list[str] = []
+
+    async def take(store: Store, holder: str) -> None:
+        try:
+            won.append((await store.take_lease("r", holder, 60)).holder)
+        except RunLeasedError as e:
+            refused.append(e.holder)
+
+    async with anyio.create_task_group() as tg:
+        for i, s in enumerate(stores):
+            for j in range(3):
+                tg.start_soon(take, s, f"h:{i}:{j}")
+    assert len(won) == 1 and refused == won * 11
+    for s in stores:
+        await s.aclose()
+
+
+async def test_an_old_store_gains_the_lease_table(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    SQLiteStore(path)
+    with sqlite3.connect(path) as conn:  # as a store file made before leases existed
+        conn.execute("DROP TABLE hpd_leases")
+    store = SQLiteStore(path, create=False)
+    assert (await store.take_lease("r", "h:1:a", 60)).holder == "h:1:a"
+    await store.aclose()
+
+
+def test_lease_ttl_must_be_positive(tmp_path: Path) -> None:
+    for bad in (0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(UserError, match="lease_ttl"):
+            SQLiteStore(tmp_path / "x.db", lease_ttl=bad)
+        with pytest.raises(UserError, match="lease_ttl"):
+            MemoryStore(lease_ttl=bad)
+
+
+# -- the lease around a run, in one process -------------------------------------------------
+
+
+async def _changed(store: Store, run_id: str, was: Lease) -> Lease | None:
+    """The run's lease once it differs from ``was`` (bounded)."""
+    with anyio.fail_after(10):
+        for _ in iter(int, 1):  # until it changes (the deadline bounds it)
+            now = await store.get_lease(run_id)
+            if now != was:
+                return now
+            await anyio.sleep(0.02)
+    raise AssertionError("unreachable")
+
+
+def _asking() -> Agent:
+    model = ScriptedModel([tool_call("ask_user", question="Go?"), text("went")])
+    return Agent("Asker", model=model, tools=[ask_user()])
+
+
+async def test_a_run_holds_its_lease_while_it_runs_and_releases_it(store: Store) -> None:
+    async with _asking().stream("go", store=store, run_id="r1") as run:
+        async for event in run:
+            if isinstance(event, ClarificationRequest):
+                held = await store.get_lease("r1")
+                assert held is not None
+                # Kept alive past its first expiry (ttl 0.3 s, renewed every 0.1 s).
+                renewed = await _changed(store, "r1", held)
+                assert renewed is not None and renewed.holder == held.holder
+                assert renewed.expires_at > held.expires_at
+                await run.respond(event.request_id, "yes")
+    assert run.result.output == "went"
+    assert await store.get_lease("r1") is None
+
+
+async def test_a_cancelled_run_releases_its_lease(store: Store) -> None:
+    async with _asking().stream("go", store=store, run_id="r2") as run:
+        async for event in run:
+            if isinstance(event, ClarificationRequest):
+                run.cancel()
+    assert run.result.status == "cancelled"
+    assert await store.get_lease("r2") is None
+
+
+async def test_a_refused_resume_gives_the_lease_back(store: Store) -> None:
+    policy = "interrupt"
+    model = ScriptedModel([tool_call("ask_user", question="Pick", options=["a", "b"])])
+    agent = Agent("Asker", model=model, tools=[ask_user()])
+    result = await agent.run("go", store=store, run_id="r3", on_unhandled=policy)
+    (pending,) = result.pending
+    with pytest.raises(InvalidAnswerError):
+        await agent.resume("r3", store=store, answers={pending.request_id: "zzz"})
+    assert await store.get_lease("r3") is None
+
+
+async def test_a_run_that_loses_its_lease_stops_and_writes_nothing_more(store: Store) -> None:
+    with anyio.fail_after(20):
+        with pytest.raises(RunLeasedError) as lost:
+            async with _asking().stream("go", store=store, run_id="r4") as run:
+                async for event in run:
+                    if isinstance(event, ClarificationRequest):
+                        # Another process takes the run over (as after a stall past expiry).
+                        mine = await store.get_lease("r4")
+                        assert mine is not None
+                        await store.release_lease("r4", mine.holder)
+                        await store.take_lease("r4", "thief:9:z", 60)
+    assert lost.value.holder == "thief:9:z" and "lost its lease" in str(lost.value)
+    record = await store.get_run("r4")
+    assert record is not None and record.status == "running"  # left to the new holder
+    (question,) = await store.list_requests(run_id="r4")
+    assert question.status == "pending"
+    thief = await store.get_lease("r4")
+    assert thief is not None and thief.holder == "thief:9:z"
