@@ -322,7 +322,7 @@ class ConsoleHandler(BaseHandler):
         elif isinstance(event, ToolCallStarted):
             self._line(
                 f"  {self._label(event.agent_path)} [dim]→[/] [bold]{_esc(event.tool_name)}[/]"
-                f"[dim]({_esc(self._short(_arguments(event.arguments)))})[/]"
+                f"[dim]({_esc(self._short(_arguments(event)))})[/]"
             )
         elif isinstance(event, ToolCallFinished):
             if self.show_tool_results or event.is_error:
@@ -489,15 +489,10 @@ class ConsoleHandler(BaseHandler):
         return await self._ask(request, show, _parse_permission, reason)
 
 
-def _arguments(raw: str) -> str:
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return raw
-    if isinstance(parsed, dict):
-        items: dict[str, Any] = parsed  # type: ignore[assignment]
-        return ", ".join(f"{k}={v!r}" for k, v in items.items())
-    return raw
+def _arguments(event: ToolCallStarted) -> str:
+    if event.raw_arguments is not None:
+        return event.raw_arguments  # did not parse: shown as the model sent it
+    return ", ".join(f"{k}={v!r}" for k, v in event.arguments.items())
 
 
 def _show_value(value: Any) -> str:

@@ -161,8 +161,9 @@ class Translator:
                 parent_message_id=scope.turn_id,
                 subagent_run_id=sid,
             ),
+            # AG-UI carries the argument text: the dict as JSON, or the model's unparsed text.
             ToolCallArgsEvent(
-                tool_call_id=call_id, delta=event.arguments or "{}", subagent_run_id=sid
+                tool_call_id=call_id, delta=event.arguments_text() or "{}", subagent_run_id=sid
             ),
             ToolCallEndEvent(tool_call_id=call_id, subagent_run_id=sid),
         ]
