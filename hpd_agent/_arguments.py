@@ -52,9 +52,16 @@ def parse_object(raw: str) -> dict[str, Any] | None:
 
 
 def split_arguments(raw: str) -> tuple[dict[str, Any], str | None]:
-    """``(arguments, raw_arguments)`` as ``ToolCallStarted`` carries them: the parsed object
-    and None, or ``{}`` and the text (cut at ``MAX_ARGUMENT_CHARS``) when it did not parse."""
+    """``(arguments, raw_arguments)`` as ``ToolCallStarted`` carries them.
+
+    The parsed object and None; or, when the text did not parse, ``{}`` and the text cut at
+    ``MAX_ARGUMENT_CHARS``, its lone surrogates shown as U+FFFD (text holding them cannot be
+    encoded, and the event must stay JSON for every consumer).
+    """
     parsed = parse_object(raw)
     if parsed is not None:
         return parsed, None
-    return {}, raw[:MAX_ARGUMENT_CHARS]
+    text = raw[:MAX_ARGUMENT_CHARS]
+    if not text.isascii():
+        text = SURROGATE.sub("\ufffd", text)
+    return {}, text

@@ -126,8 +126,9 @@ class ToolCallStarted(_Base):
     ``arguments`` is always a dict: the JSON object the model sent, parsed. When its text
     did not parse as a JSON object (broken JSON, a list, text too long or holding lone
     surrogates: the bounds of ``tools.MAX_ARGUMENT_CHARS``), ``arguments`` is ``{}`` and
-    ``raw_arguments`` holds the text as sent (cut at ``MAX_ARGUMENT_CHARS``); when it
-    parsed, ``raw_arguments`` is None. The tool itself then gets an error result saying why.
+    ``raw_arguments`` holds the text as sent (cut at ``MAX_ARGUMENT_CHARS``, lone surrogates
+    shown as U+FFFD so the event stays JSON); when it parsed, ``raw_arguments`` is None. The
+    tool itself then gets an error result saying why.
     """
 
     tool_call_id: str
