@@ -128,6 +128,9 @@ async def test_options_are_numbered_and_take_a_number_or_the_text() -> None:
     assert "? CodingAgent asks: Which framework?" in out
     assert "1) Express" in out and "2) FastAPI" in out and "3) Django" in out
     assert "Pick a number from 1 to 3." in out  # "7" was refused, then asked again
+    # Numbered from 1 on screen while the API counts from 0: the prompt says which.
+    shown = "type a number from 1 to {} (as listed: 1 is the first option) or the option's text"
+    assert shown.format(3) in out and shown.format(2) in out
     assert len(keyboard.prompts) == 3
 
 
@@ -313,7 +316,7 @@ def _question(
             _question("choice", options=("Red", "Green", "Blue"), multiple=True),
             ["1, blue"],
             ["Red", "Blue"],
-            "one or more, separated by commas",
+            "one or more, separated by commas: a number from 1 to 3 (as listed: 1 is the first",
         ),
         (
             _question("action", url="https://example.test/auth", label="Sign in"),

@@ -448,10 +448,15 @@ class ConsoleHandler(BaseHandler):
                 if data.get("payload"):
                     self.console.print(f"  {_esc(json.dumps(data['payload']))}")
                 self.console.print("  [dim]answer with JSON[/]")
+            # Numbered from 1 on screen (people count from 1); the API's indices are 0-based,
+            # so the hint says which one the typed number is.
             for i, option in enumerate(options, 1):
                 self.console.print(f"  [bold]{i})[/] {_esc(option)}")
+            numbered = _numbered(len(options))
             if kind == "choice" and data.get("multiple"):
-                self.console.print("  [dim]one or more, separated by commas[/]")
+                self.console.print(f"  [dim]one or more, separated by commas: {numbered}[/]")
+            elif options:
+                self.console.print(f"  [dim]type {numbered}[/]")
 
         return await self._ask(request, show, lambda line: _parse(request, line))
 
@@ -493,6 +498,10 @@ def _arguments(event: ToolCallStarted) -> str:
     if event.raw_arguments is not None:
         return event.raw_arguments  # did not parse: shown as the model sent it
     return ", ".join(f"{k}={v!r}" for k, v in event.arguments.items())
+
+
+def _numbered(count: int) -> str:
+    return f"a number from 1 to {count} (as listed: 1 is the first option) or the option's text"
 
 
 def _show_value(value: Any) -> str:
