@@ -162,11 +162,6 @@ class ToolCallStarted(_Base):
             DeprecationWarning,
             stacklevel=2,
         )
-        return self.arguments_text()
-
-    def arguments_text(self) -> str:
-        """The arguments as JSON text: the model's own text when it did not parse, else the
-        dict as JSON (what a wire format carrying the text, like AG-UI, sends)."""
         if self.raw_arguments is not None:
             return self.raw_arguments
         return json.dumps(self.arguments, ensure_ascii=False)
