@@ -95,6 +95,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_store_commands(sub)
     _add_serve_command(sub)
+    # `pending`/`answer --temporal HOST:PORT --workflow-id ID` (no Temporal import until used)
+    from .temporal._cli import add_temporal_options
+
+    add_temporal_options(sub, failure)
     return parser
 
 

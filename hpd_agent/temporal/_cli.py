@@ -1,0 +1,170 @@
+"""``hpd-agent pending|answer --temporal HOST:PORT --workflow-id ID``: the store commands for a
+run that is a Temporal workflow.
+
+Wired into ``hpd_agent.cli`` by ``add_temporal_options``, which imports nothing of Temporal:
+``temporalio`` is imported only when a ``--temporal`` command runs, so the CLI works without
+the extra. Output and exit statuses are those of the store versions (the CLI passes its
+``failure`` mapping in, so the table in ``hpd_agent.cli`` stays the one source): a refused
+answer 3-7, Temporal unreachable 8 (like a store), no such workflow 11 (like no such run).
+
+A ``temporalio`` client still alive when the interpreter shuts down can abort the process, so
+a Temporal command flushes its output and leaves with ``os._exit``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from .._text import printable
+from ..exceptions import StoreUnavailableError
+
+__all__ = ["add_temporal_options"]
+
+_Command = Callable[[argparse.Namespace], int]
+Failure = Callable[[BaseException], tuple[int, str]]
+"""The CLI's mapping of an error to its exit status and one-line message."""
+
+_EXIT_USAGE = 2
+_EXIT_NO_RUN = 11
+
+
+def add_temporal_options(sub: Any, failure: Failure) -> None:
+    """Add ``--temporal``/``--workflow-id``/``--namespace`` to ``pending`` and ``answer``."""
+    for name, command in (("pending", _pending), ("answer", _answer)):
+        parser: argparse.ArgumentParser = sub.choices[name]
+        parser.add_argument(
+            "--temporal",
+            metavar="HOST:PORT",
+            help="a Temporal frontend: the run is the workflow --workflow-id (instead of --db)",
+        )
+        parser.add_argument("--workflow-id", help="the run's workflow id (with --temporal)")
+        parser.add_argument(
+            "--namespace", default="default", help="Temporal namespace (default: default)"
+        )
+        for action in parser._actions:  # pyright: ignore[reportPrivateUsage]
+            if action.dest == "db":
+                action.required = False  # --db or --temporal, checked below
+        parser.set_defaults(func=_either(parser.get_default("func"), command, failure))
+
+
+def _either(store_command: _Command, temporal_command: Any, failure: Failure) -> _Command:
+    def run(args: argparse.Namespace) -> int:
+        if args.temporal is None:
+            if args.db is None:
+                return _usage("give the store with --db, or a Temporal run with --temporal")
+            if args.workflow_id is not None:
+                return _usage("--workflow-id goes with --temporal")
+            return store_command(args)
+        if args.db is not None:
+            return _usage("--db and --temporal are alternatives: give one")
+        if not args.workflow_id:
+            return _usage("--temporal needs --workflow-id (the run's workflow)")
+        if getattr(args, "run", None):
+            return _usage("--run is for --db; with --temporal the run is --workflow-id")
+        if getattr(args, "sender", None):
+            return _usage("--sender is kept by a store; a Temporal answer has no sender")
+        return temporal_command(args, failure)
+
+    return run
+
+
+def _usage(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return _EXIT_USAGE
+
+
+def _show(text: str) -> str:
+    return printable(text, one_line=True)
+
+
+def _pending(args: argparse.Namespace, failure: Failure) -> int:
+    async def main(client: Any) -> int:
+        from . import pending
+
+        handle = client.get_workflow_handle(args.workflow_id)
+        records = await pending(handle)
+        for r in records:
+            if args.json:
+                item = {
+                    "id": r.request_id,
+                    "run_id": r.run_id,
+                    "agent_path": list(r.agent_path),
+                    "kind": r.kind,
+                    "question": r.question,
+                    "options": None if r.options is None else list(r.options),
+                    "created_at": r.created_at,
+                    "expires_at": r.expires_at,
+                }
+                print(json.dumps(item))  # ASCII JSON: controls are escaped
+                continue
+            options = f"  [{' | '.join(r.options)}]" if r.options else ""
+            agent = "/".join(r.agent_path)
+            print(_show(f"{r.request_id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}"))
+        if not records and not args.json:
+            print("no pending requests", file=sys.stderr)
+        return 0
+
+    return _session(args, failure, main)
+
+
+def _answer(args: argparse.Namespace, failure: Failure) -> int:
+    if args.json:
+        try:
+            value: Any = json.loads(args.text)
+        except RecursionError:
+            return _usage("--json answer is nested too deeply")
+        except ValueError as e:
+            return _usage(f"--json answer is not valid JSON: {e}")
+    else:
+        value = args.text
+
+    async def main(client: Any) -> int:
+        from . import respond
+
+        handle = client.get_workflow_handle(args.workflow_id)
+        answer = await respond(handle, args.request_id, value)
+        print(_show(f"answered {args.request_id}: {json.dumps(answer)}"))
+        return 0
+
+    return _session(args, failure, main)
+
+
+def _session(
+    args: argparse.Namespace, failure: Failure, main: Callable[[Any], Awaitable[int]]
+) -> int:
+    """Connect, run ``main``, report a failure in one line, and leave with ``os._exit``."""
+    try:
+        import temporalio  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        return _usage('--temporal needs the temporal extra: pip install "hpd-agent[temporal]"')
+    import asyncio
+
+    async def connected() -> int:
+        from temporalio.client import Client
+        from temporalio.service import RPCError, RPCStatusCode
+
+        try:
+            client = await Client.connect(args.temporal, namespace=args.namespace)
+        except Exception as e:
+            raise StoreUnavailableError(f"cannot reach Temporal at {args.temporal}: {e}") from None
+        try:
+            return await main(client)
+        except RPCError as e:
+            if e.status == RPCStatusCode.NOT_FOUND:
+                print(_show(f"error: no workflow {args.workflow_id!r}: {e}"), file=sys.stderr)
+                return _EXIT_NO_RUN
+            raise
+
+    try:
+        status = asyncio.run(connected())
+    except Exception as e:  # one line and its status, never a traceback
+        status, message = failure(e)
+        print(f"error: {_show(message)}", file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
