@@ -109,6 +109,21 @@ async def test_streams_text_and_tool_calls_labelled_with_the_agent_path() -> Non
     assert out.index("Orchestrator → CodingAgent") < out.index("CodingAgent: Use bcrypt")
 
 
+async def test_tool_arguments_show_as_names_and_values_or_as_the_text_sent() -> None:
+    @tool
+    def note(line: str, times: int = 1) -> str:
+        """Notes a line."""
+        return line * times
+
+    calls = [tool_call("note", line="hi", times=2), tool_call("note", _raw='{"line": "cut')]
+    agent = Agent("A", model=ScriptedModel([calls, text("ok")]), tools=[note])
+    handler, screen, _ = handler_for([])
+    await agent.run("go", handler=handler)
+    out = screen.text()
+    assert "A → note(line='hi', times=2)" in out  # parsed: the dict's names and values
+    assert 'A → note({"line": "cut)' in out  # did not parse: the text as the model sent it
+
+
 async def test_options_are_numbered_and_take_a_number_or_the_text() -> None:
     asks = [
         tool_call(
