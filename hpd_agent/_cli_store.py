@@ -12,6 +12,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from ._output import output_text
 from ._text import error_text, printable
 
 if TYPE_CHECKING:
@@ -289,7 +290,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
             return EXIT_PENDING
         if result.error is not None:
             raise result.error
-        print(printable(result.output or ""))
+        print(printable(output_text(result.output) or ""))
         return 0
 
     return anyio.run(main)

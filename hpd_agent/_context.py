@@ -13,9 +13,10 @@ import inspect
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Generic
 
 import anyio
+from typing_extensions import TypeVar
 
 from ._asking import Asking
 from ._requests import RequestSpec
@@ -27,7 +28,10 @@ from .messages import Message
 from .models._base import Model, ModelRequestParams, ModelResponse
 from .permissions import Deny, PermissionSpec
 
-__all__ = ["Deadline", "ToolContext", "current_context", "request_model"]
+__all__ = ["Deadline", "DepsT", "ToolContext", "current_context", "request_model"]
+
+DepsT = TypeVar("DepsT", default=Any)
+"""The type of ``ToolContext.deps`` (``Agent(deps_type=...)``); ``Any`` when not given."""
 
 _current: ContextVar[ToolContext | None] = ContextVar("hpd_agent_tool_context", default=None)
 
@@ -65,10 +69,15 @@ class Deadline:
             self.scope.deadline = anyio.current_time() + self._remaining
 
 
-class ToolContext(Asking):
+class ToolContext(Asking, Generic[DepsT]):
     """What a tool knows about the call it serves. Declare a parameter of this type to get it.
 
+    Annotate it ``ToolContext[MyDeps]`` to type ``ctx.deps``.
+
     Attributes:
+        deps: What the run was given as ``deps=`` (``Agent.run(..., deps=...)``), or what the
+            calling agent's run had, for a nested agent given none of its own; None when the
+            run has none.
         run_id: Id of the root run.
         agent_path: Agent names from the root down to the agent that called the tool.
         depth: Depth of that agent (0 for the root agent).
@@ -85,6 +94,7 @@ class ToolContext(Asking):
         "call_path",
         "coordinator",
         "deadlines",
+        "deps",
         "depth",
         "run_id",
         "scope_path",
@@ -102,8 +112,10 @@ class ToolContext(Asking):
         call_path: str,
         scope_path: str,
         deadlines: Sequence[Deadline] = (),
+        deps: Any = None,
     ) -> None:
         self.coordinator = coordinator
+        self.deps: DepsT = deps
         self.run_id = coordinator.run_id
         self.agent_path = agent_path
         self.depth = len(agent_path) - 1

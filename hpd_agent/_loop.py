@@ -19,6 +19,7 @@ import anyio
 
 from ._context import Deadline, ToolContext, _current, request_model
 from ._fanout import first_leaf, map_concurrently
+from ._output import OutputSpec, output_text
 from ._text import error_text
 from .clarification import unanswered_text
 from .coordinator import Coordinator
@@ -52,6 +53,8 @@ class AgentSpec:
     tool_definitions: tuple[ToolDefinition, ...]
     max_turns: int
     model_settings: Mapping[str, Any]
+    output: OutputSpec | None = None
+    """The check of the final answer (``Agent(output_type=...)``); None for plain text."""
 
 
 class _State:
@@ -61,6 +64,7 @@ class _State:
         "agent_path",
         "coordinator",
         "deadlines",
+        "deps",
         "depth",
         "ids",
         "scope_path",
@@ -75,8 +79,10 @@ class _State:
         agent_path: tuple[str, ...],
         scope_path: str,
         deadlines: tuple[Deadline, ...],
+        deps: Any,
     ) -> None:
         self.spec = spec
+        self.deps = deps
         self.coordinator = coordinator
         self.agent_path = agent_path
         self.depth = len(agent_path) - 1
@@ -99,13 +105,15 @@ async def run_agent(
     deadlines: tuple[Deadline, ...] = (),
     tool_call_id: str | None = None,
     resumed: bool = False,
+    deps: Any = None,
 ) -> AgentOutcome:
     """Run one agent on ``messages`` (which it extends) until it gives a final answer.
 
     Emits ``AgentStarted``/``AgentFinished`` around the run; failures and cancellation are
-    reported in ``AgentFinished`` and re-raised.
+    reported in ``AgentFinished`` and re-raised. ``deps`` is what its tools get as
+    ``ctx.deps``.
     """
-    state = _State(spec, coordinator, agent_path, scope_path, deadlines)
+    state = _State(spec, coordinator, agent_path, scope_path, deadlines, deps)
     for m in messages:
         if isinstance(m, AssistantMessage):
             state.ids.update(c.id for c in m.tool_calls)
@@ -154,49 +162,52 @@ def _agent_finished(
 async def _observed_run(
     state: _State, messages: list[Message], input: str, tool_call_id: str | None
 ) -> AgentOutcome:
-    """The turns of one agent's run, announced by ``AgentStarted``/``AgentFinished``.
-
-    One coroutine for the whole loop: every suspension below resumes through each frame
-    of the chain, so the hot path keeps the chain short.
-    """
+    """The turns of one agent's run, announced by ``AgentStarted``/``AgentFinished``: one
+    coroutine for the whole loop (each suspension resumes through every frame of the chain)."""
     coordinator = state.coordinator
     spec = state.spec
+    path, scope = state.agent_path, state.scope_path
     coordinator.emit(
         AgentStarted(
-            run_id=coordinator.run_id,
-            agent_path=state.agent_path,
-            depth=state.depth,
-            input=input,
+            run_id=coordinator.run_id, agent_path=path, depth=state.depth, input=input,
             tool_call_id=tool_call_id,
         )
-    )
+    )  # fmt: skip
     quiescence = coordinator.quiescence
     on_text = _text_sink(state)
     wrapped = bool(coordinator.hooks.model_wrappers)
+    first, limit, refused = 0, spec.max_turns, 0
     try:
-        for turn in range(spec.max_turns):
-            params = _params(state, turn, on_text)
-            if wrapped:
-                response = await request_model(
-                    coordinator, state.agent_path, state.scope_path, spec.model, messages, params
-                )
+        while True:  # more than once only when an output_type check sends the model back
+            for turn in range(first, limit):
+                params = _params(state, turn, on_text)
+                if wrapped:
+                    response = await request_model(
+                        coordinator, path, scope, spec.model, messages, params
+                    )
+                else:
+                    quiescence.busy += 1
+                    try:
+                        response = await spec.model.request(messages, params)
+                    finally:
+                        # Its tool calls (entered below) or the agent's end take over.
+                        quiescence.hand_over()
+                    coordinator.add_usage(response.usage)
+                calls = _take(state, messages, response, turn, on_text)
+                if not calls:
+                    break
+                quiescence.busy += len(calls)
+                messages.extend(await _run_batch(state, turn, calls))
             else:
-                quiescence.busy += 1
-                try:
-                    response = await spec.model.request(messages, params)
-                finally:
-                    # Its tool calls (entered below) or the agent's end take over.
-                    quiescence.hand_over()
-                coordinator.add_usage(response.usage)
-            calls = _take(state, messages, response, turn, on_text)
-            if not calls:
+                raise _too_many_turns(spec)
+            if spec.output is None:
+                output: Any = response.text or ""
                 break
-            quiescence.busy += len(calls)
-            messages.extend(await _run_batch(state, turn, calls))
-        else:
-            raise MaxTurnsExceededError(
-                f"agent {spec.name!r} was still calling tools after max_turns={spec.max_turns} turns"
-            )
+            output, retry = spec.output.check(response.text, refused)
+            if retry is None:
+                break
+            messages.append(retry)
+            first, limit, refused = turn + 1, limit + 1, refused + 1  # a turn on top of max_turns
     except anyio.get_cancelled_exc_class():
         status: RunStatus = "interrupted" if quiescence.interrupted else "cancelled"
         coordinator.emit(_agent_finished(state, tool_call_id, status))
@@ -204,12 +215,16 @@ async def _observed_run(
     except Exception as e:
         coordinator.emit(_agent_finished(state, tool_call_id, "failed", error=error_text(e)))
         raise
-    output = response.text or ""
     cut = response.truncated  # the token limit cut the final answer off
-    coordinator.emit(
-        _agent_finished(state, tool_call_id, "completed", output=output, truncated=cut)
-    )
+    text = output if spec.output is None else output_text(output)
+    coordinator.emit(_agent_finished(state, tool_call_id, "completed", output=text, truncated=cut))
     return AgentOutcome(output=output, messages=messages, usage=state.usage, truncated=cut)
+
+
+def _too_many_turns(spec: AgentSpec) -> MaxTurnsExceededError:
+    return MaxTurnsExceededError(
+        f"agent {spec.name!r} was still calling tools after max_turns={spec.max_turns} turns"
+    )
 
 
 def _text_sink(state: _State) -> Callable[[str], None]:
@@ -374,6 +389,7 @@ async def _execute(state: _State, call: ToolCall, call_path: str) -> tuple[str, 
         call_path=call_path,
         scope_path=state.scope_path,
         deadlines=state.deadlines,
+        deps=state.deps,
     )
     token = _current.set(ctx)
     try:

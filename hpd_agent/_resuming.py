@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._context import current_context
-from ._runner import Blueprint, resolve_policy, run_root, stream_root
+from ._runner import Blueprint, check_deps, resolve_policy, run_root, stream_root
 from ._sessions import SessionStore
 from .coordinator import OnUnhandled
 from .exceptions import UserError
@@ -41,6 +41,7 @@ class Resumable(ABC):
         on_unhandled: OnUnhandled | None = None,
         max_age: float | None = None,
         hooks: Sequence[Hook] = (),
+        deps: Any = None,
     ) -> RunResult:
         """Continue a run journaled in ``store`` (after a crash, or an interrupt).
 
@@ -60,6 +61,7 @@ class Resumable(ABC):
             max_age: Expire this run's pending requests older than this many seconds first;
                 their askers see the timeout text.
             hooks: Hooks for this run, as in ``run``.
+            deps: As in ``run``. A store does not keep them: give them again here.
 
         Raises:
             UserError: No such run, or it was started by an agent of another name.
@@ -67,6 +69,8 @@ class Resumable(ABC):
         """
         if current_context() is not None:
             raise UserError("resume() inside a tool call: resume the root run instead")
+        bp = self._plan()
+        check_deps(bp, deps)
         policy = resolve_policy(self.on_unhandled, on_unhandled, store)
         session = await store.resume_session(
             run_id, agent_name=self.name, answers=answers, max_age=max_age
@@ -76,7 +80,7 @@ class Resumable(ABC):
             return session
 
         return await run_root(
-            self._plan(), run_id, session.prompt, session.history, handler, policy, reopened, hooks
+            bp, run_id, session.prompt, session.history, handler, policy, reopened, hooks, deps
         )
 
     def resume_stream(
@@ -87,8 +91,11 @@ class Resumable(ABC):
         on_unhandled: OnUnhandled | None = None,
         max_age: float | None = None,
         hooks: Sequence[Hook] = (),
+        deps: Any = None,
     ) -> Run:
         """``resume`` as a stream: iterate the events (replayed ones have ``replayed=True``).
+
+        ``deps`` are as in ``run`` (a store does not keep them: give them again here).
 
         The run record is read when the run starts. An unknown run (or one started by an
         agent of another name) keeps the stream's shape: ``RunStarted``, then
@@ -97,10 +104,12 @@ class Resumable(ABC):
         """
         if current_context() is not None:
             raise UserError("resume_stream() inside a tool call: resume the root run instead")
+        bp = self._plan()
+        check_deps(bp, deps)
         policy = resolve_policy(self.on_unhandled, on_unhandled, store)
         name = self.name
 
         async def reopened() -> Any:
             return await store.resume_session(run_id, agent_name=name, max_age=max_age)
 
-        return stream_root(self._plan(), run_id, "", None, policy, reopened, hooks)
+        return stream_root(bp, run_id, "", None, policy, reopened, hooks, deps)

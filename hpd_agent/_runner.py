@@ -35,6 +35,7 @@ __all__ = [
     "BeforeRunResult",
     "Blueprint",
     "agent_tool",
+    "check_deps",
     "execute_root",
     "resolve_policy",
     "run_nested",
@@ -81,6 +82,39 @@ class Blueprint:
     spec: AgentSpec
     instructions: str
     before: BeforeRun | None
+    deps_type: Any = None
+
+
+def check_deps(bp: Blueprint, deps: Any) -> None:
+    """Refuse a run whose ``deps`` do not fit the agent's ``deps_type``, before it starts.
+
+    Raises:
+        UserError: ``deps_type`` is set and ``deps`` is missing, or is not an instance of it
+            (when ``deps_type`` is a class; other types are not checked).
+    """
+    wanted = bp.deps_type
+    if wanted is None:
+        return
+    if deps is None:
+        raise UserError(
+            f"agent {bp.name!r} has deps_type={_type_name(wanted)}: pass deps= to this run "
+            "(deps are not stored: pass them again to resume)"
+        )
+    if isinstance(wanted, type) and not _is_instance(deps, wanted):
+        raise UserError(
+            f"agent {bp.name!r} needs deps of type {_type_name(wanted)}, got {type(deps).__name__}"
+        )
+
+
+def _is_instance(value: Any, cls: type) -> bool:
+    try:
+        return isinstance(value, cls)
+    except TypeError:  # a class isinstance cannot check (a protocol not runtime_checkable)
+        return True
+
+
+def _type_name(t: Any) -> str:
+    return getattr(t, "__qualname__", None) or repr(t)
 
 
 SessionOpener = Callable[[], Awaitable[RunSession]]
@@ -109,6 +143,7 @@ async def execute_root(
     *,
     open_session: SessionOpener | None = None,
     hooks: Sequence[Hook] = (),
+    deps: Any = None,
 ) -> RunResult:
     """Run ``bp`` as the root agent; failures end up in the result, cancellation propagates.
 
@@ -135,7 +170,7 @@ async def execute_root(
         coordinator.quiescence.scope = scope
         result: RunResult | None = None
         with scope:
-            result = await _root_body(bp, coordinator, prompt, history, session)
+            result = await _root_body(bp, coordinator, prompt, history, session, deps)
         if result is None:  # only "interrupt" cancels this scope
             result = RunResult(
                 run_id=coordinator.run_id,
@@ -158,6 +193,7 @@ async def run_root(
     policy: OnUnhandled,
     opener: SessionOpener | None,
     hooks: Sequence[Hook],
+    deps: Any = None,
 ) -> RunResult:
     """A root run to its end: served by ``handler`` through a stream, or unobserved.
 
@@ -165,11 +201,13 @@ async def run_root(
         The exception that failed the run.
     """
     if handler is not None:
-        async with stream_root(bp, run_id, prompt, history, policy, opener, hooks) as run:
+        async with stream_root(bp, run_id, prompt, history, policy, opener, hooks, deps) as run:
             await serve(run, handler)
         return run.result
     coordinator = Coordinator(run_id, on_unhandled=policy)
-    result = await execute_root(bp, coordinator, prompt, history, open_session=opener, hooks=hooks)
+    result = await execute_root(
+        bp, coordinator, prompt, history, open_session=opener, hooks=hooks, deps=deps
+    )
     if result.error is not None:
         raise result.error
     return result
@@ -183,6 +221,7 @@ def stream_root(
     policy: OnUnhandled,
     opener: SessionOpener | None,
     hooks: Sequence[Hook],
+    deps: Any = None,
 ) -> Run:
     """A root run as a ``Run`` handle (it starts when its ``async with`` block is entered)."""
     sessions: list[RunSession] = []
@@ -201,6 +240,7 @@ def stream_root(
             history,
             open_session=None if opener is None else opened,
             hooks=hooks,
+            deps=deps,
         )
 
     async def on_cancel(result: RunResult) -> None:
@@ -236,6 +276,7 @@ async def _root_body(
     prompt: str,
     history: Sequence[Message] | None,
     session: RunSession | None,
+    deps: Any,
 ) -> RunResult:
     run_id = coordinator.run_id
     path = (bp.name,)
@@ -245,8 +286,9 @@ async def _root_body(
     try:
         if bp.before is not None:
             decided = await before_run(
-                bp.before, coordinator, agent_path=path, scope_path=run_id, request=prompt
-            )
+                bp.before, coordinator, agent_path=path, scope_path=run_id, request=prompt,
+                deps=deps,
+            )  # fmt: skip
             if decided.rejected:
                 return RunResult(
                     run_id=run_id,
@@ -264,6 +306,7 @@ async def _root_body(
             messages=messages,
             input=prompt,
             resumed=session is not None and session.resumed,
+            deps=deps,
         )
     except Exception as e:
         return RunResult(
@@ -294,6 +337,7 @@ async def before_run(
     scope_path: str,
     request: str,
     deadlines: Sequence[Any] = (),
+    deps: Any = None,
 ) -> BeforeRunResult:
     """Run ``step`` in its own call frame under the agent, announced like an agent."""
     path = (*agent_path, step.name)
@@ -306,6 +350,7 @@ async def before_run(
         call_path=call_path,
         scope_path=call_path,
         deadlines=deadlines,
+        deps=deps,
     )
     common: dict[str, Any] = {"run_id": coordinator.run_id, "agent_path": path, "depth": ctx.depth}
     coordinator.emit(AgentStarted(input=request, **common))
@@ -337,8 +382,19 @@ async def run_nested(
     *,
     history: Sequence[Message] | None = None,
     conversation_key: str | None = None,
+    deps: Any = None,
 ) -> RunResult:
-    """Run ``bp`` inside the tool call ``ctx``: its events go to the root's stream."""
+    """Run ``bp`` inside the tool call ``ctx``: its events go to the root's stream.
+
+    With no ``deps`` of its own, the agent gets the calling run's (``ctx.deps``).
+
+    Raises:
+        UserError: The deps do not fit the agent's ``deps_type``.
+    """
+    if deps is None:
+        deps = ctx.deps
+    if bp.deps_type is not None:
+        check_deps(bp, deps)
     coordinator = ctx.coordinator
     path = (*ctx.agent_path, bp.name)
     scope = f"{ctx.call_path}/{bp.name}"
@@ -349,7 +405,7 @@ async def run_nested(
         if bp.before is not None:
             decided = await before_run(
                 bp.before, coordinator, agent_path=path, scope_path=scope, request=prompt,
-                deadlines=ctx.deadlines,
+                deadlines=ctx.deadlines, deps=deps,
             )  # fmt: skip
             if decided.rejected:
                 return RunResult(
@@ -361,10 +417,10 @@ async def run_nested(
             extra = decided.instructions()
         if conversation_key is None:
             messages = first_messages(bp.instructions, prompt, history, extra)
-            outcome = await _nested_agent(bp, ctx, path, scope, messages, prompt)
+            outcome = await _nested_agent(bp, ctx, path, scope, messages, prompt, deps)
         else:
             outcome = await _kept_conversation(
-                bp, ctx, path, scope, prompt, history, extra, conversation_key
+                bp, ctx, path, scope, prompt, history, extra, conversation_key, deps
             )
     finally:
         coordinator.quiescence.enter()
@@ -385,6 +441,7 @@ def _nested_agent(
     scope: str,
     messages: list[Message],
     prompt: str,
+    deps: Any,
 ) -> Coroutine[Any, Any, AgentOutcome]:
     # Returns the coroutine rather than awaiting it: no extra frame on the hot path.
     return run_agent(
@@ -396,6 +453,7 @@ def _nested_agent(
         input=prompt,
         deadlines=ctx.deadlines,
         tool_call_id=ctx.tool_call_id,
+        deps=deps,
     )
 
 
@@ -408,6 +466,7 @@ async def _kept_conversation(
     history: Sequence[Message] | None,
     extra: str,
     key: str,
+    deps: Any,
 ) -> AgentOutcome:
     """A ``per_run`` call: continue the conversation this sub-agent had in this parent run."""
     conversations = ctx.coordinator.conversations
@@ -418,7 +477,7 @@ async def _kept_conversation(
         else:
             follow_up = f"{extra}\n\n{prompt}" if extra else prompt
             messages = [*kept, UserMessage(content=follow_up)]
-        outcome = await _nested_agent(bp, ctx, path, scope, messages, prompt)
+        outcome = await _nested_agent(bp, ctx, path, scope, messages, prompt, deps)
         # Kept only on success: a failed call must not leave a half turn behind.
         await conversations.put(key, messages)
     return outcome
@@ -435,7 +494,7 @@ def agent_tool(
 ) -> Tool:
     """The tool that runs an agent (``Agent.as_tool``): ``{"query": str}`` in, its answer out."""
 
-    async def call_agent(ctx: ToolContext, query: str) -> str:
+    async def call_agent(ctx: ToolContext, query: str) -> Any:
         """Delegate a task to the agent.
 
         Args:
@@ -443,7 +502,8 @@ def agent_tool(
         """
         key = f"{ctx.scope_path}|{name}" if keep else None
         result = await run_nested(plan(), ctx, query, conversation_key=key)
-        return result.output or ""
+        # A validated output_type value goes back to the calling model as its JSON.
+        return "" if result.output is None else result.output
 
     return Tool(
         call_agent,

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from ._context import current_context
 from ._loop import AgentSpec
+from ._output import output_spec
 from ._refs import caller_module, module_ref
 from ._resuming import Resumable
 from ._runner import (
@@ -22,12 +23,14 @@ from ._runner import (
     Blueprint,
     SessionOpener,
     agent_tool,
+    check_deps,
     resolve_policy,
     run_nested,
     run_root,
     stream_root,
 )
 from ._sessions import SessionStore
+from ._sync import SyncRunnable
 from .coordinator import OnUnhandled, check_on_unhandled
 from .exceptions import UserError
 from .handlers._base import Handler
@@ -49,7 +52,7 @@ def _new_run_id() -> str:
     return "run_" + uuid.uuid4().hex[:16]
 
 
-class Agent(Resumable):
+class Agent(Resumable, SyncRunnable):
     """An LLM with instructions and tools, runnable on its own or as another agent's tool.
 
     Args:
@@ -70,6 +73,13 @@ class Agent(Resumable):
             ``"http://127.0.0.1:8080/v1"`` with ``model="openai/<served-name>"``.
         api_key: For a string ``model``: the key (default: the provider's environment
             variable, such as ``OPENAI_API_KEY``).
+        output_type: The type of the final answer: a pydantic model, or any type pydantic
+            validates (``list[int]``, a dataclass, ...). The model is told its JSON schema;
+            ``result.output`` is the validated value, and a calling agent gets its JSON.
+        output_retries: How many times an answer that does not validate is sent back to
+            the model (with the validation error) before ``OutputValidationError``.
+        deps_type: The type of the ``deps=`` every run must be given (tools read them as
+            ``ctx.deps``); a run whose deps are missing or of another class is refused.
     """
 
     def __init__(
@@ -86,6 +96,9 @@ class Agent(Resumable):
         clarifier: BeforeRun | None = None,
         api_base: str | None = None,
         api_key: str | None = None,
+        output_type: Any = None,
+        output_retries: int = 1,
+        deps_type: Any = None,
     ) -> None:
         if not name:
             raise UserError("an agent needs a name")
@@ -107,6 +120,9 @@ class Agent(Resumable):
         self._model: Model | None = model if isinstance(model, Model) else None
         self.tools: Mapping[str, Tool] = _tool_map(name, tools)
         self._blueprint: Blueprint | None = None
+        self.output_type = output_type
+        self.deps_type = deps_type
+        self._output = output_spec(output_type, output_retries, name)
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r})"
@@ -127,9 +143,15 @@ class Agent(Resumable):
                 tool_definitions=tuple(t.definition for t in self.tools.values()),
                 max_turns=self.max_turns,
                 model_settings=self.model_settings,
+                output=self._output,
             )
+            told = "" if self._output is None else self._output.instructions()
             self._blueprint = Blueprint(
-                name=self.name, spec=spec, instructions=self.instructions, before=self.clarifier
+                name=self.name,
+                spec=spec,
+                instructions="\n\n".join(p for p in (self.instructions, told) if p),
+                before=self.clarifier,
+                deps_type=self.deps_type,
             )
         return self._blueprint
 
@@ -144,11 +166,10 @@ class Agent(Resumable):
         on_unhandled: OnUnhandled | None = None,
         store: SessionStore | None = None,
         hooks: Sequence[Hook] = (),
+        deps: Any = None,
     ) -> RunResult:
-        """Run the agent to its final answer.
-
-        Inside a tool call this is a nested run: its events and requests go to the root
-        run's stream, and the root's handler answers them.
+        """Run the agent to its final answer. Inside a tool call this is a nested run: its
+        events and requests go to the root run's stream, and the root's handler answers them.
 
         Args:
             prompt: The task.
@@ -162,9 +183,12 @@ class Agent(Resumable):
                 answered by any process holding the store.
             hooks: Hooks for this run (see ``hpd_agent.hooks``), inside the store's journal
                 and outside the process-wide ones.
+            deps: What the tools of this run (and of the agents it calls, unless given
+                their own) read as ``ctx.deps``. Not stored: pass them again to ``resume``.
 
         Returns:
-            The run's result; ``result.output`` is the final answer. Under
+            The run's result; ``result.output`` is the final answer (the validated value
+            with ``output_type``). Under
             ``on_unhandled="interrupt"`` its status may be ``"interrupted"``, with the
             pending requests in ``result.pending``.
 
@@ -183,11 +207,14 @@ class Agent(Resumable):
                     "a nested run (inside a tool call) has no handler of its own: its "
                     "requests go to the root run's stream and handler"
                 )
-            return await run_nested(self._plan(), ctx, prompt, history=history)
+            return await run_nested(self._plan(), ctx, prompt, history=history, deps=deps)
+        bp = self._plan()
+        if bp.deps_type is not None:
+            check_deps(bp, deps)
         policy = resolve_policy(self.on_unhandled, on_unhandled, store)
         rid = run_id or _new_run_id()
         opener = _new_session(store, rid, self, prompt, history)
-        return await run_root(self._plan(), rid, prompt, history, handler, policy, opener, hooks)
+        return await run_root(bp, rid, prompt, history, handler, policy, opener, hooks, deps)
 
     def stream(
         self,
@@ -198,21 +225,24 @@ class Agent(Resumable):
         on_unhandled: OnUnhandled | None = None,
         store: SessionStore | None = None,
         hooks: Sequence[Hook] = (),
+        deps: Any = None,
     ) -> Run:
         """Start a root run whose events you iterate and whose requests you answer.
 
         Use as ``async with agent.stream(prompt) as run: async for event in run: ...``.
         Leaving the block before the run ends cancels the run and its whole tree. With
-        ``store``, the run is journaled as in ``run``.
+        ``store``, the run is journaled as in ``run``; ``deps`` are as in ``run``.
         """
         if current_context() is not None:
             raise UserError(
                 "stream() inside a tool call: use run(); nested events reach the root stream"
             )
+        bp = self._plan()
+        check_deps(bp, deps)
         policy = resolve_policy(self.on_unhandled, on_unhandled, store)
         rid = run_id or _new_run_id()
         opener = _new_session(store, rid, self, prompt, history)
-        return stream_root(self._plan(), rid, prompt, history, policy, opener, hooks)
+        return stream_root(bp, rid, prompt, history, policy, opener, hooks, deps)
 
     # -- as a tool -------------------------------------------------------------------------
     def as_tool(

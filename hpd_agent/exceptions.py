@@ -23,6 +23,7 @@ HpdAgentError
 ├── AgentRunError                   a run could not complete
 │   ├── MaxTurnsExceededError       the model kept calling tools past max_turns
 │   ├── NoUserAvailableError        a request arose with nobody to answer (policy "error")
+│   ├── OutputValidationError       the final answer never fitted the agent's output_type
 │   └── RunCancelledError           the run was cancelled
 └── ModelError                      the model call failed
     ├── ScriptExhaustedError        a scripted test model ran out of steps
@@ -53,6 +54,7 @@ __all__ = [
     "ModelTimeoutError",
     "ModelUnavailableError",
     "NoUserAvailableError",
+    "OutputValidationError",
     "QuestionNotAnswered",
     "RequestAlreadyAnsweredError",
     "RequestCancelledError",
@@ -161,6 +163,25 @@ class MaxTurnsExceededError(AgentRunError):
 
 class NoUserAvailableError(AgentRunError):
     """A request arose with no handler and no stream consumer, under ``on_unhandled="error"``."""
+
+
+class OutputValidationError(AgentRunError):
+    """An agent with ``output_type`` never gave a final answer that validates.
+
+    Every invalid answer went back to the model with the validation error, up to the
+    agent's ``output_retries``; the message names the agent, the attempts and the last error.
+
+    Attributes:
+        agent_name: The agent whose answer did not validate.
+        attempts: Final answers the model gave (the first and every retry).
+        last_error: Why the last one was refused.
+    """
+
+    def __init__(self, message: str, *, agent_name: str, attempts: int, last_error: str) -> None:
+        super().__init__(message)
+        self.agent_name = agent_name
+        self.attempts = attempts
+        self.last_error = last_error
 
 
 class RunCancelledError(AgentRunError):

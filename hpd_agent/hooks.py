@@ -84,9 +84,12 @@ class AgentInvocation:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AgentOutcome:
-    """How one agent's run ended (its final answer, conversation and own usage)."""
+    """How one agent's run ended (its final answer, conversation and own usage).
 
-    output: str
+    ``output`` is the answer's text, or the validated value for an agent with ``output_type``.
+    """
+
+    output: Any
     messages: list[Message]
     usage: Usage
     truncated: bool = False

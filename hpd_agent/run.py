@@ -18,6 +18,7 @@ import anyio.lowlevel
 from anyio.abc import TaskGroup
 
 from ._fanout import first_leaf
+from ._output import output_text
 from ._text import error_text
 from .coordinator import Coordinator, OnUnhandled
 from .events import Event, RequestEvent, RunFinished, RunStatus
@@ -39,7 +40,8 @@ class RunResult:
         status: ``"completed"``, ``"failed"``, ``"cancelled"``, ``"interrupted"`` (ended with
             requests pending in its store), or ``"rejected"`` (the human rejected the plan of
             the agent's clarifier).
-        output: The root agent's final answer (None unless completed).
+        output: The root agent's final answer (None unless completed): its text, or for an
+            agent with ``output_type`` the validated value (an instance of that type).
         messages: The root agent's conversation, ready to pass as ``history`` to a next run.
         usage: Tokens and requests of every model call in the tree.
         error: The exception that failed the run, if it failed.
@@ -52,7 +54,7 @@ class RunResult:
 
     run_id: str
     status: RunStatus
-    output: str | None = None
+    output: Any = None
     messages: list[Message] = field(default_factory=list[Message])
     usage: Usage = field(default_factory=Usage)
     error: BaseException | None = None
@@ -72,7 +74,7 @@ def finished_event(result: RunResult, agent_name: str) -> RunFinished:
         agent_path=(agent_name,),
         depth=0,
         status=result.status,
-        output=result.output,
+        output=result.output if type(result.output) is str else output_text(result.output),
         error=text,
         usage=result.usage,
     )

@@ -7,8 +7,9 @@ Arguments are untrusted: more than ``MAX_ARGUMENT_CHARS`` characters, nesting de
 the JSON parser's limit, or lone surrogates (``"\\ud800"``, which no store can encode) are
 refused the same way, as that call's error result.
 
-A parameter annotated ``ToolContext`` is not part of the schema; the loop passes the call's
-context there (agent path, request helpers such as ``ctx.ask``).
+A parameter annotated ``ToolContext`` (or ``ToolContext[MyDeps]``) is not part of the
+schema; the loop passes the call's context there (agent path, request helpers such as
+``ctx.ask``, the run's ``ctx.deps``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import re
 import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast, get_type_hints, overload
+from typing import Any, cast, get_origin, get_type_hints, overload
 
 import anyio.to_thread
 import pydantic
@@ -129,7 +130,7 @@ def _inspect_function(fn: Callable[..., Any], name: str) -> _Signature:
                 f"tool {name!r}: *args/**kwargs cannot be described to a model"
             )
         annotation = hints.get(pname, Any)
-        if annotation is ToolContext:
+        if annotation is ToolContext or get_origin(annotation) is ToolContext:
             context_param = pname
             continue
         default = ... if param.default is param.empty else param.default

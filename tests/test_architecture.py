@@ -51,6 +51,8 @@ LAYERS: dict[str, int] = {
     "hpd_agent._sessions": 1,
     "hpd_agent._runner": 1,
     "hpd_agent._resuming": 1,
+    "hpd_agent._output": 1,
+    "hpd_agent._sync": 1,
     "hpd_agent.agent": 1,
     # 2 built on the public core: presets, test doubles
     "hpd_agent.presets": 2,

@@ -13,6 +13,7 @@ import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._output import output_text
 from .._text import error_text
 from ..exceptions import UserError
 from ..hooks import Hook
@@ -82,7 +83,11 @@ class StoreSession:
         status: RunState = result.status  # type: ignore[assignment]
         error = None if result.error is None else error_text(result.error)
         self.record = dataclasses.replace(
-            self.record, status=status, output=result.output, error=error, updated_at=time.time()
+            self.record,
+            status=status,
+            output=output_text(result.output),
+            error=error,
+            updated_at=time.time(),
         )
         await self.store.put_run(self.record)
 
