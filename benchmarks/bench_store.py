@@ -94,7 +94,7 @@ async def main():
     while done < want:
         for record in await store.list_requests(run_id="run_bench"):
             await anyio.sleep(random.uniform(0, 0.05))
-            await respond(store, record.id, "yes", context={"t": time.time()})
+            await respond(store, record.request_id, "yes", context={"t": time.time()})
             done += 1
         await anyio.sleep(0.001)
     await store.aclose()

@@ -77,7 +77,7 @@ async def main(answer: str | None) -> None:
                 print(f"{result.status}: {request.request_id} waits for an answer")
         else:
             (pending,) = await store.list_requests(run_id=RUN_ID)
-            result = await build().resume(RUN_ID, store=store, answers={pending.id: answer})
+            result = await build().resume(RUN_ID, store=store, answers={pending.request_id: answer})
             print(result.output)
     finally:
         await store.aclose()

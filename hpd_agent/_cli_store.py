@@ -57,7 +57,12 @@ def add_store_commands(sub: Any) -> None:
     pending = sub.add_parser("pending", help="list requests waiting for an answer in a store")
     pending.add_argument("--db", required=True, help=db_help)
     pending.add_argument("--run", help="only this run's requests")
-    pending.add_argument("--json", action="store_true", help="one JSON object per line")
+    pending.add_argument(
+        "--json",
+        action="store_true",
+        help="one JSON object per line (request_id, run_id, agent_path, kind, question, options, "
+        "created_at, expires_at; id repeats request_id: deprecated, removed in the next release)",
+    )
     pending.set_defaults(func=_cmd_pending)
 
     answer = sub.add_parser("answer", help="answer a pending request in a store")
@@ -115,7 +120,8 @@ def _show(text: str) -> str:
 def _print_request(r: RequestRecord, as_json: bool) -> None:
     if as_json:
         item = {
-            "id": r.id,
+            "request_id": r.request_id,
+            "id": r.request_id,  # deprecated spelling of request_id, kept for one release
             "run_id": r.run_id,
             "agent_path": list(r.agent_path),
             "kind": r.kind,
@@ -128,7 +134,7 @@ def _print_request(r: RequestRecord, as_json: bool) -> None:
         return
     options = f"  [{' | '.join(r.options)}]" if r.options else ""
     agent = "/".join(r.agent_path)
-    print(_show(f"{r.id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}"))
+    print(_show(f"{r.request_id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}"))
 
 
 def _cmd_pending(args: argparse.Namespace) -> int:
@@ -183,7 +189,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
             record = await respond(store, args.request_id, value, context=context)
         finally:
             await store.aclose()
-        print(f"answered {record.id}: {json.dumps(record.answer)}")
+        print(f"answered {record.request_id}: {json.dumps(record.answer)}")
         return 0
 
     return anyio.run(main)

@@ -11,11 +11,14 @@ one pydantic ``TypeAdapter`` that turns any event into JSON and back.
 from __future__ import annotations
 
 import functools
+import json
+import warnings
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
+from ._arguments import split_arguments
 from .messages import Usage
 
 __all__ = [
@@ -118,12 +121,50 @@ class TextDelta(_Base):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolCallStarted(_Base):
-    """The model called a tool; ``arguments`` is the raw JSON text it sent."""
+    """The model called a tool with ``arguments``.
+
+    ``arguments`` is always a dict: the JSON object the model sent, parsed. When its text
+    did not parse as a JSON object (broken JSON, a list, text too long or holding lone
+    surrogates: the bounds of ``tools.MAX_ARGUMENT_CHARS``), ``arguments`` is ``{}`` and
+    ``raw_arguments`` holds the text as sent (cut at ``MAX_ARGUMENT_CHARS``, lone surrogates
+    shown as U+FFFD so the event stays JSON); when it parsed, ``raw_arguments`` is None. The
+    tool itself then gets an error result saying why.
+    """
 
     tool_call_id: str
     tool_name: str
-    arguments: str
+    arguments: dict[str, Any]
+    raw_arguments: str | None = None
     kind: Literal["tool_call_started"] = "tool_call_started"
+
+    def __post_init__(self) -> None:
+        raw: object = self.arguments
+        if isinstance(raw, str):  # the spelling before 0.2: the argument text itself
+            warnings.warn(
+                "ToolCallStarted(arguments=<str>) is deprecated: pass the parsed dict as "
+                "arguments= and the unparsed text as raw_arguments=",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+            arguments, unparsed = split_arguments(raw)
+            object.__setattr__(self, "arguments", arguments)
+            object.__setattr__(self, "raw_arguments", unparsed)
+
+    @property
+    def arguments_json(self) -> str:
+        """Deprecated: the arguments as JSON text (``raw_arguments`` when they did not parse).
+
+        Use ``arguments`` (a dict) or ``raw_arguments`` instead; removed in the next release.
+        """
+        warnings.warn(
+            "ToolCallStarted.arguments_json is deprecated: use arguments (a dict) or "
+            "raw_arguments (the text, when it did not parse)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if self.raw_arguments is not None:
+            return self.raw_arguments
+        return json.dumps(self.arguments, ensure_ascii=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -142,7 +183,7 @@ class ClarificationRequest(_Base):
     """An agent asks the human a question and waits, mid-turn, for ``respond(request_id, ...)``.
 
     ``question_kind`` says what answer fits: ``"text"`` (free text; with ``options`` it must be
-    one of them), and the typed kinds of ``hpd_agent.clarification``.
+    one of them, by value or 0-based index), and the typed kinds of ``hpd_agent.questions``.
     """
 
     request_id: str

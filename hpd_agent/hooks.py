@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ._arguments import split_arguments
 from .events import Event, RequestEvent, RequestStatus, TextDelta, ToolCallFinished, ToolCallStarted
 from .messages import Message, ToolCall, Usage
 from .models._base import Model, ModelRequestParams, ModelResponse
@@ -176,16 +177,19 @@ class ToolExecution:
         return self.call_path
 
     def started_event(self, *, replayed: bool = False) -> ToolCallStarted:
-        """The ``ToolCallStarted`` event of this call."""
+        """The ``ToolCallStarted`` event of this call, its arguments parsed (bounded: the
+        limits a tool's own validation applies; see ``ToolCallStarted``)."""
         call = self.call
         path = self.agent_path
+        arguments, raw = split_arguments(call.arguments)
         return ToolCallStarted(
             run_id=self.run_id,
             agent_path=path,
             depth=len(path) - 1,
             tool_call_id=call.id,
             tool_name=call.name,
-            arguments=call.arguments,
+            arguments=arguments,
+            raw_arguments=raw,
             replayed=replayed,
         )
 

@@ -5,7 +5,8 @@ anything that holds the event alone (a stream consumer, a handler, a durable sto
 the record after a restart) can tell what answer fits and check it with ``validate_answer``.
 The kinds:
 
-- ``"text"``: free text; with ``options`` the answer must be one of them.
+- ``"text"``: free text; with ``options`` the answer must be one of them, by value or by
+  0-based index (an int; a bool is refused).
 - ``"input"``: a value for a named tool argument; ``data={"argument": ..., "tool": ...}``.
 - ``"choice"``: one of ``options`` by value or 0-based index; ``data={"multiple": bool}``,
   and a multiple choice takes a list of values or indices.
@@ -73,9 +74,12 @@ def _match_option(answer: str, options: tuple[str, ...]) -> str:
 
 
 def _check_text(answer: Any, options: tuple[str, ...] | None) -> str:
+    if options is not None:
+        # One of the options, by its text or its 0-based index, as for a choice.
+        return _pick(answer, options)
     if not isinstance(answer, str):
         raise TypeError(f"expected text, got {type(answer).__name__}")
-    return answer if options is None else _match_option(answer, options)
+    return answer
 
 
 def _check_input(answer: Any, data: Mapping[str, Any]) -> str:
@@ -303,7 +307,8 @@ class TextQuestion(Question):
     """A free-text question; with ``options``, the answer must be one of them.
 
     Options match exactly, or ignoring case and surrounding space (the answer is then given
-    back in the option's own spelling).
+    back in the option's own spelling), or by 0-based index (``0`` is the first option; a
+    bool is not an index).
     """
 
     kind = "text"

@@ -26,6 +26,8 @@ import anyio.to_thread
 import pydantic
 import pydantic_core
 
+from ._arguments import MAX_ARGUMENT_CHARS
+from ._arguments import SURROGATE as _SURROGATE
 from ._context import ToolContext
 from ._text import bounded
 from .exceptions import ToolDefinitionError
@@ -33,12 +35,6 @@ from .models._base import ToolDefinition
 
 __all__ = ["MAX_ARGUMENT_CHARS", "ApprovalPolicy", "Tool", "ToolArgumentsError", "tool"]
 
-MAX_ARGUMENT_CHARS = 1_000_000
-"""Longest argument text (the model's JSON) a tool call may send; longer calls get an error
-result without being parsed."""
-
-# Surrogate code points in the text itself (the JSON parser refuses escaped lone ones).
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _SURROGATE_HINT = (
     " A lone UTF-16 surrogate (e.g. \\ud800 without its low half) is not text: send valid Unicode."
 )

@@ -28,6 +28,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.messages": 0,
     "hpd_agent.events": 0,
     "hpd_agent._fanout": 0,
+    "hpd_agent._arguments": 0,
     "hpd_agent._vocabulary": 0,
     "hpd_agent._text": 0,
     "hpd_agent._schemas": 0,

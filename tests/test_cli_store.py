@@ -76,7 +76,8 @@ async def test_pending_lists_requests(workdir: Path) -> None:
     as_json = await cli(workdir, "pending", "--db", str(db), "--json", "--run", run_id)
     (line,) = as_json.stdout.splitlines()
     item = json.loads(line)
-    assert item["id"] == rid and item["agent_path"] == ["Orchestrator", "CodingAgent"]
+    assert item["request_id"] == rid and item["agent_path"] == ["Orchestrator", "CodingAgent"]
+    assert item["id"] == rid  # the deprecated spelling, kept for one release
     other = await cli(workdir, "pending", "--db", str(db), "--run", "run_other", "--json")
     assert other.stdout == ""
 
@@ -315,7 +316,7 @@ async def test_a_corrupt_request_row_hides_no_other(workdir: Path) -> None:
     line = one_line(listed)
     assert "request req_bad (run run_1): column payload is not JSON" in line
     as_json = await cli(workdir, "pending", "--db", str(db), "--json")
-    assert as_json.returncode == 9 and json.loads(as_json.stdout)["id"] == "req_good"
+    assert as_json.returncode == 9 and json.loads(as_json.stdout)["request_id"] == "req_good"
     answered = await cli(workdir, "answer", "req_bad", "x", "--db", str(db))
     assert answered.returncode == 9 and "request req_bad" in one_line(answered)
     ok = await cli(workdir, "answer", "req_good", "fine", "--db", str(db))

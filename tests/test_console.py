@@ -109,6 +109,21 @@ async def test_streams_text_and_tool_calls_labelled_with_the_agent_path() -> Non
     assert out.index("Orchestrator → CodingAgent") < out.index("CodingAgent: Use bcrypt")
 
 
+async def test_tool_arguments_show_as_names_and_values_or_as_the_text_sent() -> None:
+    @tool
+    def note(line: str, times: int = 1) -> str:
+        """Notes a line."""
+        return line * times
+
+    calls = [tool_call("note", line="hi", times=2), tool_call("note", _raw='{"line": "cut')]
+    agent = Agent("A", model=ScriptedModel([calls, text("ok")]), tools=[note])
+    handler, screen, _ = handler_for([])
+    await agent.run("go", handler=handler)
+    out = screen.text()
+    assert "A → note(line='hi', times=2)" in out  # parsed: the dict's names and values
+    assert 'A → note({"line": "cut)' in out  # did not parse: the text as the model sent it
+
+
 async def test_options_are_numbered_and_take_a_number_or_the_text() -> None:
     asks = [
         tool_call(
@@ -128,6 +143,9 @@ async def test_options_are_numbered_and_take_a_number_or_the_text() -> None:
     assert "? CodingAgent asks: Which framework?" in out
     assert "1) Express" in out and "2) FastAPI" in out and "3) Django" in out
     assert "Pick a number from 1 to 3." in out  # "7" was refused, then asked again
+    # Numbered from 1 on screen while the API counts from 0: the prompt says which.
+    shown = "type a number from 1 to {} (as listed: 1 is the first option) or the option's text"
+    assert shown.format(3) in out and shown.format(2) in out
     assert len(keyboard.prompts) == 3
 
 
@@ -313,7 +331,7 @@ def _question(
             _question("choice", options=("Red", "Green", "Blue"), multiple=True),
             ["1, blue"],
             ["Red", "Blue"],
-            "one or more, separated by commas",
+            "one or more, separated by commas: a number from 1 to 3 (as listed: 1 is the first",
         ),
         (
             _question("action", url="https://example.test/auth", label="Sign in"),

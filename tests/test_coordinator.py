@@ -44,8 +44,10 @@ async def test_refusals_are_distinct_and_change_nothing() -> None:
                 assert unknown.value.request_id == "req_nope"
                 with pytest.raises(InvalidAnswerError, match="not one of the options"):
                     await run.respond(rid, "blue")
-                with pytest.raises(InvalidAnswerError, match="expected text"):
-                    await run.respond(rid, 42)
+                with pytest.raises(InvalidAnswerError, match="index 42 is out of range"):
+                    await run.respond(rid, 42)  # an int is an option's 0-based index
+                with pytest.raises(InvalidAnswerError, match="got list"):
+                    await run.respond(rid, ["red"])
                 # Still pending after the refusals: the valid answer goes through.
                 assert [p.request_id for p in run.pending] == [rid]
                 assert await run.respond(rid, " GREEN ") == "green"

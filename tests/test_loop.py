@@ -200,14 +200,14 @@ async def test_tool_events_wrap_each_call() -> None:
     agent = Agent(
         "A", model=ScriptedModel([tool_call("echo", _id="c9", x=7), text("ok")]), tools=[echo]
     )
-    kinds: list[tuple[str, str]] = []
+    kinds: list[tuple[str, object]] = []
     async with agent.stream("go") as run:
         async for event in run:
             if isinstance(event, ToolCallStarted):
                 kinds.append(("started", event.arguments))
             elif isinstance(event, ToolCallFinished):
                 kinds.append(("finished", event.result))
-    assert kinds == [("started", '{"x": 7}'), ("finished", "7")]
+    assert kinds == [("started", {"x": 7}), ("finished", "7")]
 
 
 # -- hostile tool arguments and huge errors (a real SQLite store must take every write) ------

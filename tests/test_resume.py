@@ -59,7 +59,7 @@ async def test_interrupt_persists_then_resume_with_answers_reruns_nothing(
     assert isinstance(pending, ClarificationRequest)
     assert pending.agent_path == ("Orchestrator", "CodingAgent")
     stored = await store.list_requests(run_id=result.run_id)
-    assert [r.id for r in stored] == [pending.request_id]
+    assert [r.request_id for r in stored] == [pending.request_id]
     run = await store.get_run(result.run_id)
     assert run is not None and run.status == "interrupted"
     assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
@@ -185,9 +185,9 @@ async def test_answer_through_the_store_wakes_a_waiting_run(store: Store, workdi
         tg.start_soon(run_it)
         while not (pending := await store.list_requests(run_id="run_hot")):
             await anyio.wait_all_tasks_blocked()
-        await respond(store, pending[0].id, "Rails", context={"sender": "ops"})
+        await respond(store, pending[0].request_id, "Rails", context={"sender": "ops"})
     assert outputs == ["Orchestrator: built with Rails"]
-    record = await store.get_request(pending[0].id)
+    record = await store.get_request(pending[0].request_id)
     assert record is not None and record.context["sender"] == "ops"
 
 
@@ -299,7 +299,7 @@ async def test_dedup_survives_interrupt_and_resume(store: Store) -> None:
     agent = _region_twice_agent()
     human_free = await agent.run("go", store=store, on_unhandled="interrupt")
     assert len(await store.list_requests()) == 1
-    rid = (await store.list_requests())[0].id
+    rid = (await store.list_requests())[0].request_id
     done = await agent.resume(human_free.run_id, store=store, answers={rid: "us"})
     assert done.output == "us & us"
 
@@ -494,7 +494,9 @@ async def test_cancellation_from_outside_leaves_requests_resumable(
                     await anyio.sleep_forever()
     (record,) = await store.list_requests(run_id="run_s")
     assert record.status == "pending"
-    done = await durable_agents.build().resume("run_s", store=store, answers={record.id: "Koa"})
+    done = await durable_agents.build().resume(
+        "run_s", store=store, answers={record.request_id: "Koa"}
+    )
     assert done.output == "Orchestrator: built with Koa"
     assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
 

@@ -51,7 +51,7 @@ async def _pending_once_sibling_journaled(store: Store) -> list[str]:
     journal = await store.journal("run_kill")
     sibling = [k for k, e in journal.items() if e.kind == "tool" and k.endswith(":step")]
     pending = await store.list_requests(run_id="run_kill")
-    return [r.id for r in pending] if len(sibling) == 1 else []
+    return [r.request_id for r in pending] if len(sibling) == 1 else []
 
 
 async def test_sigkill_while_depth2_question_pending_then_resume(

@@ -92,6 +92,6 @@ async def test_a_streamed_run_reports_every_tool_call_and_text_piece() -> None:
             events = [event async for event in run]
     started = [(e.tool_call_id, e.arguments) for e in events if isinstance(e, ToolCallStarted)]
     finished = [(e.tool_call_id, e.result) for e in events if isinstance(e, ToolCallFinished)]
-    assert started == [("a", '{"word": "hi"}'), ("b", '{"word": "yo"}')]
+    assert started == [("a", {"word": "hi"}), ("b", {"word": "yo"})]
     assert finished == [("a", "HI"), ("b", "YO")]
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["ok"]

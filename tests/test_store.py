@@ -95,13 +95,13 @@ async def test_list_requests_filters_by_run_and_status(store: Store) -> None:
     await store.add_request(question("req_2", run_id="run_b"))
     await store.add_request(question("req_3", run_id="run_a"))
     await store.resolve("req_3", "cancelled")
-    assert [r.id for r in await store.list_requests()] == ["req_1", "req_2"]
-    assert [r.id for r in await store.list_requests(run_id="run_a")] == ["req_1"]
-    assert [r.id for r in await store.list_requests(status=None, run_id="run_a")] == [
+    assert [r.request_id for r in await store.list_requests()] == ["req_1", "req_2"]
+    assert [r.request_id for r in await store.list_requests(run_id="run_a")] == ["req_1"]
+    assert [r.request_id for r in await store.list_requests(status=None, run_id="run_a")] == [
         "req_1",
         "req_3",
     ]
-    assert [r.id for r in await store.list_requests(status="cancelled")] == ["req_3"]
+    assert [r.request_id for r in await store.list_requests(status="cancelled")] == ["req_3"]
 
 
 async def test_respond_refuses_each_case_with_a_distinct_error(store: Store) -> None:

@@ -75,7 +75,7 @@ async def test_one_bad_request_row_is_named_and_hides_no_other(
         _execute(backend, "UPDATE hpd_requests SET context = 'oops' WHERE id = 'req_bad'")
         errors: list[StoreCorruptError] = []
         records = await store.list_requests(errors=errors)
-        assert [r.id for r in records] == ["req_good"]
+        assert [r.request_id for r in records] == ["req_good"]
         (error,) = errors
         assert str(error).startswith("request req_bad (run run_1): column context is not JSON")
         with pytest.raises(StoreCorruptError, match="request req_bad"):

@@ -57,13 +57,15 @@ async def test_answer_from_another_process_wakes_the_run(
             while not (pending := await store.list_requests(run_id="run_x")):
                 await anyio.wait_all_tasks_blocked()
             done = await anyio.run_process(
-                _cli("answer", pending[0].id, "Sinatra", "--db", location, "--sender", "ops"),
+                _cli(
+                    "answer", pending[0].request_id, "Sinatra", "--db", location, "--sender", "ops"
+                ),
                 env=_env(),
                 check=False,
             )
             assert done.returncode == 0, done.stderr
     assert outputs == ["Orchestrator: built with Sinatra"]
-    record = await store.get_request(pending[0].id)
+    record = await store.get_request(pending[0].request_id)
     assert record is not None and record.context == {"channel": "cli", "sender": "ops"}
     assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
     await store.aclose()

@@ -322,7 +322,7 @@ class ConsoleHandler(BaseHandler):
         elif isinstance(event, ToolCallStarted):
             self._line(
                 f"  {self._label(event.agent_path)} [dim]→[/] [bold]{_esc(event.tool_name)}[/]"
-                f"[dim]({_esc(self._short(_arguments(event.arguments)))})[/]"
+                f"[dim]({_esc(self._short(_arguments(event)))})[/]"
             )
         elif isinstance(event, ToolCallFinished):
             if self.show_tool_results or event.is_error:
@@ -448,10 +448,15 @@ class ConsoleHandler(BaseHandler):
                 if data.get("payload"):
                     self.console.print(f"  {_esc(json.dumps(data['payload']))}")
                 self.console.print("  [dim]answer with JSON[/]")
+            # Numbered from 1 on screen (people count from 1); the API's indices are 0-based,
+            # so the hint says which one the typed number is.
             for i, option in enumerate(options, 1):
                 self.console.print(f"  [bold]{i})[/] {_esc(option)}")
+            numbered = _numbered(len(options))
             if kind == "choice" and data.get("multiple"):
-                self.console.print("  [dim]one or more, separated by commas[/]")
+                self.console.print(f"  [dim]one or more, separated by commas: {numbered}[/]")
+            elif options:
+                self.console.print(f"  [dim]type {numbered}[/]")
 
         return await self._ask(request, show, lambda line: _parse(request, line))
 
@@ -489,15 +494,14 @@ class ConsoleHandler(BaseHandler):
         return await self._ask(request, show, _parse_permission, reason)
 
 
-def _arguments(raw: str) -> str:
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return raw
-    if isinstance(parsed, dict):
-        items: dict[str, Any] = parsed  # type: ignore[assignment]
-        return ", ".join(f"{k}={v!r}" for k, v in items.items())
-    return raw
+def _arguments(event: ToolCallStarted) -> str:
+    if event.raw_arguments is not None:
+        return event.raw_arguments  # did not parse: shown as the model sent it
+    return ", ".join(f"{k}={v!r}" for k, v in event.arguments.items())
+
+
+def _numbered(count: int) -> str:
+    return f"a number from 1 to {count} (as listed: 1 is the first option) or the option's text"
 
 
 def _show_value(value: Any) -> str:

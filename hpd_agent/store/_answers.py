@@ -30,14 +30,14 @@ def validate_stored(record: RequestRecord, answer: Any) -> Any:
         value = answer_for(record.event, answer)
     except (ValueError, TypeError) as e:
         raise InvalidAnswerError(
-            f"invalid answer for request {record.id}: {e}", request_id=record.id
+            f"invalid answer for request {record.request_id}: {e}", request_id=record.request_id
         ) from None
     try:
         return jsonable(value)
     except Exception as e:  # pydantic_core refuses what it can't encode
         raise InvalidAnswerError(
-            f"invalid answer for request {record.id}: not JSON-serialisable ({e})",
-            request_id=record.id,
+            f"invalid answer for request {record.request_id}: not JSON-serialisable ({e})",
+            request_id=record.request_id,
         ) from None
 
 

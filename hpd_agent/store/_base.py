@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, cast, runtime_checkable
@@ -75,12 +76,15 @@ def dump_json(value: Any) -> str:
         return json.dumps(to_jsonable_python(value), ensure_ascii=True)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
+@dataclass(frozen=True, kw_only=True, slots=True, init=False)
 class RequestRecord:
     """One request as a store keeps it.
 
     Attributes:
-        id: The request id (derived from the asking call's path, so stable across replays).
+        request_id: The request id (derived from the asking call's path, so stable across
+            replays); the same name as on the request events and every method taking one.
+            ``id`` is its deprecated spelling (read, or given to the constructor), kept
+            for one release.
         run_id: The root run that raised it.
         agent_path: Agent names from the root to the asking agent.
         kind: ``"permission"`` or the question kind (``"text"``, ``"choice"``, ...).
@@ -96,7 +100,7 @@ class RequestRecord:
         context: Free-form data about where it was shown or who answered (channel, sender).
     """
 
-    id: str
+    request_id: str
     run_id: str
     agent_path: tuple[str, ...]
     kind: str
@@ -109,6 +113,58 @@ class RequestRecord:
     answered_at: float | None = None
     expires_at: float | None = None
     context: Mapping[str, Any] = field(default_factory=dict[str, Any])
+
+    def __init__(
+        self,
+        *,
+        request_id: str | None = None,
+        run_id: str,
+        agent_path: tuple[str, ...],
+        kind: str,
+        question: str,
+        payload: Mapping[str, Any],
+        options: tuple[str, ...] | None = None,
+        status: RequestState = "pending",
+        answer: Any = None,
+        created_at: float | None = None,
+        answered_at: float | None = None,
+        expires_at: float | None = None,
+        context: Mapping[str, Any] | None = None,
+        id: str | None = None,  # the deprecated spelling of request_id
+    ) -> None:
+        if id is not None:
+            warnings.warn(
+                "RequestRecord(id=...) is deprecated: use request_id=",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if request_id is not None and request_id != id:
+                raise TypeError("RequestRecord got both request_id and id, and they differ")
+            request_id = id
+        if request_id is None:
+            raise TypeError("RequestRecord needs request_id")
+        put = object.__setattr__  # frozen: the generated __init__ sets fields the same way
+        put(self, "request_id", request_id)
+        put(self, "run_id", run_id)
+        put(self, "agent_path", agent_path)
+        put(self, "kind", kind)
+        put(self, "question", question)
+        put(self, "payload", payload)
+        put(self, "options", options)
+        put(self, "status", status)
+        put(self, "answer", answer)
+        put(self, "created_at", time.time() if created_at is None else created_at)
+        put(self, "answered_at", answered_at)
+        put(self, "expires_at", expires_at)
+        put(self, "context", {} if context is None else context)
+
+    @property
+    def id(self) -> str:
+        """Deprecated: use ``request_id`` (removed in the next release)."""
+        warnings.warn(
+            "RequestRecord.id is deprecated: use request_id", DeprecationWarning, stacklevel=2
+        )
+        return self.request_id
 
     @classmethod
     def from_event(
@@ -128,7 +184,7 @@ class RequestRecord:
             question = f"May {event.tool_name} run with {json.dumps(event.arguments)}?"
             options = None
         return cls(
-            id=event.request_id,
+            request_id=event.request_id,
             run_id=event.run_id,
             agent_path=event.agent_path,
             kind=kind,
@@ -151,12 +207,12 @@ class RequestRecord:
             event = event_adapter().validate_python(self.payload)
         except ValueError as e:
             raise StoreCorruptError(
-                f"request {self.id} (run {self.run_id}): its stored payload is not an event: "
+                f"request {self.request_id} (run {self.run_id}): its stored payload is not an event: "
                 f"{_first_line(e)}"
             ) from None
         if not isinstance(event, RequestEvent):
             raise StoreCorruptError(
-                f"request {self.id} (run {self.run_id}): its stored payload is a "
+                f"request {self.request_id} (run {self.run_id}): its stored payload is a "
                 f"{event.kind!r} event, not a question or permission request"
             )
         return event
@@ -480,8 +536,8 @@ async def expire_stale(
         late = record.expires_at is not None and record.expires_at <= clock
         if clock - record.created_at > max_age or late:
             try:
-                await store.resolve(record.id, "expired")
+                await store.resolve(record.request_id, "expired")
             except Exception:
                 continue  # answered or cancelled meanwhile: leave it as it is
-            expired.append(record.id)
+            expired.append(record.request_id)
     return expired

@@ -126,7 +126,7 @@ def schema(real: str) -> list[str]:
 def record_to_row(r: RequestRecord) -> tuple[Any, ...]:
     """The column values of a request, in ``REQUEST_COLUMNS`` order."""
     return (
-        r.id,
+        r.request_id,
         r.run_id,
         json.dumps(list(r.agent_path)),
         r.kind,
@@ -173,7 +173,7 @@ def record_from_row(row: Sequence[Any]) -> RequestRecord:
     if not isinstance(context, dict) or row[7] not in _REQUEST_STATES:
         raise StoreCorruptError(f"{where}: bad context or unknown status {row[7]!r}")
     return RequestRecord(
-        id=row[0],
+        request_id=row[0],
         run_id=row[1],
         agent_path=tuple(cast(list[str], path)),
         kind=row[3],
@@ -428,7 +428,7 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
         def add(conn: C) -> RequestRecord:
             if self._query(conn, sql, row).rowcount == 1:
                 return record
-            found = self._get(conn, record.id)
+            found = self._get(conn, record.request_id)
             assert found is not None
             return found
 

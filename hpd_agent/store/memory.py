@@ -50,10 +50,10 @@ class MemoryStore(Sessions):
 
     async def add_request(self, record: RequestRecord) -> RequestRecord:
         """Insert a pending request, or return the stored one with that id."""
-        existing = self._requests.get(record.id)
+        existing = self._requests.get(record.request_id)
         if existing is not None:
             return existing
-        self._requests[record.id] = record
+        self._requests[record.request_id] = record
         return record
 
     async def get_request(self, request_id: str) -> RequestRecord | None:

@@ -91,7 +91,8 @@ def _pending(args: argparse.Namespace, failure: Failure) -> int:
         for r in records:
             if args.json:
                 item = {
-                    "id": r.request_id,
+                    "request_id": r.request_id,
+                    "id": r.request_id,  # deprecated spelling of request_id, for one release
                     "run_id": r.run_id,
                     "agent_path": list(r.agent_path),
                     "kind": r.kind,

@@ -110,7 +110,7 @@ class WorkflowRequests:
 
 def _record_data(record: RequestRecord) -> dict[str, Any]:
     return {
-        "id": record.id,
+        "id": record.request_id,
         "run_id": record.run_id,
         "agent_path": list(record.agent_path),
         "kind": record.kind,

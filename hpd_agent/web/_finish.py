@@ -38,7 +38,7 @@ def finish_events(
 ) -> list[BaseEvent]:
     """STATE_SNAPSHOT, ``messages`` (the MESSAGES_SNAPSHOT) and the terminal event."""
     state = StateSnapshotEvent(
-        snapshot={"hpd_agent": {"status": status, "pending": [r.id for r in pending]}}
+        snapshot={"hpd_agent": {"status": status, "pending": [r.request_id for r in pending]}}
     )
     out: list[BaseEvent] = [state, messages]
     tid, rid = thread_id, agui_run_id
@@ -48,7 +48,7 @@ def finish_events(
     elif status == "interrupted" and pending:
         interrupts: list[Interrupt] = []
         for record in pending:
-            where = translator.located.get(record.id)
+            where = translator.located.get(record.request_id)
             interrupts.append(
                 interrupt_of(
                     record,

@@ -71,7 +71,7 @@ def request_value(
     """The ``hpd_agent.request`` CUSTOM value (also listed by ``GET .../requests``)."""
     event = record.event
     value: dict[str, Any] = {
-        "id": record.id,
+        "id": record.request_id,
         "kind": record.kind,
         "agentPath": list(record.agent_path),
         "question": record.question,
@@ -97,7 +97,7 @@ def interrupt_of(
     event = record.event
     confirmation = isinstance(event, PermissionRequest) or event.question_kind == "confirm"
     return Interrupt(
-        id=record.id,
+        id=record.request_id,
         reason="confirmation" if confirmation else "input_required",
         message=record.question,
         tool_call_id=tool_call_id,
@@ -145,6 +145,6 @@ def check_web_answer(record: RequestRecord, answer: Any) -> Any:
     """
     event = record.event
     if isinstance(event, PermissionRequest):
-        return _decision(record.id, answer)
+        return _decision(record.request_id, answer)
     validate_answer(event, answer)
     return answer

@@ -33,7 +33,7 @@ async def apply_resume(store: Store, run_id: str, entries: Sequence[ResumeEntry]
         ResumeRefused: An unknown or repeated interrupt id, an open interrupt left out, or an
             invalid payload; nothing was written.
     """
-    open_ = {r.id: r for r in await store.list_requests(run_id=run_id)}
+    open_ = {r.request_id: r for r in await store.list_requests(run_id=run_id)}
     seen: set[str] = set()
     answers: list[tuple[str, str, object]] = []
     for entry in entries:

@@ -295,7 +295,7 @@ class Threads:
         located = thread.translator.located if thread.translator else {}
         for row in thread.runs:
             for record in await self.store.list_requests(run_id=row.run_id):
-                where = located.get(record.id)
+                where = located.get(record.request_id)
                 out.append(
                     request_value(
                         record,

@@ -11,6 +11,7 @@ Run-level events (RUN_STARTED, snapshots, RUN_FINISHED) belong to the caller (``
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 from dataclasses import dataclass, field
 
@@ -161,8 +162,13 @@ class Translator:
                 parent_message_id=scope.turn_id,
                 subagent_run_id=sid,
             ),
+            # AG-UI carries argument text that must parse as JSON (ag-ui-validate AGUI204):
+            # the dict as JSON, so "{}" when the model's text did not parse (that text stays
+            # on the run's own event, ``raw_arguments``; the call's result says what was wrong).
             ToolCallArgsEvent(
-                tool_call_id=call_id, delta=event.arguments or "{}", subagent_run_id=sid
+                tool_call_id=call_id,
+                delta=json.dumps(event.arguments, ensure_ascii=False),
+                subagent_run_id=sid,
             ),
             ToolCallEndEvent(tool_call_id=call_id, subagent_run_id=sid),
         ]

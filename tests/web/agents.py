@@ -98,6 +98,11 @@ def manager_turn(messages: Sequence[Message], info: ModelRequestParams):
 def _first_turn(prompt: str):
     if prompt == "note":
         return tool_call("write_note", line="hello note")
+    if prompt == "broken arguments":  # what a model cut off by its token limit sends
+        return [
+            tool_call("write_note", _raw='{"line": "cut off'),
+            tool_call("write_note", line="é ünïcode"),
+        ]
     if prompt == "deep":
         return tool_call("Manager", query="plan the storage")
     if prompt == "parallel":
