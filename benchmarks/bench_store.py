@@ -151,7 +151,7 @@ async def memory_per_pending(n: int, store: Store | None) -> tuple[float, float,
                     assert len(run.pending) == n
                     start = time.perf_counter()
                     if store is not None:
-                        ids = [r.id for r in await store.list_requests(status="pending")]
+                        ids = [r.request_id for r in await store.list_requests(status="pending")]
                     else:
                         ids = [e.request_id for e in run.pending]
                     listed = time.perf_counter() - start
