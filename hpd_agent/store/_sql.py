@@ -25,11 +25,8 @@ import anyio.to_thread
 
 from ..exceptions import StoreCorruptError, UserError
 from ._base import (
-    JournalEntry,
     RequestRecord,
     RequestState,
-    RunRecord,
-    RunState,
     dump_json,
     expire_stale,
     refusal,
@@ -37,6 +34,16 @@ from ._base import (
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._session import Sessions
 from ._sql_leases import SQLLeases
+from ._sql_records import (
+    MISSED,
+    RUN_COLUMNS,
+    Missed,
+    SQLRecords,
+    journal_from_row,
+    json_column,
+    run_from_row,
+    run_to_row,
+)
 from ._waiters import Waiters
 
 __all__ = [
@@ -61,16 +68,12 @@ REQUEST_COLUMNS = (
     "id, run_id, agent_path, kind, question, payload, options, status, answer, "
     "created_at, answered_at, expires_at, context"
 )
-RUN_COLUMNS = (
-    "run_id, agent_name, prompt, history, status, output, error, created_at, updated_at, agent_ref"
-)
 
 MIGRATIONS: tuple[tuple[str, str, str], ...] = (("hpd_runs", "agent_ref", "TEXT"),)
 """(table, column, type) added since the first schema: a store opened on an older file or
 database adds the missing ones (existing rows get NULL)."""
 
 _REQUEST_STATES = frozenset({"pending", "answered", "expired", "cancelled"})
-_RUN_STATES = frozenset({"running", "completed", "failed", "cancelled", "interrupted"})
 
 
 def schema(real: str) -> list[str]:
@@ -142,17 +145,6 @@ def record_to_row(r: RequestRecord) -> tuple[Any, ...]:
     )
 
 
-def _column(where: str, name: str, text: Any, *, nullable: bool = False) -> Any:
-    """A JSON column's value; a clear ``StoreCorruptError`` naming ``where`` if it is not JSON."""
-    if text is None and nullable:
-        return None
-    try:
-        return json.loads(cast(str, text))
-    except (TypeError, ValueError, RecursionError) as e:
-        shown = " ".join(str(e).split())[:200]
-        raise StoreCorruptError(f"{where}: column {name} is not JSON ({shown})") from None
-
-
 def record_from_row(row: Sequence[Any]) -> RequestRecord:
     """A request from its columns in ``REQUEST_COLUMNS`` order.
 
@@ -160,10 +152,10 @@ def record_from_row(row: Sequence[Any]) -> RequestRecord:
         StoreCorruptError: A column cannot be read; the message names the request and run.
     """
     where = f"request {row[0]} (run {row[1]})"
-    options = _column(where, "options", row[6], nullable=True)
-    path = _column(where, "agent_path", row[2])
-    payload = _column(where, "payload", row[5])
-    context = _column(where, "context", row[12])
+    options = json_column(where, "options", row[6], nullable=True)
+    path = json_column(where, "agent_path", row[2])
+    payload = json_column(where, "payload", row[5])
+    context = json_column(where, "context", row[12])
     if options is not None and not (
         isinstance(options, list) and all(isinstance(o, str) for o in cast(list[Any], options))
     ):
@@ -181,60 +173,11 @@ def record_from_row(row: Sequence[Any]) -> RequestRecord:
         payload=cast(dict[str, Any], payload),
         options=None if options is None else tuple(cast(list[str], options)),
         status=row[7],
-        answer=_column(where, "answer", row[8], nullable=True),
+        answer=json_column(where, "answer", row[8], nullable=True),
         created_at=row[9],
         answered_at=row[10],
         expires_at=row[11],
         context=cast(dict[str, Any], context),
-    )
-
-
-def journal_from_row(row: Sequence[Any], run_id: str = "?") -> JournalEntry:
-    """A journal entry from (key, kind, value).
-
-    Raises:
-        StoreCorruptError: The value is not JSON; the message names the run and the key.
-    """
-    value = _column(f"journal entry {row[0]!r} of run {run_id}", "value", row[2])
-    return JournalEntry(key=row[0], kind=row[1], value=value)
-
-
-def run_to_row(r: RunRecord) -> tuple[Any, ...]:
-    """The column values of a run, in ``RUN_COLUMNS`` order."""
-    return (
-        r.run_id,
-        r.agent_name,
-        r.prompt,
-        dump_json(list(r.history)),
-        r.status,
-        r.output,
-        r.error,
-        r.created_at,
-        r.updated_at,
-        r.agent_ref,
-    )
-
-
-def run_from_row(row: Sequence[Any]) -> RunRecord:
-    """A run from its columns in ``RUN_COLUMNS`` order.
-
-    Raises:
-        StoreCorruptError: The history is not a JSON list or the status is unknown.
-    """
-    history = _column(f"run {row[0]}", "history", row[3])
-    if not isinstance(history, list) or row[4] not in _RUN_STATES:
-        raise StoreCorruptError(f"run {row[0]}: bad history or unknown status {row[4]!r}")
-    return RunRecord(
-        run_id=row[0],
-        agent_name=row[1],
-        prompt=row[2],
-        history=cast(list[Any], history),
-        status=row[4],
-        output=row[5],
-        error=row[6],
-        created_at=row[7],
-        updated_at=row[8],
-        agent_ref=row[9],
     )
 
 
@@ -313,19 +256,13 @@ _THREADS = 8
 the lock in threads hand over faster than calls queued on a one-token limiter."""
 
 
-class Missed:
-    """What ``SQLStore._point_now`` returns when it could not run the statement now."""
-
-
-MISSED = Missed()
-
 # Per event loop (a limiter belongs to the loop that made it), per store, per use.
 _LIMITERS: anyio.lowlevel.RunVar[WeakKeyDictionary[object, dict[str, anyio.CapacityLimiter]]] = (
     anyio.lowlevel.RunVar("hpd_agent_store_limiters")
 )
 
 
-class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
+class SQLStore(Sessions, SQLLeases[C], SQLRecords[C], ABC, Generic[C]):
     """The ``Store`` methods the SQL stores share, over one connection used by one thread at a time.
 
     Blocking calls run in worker threads (``anyio.to_thread``), serialised by a lock. They
@@ -345,7 +282,6 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
         self._conn: C | None = conn
         self._lock = threading.Lock()
         self._waiters = Waiters(self.get_request, self._watch)
-        self._journal_sql: str | None = None
 
     # -- what each database does its own way ---------------------------------------------
     @abstractmethod
@@ -540,64 +476,6 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
     ) -> list[str]:
         """Expire pending requests older than ``max_age`` seconds or past their expiry."""
         return await expire_stale(self, max_age, run_id=run_id, now=now)
-
-    # -- journal -------------------------------------------------------------------------
-    def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[C], object]:
-        row = (run_id, entry.key, entry.kind, dump_json(entry.value))
-        sql = self._journal_sql
-        if sql is None:
-            sql = self._journal_sql = self.dialect.insert(
-                "hpd_journal", "run_id, key, kind, value", "run_id, key", overwrite=True
-            )
-        return lambda conn: self._query(conn, sql, row)
-
-    async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
-        """Record one fact of a run."""
-        await self._point(self._journal_write(run_id, entry))
-
-    def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
-        """Record one fact of a run at once, if that needs no wait (see ``_point_now``);
-        False when nothing was written (then ``journal_put`` writes it)."""
-        return not isinstance(self._point_now(self._journal_write(run_id, entry)), Missed)
-
-    async def journal(self, run_id: str) -> dict[str, JournalEntry]:
-        """Every journaled fact of a run, by key."""
-        sql = f"SELECT key, kind, value FROM hpd_journal WHERE run_id = {self.dialect.mark}"
-
-        def select(conn: C) -> dict[str, JournalEntry]:
-            rows = self._query(conn, sql, (run_id,)).fetchall()
-            return {r[0]: journal_from_row(r, run_id) for r in rows}
-
-        return await self._run(select)
-
-    # -- runs ----------------------------------------------------------------------------
-    async def put_run(self, record: RunRecord) -> None:
-        """Insert or replace a run record."""
-        row = run_to_row(record)
-        sql = self.dialect.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=True)
-        await self._point(lambda conn: self._query(conn, sql, row))
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        """The run record, or None."""
-        sql = f"SELECT {RUN_COLUMNS} FROM hpd_runs WHERE run_id = {self.dialect.mark}"
-
-        def select(conn: C) -> RunRecord | None:
-            row = self._query(conn, sql, (run_id,)).fetchone()
-            return None if row is None else run_from_row(row)
-
-        return await self._point(select)
-
-    async def list_runs(self, *, status: RunState | None = None) -> list[RunRecord]:
-        """Run records, oldest first."""
-        sql = f"SELECT {RUN_COLUMNS} FROM hpd_runs"
-        args: tuple[Any, ...] = ()
-        if status is not None:
-            sql += f" WHERE status = {self.dialect.mark}"
-            args = (status,)
-        sql += " ORDER BY created_at"
-        return await self._run(
-            lambda conn: [run_from_row(r) for r in self._query(conn, sql, args).fetchall()]
-        )
 
     async def aclose(self) -> None:
         """Close the database connection."""
