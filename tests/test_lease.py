@@ -89,7 +89,7 @@ async def _parked(store: Store) -> tuple[str, Lease]:
             journal = await store.journal(RUN) if pending else {}
             if any(e.kind == "tool" and k.endswith(":step") for k, e in journal.items()):
                 assert lease is not None
-                return pending[0].id, lease
+                return pending[0].request_id, lease
             await anyio.sleep(0.02)
 
 
