@@ -122,7 +122,11 @@ async def latency_across_processes(n: int, location: str) -> list[float]:
 # -- 2. memory -------------------------------------------------------------------------------
 
 
-async def memory_per_pending(n: int, store: Store | None) -> float:
+async def memory_per_pending(n: int, store: Store | None) -> tuple[float, float, float]:
+    """Memory per pending request with ``n`` pending at once, then the seconds to list them
+    (from the store; from ``run.pending`` without one) and to answer them all until the run
+    completes."""
+
     def model(messages: Sequence[Message], info: ModelRequestParams) -> Any:
         if info.turn == 0:
             return [tool_call("ask_user", _id=f"c{i}", question=f"Q{i}?") for i in range(n)]
@@ -135,7 +139,7 @@ async def memory_per_pending(n: int, store: Store | None) -> float:
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     seen = 0
-    used = 0.0
+    used = listed = answered = 0.0
     async with agent.stream("go", store=store) as run:
         async for event in run:
             if isinstance(event, ClarificationRequest):
@@ -143,10 +147,21 @@ async def memory_per_pending(n: int, store: Store | None) -> float:
                 if seen == n:
                     gc.collect()
                     used = tracemalloc.get_traced_memory()[0] - base
+                    tracemalloc.stop()
                     assert len(run.pending) == n
-                    run.cancel()
-    tracemalloc.stop()
-    return used / n
+                    start = time.perf_counter()
+                    if store is not None:
+                        ids = [r.request_id for r in await store.list_requests(status="pending")]
+                    else:
+                        ids = [e.request_id for e in run.pending]
+                    listed = time.perf_counter() - start
+                    assert len(ids) == n
+                    start = time.perf_counter()
+                    for request_id in ids:
+                        await run.respond(request_id, "yes")
+        answered = time.perf_counter() - start
+    assert run.result.status == "completed"
+    return used / n, listed, answered
 
 
 # -- 3. journal overhead ---------------------------------------------------------------------
@@ -212,7 +227,7 @@ async def main(args: argparse.Namespace) -> None:
         report("in-process, MemoryStore", await latency_in_process(args.n, MemoryStore()))
         report("in-process, SQLite", await latency_in_process(args.n, open_store(tmp / "a.db")))
         report(
-            "other process, SQLite (25 ms poll)",
+            "other process, SQLite (wake socket)",
             await latency_across_processes(args.n, str(tmp / "b.db")),
         )
         if pg:
@@ -233,8 +248,11 @@ async def main(args: argparse.Namespace) -> None:
         if pg:
             stores.append(("PostgreSQL", lambda: open_store(fresh_pg(pg))))
         for name, factory in stores:
-            per = await memory_per_pending(args.pending, factory())
-            print(f"  {name:<34} {per / 1024:8.2f} KiB per pending request")
+            per, listed, answered = await memory_per_pending(args.pending, factory())
+            print(
+                f"  {name:<34} {per / 1024:8.2f} KiB per pending request; list all "
+                f"{listed * 1000:7.1f} ms, answer all until the run completes {answered:6.2f} s"
+            )
 
         print(f"journal overhead per turn ({args.turns} one-tool turns, median of 5 runs)")
         base = await per_turn(args.turns, lambda: None)

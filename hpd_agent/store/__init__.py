@@ -9,7 +9,7 @@ requests (``store.list_requests()``) and answer them (``hpd_agent.store.respond`
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ._answers import respond
 from ._base import (
@@ -45,7 +45,12 @@ __all__ = [
 ]
 
 
-def open_store(location: str | os.PathLike[str], *, lease_ttl: float | None = None) -> Store:
+def open_store(
+    location: str | os.PathLike[str],
+    *,
+    lease_ttl: float | None = None,
+    durability: Literal["process", "os"] | None = None,
+) -> Store:
     """A store from a location: a ``postgresql://`` DSN opens a ``PostgresStore``; anything
     else is a SQLite file path.
 
@@ -54,6 +59,12 @@ def open_store(location: str | os.PathLike[str], *, lease_ttl: float | None = No
         lease_ttl: Seconds a run's lease lasts unless renewed; by default the environment
             variable ``HPD_AGENT_LEASE_TTL`` if set (so the ``hpd-agent`` commands and
             servers that open their store here can be told), else the store's default.
+        durability: A SQLite file's ``durability`` (``"process"`` by default, or ``"os"``;
+            see ``SQLiteStore`` and docs/durability.md). A PostgreSQL server's durability is
+            the server's own setting: given with a DSN, it is refused.
+
+    Raises:
+        UserError: A bad ``HPD_AGENT_LEASE_TTL``, or ``durability`` with a DSN.
     """
     text = os.fspath(location)
     if lease_ttl is None and os.environ.get("HPD_AGENT_LEASE_TTL"):
@@ -70,7 +81,16 @@ def open_store(location: str | os.PathLike[str], *, lease_ttl: float | None = No
     if text.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresStore
 
+        if durability is not None:
+            from ..exceptions import UserError
+
+            raise UserError(
+                "durability is a SQLite store option; a PostgreSQL server's durability is "
+                "its own setting (synchronous_commit)"
+            )
         return PostgresStore(text, **options)
+    if durability is not None:
+        options["durability"] = durability
     return SQLiteStore(text, **options)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -27,6 +27,11 @@ from ..models._base import ModelResponse
 from ._base import JournalEntry, Store, dump_json
 
 __all__ = ["Journal"]
+
+
+def _flat(value: Any) -> dict[str, Any]:
+    """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy)."""
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
 
 
 class Journal(Hook):
@@ -44,6 +49,10 @@ class Journal(Hook):
         self.store = store
         self.run_id = run_id
         self._entries = dict(entries or {})
+        # A store that can write at once on the event loop (SQL stores) skips the await.
+        self._put_now: Callable[[str, JournalEntry], bool] | None = getattr(
+            store, "journal_put_nowait", None
+        )
 
     @property
     def replaying(self) -> bool:
@@ -68,8 +77,8 @@ class Journal(Hook):
         response = await call_next(call)
         value = {
             "text": response.text,
-            "tool_calls": [dataclasses.asdict(c) for c in response.tool_calls],
-            "usage": dataclasses.asdict(response.usage),
+            "tool_calls": [_flat(c) for c in response.tool_calls],
+            "usage": _flat(response.usage),
             "finish_reason": response.finish_reason,
         }
         await self.put(JournalEntry(key=call.key, kind="model", value=value))
@@ -137,6 +146,7 @@ class Journal(Hook):
     async def put(self, entry: JournalEntry) -> None:
         """Write an entry (it lands even while the run is being cancelled: the fact it
         records has happened)."""
-        with anyio.CancelScope(shield=True):
-            await self.store.journal_put(self.run_id, entry)
+        if self._put_now is None or not self._put_now(self.run_id, entry):
+            with anyio.CancelScope(shield=True):
+                await self.store.journal_put(self.run_id, entry)
         self._entries[entry.key] = entry

@@ -25,11 +25,8 @@ import anyio.to_thread
 
 from ..exceptions import StoreCorruptError, UserError
 from ._base import (
-    JournalEntry,
     RequestRecord,
     RequestState,
-    RunRecord,
-    RunState,
     dump_json,
     expire_stale,
     refusal,
@@ -37,15 +34,27 @@ from ._base import (
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._session import Sessions
 from ._sql_leases import SQLLeases
+from ._sql_records import (
+    MISSED,
+    RUN_COLUMNS,
+    Missed,
+    SQLRecords,
+    journal_from_row,
+    json_column,
+    run_from_row,
+    run_to_row,
+)
 from ._waiters import Waiters
 
 __all__ = [
     "MIGRATIONS",
+    "MISSED",
     "REQUEST_COLUMNS",
     "RUN_COLUMNS",
     "Connection",
     "Cursor",
     "Dialect",
+    "Missed",
     "SQLStore",
     "journal_from_row",
     "record_from_row",
@@ -59,16 +68,12 @@ REQUEST_COLUMNS = (
     "id, run_id, agent_path, kind, question, payload, options, status, answer, "
     "created_at, answered_at, expires_at, context"
 )
-RUN_COLUMNS = (
-    "run_id, agent_name, prompt, history, status, output, error, created_at, updated_at, agent_ref"
-)
 
 MIGRATIONS: tuple[tuple[str, str, str], ...] = (("hpd_runs", "agent_ref", "TEXT"),)
 """(table, column, type) added since the first schema: a store opened on an older file or
 database adds the missing ones (existing rows get NULL)."""
 
 _REQUEST_STATES = frozenset({"pending", "answered", "expired", "cancelled"})
-_RUN_STATES = frozenset({"running", "completed", "failed", "cancelled", "interrupted"})
 
 
 def schema(real: str) -> list[str]:
@@ -140,17 +145,6 @@ def record_to_row(r: RequestRecord) -> tuple[Any, ...]:
     )
 
 
-def _column(where: str, name: str, text: Any, *, nullable: bool = False) -> Any:
-    """A JSON column's value; a clear ``StoreCorruptError`` naming ``where`` if it is not JSON."""
-    if text is None and nullable:
-        return None
-    try:
-        return json.loads(cast(str, text))
-    except (TypeError, ValueError, RecursionError) as e:
-        shown = " ".join(str(e).split())[:200]
-        raise StoreCorruptError(f"{where}: column {name} is not JSON ({shown})") from None
-
-
 def record_from_row(row: Sequence[Any]) -> RequestRecord:
     """A request from its columns in ``REQUEST_COLUMNS`` order.
 
@@ -158,10 +152,10 @@ def record_from_row(row: Sequence[Any]) -> RequestRecord:
         StoreCorruptError: A column cannot be read; the message names the request and run.
     """
     where = f"request {row[0]} (run {row[1]})"
-    options = _column(where, "options", row[6], nullable=True)
-    path = _column(where, "agent_path", row[2])
-    payload = _column(where, "payload", row[5])
-    context = _column(where, "context", row[12])
+    options = json_column(where, "options", row[6], nullable=True)
+    path = json_column(where, "agent_path", row[2])
+    payload = json_column(where, "payload", row[5])
+    context = json_column(where, "context", row[12])
     if options is not None and not (
         isinstance(options, list) and all(isinstance(o, str) for o in cast(list[Any], options))
     ):
@@ -179,60 +173,11 @@ def record_from_row(row: Sequence[Any]) -> RequestRecord:
         payload=cast(dict[str, Any], payload),
         options=None if options is None else tuple(cast(list[str], options)),
         status=row[7],
-        answer=_column(where, "answer", row[8], nullable=True),
+        answer=json_column(where, "answer", row[8], nullable=True),
         created_at=row[9],
         answered_at=row[10],
         expires_at=row[11],
         context=cast(dict[str, Any], context),
-    )
-
-
-def journal_from_row(row: Sequence[Any], run_id: str = "?") -> JournalEntry:
-    """A journal entry from (key, kind, value).
-
-    Raises:
-        StoreCorruptError: The value is not JSON; the message names the run and the key.
-    """
-    value = _column(f"journal entry {row[0]!r} of run {run_id}", "value", row[2])
-    return JournalEntry(key=row[0], kind=row[1], value=value)
-
-
-def run_to_row(r: RunRecord) -> tuple[Any, ...]:
-    """The column values of a run, in ``RUN_COLUMNS`` order."""
-    return (
-        r.run_id,
-        r.agent_name,
-        r.prompt,
-        dump_json(list(r.history)),
-        r.status,
-        r.output,
-        r.error,
-        r.created_at,
-        r.updated_at,
-        r.agent_ref,
-    )
-
-
-def run_from_row(row: Sequence[Any]) -> RunRecord:
-    """A run from its columns in ``RUN_COLUMNS`` order.
-
-    Raises:
-        StoreCorruptError: The history is not a JSON list or the status is unknown.
-    """
-    history = _column(f"run {row[0]}", "history", row[3])
-    if not isinstance(history, list) or row[4] not in _RUN_STATES:
-        raise StoreCorruptError(f"run {row[0]}: bad history or unknown status {row[4]!r}")
-    return RunRecord(
-        run_id=row[0],
-        agent_name=row[1],
-        prompt=row[2],
-        history=cast(list[Any], history),
-        status=row[4],
-        output=row[5],
-        error=row[6],
-        created_at=row[7],
-        updated_at=row[8],
-        agent_ref=row[9],
     )
 
 
@@ -310,13 +255,14 @@ _THREADS = 8
 """Threads a store may use at once; its lock runs one query at a time, but calls waiting on
 the lock in threads hand over faster than calls queued on a one-token limiter."""
 
+
 # Per event loop (a limiter belongs to the loop that made it), per store, per use.
 _LIMITERS: anyio.lowlevel.RunVar[WeakKeyDictionary[object, dict[str, anyio.CapacityLimiter]]] = (
     anyio.lowlevel.RunVar("hpd_agent_store_limiters")
 )
 
 
-class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
+class SQLStore(Sessions, SQLLeases[C], SQLRecords[C], ABC, Generic[C]):
     """The ``Store`` methods the SQL stores share, over one connection used by one thread at a time.
 
     Blocking calls run in worker threads (``anyio.to_thread``), serialised by a lock. They
@@ -385,6 +331,23 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
     async def _run(self, fn: Callable[[C], T]) -> T:
         return await anyio.to_thread.run_sync(self._locked, fn, limiter=self._limiter())
 
+    def _point_now(self, fn: Callable[[C], T]) -> T | Missed:
+        """Run a short statement (or transaction) about one row at once, on the event loop,
+        if the store can (``SQLiteStore``, a ``PostgresStore`` on this machine); ``MISSED``
+        when it cannot now, having written nothing."""
+        return MISSED
+
+    async def _point(self, fn: Callable[[C], T]) -> T:
+        """Run a short statement (or transaction) about one row: at once if
+        ``_point_now`` can, else in the store's thread."""
+        result = self._point_now(fn)
+        if isinstance(result, Missed):
+            return await self._run(fn)
+        return result
+
+    def _announce(self, request_id: str) -> None:
+        """After ``resolve`` committed: tell other processes by another way than ``_notify``."""
+
     def _get(self, conn: C, request_id: str, *, lock: bool = False) -> RequestRecord | None:
         sql = f"SELECT {REQUEST_COLUMNS} FROM hpd_requests WHERE id = {self.dialect.mark}"
         if lock:
@@ -405,11 +368,11 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
             assert found is not None
             return found
 
-        return await self._run(add)
+        return await self._point(add)
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
         """The request with this id, or None."""
-        return await self._run(lambda conn: self._get(conn, request_id))
+        return await self._point(lambda conn: self._get(conn, request_id))
 
     async def list_requests(
         self,
@@ -462,31 +425,43 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
         """Atomically move a pending request to ``status``; distinct errors if not pending."""
         answer_json = dump_json(answer) if status == "answered" else None
         extra = dict(context or {})
+
+        def update(conn: C) -> RequestRecord:
+            return self._resolve_in(conn, request_id, status, answer_json, extra)
+
+        record = await self._point(update)
+        self._announce(request_id)
+        self._waiters.wake(request_id, record)
+        return record
+
+    def _resolve_in(
+        self,
+        conn: C,
+        request_id: str,
+        status: RequestState,
+        answer_json: str | None,
+        extra: dict[str, Any],
+    ) -> RequestRecord:
+        """``resolve``'s transaction: read the pending row locked, update it, notify."""
         mark = self.dialect.mark
         sql = (
             f"UPDATE hpd_requests SET status = {mark}, answer = {mark}, answered_at = {mark}, "
             f"context = {mark} WHERE id = {mark} AND status = 'pending'"
         )
-
-        def update(conn: C) -> RequestRecord:
-            with self._transaction(conn):
-                # Locked (by the transaction or the row lock) from this read to the commit:
-                # a racing resolver, in any process, reads the status committed here.
-                current = self._get(conn, request_id, lock=True)
-                if current is None or current.status != "pending":
-                    raise refusal(current, request_id)
-                merged = {**current.context, **extra}
-                now = time.time()
-                args = (status, answer_json, now, dump_json(merged), request_id)
-                if self._query(conn, sql, args).rowcount != 1:
-                    raise refusal(self._get(conn, request_id), request_id)
-                self._notify(conn, request_id)
-            stored = None if answer_json is None else json.loads(answer_json)
-            return replace(current, status=status, answer=stored, answered_at=now, context=merged)
-
-        record = await self._run(update)
-        self._waiters.wake(request_id)
-        return record
+        with self._transaction(conn):
+            # Locked (by the transaction or the row lock) from this read to the commit:
+            # a racing resolver, in any process, reads the status committed here.
+            current = self._get(conn, request_id, lock=True)
+            if current is None or current.status != "pending":
+                raise refusal(current, request_id)
+            merged = {**current.context, **extra}
+            now = time.time()
+            args = (status, answer_json, now, dump_json(merged), request_id)
+            if self._query(conn, sql, args).rowcount != 1:
+                raise refusal(self._get(conn, request_id), request_id)
+            self._notify(conn, request_id)
+        stored = None if answer_json is None else json.loads(answer_json)
+        return replace(current, status=status, answer=stored, answered_at=now, context=merged)
 
     async def wait_resolved(self, request_id: str) -> RequestRecord:
         """Wait until the request leaves ``pending``, resolved here or by another process.
@@ -501,54 +476,6 @@ class SQLStore(Sessions, SQLLeases[C], ABC, Generic[C]):
     ) -> list[str]:
         """Expire pending requests older than ``max_age`` seconds or past their expiry."""
         return await expire_stale(self, max_age, run_id=run_id, now=now)
-
-    # -- journal -------------------------------------------------------------------------
-    async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
-        """Record one fact of a run."""
-        row = (run_id, entry.key, entry.kind, dump_json(entry.value))
-        sql = self.dialect.insert(
-            "hpd_journal", "run_id, key, kind, value", "run_id, key", overwrite=True
-        )
-        await self._run(lambda conn: self._query(conn, sql, row))
-
-    async def journal(self, run_id: str) -> dict[str, JournalEntry]:
-        """Every journaled fact of a run, by key."""
-        sql = f"SELECT key, kind, value FROM hpd_journal WHERE run_id = {self.dialect.mark}"
-
-        def select(conn: C) -> dict[str, JournalEntry]:
-            rows = self._query(conn, sql, (run_id,)).fetchall()
-            return {r[0]: journal_from_row(r, run_id) for r in rows}
-
-        return await self._run(select)
-
-    # -- runs ----------------------------------------------------------------------------
-    async def put_run(self, record: RunRecord) -> None:
-        """Insert or replace a run record."""
-        row = run_to_row(record)
-        sql = self.dialect.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=True)
-        await self._run(lambda conn: self._query(conn, sql, row))
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        """The run record, or None."""
-        sql = f"SELECT {RUN_COLUMNS} FROM hpd_runs WHERE run_id = {self.dialect.mark}"
-
-        def select(conn: C) -> RunRecord | None:
-            row = self._query(conn, sql, (run_id,)).fetchone()
-            return None if row is None else run_from_row(row)
-
-        return await self._run(select)
-
-    async def list_runs(self, *, status: RunState | None = None) -> list[RunRecord]:
-        """Run records, oldest first."""
-        sql = f"SELECT {RUN_COLUMNS} FROM hpd_runs"
-        args: tuple[Any, ...] = ()
-        if status is not None:
-            sql += f" WHERE status = {self.dialect.mark}"
-            args = (status,)
-        sql += " ORDER BY created_at"
-        return await self._run(
-            lambda conn: [run_from_row(r) for r in self._query(conn, sql, args).fetchall()]
-        )
 
     async def aclose(self) -> None:
         """Close the database connection."""

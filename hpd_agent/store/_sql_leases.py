@@ -65,8 +65,8 @@ class SQLLeases(ABC, Generic[C]):
         """A write transaction."""
 
     @abstractmethod
-    async def _run(self, fn: Callable[[C], T]) -> T:
-        """Run ``fn`` with the connection in the store's thread."""
+    async def _point(self, fn: Callable[[C], T]) -> T:
+        """Run ``fn``, a short statement or transaction about one row, with the connection."""
 
     async def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease:
         """Take the run's lease if it is free, expired or ``holder``'s; else ``RunLeasedError``."""
@@ -93,13 +93,13 @@ class SQLLeases(ABC, Generic[C]):
                 live = self._lease(conn, run_id)
             raise leased(live or lease, now=now)
 
-        return await self._run(take)
+        return await self._point(take)
 
     async def renew_lease(self, run_id: str, holder: str, ttl: float) -> bool:
         """Extend ``holder``'s lease; False if another holder has it now."""
         mark = self._spelling().mark
         sql = f"UPDATE hpd_leases SET expires_at = {mark} WHERE run_id = {mark} AND holder = {mark}"
-        return await self._run(
+        return await self._point(
             lambda conn: self._query(conn, sql, (time.time() + ttl, run_id, holder)).rowcount == 1
         )
 
@@ -107,11 +107,11 @@ class SQLLeases(ABC, Generic[C]):
         """Give up ``holder``'s lease on the run."""
         mark = self._spelling().mark
         sql = f"DELETE FROM hpd_leases WHERE run_id = {mark} AND holder = {mark}"
-        await self._run(lambda conn: self._query(conn, sql, (run_id, holder)))
+        await self._point(lambda conn: self._query(conn, sql, (run_id, holder)))
 
     async def get_lease(self, run_id: str) -> Lease | None:
         """The run's lease (maybe expired), or None."""
-        return await self._run(lambda conn: self._lease(conn, run_id))
+        return await self._point(lambda conn: self._lease(conn, run_id))
 
     def _lease(self, conn: C, run_id: str) -> Lease | None:
         sql = f"SELECT holder, expires_at FROM hpd_leases WHERE run_id = {self._spelling().mark}"

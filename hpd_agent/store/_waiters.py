@@ -15,7 +15,7 @@ import anyio
 
 from ._base import RequestRecord, refusal
 
-__all__ = ["Waiters"]
+__all__ = ["Waiters", "readable_or_woken"]
 
 Watch = Callable[[list[str], anyio.Event], Awaitable[list[str]]]
 """``watch(waited_ids, leader_wakeup)``: wait a while (returning early if ``leader_wakeup``
@@ -38,11 +38,15 @@ class Waiters:
         self._events: dict[str, anyio.Event] = {}
         self._count: dict[str, int] = {}
         self._leader: str | None = None
+        self._settled: dict[str, RequestRecord] = {}
 
-    def wake(self, request_id: str) -> None:
-        """The request was resolved through this very store object: wake its waiters now."""
+    def wake(self, request_id: str, record: RequestRecord | None = None) -> None:
+        """The request was resolved (``record``: as committed through this very store
+        object, which spares the waiter a read): wake its waiters now."""
         event = self._events.get(request_id)
         if event is not None:
+            if record is not None:
+                self._settled[request_id] = record
             event.set()
 
     async def wait(self, request_id: str) -> RequestRecord:
@@ -55,7 +59,7 @@ class Waiters:
                     event = self._events[request_id] = anyio.Event()
                 # Registered before this look: an answer landing after it is seen by the
                 # watcher (or woken directly), never lost in between.
-                record = await self._fetch(request_id)
+                record = self._settled.pop(request_id, None) or await self._fetch(request_id)
                 if record is None:
                     raise refusal(None, request_id)
                 if record.status != "pending":
@@ -71,6 +75,7 @@ class Waiters:
             else:
                 del self._count[request_id]
                 self._events.pop(request_id, None)
+                self._settled.pop(request_id, None)
             if self._leader is None:
                 # This waiter may have been woken to take over just as its own request was
                 # resolved: pass the watch on, or the others would wait unwatched.
@@ -92,3 +97,24 @@ class Waiters:
             if rid != leaving and not other.is_set():
                 other.set()
                 return
+
+
+async def readable_or_woken(fd: int, wakeup: anyio.Event, timeout: float) -> bool:
+    """Wait until ``fd`` is readable or ``wakeup`` is set (True), or ``timeout`` passes (False).
+
+    On the event loop itself (no thread): a watcher waiting on a socket costs nothing while
+    it waits and wakes within microseconds of a datagram or a notification.
+    """
+    timer = anyio.CancelScope()
+    async with anyio.create_task_group() as tg:
+
+        async def woken() -> None:
+            await wakeup.wait()
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(woken)
+        timer = anyio.move_on_after(timeout)
+        with timer:
+            await anyio.wait_readable(fd)
+        tg.cancel_scope.cancel()
+    return not timer.cancelled_caught

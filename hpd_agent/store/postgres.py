@@ -3,25 +3,44 @@
 Needs the ``postgres`` extra (``pip install "hpd-agent[postgres]"``). psycopg's synchronous
 API runs in worker threads (``anyio.to_thread``, through the store's own limiters, so it
 never queues behind blocked sync tools), so the store works on asyncio and trio
-alike. Answers wake waiting runs in any process through LISTEN/NOTIFY: ``resolve`` sends
+alike. When the server is on this machine (a Unix socket or a loopback address), a short
+statement about one row runs on the event loop instead, on a connection of its own whose
+statements give up after a few milliseconds (``lock_timeout``, ``statement_timeout``): a
+round trip there costs less than handing the statement to a thread; a statement that gives
+up was rolled back and goes to the thread.
+
+Answers wake waiting runs in any process through LISTEN/NOTIFY: ``resolve`` sends
 ``pg_notify('hpd_agent_requests', request_id)`` in the same transaction as its update, and a
 waiter LISTENs on its own connection before it looks at the request, so no answer slips
-between the look and the wait.
+between the look and the wait. The listening connection's socket is watched on the event
+loop, and notifications are read from it without waiting.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, LiteralString, cast
+from typing import Any, LiteralString, TypeVar, cast
 
 import anyio
 import anyio.to_thread
 
 from ..exceptions import StoreUnavailableError
+from ._base import JournalEntry, RequestRecord, RequestState, dump_json, refusal
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
-from ._sql import MIGRATIONS, Dialect, SQLStore, schema
+from ._sql import (
+    MIGRATIONS,
+    MISSED,
+    REQUEST_COLUMNS,
+    Dialect,
+    Missed,
+    SQLStore,
+    record_from_row,
+    schema,
+)
+from ._waiters import readable_or_woken
 
 try:
     import psycopg
@@ -42,6 +61,47 @@ _Conn = psycopg.Connection[tuple[Any, ...]]
 
 _CONNECT_TIMEOUT = 10
 """Seconds to wait for the server when the DSN does not say (libpq waits forever)."""
+
+
+_FAST_LIMIT = "5ms"
+"""How long a statement on the event loop may wait (for a row lock, or at all) before it
+gives up and goes to the worker thread."""
+
+T = TypeVar("T")
+
+_JOURNAL_PUT = b"hpd_journal_put"
+"""The journal write, prepared once on the event loop's connection and run through libpq
+directly (the hottest statement: two per turn; psycopg's layer costs a third of it)."""
+_JOURNAL_PUT_SQL = (
+    b"INSERT INTO hpd_journal (run_id, key, kind, value) VALUES ($1, $2, $3, $4) "
+    b"ON CONFLICT (run_id, key) DO UPDATE SET kind = EXCLUDED.kind, value = EXCLUDED.value"
+)
+
+
+_RESOLVE = (
+    "WITH done AS (UPDATE hpd_requests SET status = %s, answer = %s, answered_at = %s, "
+    "context = (context::jsonb || %s::jsonb)::text WHERE id = %s AND status = 'pending' "
+    f"RETURNING {REQUEST_COLUMNS}) SELECT done.*, pg_notify(%s, done.id) FROM done"
+)
+"""``resolve`` in one statement (one round trip instead of five): the conditional update
+merges the context, returns the row and notifies, atomically. A racing resolver waits for
+the row lock, then finds the row no longer pending and updates nothing."""
+
+
+def _check(result: psycopg.pq.abc.PGresult) -> None:
+    """Raise the psycopg error a failed low-level statement stands for."""
+    if result.status == psycopg.pq.ExecStatus.COMMAND_OK:
+        return
+    state = result.error_field(psycopg.pq.DiagnosticField.SQLSTATE)
+    message = (result.error_message or b"statement failed").decode(errors="replace")
+    error = psycopg.errors.lookup(state.decode()) if state else psycopg.OperationalError
+    raise error(message.strip())
+
+
+def _is_local(conn: _Conn) -> bool:
+    """Whether the server is on this machine (Unix socket or loopback address)."""
+    host = conn.info.host
+    return host.startswith("/") or host in ("localhost", "127.0.0.1", "::1") or host == ""
 
 
 def _timeout(dsn: str) -> dict[str, Any]:
@@ -106,7 +166,22 @@ class PostgresStore(SQLStore[_Conn]):
             ) from None
         self._listener: _Conn | None = None
         self._listen_lock = threading.Lock()
+        self._fast = self._fast_connection(conn)
+        self._fast_lock = threading.Lock()
+        self._fast_prepared = False
         super().__init__(conn, lease_ttl=lease_ttl)
+
+    def _fast_connection(self, conn: _Conn) -> _Conn | None:
+        """The event loop's connection, for a server on this machine (else None)."""
+        if not _is_local(conn):
+            return None
+        try:
+            fast: _Conn = psycopg.connect(self.dsn, autocommit=True, **_timeout(self.dsn))
+            fast.execute(f"SET lock_timeout = '{_FAST_LIMIT}'")
+            fast.execute(f"SET statement_timeout = '{_FAST_LIMIT}'")
+        except psycopg.Error:
+            return None
+        return fast
 
     def __repr__(self) -> str:
         info = self._conn.info if self._conn is not None else None
@@ -123,12 +198,74 @@ class PostgresStore(SQLStore[_Conn]):
     def _transaction(self, conn: _Conn) -> AbstractContextManager[object]:
         return conn.transaction()
 
+    def _point_now(self, fn: Callable[[_Conn], T]) -> T | Missed:
+        """On the event loop when the server is local and the fast connection is free; a
+        statement that gave up (a row lock held, a slow server) was rolled back."""
+        fast = self._fast
+        if fast is None or not self._fast_lock.acquire(blocking=False):
+            return MISSED
+        try:
+            if self._fast is None:
+                return MISSED
+            return fn(fast)
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
+            return MISSED
+        finally:
+            self._fast_lock.release()
+
+    def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[_Conn], object]:
+        fast = self._fast
+        usual = super()._journal_write
+        if fast is None or fast.info.encoding != "utf-8":
+            return usual(run_id, entry)
+        params: list[bytes] = [
+            run_id.encode(),
+            entry.key.encode(),
+            entry.kind.encode(),
+            dump_json(entry.value).encode(),
+        ]
+
+        def write(conn: _Conn) -> object:
+            if conn is not fast:  # the worker thread's connection: psycopg as usual
+                return usual(run_id, entry)(conn)
+            pgconn = conn.pgconn
+            if not self._fast_prepared:
+                _check(pgconn.prepare(_JOURNAL_PUT, _JOURNAL_PUT_SQL))
+                self._fast_prepared = True
+            _check(pgconn.exec_prepared(_JOURNAL_PUT, params))
+            return None
+
+        return write
+
+    def _resolve_in(
+        self,
+        conn: _Conn,
+        request_id: str,
+        status: RequestState,
+        answer_json: str | None,
+        extra: dict[str, Any],
+    ) -> RequestRecord:
+        args = (status, answer_json, time.time(), dump_json(extra), request_id, CHANNEL)
+        try:
+            row = conn.execute(_RESOLVE, args).fetchone()
+        except psycopg.errors.DataError:
+            # A stored context that is not JSON (read back as StoreCorruptError naming the
+            # request), or text jsonb refuses (a NUL): the read-then-update transaction.
+            return super()._resolve_in(conn, request_id, status, answer_json, extra)
+        if row is None:
+            raise refusal(self._get(conn, request_id), request_id)
+        return record_from_row(row[:-1])
+
     def _notify(self, conn: _Conn, request_id: str) -> None:
         """Wake waiters in every process, at commit (NOTIFY is transactional)."""
         conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, request_id))
 
     def _close(self, conn: _Conn) -> None:
         super()._close(conn)
+        with self._fast_lock:
+            if self._fast is not None:
+                self._fast.close()
+                self._fast = None
         with self._listen_lock:
             if self._listener is not None:
                 self._listener.close()
@@ -136,42 +273,42 @@ class PostgresStore(SQLStore[_Conn]):
 
     # -- answers from other processes: LISTEN/NOTIFY -------------------------------------
     async def _watch(self, waited: list[str], wakeup: anyio.Event) -> list[str]:
-        stop = threading.Event()
-        try:
-            notified, fresh = await anyio.to_thread.run_sync(
-                self._notifications, stop, abandon_on_cancel=True, limiter=self._limiter("listen")
-            )
-        finally:
-            stop.set()  # an abandoned listener thread returns within recheck_interval
-        if fresh or not notified:
-            # Just started listening (an answer may have come before), or heard nothing
-            # for a while: look at every waited id.
+        listener = self._listener
+        if listener is None:
+            await anyio.to_thread.run_sync(self._listen, limiter=self._limiter("listen"))
+            # Just started listening: an answer may have come before.
             return await self._resolved(waited)
+        found = self._notifications(listener)
+        if not found:
+            if not await readable_or_woken(listener.fileno(), wakeup, self.recheck_interval):
+                # Heard nothing for a while: look at every waited id.
+                return await self._resolved(waited)
+            found = self._notifications(listener)
         wanted = set(waited)
-        return [rid for rid in notified if rid in wanted]
+        return [rid for rid in found if rid in wanted]
 
-    def _notifications(self, stop: threading.Event) -> tuple[list[str], bool]:
-        """Block until notifications arrive (or ``recheck_interval`` passes); runs in a thread.
-
-        The listening connection stays open between calls, so nothing sent while no thread
-        reads it is lost: it waits in the connection's buffer.
-        """
+    def _listen(self) -> None:
+        """Open the listening connection (in a thread). It stays open, so nothing sent while
+        no one reads it is lost: it waits in the connection's buffer."""
         with self._listen_lock:
-            fresh = self._listener is None
             if self._listener is None:
-                listener: _Conn = psycopg.connect(self.dsn, autocommit=True)
+                listener: _Conn = psycopg.connect(self.dsn, autocommit=True, **_timeout(self.dsn))
                 listener.execute(f"LISTEN {CHANNEL}")
                 self._listener = listener
-            if fresh or stop.is_set():
-                return [], True
-            listener = self._listener
-            found = [
-                n.payload for n in listener.notifies(timeout=self.recheck_interval, stop_after=1)
-            ]
-            if found:
-                # Take whatever else already arrived, without waiting for more.
-                found += [n.payload for n in listener.notifies(timeout=0.001)]
-            return found, False
+
+    def _notifications(self, listener: _Conn) -> list[str]:
+        """The request ids notified so far, read without waiting."""
+        pgconn = listener.pgconn
+        try:
+            pgconn.consume_input()
+        except psycopg.OperationalError as e:
+            raise StoreUnavailableError(
+                f"lost the listening connection to {_where(self.dsn)}: {' '.join(str(e).split())}"
+            ) from None
+        found: list[str] = []
+        while (note := pgconn.notifies()) is not None:
+            found.append(note.extra.decode())
+        return found
 
     async def _resolved(self, waited: list[str]) -> list[str]:
         def select(conn: _Conn) -> list[str]:

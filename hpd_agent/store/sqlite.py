@@ -1,30 +1,52 @@
 """``SQLiteStore``: the default durable store; one file, zero set-up, several processes.
 
-Blocking ``sqlite3`` calls run in worker threads (``anyio.to_thread``, through the store's
-own limiter, so they never queue behind blocked sync tools), one at a time per store. The file is in WAL mode, so readers never block the writer and a process killed with
-SIGKILL loses nothing that was committed. Answers written by another process are seen by
-short polling (``poll_interval``, 25 ms by default); answers written through the same store
-object wake the waiter at once.
+The file is in WAL mode, so readers never block the writer and a process killed with
+SIGKILL loses nothing that was committed. With ``durability="process"`` (the default) a
+short statement about one row runs on the event loop, on a connection that never waits for
+a lock; everything else (and every statement with ``durability="os"``, where a commit waits
+for ``fsync``) runs in worker threads (``anyio.to_thread``, through the store's own limiter,
+so it never queues behind blocked sync tools), one at a time per store. See ``_sqlite_io``.
+
+Answers written by another process wake a waiting process through a Unix datagram socket
+in ``<store>.wake/``, or, where there is none, are seen by short polling
+(``poll_interval``, 25 ms by default); answers written through the same store object wake
+the waiter at once.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 
 from ..exceptions import StoreUnavailableError, UserError
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
-from ._sql import MIGRATIONS, Dialect, SQLStore, schema
+from ._sql import MIGRATIONS, MISSED, Dialect, Missed, SQLStore, schema
+from ._sqlite_io import (
+    Checkpointer,
+    Durability,
+    WakeSocket,
+    check_durability,
+    is_busy,
+    notify_all,
+    wake_dir,
+)
+from ._waiters import readable_or_woken
 
 __all__ = ["SQLiteStore"]
 
 _RESOLVED_MARGIN = 5.0
+_RECHECK = 1.0
+"""Seconds between full checks of the waited requests when wake-ups come by socket (a
+datagram dropped by a full buffer is caught up with then)."""
+
+T = TypeVar("T")
 
 # BEGIN IMMEDIATE (see _transaction) takes the write lock for the whole transaction, so the
 # read before an update needs no row lock.
@@ -70,10 +92,16 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         lease_ttl: Seconds a run's lease lasts unless renewed (every third of it, while the
             run runs): a run whose process died can be resumed elsewhere this long after
             its last renewal. See docs/guarantees.md.
+        durability: ``"process"`` (default): a commit survives the crash of any process
+            using the store (even SIGKILL), not an OS crash or power cut (WAL,
+            ``synchronous=NORMAL``; tens of microseconds per commit). ``"os"``: a commit
+            survives an OS crash or power cut too (``synchronous=FULL``: each commit waits
+            for ``fsync``). See docs/durability.md.
 
     Raises:
         StoreUnavailableError: The file (or its directory) does not exist, or it is not a
             SQLite database (the message names the path).
+        UserError: A bad ``poll_interval``, ``lease_ttl`` or ``durability``.
     """
 
     dialect = _DIALECT
@@ -86,13 +114,39 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         busy_timeout: float = 30.0,
         create: bool = True,
         lease_ttl: float = DEFAULT_LEASE_TTL,
+        durability: Durability = "process",
     ) -> None:
         check_ttl(lease_ttl)
+        self.durability = check_durability(durability)
         if poll_interval <= 0:
             raise UserError("poll_interval must be positive")
         self.path = os.fspath(path)
         self.poll_interval = poll_interval
         _check_path(self.path, create)
+        conn = self._connect(busy_timeout)
+        try:
+            for statement in schema(_DIALECT.real):
+                conn.execute(statement)
+            _migrate(conn)
+            # A separate file per connection for :memory:; a URI may name one too.
+            shared = not (self.path == ":memory:" or self.path.startswith("file:"))
+            fast = self._connect(0.0) if shared and durability == "process" else None
+        except sqlite3.Error as e:
+            conn.close()
+            raise StoreUnavailableError(
+                f"cannot open SQLite store {self.path!r}: {e} (is it a hpd-agent store?)"
+            ) from None
+        super().__init__(conn, lease_ttl=lease_ttl)
+        self._fast = fast
+        self._fast_lock = threading.Lock()
+        self._checkpointer = Checkpointer(self.path) if shared else None
+        folder = wake_dir(self.path)
+        self._wake = WakeSocket(folder) if folder is not None else None
+        self._wake_open: bool | None = None  # None: not tried yet
+        self._rounds = 0
+        self._since: float | None = None
+
+    def _connect(self, busy_timeout: float) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(
                 self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
@@ -101,18 +155,16 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             raise StoreUnavailableError(f"cannot open SQLite store {self.path!r}: {e}") from None
         try:
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            for statement in schema(_DIALECT.real):
-                conn.execute(statement)
-            _migrate(conn)
+            sync = "NORMAL" if self.durability == "process" else "FULL"
+            conn.execute(f"PRAGMA synchronous={sync}")
+            # Checkpoints happen in the background (``Checkpointer``), never on a commit.
+            conn.execute("PRAGMA wal_autocheckpoint=0")
         except sqlite3.Error as e:
             conn.close()
             raise StoreUnavailableError(
                 f"cannot open SQLite store {self.path!r}: {e} (is it a hpd-agent store?)"
             ) from None
-        super().__init__(conn, lease_ttl=lease_ttl)
-        self._rounds = 0
-        self._since: float | None = None
+        return conn
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
@@ -135,11 +187,74 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             conn.execute("ROLLBACK")
             raise
 
-    def _notify(self, conn: sqlite3.Connection, request_id: str) -> None:
-        """Nothing to send: other processes poll (``_watch``)."""
+    def _point_now(self, fn: Callable[[sqlite3.Connection], T]) -> T | Missed:
+        """On the event loop when the fast connection is free and the file is not locked by
+        another writer (else nothing was written and the worker thread waits for the lock)."""
+        fast = self._fast
+        if fast is None or not self._fast_lock.acquire(blocking=False):
+            return MISSED
+        try:
+            if self._fast is None:
+                return MISSED
+            result = fn(fast)
+        except sqlite3.OperationalError as e:
+            if not is_busy(e):
+                raise
+            return MISSED
+        finally:
+            self._fast_lock.release()
+        if self._checkpointer is not None:
+            self._checkpointer.tick()
+        return result
 
-    # -- answers from other processes: short polling -------------------------------------
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        if self._checkpointer is not None:
+            self._checkpointer.tick()
+        return await super()._run(fn)
+
+    def _notify(self, conn: sqlite3.Connection, request_id: str) -> None:
+        """Nothing inside the transaction: ``_announce`` sends after the commit."""
+
+    def _announce(self, request_id: str) -> None:
+        if self._wake is not None:
+            notify_all(self._wake.folder, request_id)
+
+    def _close(self, conn: sqlite3.Connection) -> None:
+        with self._fast_lock:
+            if self._fast is not None:
+                self._fast.close()
+                self._fast = None
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
+        if self._wake is not None:
+            self._wake.close()
+        super()._close(conn)
+
+    # -- answers from other processes: a wake-up socket, else short polling --------------
     async def _watch(self, waited: list[str], wakeup: anyio.Event) -> list[str]:
+        if self._wake_open is None and self._wake is not None:
+            self._wake_open = self._wake.open()
+            if self._wake_open:
+                # Listening from now on: whatever was answered before is found by a look.
+                return await self._resolved_since(waited, 0.0, True)
+        if self._wake_open and self._wake is not None and self._wake.sock is not None:
+            return await self._wait_socket(self._wake, waited, wakeup)
+        return await self._poll(waited, wakeup)
+
+    async def _wait_socket(
+        self, wake: WakeSocket, waited: list[str], wakeup: anyio.Event
+    ) -> list[str]:
+        sock = wake.sock
+        assert sock is not None
+        heard = wake.drain()
+        if not heard:
+            if not await readable_or_woken(sock.fileno(), wakeup, _RECHECK):
+                return await self._resolved_since(waited, 0.0, True)
+            heard = wake.drain()
+        wanted = set(waited)
+        return [rid for rid in heard if rid in wanted]
+
+    async def _poll(self, waited: list[str], wakeup: anyio.Event) -> list[str]:
         with anyio.move_on_after(self.poll_interval):
             await wakeup.wait()
         if wakeup.is_set():

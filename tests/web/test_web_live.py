@@ -103,6 +103,24 @@ def test_killed_server_restarts_and_the_run_completes_with_each_side_effect_once
         second.stop()
 
 
+def _note_done(events: list[dict[str, Any]]) -> bool:
+    """Whether the specialist's ``write_note`` call has sent its result."""
+    notes = {e["toolCallId"] for e in events if e.get("toolCallName") == "write_note"}
+    return any(e["type"] == "TOOL_CALL_RESULT" and e["toolCallId"] in notes for e in events)
+
+
+def _wait_tool_journaled(db: Path) -> None:
+    """Wait (bounded, on the store's state) until a tool result is in the journal."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            rows = conn.execute("SELECT key FROM hpd_journal WHERE kind = 'tool'").fetchall()
+        if rows:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the note's tool result was never journaled")
+
+
 def _wait_lease_lapsed(db: Path) -> None:
     """Wait (bounded, on the store's state) until no run's lease is live."""
     deadline = time.monotonic() + 30
@@ -129,9 +147,13 @@ def test_live_run_killed_mid_question_resumes_by_interrupt_after_restart(
             text = ""
             for chunk in response.iter_text():
                 text += chunk
-                asked = [e for e in sse_events(text) if e.get("name") == "hpd_agent.request"]
-                if asked:
+                events = sse_events(text)
+                asked = [e for e in events if e.get("name") == "hpd_agent.request"]
+                if asked and _note_done(events):
                     break
+            # The note's tool call runs beside the question: kill once its result is
+            # journaled, so the resumed run replays it instead of writing the note again.
+            _wait_tool_journaled(tmp_path / "web.db")
             first.kill()  # SIGKILL while the question is pending, its client still reading
             asked = asked[0]["value"]
     finally:

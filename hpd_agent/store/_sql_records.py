@@ -1,0 +1,214 @@
+"""The journal and run records of the SQL stores: their rows and their queries.
+
+``SQLRecords`` is a part of ``SQLStore`` (like ``SQLLeases``): it uses the store's
+connection, dialect, and its ways of running a statement: ``_point`` (at once on the event
+loop when the store can, else in its thread), ``_point_now`` (at once or not at all) and
+``_run`` (in its thread).
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, Protocol, TypeVar, cast
+
+from ..exceptions import StoreCorruptError
+from ._base import JournalEntry, RunRecord, RunState, dump_json
+
+__all__ = [
+    "MISSED",
+    "RUN_COLUMNS",
+    "Missed",
+    "SQLRecords",
+    "journal_from_row",
+    "json_column",
+    "run_from_row",
+    "run_to_row",
+]
+
+RUN_COLUMNS = (
+    "run_id, agent_name, prompt, history, status, output, error, created_at, updated_at, agent_ref"
+)
+
+_RUN_STATES = frozenset({"running", "completed", "failed", "cancelled", "interrupted"})
+
+C = TypeVar("C")
+T = TypeVar("T")
+
+
+class Missed:
+    """What ``SQLStore._point_now`` returns when it could not run the statement now."""
+
+
+MISSED = Missed()
+
+
+def json_column(where: str, name: str, text: Any, *, nullable: bool = False) -> Any:
+    """A JSON column's value; a clear ``StoreCorruptError`` naming ``where`` if it is not JSON."""
+    if text is None and nullable:
+        return None
+    try:
+        return json.loads(cast(str, text))
+    except (TypeError, ValueError, RecursionError) as e:
+        shown = " ".join(str(e).split())[:200]
+        raise StoreCorruptError(f"{where}: column {name} is not JSON ({shown})") from None
+
+
+def journal_from_row(row: Sequence[Any], run_id: str = "?") -> JournalEntry:
+    """A journal entry from (key, kind, value).
+
+    Raises:
+        StoreCorruptError: The value is not JSON; the message names the run and the key.
+    """
+    value = json_column(f"journal entry {row[0]!r} of run {run_id}", "value", row[2])
+    return JournalEntry(key=row[0], kind=row[1], value=value)
+
+
+def run_to_row(r: RunRecord) -> tuple[Any, ...]:
+    """The column values of a run, in ``RUN_COLUMNS`` order."""
+    return (
+        r.run_id,
+        r.agent_name,
+        r.prompt,
+        dump_json(list(r.history)),
+        r.status,
+        r.output,
+        r.error,
+        r.created_at,
+        r.updated_at,
+        r.agent_ref,
+    )
+
+
+def run_from_row(row: Sequence[Any]) -> RunRecord:
+    """A run from its columns in ``RUN_COLUMNS`` order.
+
+    Raises:
+        StoreCorruptError: The history is not a JSON list or the status is unknown.
+    """
+    history = json_column(f"run {row[0]}", "history", row[3])
+    if not isinstance(history, list) or row[4] not in _RUN_STATES:
+        raise StoreCorruptError(f"run {row[0]}: bad history or unknown status {row[4]!r}")
+    return RunRecord(
+        run_id=row[0],
+        agent_name=row[1],
+        prompt=row[2],
+        history=cast(list[Any], history),
+        status=row[4],
+        output=row[5],
+        error=row[6],
+        created_at=row[7],
+        updated_at=row[8],
+        agent_ref=row[9],
+    )
+
+
+class _Spelling(Protocol):
+    """What the record queries use of ``_sql.Dialect``."""
+
+    @property
+    def mark(self) -> str:
+        """The parameter placeholder."""
+        ...
+
+    def insert(self, table: str, columns: str, key: str, *, overwrite: bool) -> str:
+        """An INSERT that keeps (or overwrites) an existing row with the same key."""
+        ...
+
+
+class _Rows(Protocol):
+    """What the record queries use of a cursor (``_sql.Cursor``)."""
+
+    def fetchone(self) -> Sequence[Any] | None:
+        """The next row, or None."""
+        ...
+
+    def fetchall(self) -> Sequence[Sequence[Any]]:
+        """The remaining rows."""
+        ...
+
+
+class SQLRecords(ABC, Generic[C]):
+    """``journal_put`` (and ``journal_put_nowait``), ``journal``, ``put_run``, ``get_run``
+    and ``list_runs`` in SQL."""
+
+    _journal_sql: str | None = None
+
+    @abstractmethod
+    def _spelling(self) -> _Spelling:
+        """The store's ``Dialect``."""
+
+    @abstractmethod
+    def _query(self, conn: C, sql: str, args: Sequence[Any] = ()) -> _Rows:
+        """Run one statement on ``conn``."""
+
+    @abstractmethod
+    def _point_now(self, fn: Callable[[C], T]) -> T | Missed:
+        """Run ``fn`` at once if the store can; ``MISSED`` (nothing written) if not."""
+
+    @abstractmethod
+    async def _point(self, fn: Callable[[C], T]) -> T:
+        """Run ``fn``, a short statement about one row."""
+
+    @abstractmethod
+    async def _run(self, fn: Callable[[C], T]) -> T:
+        """Run ``fn`` in the store's thread."""
+
+    # -- journal -------------------------------------------------------------------------
+    def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[C], object]:
+        row = (run_id, entry.key, entry.kind, dump_json(entry.value))
+        sql = self._journal_sql
+        if sql is None:
+            sql = self._journal_sql = self._spelling().insert(
+                "hpd_journal", "run_id, key, kind, value", "run_id, key", overwrite=True
+            )
+        return lambda conn: self._query(conn, sql, row)
+
+    async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
+        """Record one fact of a run."""
+        await self._point(self._journal_write(run_id, entry))
+
+    def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
+        """Record one fact of a run at once, if that needs no wait (see ``_point_now``);
+        False when nothing was written (then ``journal_put`` writes it)."""
+        return not isinstance(self._point_now(self._journal_write(run_id, entry)), Missed)
+
+    async def journal(self, run_id: str) -> dict[str, JournalEntry]:
+        """Every journaled fact of a run, by key."""
+        sql = f"SELECT key, kind, value FROM hpd_journal WHERE run_id = {self._spelling().mark}"
+
+        def select(conn: C) -> dict[str, JournalEntry]:
+            rows = self._query(conn, sql, (run_id,)).fetchall()
+            return {r[0]: journal_from_row(r, run_id) for r in rows}
+
+        return await self._run(select)
+
+    # -- runs ----------------------------------------------------------------------------
+    async def put_run(self, record: RunRecord) -> None:
+        """Insert or replace a run record."""
+        row = run_to_row(record)
+        sql = self._spelling().insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=True)
+        await self._point(lambda conn: self._query(conn, sql, row))
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run record, or None."""
+        sql = f"SELECT {RUN_COLUMNS} FROM hpd_runs WHERE run_id = {self._spelling().mark}"
+
+        def select(conn: C) -> RunRecord | None:
+            row = self._query(conn, sql, (run_id,)).fetchone()
+            return None if row is None else run_from_row(row)
+
+        return await self._point(select)
+
+    async def list_runs(self, *, status: RunState | None = None) -> list[RunRecord]:
+        """Run records, oldest first."""
+        sql = f"SELECT {RUN_COLUMNS} FROM hpd_runs"
+        args: tuple[Any, ...] = ()
+        if status is not None:
+            sql += f" WHERE status = {self._spelling().mark}"
+            args = (status,)
+        sql += " ORDER BY created_at"
+        return await self._run(
+            lambda conn: [run_from_row(r) for r in self._query(conn, sql, args).fetchall()]
+        )

@@ -1,0 +1,217 @@
+"""How ``SQLiteStore`` talks to its file quickly: the durability levels, the event-loop
+connection for short statements, the background checkpointer, and the wake-up sockets.
+
+- **Durability.** ``"process"`` (the default): WAL with ``synchronous=NORMAL``; a commit is a
+  write into the operating system's page cache, so it survives the crash (even SIGKILL) of
+  any process using the store, but the last commits may be lost if the operating system
+  itself crashes or the power fails (the file stays consistent). ``"os"``: WAL with
+  ``synchronous=FULL``; every commit waits for ``fsync``, so it survives an OS crash or a
+  power cut too, at about a millisecond (disk-dependent) per commit.
+- **Short statements on the event loop** (``"process"`` only). A point read or write (one
+  request, one journal entry, one run record, a lease) takes a few tens of microseconds and
+  never waits for a disk, so it runs on the event-loop thread on a connection of its own
+  that never waits for a lock (``busy_timeout`` 0): when another writer holds the file's
+  write lock, the statement fails at once with nothing written and goes to the store's
+  worker thread, which waits for the lock. Handing a statement to a thread costs more than
+  the statement itself.
+- **Checkpoints off the event loop.** The connections never checkpoint on commit (that
+  copies the WAL into the database file and syncs it: milliseconds); a daemon thread with its
+  own connection does a ``PASSIVE`` checkpoint every ``CHECKPOINT_EVERY`` statements.
+- **Wake-ups.** A process waiting for answers binds a Unix datagram socket in
+  ``<store>.wake/``; a process that resolves a request sends its id to every socket there
+  after the commit. Where Unix sockets are missing or the path is too long for one, waiters
+  fall back to polling (``SQLiteStore.poll_interval``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import socket
+import sqlite3
+import threading
+from typing import Literal
+
+__all__ = [
+    "CHECKPOINT_EVERY",
+    "Checkpointer",
+    "Durability",
+    "WakeSocket",
+    "check_durability",
+    "is_busy",
+    "notify_all",
+    "wake_dir",
+]
+
+Durability = Literal["process", "os"]
+
+CHECKPOINT_EVERY = 500
+"""Statements between two background checkpoints (each appends at most a few WAL pages)."""
+
+_SUN_PATH_MAX = 100  # sockaddr_un.sun_path is 104-108 bytes depending on the platform
+
+
+def check_durability(durability: str) -> Durability:
+    """``durability`` if it is a level the store knows.
+
+    Raises:
+        UserError: It is not ``"process"`` or ``"os"``.
+    """
+    from ..exceptions import UserError
+
+    if durability not in ("process", "os"):
+        raise UserError(
+            f"durability must be 'process' (survives a crash of the process) or 'os' "
+            f"(survives an OS crash or power cut too), not {durability!r}"
+        )
+    return durability  # type: ignore[return-value]
+
+
+def is_busy(error: sqlite3.OperationalError) -> bool:
+    """Whether ``error`` says another connection holds the lock (nothing was written)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    text = str(error)
+    return "locked" in text or "busy" in text
+
+
+class Checkpointer:
+    """A daemon thread that checkpoints the WAL when asked (``nudge``), on its own connection.
+
+    Args:
+        path: The store file.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._wanted = threading.Event()
+        self._stopping = False
+        self._count = 0
+        self._thread: threading.Thread | None = None
+
+    def tick(self) -> None:
+        """Count one statement; every ``CHECKPOINT_EVERY`` of them, ask for a checkpoint."""
+        self._count += 1
+        if self._count >= CHECKPOINT_EVERY:
+            self._count = 0
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="hpd-agent-sqlite-checkpoint", daemon=True
+                )
+                self._thread.start()
+            self._wanted.set()
+
+    def _loop(self) -> None:
+        try:
+            conn = sqlite3.connect(self._path, timeout=5.0, isolation_level=None)
+        except sqlite3.Error:
+            return
+        try:
+            while True:
+                self._wanted.wait()
+                self._wanted.clear()
+                if self._stopping:
+                    return
+                # PASSIVE: copies what no reader still needs, never blocks a writer; a
+                # busy file is simply checkpointed next time.
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        """End the thread (after a checkpoint it is doing, if any)."""
+        self._stopping = True
+        self._wanted.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+
+
+def wake_dir(path: str) -> str | None:
+    """The folder of a store's wake-up sockets, or None where there can be none."""
+    if path == ":memory:" or path.startswith("file:") or not hasattr(socket, "AF_UNIX"):
+        return None
+    return os.path.abspath(path) + ".wake"
+
+
+def notify_all(folder: str, request_id: str) -> None:
+    """Send ``request_id`` to every waiting process's socket in ``folder``; never blocks.
+
+    A socket whose process died refuses the datagram and is removed. A full socket buffer
+    drops it: that process's waiter still finds the answer at its next full check.
+    """
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return
+    payload = request_id.encode()[:4000]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
+        sender.setblocking(False)
+        for name in names:
+            target = os.path.join(folder, name)
+            try:
+                sender.sendto(payload, target)
+            except (ConnectionRefusedError, FileNotFoundError):
+                with contextlib.suppress(OSError):
+                    os.unlink(target)
+            except OSError:
+                continue  # a full buffer (EAGAIN) or a name that is not a socket
+
+
+class WakeSocket:
+    """This process's wake-up socket for one store: bound in ``wake_dir``, removed on close.
+
+    Args:
+        folder: ``wake_dir(path)``.
+    """
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.path = os.path.join(folder, f"{os.getpid()}-{secrets.token_hex(4)}")
+        self.sock: socket.socket | None = None
+
+    def open(self) -> bool:
+        """Bind the socket; False where that is impossible (then the store polls)."""
+        if len(self.path.encode()) > _SUN_PATH_MAX:
+            return False
+        for _ in range(2):  # the folder may be removed by a closing store in between
+            try:
+                os.makedirs(self.folder, exist_ok=True)
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            except OSError:
+                return False
+            try:
+                sock.bind(self.path)
+                sock.setblocking(False)
+            except OSError:
+                sock.close()
+                continue
+            self.sock = sock
+            return True
+        return False
+
+    def drain(self) -> list[str]:
+        """The request ids received so far (without waiting)."""
+        found: list[str] = []
+        sock = self.sock
+        while sock is not None:
+            try:
+                data = sock.recv(4096)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break
+            found.append(data.decode(errors="replace"))
+        return found
+
+    def close(self) -> None:
+        """Close and remove the socket, and the folder if no other socket is left in it."""
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            with contextlib.suppress(OSError):
+                os.rmdir(self.folder)  # refused while another process's socket is there

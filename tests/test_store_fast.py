@@ -1,0 +1,266 @@
+"""The stores' fast paths: durability levels, statements on the event loop that yield to a
+lock held elsewhere, and wake-ups through the SQLite store's sockets."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
+from anyio import wait_all_tasks_blocked
+from test_store import question
+
+from hpd_agent.exceptions import UserError
+from hpd_agent.store import JournalEntry, RequestRecord, SQLiteStore, open_store
+from hpd_agent.store._sqlite_io import notify_all
+
+pytestmark = pytest.mark.anyio
+
+
+def _in_wal_mode(path: Path) -> bool:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    finally:
+        conn.close()
+
+
+async def test_durability_levels_set_the_sync_mode(tmp_path: Path) -> None:
+    for level, expected in (("process", 1), ("os", 2)):  # NORMAL, FULL
+        store = SQLiteStore(tmp_path / f"{level}.db", durability=level)  # type: ignore[arg-type]
+        try:
+            mode = await store._run(  # pyright: ignore[reportPrivateUsage]
+                lambda conn: conn.execute("PRAGMA synchronous").fetchone()[0]
+            )
+            assert mode == expected
+            await store.journal_put("run_1", JournalEntry(key="k", kind="tool", value={"a": 1}))
+            assert (await store.journal("run_1"))["k"].value == {"a": 1}
+        finally:
+            await store.aclose()
+        assert _in_wal_mode(tmp_path / f"{level}.db")
+    store = open_store(tmp_path / "via_open.db", durability="os")
+    assert isinstance(store, SQLiteStore) and store.durability == "os"
+    await store.aclose()
+
+
+def test_bad_durability_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UserError, match="durability"):
+        SQLiteStore(tmp_path / "x.db", durability="disk")  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="SQLite store option"):
+        open_store("postgresql://127.0.0.1:1/none", durability="os")
+
+
+async def test_sqlite_write_waits_for_another_writers_lock(tmp_path: Path) -> None:
+    """A journal write on the event loop meets a file locked by another process's
+    transaction: it neither fails nor writes early; it lands after that commit."""
+    store = SQLiteStore(tmp_path / "runs.db")
+    other = sqlite3.connect(tmp_path / "runs.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO hpd_journal VALUES ('run_1', 'first', 'tool', '{}')")
+    done = anyio.Event()
+
+    async def write() -> None:
+        await store.journal_put("run_1", JournalEntry(key="second", kind="tool", value={}))
+        done.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            await wait_all_tasks_blocked()
+            assert not done.is_set()  # waiting for the lock in the worker thread
+            other.execute("COMMIT")
+            with anyio.fail_after(10):
+                await done.wait()
+        assert set(await store.journal("run_1")) == {"first", "second"}
+    finally:
+        other.close()
+        await store.aclose()
+
+
+async def test_postgres_resolve_waits_for_a_row_lock(fresh_postgres: str) -> None:  # noqa: F811
+    """A resolve on the event loop meets a row locked by another transaction: it gives up
+    after a few milliseconds, goes to the worker thread, and resolves after that commit."""
+    import psycopg
+
+    from hpd_agent.store import PostgresStore
+
+    store = PostgresStore(fresh_postgres)
+    await store.add_request(question("req_lock"))
+    other = psycopg.connect(fresh_postgres)
+    other.execute("SELECT id FROM hpd_requests WHERE id = 'req_lock' FOR UPDATE")
+    resolved: list[RequestRecord] = []
+
+    async def answer() -> None:
+        resolved.append(await store.resolve("req_lock", "answered", "FastAPI"))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(answer)
+            await wait_all_tasks_blocked()
+            assert not resolved
+            other.commit()
+        assert resolved[0].status == "answered"
+        stored = await store.get_request("req_lock")
+        assert stored is not None and stored.answer == "FastAPI"
+    finally:
+        other.close()
+        await store.aclose()
+
+
+async def test_sqlite_answer_from_another_store_wakes_by_socket(tmp_path: Path) -> None:
+    """With polling all but off, an answer written through another store object on the file
+    (as another process would) wakes the waiter through the wake-up socket."""
+    waiting = SQLiteStore(tmp_path / "runs.db", poll_interval=3600)
+    answering = SQLiteStore(tmp_path / "runs.db")
+    await waiting.add_request(question("req_w"))
+    got: list[RequestRecord] = []
+    woken = anyio.Event()
+
+    async def wait() -> None:
+        got.append(await waiting.wait_resolved("req_w"))
+        woken.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait)
+            await wait_all_tasks_blocked()
+            assert len(os.listdir(tmp_path / "runs.db.wake")) == 1
+            # Well under the full look every second: only the datagram can wake it now.
+            with anyio.fail_after(0.5):
+                await answering.resolve("req_w", "answered", "FastAPI")
+                await woken.wait()
+        assert got[0].answer == "FastAPI"
+    finally:
+        await waiting.aclose()
+        await answering.aclose()
+    assert not (tmp_path / "runs.db.wake").exists()  # the socket went with its store
+
+
+async def test_sqlite_without_a_socket_falls_back_to_polling(tmp_path: Path) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)  # too long for a socket's name
+    deep.mkdir(parents=True)
+    waiting = SQLiteStore(deep / "runs.db", poll_interval=0.01)
+    answering = SQLiteStore(deep / "runs.db")
+    await waiting.add_request(question("req_p"))
+    got: list[RequestRecord] = []
+
+    async def wait() -> None:
+        got.append(await waiting.wait_resolved("req_p"))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(wait)
+            await wait_all_tasks_blocked()
+            await answering.resolve("req_p", "answered", "Express")
+        assert got[0].answer == "Express"
+        wake = deep / "runs.db.wake"
+        assert not wake.exists() or not list(wake.iterdir())
+    finally:
+        await waiting.aclose()
+        await answering.aclose()
+
+
+def test_a_dead_processes_socket_is_removed(tmp_path: Path) -> None:
+    folder = tmp_path / "runs.db.wake"
+    folder.mkdir()
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    dead.bind(str(folder / "1-dead"))
+    dead.close()  # bound, then gone without removing its file: a killed process
+    live = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    live.bind(str(folder / "2-live"))
+    try:
+        notify_all(str(folder), "req_x")
+        assert os.listdir(folder) == ["2-live"]
+        assert live.recv(100) == b"req_x"
+    finally:
+        live.close()
+
+
+async def test_postgres_journal_write_waits_for_a_row_lock(fresh_postgres: str) -> None:  # noqa: F811
+    """The journal write on the event loop (libpq's prepared statement) meets a row another
+    transaction is writing: it gives up, goes to the worker thread, and lands after."""
+    import psycopg
+
+    from hpd_agent.store import PostgresStore
+
+    store = PostgresStore(fresh_postgres)
+    await store.journal_put("run_1", JournalEntry(key="warm", kind="tool", value={}))
+    other = psycopg.connect(fresh_postgres)
+    other.execute("INSERT INTO hpd_journal VALUES ('run_1', 'k', 'tool', '\"theirs\"')")
+    done = anyio.Event()
+
+    async def write() -> None:
+        await store.journal_put("run_1", JournalEntry(key="k", kind="tool", value="ours"))
+        done.set()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write)
+            await wait_all_tasks_blocked()
+            assert not done.is_set()
+            other.commit()
+            with anyio.fail_after(10):
+                await done.wait()
+        assert (await store.journal("run_1"))["k"].value == "ours"
+    finally:
+        other.close()
+        await store.aclose()
+
+
+async def test_postgres_resolve_in_one_statement_keeps_its_promises(
+    fresh_postgres: str,  # noqa: F811
+) -> None:
+    """The one-statement resolve merges the context, refuses a second answer, keeps text
+    jsonb would refuse, and names a request whose stored context is not JSON."""
+    import psycopg
+
+    from hpd_agent.exceptions import RequestAlreadyAnsweredError, StoreCorruptError
+    from hpd_agent.store import PostgresStore
+
+    first, second = PostgresStore(fresh_postgres), PostgresStore(fresh_postgres)
+    try:
+        await first.add_request(question("req_a"))
+        results = await _race(first, second, "req_a")
+        assert sorted(type(r).__name__ for r in results) == [
+            "RequestAlreadyAnsweredError",
+            "RequestRecord",
+        ]
+        won = next(r for r in results if isinstance(r, RequestRecord))
+        assert won.context == {"channel": "test", "by": won.answer}
+        stored = await second.get_request("req_a")
+        assert stored is not None and stored == won
+        with pytest.raises(RequestAlreadyAnsweredError):
+            await first.resolve("req_a", "answered", "again")
+
+        await first.add_request(question("req_nul"))
+        done = await first.resolve("req_nul", "answered", "x", context={"note": "a\x00b"})
+        assert done.context["note"] == "a\x00b"
+
+        await first.add_request(question("req_bad"))
+        with psycopg.connect(fresh_postgres, autocommit=True) as conn:
+            conn.execute("UPDATE hpd_requests SET context = 'not json' WHERE id = 'req_bad'")
+        with pytest.raises(StoreCorruptError, match="req_bad"):
+            await first.resolve("req_bad", "answered", "x")
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
+async def _race(a: Any, b: Any, request_id: str) -> list[Any]:
+    results: list[Any] = []
+
+    async def answer(store: Any, text: str) -> None:
+        try:
+            results.append(await store.resolve(request_id, "answered", text, context={"by": text}))
+        except Exception as e:  # the loser's refusal is the point
+            results.append(e)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(answer, a, "from a")
+        tg.start_soon(answer, b, "from b")
+    return results
