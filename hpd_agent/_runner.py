@@ -18,10 +18,9 @@ import anyio
 
 from ._context import ToolContext, _current
 from ._loop import AgentOutcome, AgentSpec, run_agent
-from ._requests import LocalRequests
 from ._sessions import RunSession, SessionStore
 from ._text import error_text
-from .coordinator import Coordinator, OnUnhandled, check_on_unhandled
+from .coordinator import LOCAL_REQUESTS, Coordinator, OnUnhandled, check_on_unhandled
 from .events import AgentFinished, AgentStarted, RunStarted, RunStatus
 from .exceptions import UserError
 from .handlers._base import Handler, serve
@@ -259,7 +258,7 @@ def _configure(coordinator: Coordinator, session: RunSession | None, hooks: Sequ
     everything = [h for h in (*hooks, *installed()) if h.active()]
     if session is None:
         if everything:
-            coordinator.configure(HookSet(everything), LocalRequests())
+            coordinator.configure(HookSet(everything), LOCAL_REQUESTS)
         return
     # The session's hooks (the journal) go first: a replayed call reaches no other hook.
     coordinator.configure(HookSet([*session.hooks, *everything]), session.backend)

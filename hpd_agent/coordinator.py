@@ -66,7 +66,8 @@ def check_on_unhandled(value: object) -> OnUnhandled:
 
 
 _NO_HOOKS = HookSet()
-_LOCAL = LocalRequests()  # stateless: one serves every run
+LOCAL_REQUESTS = LocalRequests()
+"""The in-memory backend; stateless, so one serves every run."""
 
 
 class ConversationKeeper(Protocol):
@@ -187,7 +188,7 @@ class Coordinator:
         self.listening = listening
         self.on_unhandled: OnUnhandled = on_unhandled
         self.hooks = hooks if hooks is not None else _NO_HOOKS
-        self.backend: RequestBackend = backend if backend is not None else _LOCAL
+        self.backend: RequestBackend = backend if backend is not None else LOCAL_REQUESTS
         self.requests = RequestTable(self.emit, self.hooks)
         self.conversations = Conversations()
         self.quiescence = Quiescence()
@@ -206,10 +207,6 @@ class Coordinator:
         self.requests = RequestTable(self.emit, hooks)
 
     # -- events ------------------------------------------------------------------------
-    def set_sink(self, sink: Callable[[Event], None] | None) -> None:
-        """Send events to ``sink`` from now on (None drops them)."""
-        self._sink = sink
-
     def emit(self, event: Event) -> None:
         """Put an event on the run's stream (dropped when nobody is watching)."""
         sink = self._sink

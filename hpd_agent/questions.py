@@ -40,7 +40,7 @@ from .events import (
     RequestStatus,
 )
 from .exceptions import InvalidAnswerError, UserError
-from .permissions import PermissionSpec, to_decision
+from .permissions import to_decision
 
 __all__ = [
     "QUESTION_KINDS",
@@ -54,7 +54,6 @@ __all__ = [
     "answer_for",
     "check_answer",
     "restore_question",
-    "spec_for",
     "validate_answer",
 ]
 
@@ -494,12 +493,4 @@ def restore_question(request: ClarificationRequest) -> Question:
     The spec builds the same question (kind, options, data) and checks answers exactly as
     the original did.
     """
-    return _Restored(request)
-
-
-def spec_for(request: RequestEvent) -> RequestSpec:
-    """The spec behind a request event of any kind (e.g. one loaded from a store): it checks
-    answers exactly as the original did."""
-    if isinstance(request, PermissionRequest):
-        return PermissionSpec(request.tool_name, dict(request.arguments))
     return _Restored(request)
