@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -69,6 +69,7 @@ class _State:
         "ids",
         "scope_path",
         "spec",
+        "tool_chain",
         "usage",
     )
 
@@ -92,6 +93,8 @@ class _State:
         """This agent's own usage so far (kept here so a failure can report it too)."""
         self.ids: set[str] = set()
         """Tool-call ids already in this agent's conversation."""
+        self.tool_chain: Callable[[ToolExecution], Awaitable[ToolOutcome]] | None = None
+        """This run's tools behind the run's tool wrappers (built at the first call)."""
 
 
 async def run_agent(
@@ -328,9 +331,10 @@ async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessa
     hooks = coordinator.hooks
     try:
         if hooks.tool_wrappers:
-            outcome = await hooks.tool(partial(_live_call, state))(
-                _execution(state, call, call_path)
-            )
+            chain = state.tool_chain
+            if chain is None:
+                chain = state.tool_chain = hooks.tool(partial(_live_call, state))
+            outcome = await chain(_execution(state, call, call_path))
             text, is_error = outcome.text, outcome.is_error
         elif coordinator.observed:
             execution = _execution(state, call, call_path)
@@ -359,8 +363,13 @@ def _execution(state: _State, call: ToolCall, call_path: str) -> ToolExecution:
 
 
 async def _live_call(state: _State, execution: ToolExecution) -> ToolOutcome:
-    """The tool call itself, announced by ``ToolCallStarted``/``ToolCallFinished``."""
-    emit = state.coordinator.emit
+    """The tool call itself, announced by ``ToolCallStarted``/``ToolCallFinished`` when
+    someone watches the run (an unwatched run would build them only to drop them)."""
+    coordinator = state.coordinator
+    if not coordinator.observed:
+        text, error = await _execute(state, execution.call, execution.call_path)
+        return ToolOutcome(text=text, is_error=error is not None, error_type=error)
+    emit = coordinator.emit
     emit(execution.started_event())
     text, error = await _execute(state, execution.call, execution.call_path)
     outcome = ToolOutcome(text=text, is_error=error is not None, error_type=error)

@@ -305,6 +305,7 @@ class HookSet:
     """
 
     __slots__ = (
+        "_chains",
         "agent_wrappers",
         "hooks",
         "model_wrappers",
@@ -327,6 +328,8 @@ class HookSet:
         self.observers = tuple(
             h for h in hooks if _overrides(h, "request_opened") or _overrides(h, "request_resolved")
         )
+        # Chains around a module-level terminal are the same for every call: built once.
+        self._chains: dict[Callable[..., Any], Callable[..., Any]] = {}
 
     def __bool__(self) -> bool:
         return bool(self.hooks)
@@ -340,8 +343,11 @@ class HookSet:
     def model(
         self, terminal: CallNext[ModelCall, ModelResponse]
     ) -> CallNext[ModelCall, ModelResponse]:
-        """``terminal`` wrapped by every ``wrap_model_request``."""
-        return _chain(self.model_wrappers, terminal)
+        """``terminal`` wrapped by every ``wrap_model_request`` (built once per terminal)."""
+        chain = self._chains.get(terminal)
+        if chain is None:
+            chain = self._chains[terminal] = _chain(self.model_wrappers, terminal)
+        return chain
 
     def tool(
         self, terminal: CallNext[ToolExecution, ToolOutcome]
@@ -350,8 +356,11 @@ class HookSet:
         return _chain(self.tool_wrappers, terminal)
 
     def step(self, terminal: CallNext[StepCall, Any]) -> CallNext[StepCall, Any]:
-        """``terminal`` wrapped by every ``wrap_step``."""
-        return _chain(self.step_wrappers, terminal)
+        """``terminal`` wrapped by every ``wrap_step`` (built once per terminal)."""
+        chain = self._chains.get(terminal)
+        if chain is None:
+            chain = self._chains[terminal] = _chain(self.step_wrappers, terminal)
+        return chain
 
     def opened(self, event: RequestEvent) -> None:
         """Tell every observer a request opened."""

@@ -23,6 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, cast, runtime_checkable
 
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
+
 from .._sessions import RunSession
 from ..events import ClarificationRequest, RequestEvent, event_adapter
 from ..exceptions import (
@@ -66,8 +68,6 @@ def dump_json(value: Any) -> str:
     written as ASCII JSON with ``\\uXXXX`` escapes instead, so the write never fails and
     reads back the same.
     """
-    from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
-
     try:
         return to_json(value).decode()
     except PydanticSerializationError as e:

@@ -29,9 +29,16 @@ from ._base import JournalEntry, Store, dump_json
 __all__ = ["Journal"]
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def _flat(value: Any) -> dict[str, Any]:
     """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy)."""
-    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    cls: type = type(value)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(value))
+    return {name: getattr(value, name) for name in names}
 
 
 class Journal(Hook):

@@ -76,8 +76,14 @@ database adds the missing ones (existing rows get NULL)."""
 _REQUEST_STATES = frozenset({"pending", "answered", "expired", "cancelled"})
 
 
-def schema(real: str) -> list[str]:
-    """The DDL statements, with ``real`` as the floating-point column type."""
+def schema(real: str, *, clustered: str = "") -> list[str]:
+    """The DDL statements, with ``real`` as the floating-point column type.
+
+    ``clustered`` follows the definition of the tables of small rows looked up by their key
+    (the journal, the leases): SQLite's ``" WITHOUT ROWID"`` keeps such a row in its key's
+    B-tree, so a write changes one page instead of two (a commit ~20 % cheaper). A table
+    made by an older version keeps its layout; both read and write alike.
+    """
     return [
         f"""CREATE TABLE IF NOT EXISTS hpd_requests (
             id TEXT PRIMARY KEY,
@@ -103,7 +109,8 @@ def schema(real: str) -> list[str]:
             kind TEXT NOT NULL,
             value TEXT NOT NULL,
             PRIMARY KEY (run_id, key)
-        )""",
+        )"""
+        + clustered,
         f"""CREATE TABLE IF NOT EXISTS hpd_runs (
             run_id TEXT PRIMARY KEY,
             agent_name TEXT NOT NULL,
@@ -122,7 +129,8 @@ def schema(real: str) -> list[str]:
             run_id TEXT PRIMARY KEY,
             holder TEXT NOT NULL,
             expires_at {real} NOT NULL
-        )""",
+        )"""
+        + clustered,
     ]
 
 

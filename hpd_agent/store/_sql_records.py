@@ -158,12 +158,14 @@ class SQLRecords(ABC, Generic[C]):
     # -- journal -------------------------------------------------------------------------
     def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[C], object]:
         row = (run_id, entry.key, entry.kind, dump_json(entry.value))
-        sql = self._journal_sql
-        if sql is None:
-            sql = self._journal_sql = self._spelling().insert(
-                "hpd_journal", "run_id, key, kind, value", "run_id, key", overwrite=True
-            )
+        sql = self._journal_sql or self._journal_insert()
         return lambda conn: self._query(conn, sql, row)
+
+    def _journal_insert(self) -> str:
+        sql = self._journal_sql = self._spelling().insert(
+            "hpd_journal", "run_id, key, kind, value", "run_id, key", overwrite=True
+        )
+        return sql
 
     async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
         """Record one fact of a run."""

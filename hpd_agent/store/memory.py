@@ -114,7 +114,12 @@ class MemoryStore(Sessions):
 
     async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
         """Record one fact of a run."""
+        self.journal_put_nowait(run_id, entry)
+
+    def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
+        """Record one fact of a run at once (always possible in memory)."""
         self._journals.setdefault(run_id, {})[entry.key] = entry
+        return True
 
     async def journal(self, run_id: str) -> dict[str, JournalEntry]:
         """Every journaled fact of a run, by key."""
