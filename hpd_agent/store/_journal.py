@@ -34,7 +34,7 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 def _flat(value: Any) -> dict[str, Any]:
     """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy)."""
-    cls: type = type(value)
+    cls: type[Any] = type(value)
     names = _FIELDS.get(cls)
     if names is None:
         names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(value))
