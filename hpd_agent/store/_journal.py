@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import anyio
 
@@ -29,12 +29,12 @@ from ._base import JournalEntry, Store, dump_json
 __all__ = ["Journal"]
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type[object], tuple[str, ...]] = {}
 
 
 def _flat(value: Any) -> dict[str, Any]:
     """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy)."""
-    cls: type[Any] = type(value)
+    cls = cast("type[object]", type(value))
     names = _FIELDS.get(cls)
     if names is None:
         names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(value))
