@@ -164,7 +164,7 @@ class LocalRequests:
 class PendingRequest:
     """One open request and its waiter."""
 
-    __slots__ = ("answer", "done", "event", "spec", "status", "stored")
+    __slots__ = ("answer", "done", "event", "on_done", "spec", "status", "stored")
 
     def __init__(self, event: RequestEvent, spec: RequestSpec) -> None:
         self.event = event
@@ -174,6 +174,14 @@ class PendingRequest:
         self.done = anyio.Event()
         self.stored = False
         """True when the backend already holds this outcome (no need to write it)."""
+        self.on_done: Callable[[], object] | None = None
+        """Called when the request ends here (stops a wait on the backend, in the same task)."""
+
+    def end(self) -> None:
+        """Wake whoever waits for this request (it has just ended)."""
+        self.done.set()
+        if self.on_done is not None:
+            self.on_done()
 
     @property
     def request_id(self) -> str:
@@ -260,7 +268,7 @@ class RequestTable:
             return False
         pending.status = status
         pending.answer = answer
-        pending.done.set()
+        pending.end()
         self._emit(pending.spec.resolved(pending.event, status, answer))
         if self._hooks.observers:
             self._hooks.resolved(pending.event, status, answer)
@@ -272,7 +280,7 @@ class RequestTable:
             pending.status = status
             pending.answer = answer
             pending.stored = True
-            pending.done.set()
+            pending.end()
 
     def accept(self, pending: PendingRequest, answer: Any) -> None:
         """Resolve ``pending`` with an already validated answer, then run its after-answer."""

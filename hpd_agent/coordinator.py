@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any, Literal, Protocol, get_args
 
 import anyio
+import anyio.lowlevel
 
 from ._requests import (
     Asker,
@@ -476,10 +477,7 @@ async def _wait(
             if not coordinator.backend.durable:
                 await _paused_wait(pending.done, asker)
             else:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(_from_backend, coordinator, pending)
-                    await _paused_wait(pending.done, asker)
-                    tg.cancel_scope.cancel()
+                await _backend_or_here(coordinator, pending, asker)
     except BaseException:
         # Interrupted: it stays pending for a resume. Cancelled on purpose with a store:
         # the store decides between this cancel and a racing answer (see _kept_request).
@@ -491,8 +489,38 @@ async def _wait(
         raise
 
 
-async def _from_backend(coordinator: Coordinator, pending: PendingRequest) -> None:
-    _apply(coordinator, pending, await coordinator.backend.wait(pending.request_id))
+async def _backend_or_here(coordinator: Coordinator, pending: PendingRequest, asker: Asker) -> None:
+    """Wait for the backend's outcome (an answer from anywhere) in this very task, stopped
+    at once when the request ends here instead (no second task to start and cancel)."""
+    # One turn of the event loop first: an answer given the moment the request is seen (a
+    # UI answering from the stream, a scripted human) ends it here, with no look at the
+    # backend and no watch to set up and tear down.
+    await anyio.lowlevel.checkpoint()
+    if pending.status != "pending":
+        return
+    deadlines: tuple[Any, ...] = getattr(asker, "deadlines", ())
+    for d in deadlines:
+        d.pause()
+    settled: Settlement | None = None
+    try:
+        with anyio.CancelScope() as here:
+
+            def ended_here() -> None:
+                # An outcome the backend holds wakes the backend's wait by itself; only one
+                # reached here alone (a local cancel) must stop it.
+                if not pending.stored:
+                    here.cancel()
+
+            pending.on_done = ended_here
+            try:
+                settled = await coordinator.backend.wait(pending.request_id)
+            finally:
+                pending.on_done = None
+        if settled is not None:
+            _apply(coordinator, pending, settled)
+    finally:
+        for d in deadlines:
+            d.resume()
 
 
 def _apply(coordinator: Coordinator, pending: PendingRequest, settled: Settlement) -> None:

@@ -44,7 +44,7 @@ from ._sql_records import (
     run_from_row,
     run_to_row,
 )
-from ._waiters import Waiters
+from ._waiters import Waiters, Wakeup
 
 __all__ = [
     "MIGRATIONS",
@@ -305,7 +305,7 @@ class SQLStore(Sessions, SQLLeases[C], SQLRecords[C], ABC, Generic[C]):
         """Inside ``resolve``'s transaction: tell other processes the request was resolved."""
 
     @abstractmethod
-    async def _watch(self, waited: list[str], wakeup: anyio.Event) -> list[str]:
+    async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:
         """Wait a while for answers from other processes (see ``_waiters.Watch``)."""
 
     def _close(self, conn: C) -> None:

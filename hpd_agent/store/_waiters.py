@@ -15,11 +15,56 @@ import anyio
 
 from ._base import RequestRecord, refusal
 
-__all__ = ["Waiters", "readable_or_woken"]
+__all__ = ["Waiters", "Wakeup"]
 
-Watch = Callable[[list[str], anyio.Event], Awaitable[list[str]]]
+
+class Wakeup:
+    """An event a waiter sleeps on; ``readable`` also watches a file descriptor meanwhile,
+    in the same task (``set`` cancels the wait on the descriptor)."""
+
+    __slots__ = ("_event", "_scope")
+
+    def __init__(self) -> None:
+        self._event = anyio.Event()
+        self._scope: anyio.CancelScope | None = None
+
+    def set(self) -> None:
+        """Wake the waiter."""
+        self._event.set()
+        if self._scope is not None:
+            self._scope.cancel()
+
+    def is_set(self) -> bool:
+        """Whether ``set`` was called."""
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        """Wait until ``set`` is called."""
+        await self._event.wait()
+
+    async def readable(self, fd: int, timeout: float) -> bool:
+        """Wait until ``fd`` is readable or this is set (True), or ``timeout`` passes (False).
+
+        On the event loop itself (no thread, no second task): a watcher waiting on a socket
+        costs nothing while it waits and wakes within microseconds of a datagram or a
+        notification.
+        """
+        if self._event.is_set():
+            return True
+        with anyio.move_on_after(timeout) as timer:
+            with anyio.CancelScope() as scope:
+                self._scope = scope
+                try:
+                    await anyio.wait_readable(fd)
+                finally:
+                    self._scope = None
+        return not timer.cancelled_caught
+
+
+Watch = Callable[[list[str], Wakeup], Awaitable[list[str]]]
 """``watch(waited_ids, leader_wakeup)``: wait a while (returning early if ``leader_wakeup``
-is set), then return the waited ids that are no longer pending."""
+is set), then return ids of requests that are no longer pending (ids nobody waits for are
+ignored)."""
 
 
 class Waiters:
@@ -35,7 +80,7 @@ class Waiters:
     ) -> None:
         self._fetch = fetch
         self._watch = watch
-        self._events: dict[str, anyio.Event] = {}
+        self._events: dict[str, Wakeup] = {}
         self._count: dict[str, int] = {}
         self._leader: str | None = None
         self._settled: dict[str, RequestRecord] = {}
@@ -56,7 +101,7 @@ class Waiters:
             while True:
                 event = self._events.get(request_id)
                 if event is None or event.is_set():
-                    event = self._events[request_id] = anyio.Event()
+                    event = self._events[request_id] = Wakeup()
                 # Registered before this look: an answer landing after it is seen by the
                 # watcher (or woken directly), never lost in between.
                 record = self._settled.pop(request_id, None) or await self._fetch(request_id)
@@ -81,7 +126,7 @@ class Waiters:
                 # resolved: pass the watch on, or the others would wait unwatched.
                 self._hand_over(request_id)
 
-    async def _lead(self, event: anyio.Event, request_id: str) -> None:
+    async def _lead(self, event: Wakeup, request_id: str) -> None:
         self._leader = request_id
         try:
             while not event.is_set():
@@ -97,24 +142,3 @@ class Waiters:
             if rid != leaving and not other.is_set():
                 other.set()
                 return
-
-
-async def readable_or_woken(fd: int, wakeup: anyio.Event, timeout: float) -> bool:
-    """Wait until ``fd`` is readable or ``wakeup`` is set (True), or ``timeout`` passes (False).
-
-    On the event loop itself (no thread): a watcher waiting on a socket costs nothing while
-    it waits and wakes within microseconds of a datagram or a notification.
-    """
-    timer = anyio.CancelScope()
-    async with anyio.create_task_group() as tg:
-
-        async def woken() -> None:
-            await wakeup.wait()
-            tg.cancel_scope.cancel()
-
-        tg.start_soon(woken)
-        timer = anyio.move_on_after(timeout)
-        with timer:
-            await anyio.wait_readable(fd)
-        tg.cancel_scope.cancel()
-    return not timer.cancelled_caught

@@ -40,7 +40,7 @@ from ._sql import (
     record_from_row,
     schema,
 )
-from ._waiters import readable_or_woken
+from ._waiters import Wakeup
 
 try:
     import psycopg
@@ -272,7 +272,7 @@ class PostgresStore(SQLStore[_Conn]):
                 self._listener = None
 
     # -- answers from other processes: LISTEN/NOTIFY -------------------------------------
-    async def _watch(self, waited: list[str], wakeup: anyio.Event) -> list[str]:
+    async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:
         listener = self._listener
         if listener is None:
             await anyio.to_thread.run_sync(self._listen, limiter=self._limiter("listen"))
@@ -280,12 +280,12 @@ class PostgresStore(SQLStore[_Conn]):
             return await self._resolved(waited)
         found = self._notifications(listener)
         if not found:
-            if not await readable_or_woken(listener.fileno(), wakeup, self.recheck_interval):
+            if not await wakeup.readable(listener.fileno(), self.recheck_interval):
                 # Heard nothing for a while: look at every waited id.
                 return await self._resolved(waited)
             found = self._notifications(listener)
-        wanted = set(waited)
-        return [rid for rid in found if rid in wanted]
+        # Every id notified: a request registered since the wait began is woken too.
+        return found
 
     def _listen(self) -> None:
         """Open the listening connection (in a thread). It stays open, so nothing sent while

@@ -38,7 +38,7 @@ from ._sqlite_io import (
     notify_all,
     wake_dir,
 )
-from ._waiters import readable_or_woken
+from ._waiters import Wakeup
 
 __all__ = ["SQLiteStore"]
 
@@ -253,7 +253,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         super()._close(conn)
 
     # -- answers from other processes: a wake-up socket, else short polling --------------
-    async def _watch(self, waited: list[str], wakeup: anyio.Event) -> list[str]:
+    async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:
         if self._wake_open is None and self._wake is not None:
             self._wake_open = self._wake.open()
             if self._wake_open:
@@ -263,20 +263,19 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             return await self._wait_socket(self._wake, waited, wakeup)
         return await self._poll(waited, wakeup)
 
-    async def _wait_socket(
-        self, wake: WakeSocket, waited: list[str], wakeup: anyio.Event
-    ) -> list[str]:
+    async def _wait_socket(self, wake: WakeSocket, waited: list[str], wakeup: Wakeup) -> list[str]:
         sock = wake.sock
         assert sock is not None
         heard = wake.drain()
         if not heard:
-            if not await readable_or_woken(sock.fileno(), wakeup, _RECHECK):
+            if not await wakeup.readable(sock.fileno(), _RECHECK):
                 return await self._resolved_since(waited, 0.0, True)
             heard = wake.drain()
-        wanted = set(waited)
-        return [rid for rid in heard if rid in wanted]
+        # Every id heard, not only those waited for when the wait began: a request
+        # registered meanwhile is woken too (the waiters ignore ids nobody waits for).
+        return heard
 
-    async def _poll(self, waited: list[str], wakeup: anyio.Event) -> list[str]:
+    async def _poll(self, waited: list[str], wakeup: Wakeup) -> list[str]:
         with anyio.move_on_after(self.poll_interval):
             await wakeup.wait()
         if wakeup.is_set():
