@@ -207,7 +207,10 @@ def test_size_limits() -> None:
             too_big.append(f"{module}: {len(text.splitlines())} lines")
         for node in ast.walk(ast.parse(text)):
             size = getattr(node, "end_lineno", 0) - getattr(node, "lineno", 0) + 1
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and size > MAX_FUNCTION_LINES:
+            if (
+                isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and size > MAX_FUNCTION_LINES
+            ):
                 too_big.append(f"{module}.{node.name}: function of {size} lines")
             if isinstance(node, ast.ClassDef) and size > MAX_CLASS_LINES:
                 too_big.append(f"{module}.{node.name}: class of {size} lines")
@@ -216,10 +219,7 @@ def test_size_limits() -> None:
 
 def test_import_hpd_agent_stays_light() -> None:
     heavy = ["rich", "litellm", "psycopg", "sqlite3", "starlette", "temporalio"]
-    code = (
-        "import sys, hpd_agent\n"
-        f"print([m for m in {heavy!r} if m in sys.modules])\n"
-    )
+    code = f"import sys, hpd_agent\nprint([m for m in {heavy!r} if m in sys.modules])\n"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )

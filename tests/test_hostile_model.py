@@ -116,7 +116,9 @@ async def _drive(agent: Agent) -> tuple[list[str], list[str]]:
 @given(root=SCRIPT, sub=SCRIPT)
 # A call id spelling the path of a nested agent's call (a collision the random search
 # rarely builds): it must still be a call of its own.
-@example(root=[[("x", "Sub", "valid"), ("x/Sub@0:a", "ask", "valid")]], sub=[[("a", "ask", "valid")]])
+@example(
+    root=[[("x", "Sub", "valid"), ("x/Sub@0:a", "ask", "valid")]], sub=[[("a", "ask", "valid")]]
+)
 def test_arbitrary_model_output_never_crosses_answers(backend: str, root: Any, sub: Any) -> None:
     crossed: list[str] = []
 

@@ -126,7 +126,9 @@ async def test_untrusted_tool_call_ids_never_cross_answers(ids: list[list[str]])
     assert len({e.tool_call_id for e in finished}) == len(finished)
     for e in finished:
         assert not e.is_error
-    expected = [f"answer to turn {t} slot {i}" for t, turn in enumerate(ids) for i in range(len(turn))]
+    expected = [
+        f"answer to turn {t} slot {i}" for t, turn in enumerate(ids) for i in range(len(turn))
+    ]
     assert output is not None and json.loads(output) == expected
 
 
@@ -135,7 +137,9 @@ async def test_an_id_shaped_like_a_nested_call_path_does_not_collide_with_it() -
     # path must still ask its own question.
     inner = Agent(
         "B",
-        model=ScriptedModel([tool_call("ask_user", question="inner?", _id="c"), text("inner done")]),
+        model=ScriptedModel(
+            [tool_call("ask_user", question="inner?", _id="c"), text("inner done")]
+        ),
         tools=[ask_user()],
     )
     outer_model = ScriptedModel(

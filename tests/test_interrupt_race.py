@@ -108,7 +108,9 @@ def _model_turns(events: list[Any]) -> int:
     return sum(1 for e in events if getattr(e, "kind", "") == "agent_started")
 
 
-@pytest.mark.parametrize(("async_model", "blocking"), [(False, False), (True, False), (False, True)])
+@pytest.mark.parametrize(
+    ("async_model", "blocking"), [(False, False), (True, False), (False, True)]
+)
 async def test_an_interrupted_batch_never_yields_a_result_for_the_parked_call(
     tmp_path: Path, async_model: bool, blocking: bool
 ) -> None:
@@ -165,8 +167,12 @@ async def test_an_interrupt_waits_for_a_branch_still_working_its_way_to_a_questi
             return text("all done")
         return [tool_call("ask_user", question="Root question?"), tool_call("Manager", query="go")]
 
-    specialist = Agent("Specialist", model=FunctionModel(asks("Deep question?")), tools=[ask_user()])
-    manager = Agent("Manager", model=FunctionModel(delegates("Specialist")), tools=[specialist.as_tool()])
+    specialist = Agent(
+        "Specialist", model=FunctionModel(asks("Deep question?")), tools=[ask_user()]
+    )
+    manager = Agent(
+        "Manager", model=FunctionModel(delegates("Specialist")), tools=[specialist.as_tool()]
+    )
     agent = Agent("Root", model=FunctionModel(root), tools=[ask_user(), manager.as_tool()])
     store = SQLiteStore(tmp_path / "runs.db")
     try:

@@ -104,6 +104,28 @@ async def test_list_requests_filters_by_run_and_status(store: Store) -> None:
     assert [r.request_id for r in await store.list_requests(status="cancelled")] == ["req_3"]
 
 
+async def test_answer_context_is_merged_key_by_key_and_read_back_as_written(store: Store) -> None:
+    # The answer's context is laid over the stored one key by key: a key it names is
+    # replaced whole (an object too, never merged into), a null kept as null.
+    event = ClarificationRequest(
+        run_id="run_1", agent_path=("A",), depth=0, request_id="req_ctx", question="Which?"
+    )
+    await store.add_request(
+        RequestRecord.from_event(event, context={"channel": "test", "who": {"team": "x"}})
+    )
+    extra = {"who": {"name": "ana"}, "note": None, "n": 3}
+    answered = await respond(store, "req_ctx", "Express", context=extra)
+    expected = {"channel": "test", "who": {"name": "ana"}, "note": None, "n": 3}
+    assert answered.context == expected
+    stored = await store.get_request("req_ctx")
+    assert stored is not None and stored.context == expected
+    await store.add_request(question("req_flat"))
+    await respond(store, "req_flat", "x", context={"sender": "ana", "n": 1.5, "ok": True})
+    flat = await store.get_request("req_flat")
+    assert flat is not None
+    assert flat.context == {"channel": "test", "sender": "ana", "n": 1.5, "ok": True}
+
+
 async def test_respond_refuses_each_case_with_a_distinct_error(store: Store) -> None:
     for rid in ("req_ok", "req_exp", "req_can", "req_opt"):
         await store.add_request(
