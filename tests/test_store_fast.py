@@ -264,3 +264,72 @@ async def _race(a: Any, b: Any, request_id: str) -> list[Any]:
         tg.start_soon(answer, a, "from a")
         tg.start_soon(answer, b, "from b")
     return results
+
+
+async def test_postgres_write_sent_ahead_is_confirmed_before_the_next_statement(
+    fresh_postgres: str,  # noqa: F811
+) -> None:
+    """A tool result sent without waiting for its reply is committed by the time the store's
+    next statement returns, and a failed one fails that statement, naming the entry; the
+    store stays usable."""
+    import psycopg
+
+    from hpd_agent.exceptions import StoreUnavailableError
+    from hpd_agent.store import PostgresStore
+
+    store = PostgresStore(fresh_postgres)
+    try:
+        assert store.journal_send_nowait("run_1", JournalEntry(key="t1", kind="tool", value="a"))
+        assert store.journal_send_nowait("run_1", JournalEntry(key="t2", kind="tool", value="b"))
+        await store.add_request(question("req_1"))  # the next statement: reads both replies
+        with psycopg.connect(fresh_postgres, autocommit=True) as other:
+            rows = other.execute(
+                "SELECT key, value FROM hpd_journal WHERE run_id = 'run_1' ORDER BY key"
+            ).fetchall()
+            assert rows == [("t1", '"a"'), ("t2", '"b"')]
+            other.execute("ALTER TABLE hpd_journal ADD CONSTRAINT no_bad CHECK (key <> 'bad_key')")
+        assert store.journal_send_nowait("run_1", JournalEntry(key="bad_key", kind="tool", value=1))
+        assert store.journal_send_nowait("run_1", JournalEntry(key="t3", kind="tool", value="c"))
+        with pytest.raises(StoreUnavailableError, match="'bad_key' of run 'run_1'"):
+            await store.get_request("req_1")
+        assert (await store.get_request("req_1")) is not None
+        journal = await store.journal("run_1")
+        assert sorted(journal) == ["t1", "t2", "t3"]
+    finally:
+        await store.aclose()
+
+
+async def test_postgres_write_sent_ahead_that_meets_a_row_lock_lands_after_it(
+    fresh_postgres: str,  # noqa: F811
+) -> None:
+    """A write sent ahead meets a row another transaction is writing: it gives up on the
+    event loop and is written again in the worker thread, after the lock, before the next
+    statement goes on."""
+    import psycopg
+
+    from hpd_agent.store import PostgresStore
+
+    store = PostgresStore(fresh_postgres)
+    other = psycopg.connect(fresh_postgres)
+    try:
+        await store.journal_put("run_1", JournalEntry(key="warm", kind="tool", value={}))
+        other.execute("INSERT INTO hpd_journal VALUES ('run_1', 'k', 'tool', '\"theirs\"')")
+        assert store.journal_send_nowait("run_1", JournalEntry(key="k", kind="tool", value="ours"))
+        done = anyio.Event()
+
+        async def next_statement() -> None:
+            await store.add_request(question("req_1"))
+            done.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(next_statement)
+            await wait_all_tasks_blocked()
+            assert not done.is_set()  # waits for the rewrite, which waits for the lock
+            other.commit()
+            with anyio.fail_after(10):
+                await done.wait()
+        assert (await store.journal("run_1"))["k"].value == "ours"
+        assert (await store.get_request("req_1")) is not None
+    finally:
+        other.close()
+        await store.aclose()

@@ -60,6 +60,10 @@ class Journal(Hook):
         self._put_now: Callable[[str, JournalEntry], bool] | None = getattr(
             store, "journal_put_nowait", None
         )
+        # A store that can send a write without waiting for its reply (PostgresStore).
+        self._send_now: Callable[[str, JournalEntry], bool] | None = getattr(
+            store, "journal_send_nowait", None
+        )
 
     @property
     def replaying(self) -> bool:
@@ -117,7 +121,13 @@ class Journal(Hook):
             return outcome
         outcome = await call_next(execution)
         value = {"result": outcome.text, "is_error": outcome.is_error}
-        await self.put(JournalEntry(key=execution.key, kind="tool", value=value))
+        entry = JournalEntry(key=execution.key, kind="tool", value=value)
+        # Sent the moment the result exists; a store that can send it without waiting
+        # confirms it before its next statement, so before anything acts on it.
+        if self._send_now is None or not self._send_now(self.run_id, entry):
+            await self.put(entry)
+        else:
+            self._entries[entry.key] = entry
         return outcome
 
     async def wrap_step(self, step: StepCall, call_next: CallNext[StepCall, Any]) -> Any:

@@ -18,8 +18,11 @@ loop, and notifications are read from it without waiting.
 
 from __future__ import annotations
 
+import contextlib
+import select
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, LiteralString, TypeVar, cast
@@ -86,6 +89,27 @@ _RESOLVE = (
 """``resolve`` in one statement (one round trip instead of five): the conditional update
 merges the context, returns the row and notifies, atomically. A racing resolver waits for
 the row lock, then finds the row no longer pending and updates nothing."""
+
+
+_SQLSTATE = psycopg.pq.DiagnosticField.SQLSTATE
+_GAVE_UP = (b"55P03", b"57014")
+"""lock_not_available, query_canceled: a statement on the event loop's connection gave up
+waiting (``_FAST_LIMIT``) and was rolled back."""
+
+
+def _journal_params(run_id: str, entry: JournalEntry) -> list[bytes]:
+    return [
+        run_id.encode(),
+        entry.key.encode(),
+        entry.kind.encode(),
+        dump_json(entry.value).encode(),
+    ]
+
+
+def _flush(pgconn: psycopg.pq.abc.PGconn) -> None:
+    """Send what libpq holds for the server (a nonblocking connection may need rounds)."""
+    while pgconn.flush() == 1:
+        select.select([], [pgconn.socket], [], 1.0)
 
 
 def _check(result: psycopg.pq.abc.PGresult) -> None:
@@ -169,6 +193,11 @@ class PostgresStore(SQLStore[_Conn]):
         self._fast = self._fast_connection(conn)
         self._fast_lock = threading.Lock()
         self._fast_prepared = False
+        self._sent: deque[tuple[str, JournalEntry]] = deque()
+        """The writes sent ahead whose replies are still unread."""
+        self._again: deque[tuple[str, JournalEntry]] = deque()
+        """Writes sent ahead that met a row lock: written again in the worker thread before
+        the next statement."""
         super().__init__(conn, lease_ttl=lease_ttl)
 
     def _fast_connection(self, conn: _Conn) -> _Conn | None:
@@ -207,35 +236,105 @@ class PostgresStore(SQLStore[_Conn]):
         try:
             if self._fast is None:
                 return MISSED
+            if self._sent:
+                self._settle(fast.pgconn)
+            if self._again:
+                return MISSED  # ``_point`` writes them first, in the worker thread
             return fn(fast)
         except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
             return MISSED
         finally:
             self._fast_lock.release()
 
+    async def _point(self, fn: Callable[[_Conn], T]) -> T:
+        result = self._point_now(fn)
+        if not isinstance(result, Missed):
+            return result
+        while self._again:
+            run_id, entry = self._again.popleft()
+            await self._run(super()._journal_write(run_id, entry))
+        return await self._run(fn)
+
     def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[_Conn], object]:
         fast = self._fast
         usual = super()._journal_write
         if fast is None or fast.info.encoding != "utf-8":
             return usual(run_id, entry)
-        params: list[bytes] = [
-            run_id.encode(),
-            entry.key.encode(),
-            entry.kind.encode(),
-            dump_json(entry.value).encode(),
-        ]
+        params = _journal_params(run_id, entry)
 
         def write(conn: _Conn) -> object:
             if conn is not fast:  # the worker thread's connection: psycopg as usual
                 return usual(run_id, entry)(conn)
-            pgconn = conn.pgconn
-            if not self._fast_prepared:
-                _check(pgconn.prepare(_JOURNAL_PUT, _JOURNAL_PUT_SQL))
-                self._fast_prepared = True
+            pgconn = self._prepared(conn)
             _check(pgconn.exec_prepared(_JOURNAL_PUT, params))
             return None
 
         return write
+
+    def _prepared(self, conn: _Conn) -> psycopg.pq.abc.PGconn:
+        pgconn = conn.pgconn
+        if not self._fast_prepared:
+            _check(pgconn.prepare(_JOURNAL_PUT, _JOURNAL_PUT_SQL))
+            self._fast_prepared = True
+        return pgconn
+
+    def journal_send_nowait(self, run_id: str, entry: JournalEntry) -> bool:
+        """Send one fact of a run to the server without waiting for its reply.
+
+        The write goes out at once on the event loop's connection (libpq's pipeline mode,
+        a sync point of its own: it commits alone); its reply is read before that
+        connection's next statement (``_settle``), so an entry sent this way is confirmed
+        before the run acts on anything written after it. False when it cannot go now
+        (nothing was sent; write it with ``journal_put`` instead).
+        """
+        fast = self._fast
+        if fast is None or fast.info.encoding != "utf-8":
+            return False
+        if self._again or not self._fast_lock.acquire(blocking=False):
+            return False
+        try:
+            if self._fast is None:
+                return False
+            pgconn = self._prepared(fast)
+            if pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF:
+                pgconn.enter_pipeline_mode()
+            pgconn.send_query_prepared(_JOURNAL_PUT, _journal_params(run_id, entry))
+            pgconn.pipeline_sync()
+            self._sent.append((run_id, entry))
+            _flush(pgconn)
+        finally:
+            self._fast_lock.release()
+        return True
+
+    def _settle(self, pgconn: psycopg.pq.abc.PGconn) -> None:
+        """Read the replies of the writes sent ahead and leave pipeline mode.
+
+        Raises:
+            StoreUnavailableError: One of them failed (named), or the connection broke.
+        """
+        failed: str | None = None
+        while self._sent:
+            run_id, entry = self._sent.popleft()
+            result = pgconn.get_result()
+            for _ in range(3):  # the end of the statement's results (None), its sync point
+                end = pgconn.get_result()
+                if end is not None and end.status == psycopg.pq.ExecStatus.PIPELINE_SYNC:
+                    break
+            if result is not None and result.status == psycopg.pq.ExecStatus.COMMAND_OK:
+                continue
+            state = None if result is None else result.error_field(_SQLSTATE)
+            if state in _GAVE_UP:  # a row lock held elsewhere: written again, waiting for it
+                self._again.append((run_id, entry))
+            elif failed is None:
+                why = "no reply" if result is None else (result.error_message or b"").decode()
+                failed = (
+                    f"journal entry {entry.key!r} of run {run_id!r} was not written: "
+                    f"{' '.join(why.split())}"
+                )
+        if pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
+            pgconn.exit_pipeline_mode()
+        if failed is not None:
+            raise StoreUnavailableError(failed)
 
     def _resolve_in(
         self,
@@ -264,6 +363,9 @@ class PostgresStore(SQLStore[_Conn]):
         super()._close(conn)
         with self._fast_lock:
             if self._fast is not None:
+                with contextlib.suppress(psycopg.Error, StoreUnavailableError):
+                    if self._sent:
+                        self._settle(self._fast.pgconn)
                 self._fast.close()
                 self._fast = None
         with self._listen_lock:
