@@ -278,6 +278,19 @@ class PostgresStore(SQLStore[_Conn]):
             self._fast_prepared = True
         return pgconn
 
+    def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
+        """Record one fact of a run at once on the event loop's connection: sent after the
+        writes sent ahead, and every reply read, so all of them take one round trip. False
+        when it could not be written there (then ``journal_put`` writes it)."""
+        if not self._send(run_id, entry):
+            return False
+        fast = self._fast
+        with self._fast_lock:
+            if fast is None or self._fast is None:
+                return False
+            self._settle(fast.pgconn)
+        return not self._again
+
     def journal_send_nowait(self, run_id: str, entry: JournalEntry) -> bool:
         """Send one fact of a run to the server without waiting for its reply.
 
@@ -287,6 +300,9 @@ class PostgresStore(SQLStore[_Conn]):
         before the run acts on anything written after it. False when it cannot go now
         (nothing was sent; write it with ``journal_put`` instead).
         """
+        return self._send(run_id, entry)
+
+    def _send(self, run_id: str, entry: JournalEntry) -> bool:
         fast = self._fast
         if fast is None or fast.info.encoding != "utf-8":
             return False
