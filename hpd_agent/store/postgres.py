@@ -183,6 +183,14 @@ class PostgresStore(SQLStore[_Conn]):
             return None
         return fast
 
+    def _renewal_connect(self) -> _Conn:
+        """The renewer thread's own connection; a renewal that cannot finish within a third
+        of ``lease_ttl`` fails (and is retried at the next one)."""
+        conn: _Conn = psycopg.connect(self.dsn, autocommit=True, **_timeout(self.dsn))
+        limit = max(1, int(self.lease_ttl * 1000 / 3))
+        conn.execute(cast(LiteralString, f"SET statement_timeout = {limit}"))
+        return conn
+
     def __repr__(self) -> str:
         info = self._conn.info if self._conn is not None else None
         where = f"{info.host}:{info.port}/{info.dbname}" if info is not None else "closed"
