@@ -181,8 +181,9 @@ class Sessions:
             if max_age is not None:
                 await store.recover(max_age, run_id=run_id)
             await _answer_all(store, run_id, dict(answers or {}))
-            record = dataclasses.replace(record, status="running", updated_at=time.time())
-            await store.put_run(record)
+            if record.status != "running":  # a run whose process died says so already
+                record = dataclasses.replace(record, status="running", updated_at=time.time())
+                await store.put_run(record)
             entries = check_entries(run_id, await store.journal(run_id))
         except BaseException:
             await _give_back(keeper)  # a refused resume must not lock the run
