@@ -174,6 +174,7 @@ class LeaseKeeper:
             if not self.released:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(_RELEASE_TIMEOUT):
                     await self._release()
+                self.released = True  # a later ``close`` (a cancelled run's end) only writes
         if hold.lost is not None:
             self.lost = hold.lost
             raise hold.lost

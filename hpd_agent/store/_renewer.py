@@ -108,7 +108,9 @@ class LeaseRenewer:
         key = (hold.lease.run_id, hold.lease.holder)
         with self._lock:
             self._holds[key] = hold
-            if self._thread is None and not self._stop.is_set():
+            thread = self._thread
+            # Started once; again in a forked child (which inherits no threads).
+            if (thread is None or not thread.is_alive()) and not self._stop.is_set():
                 self._thread = threading.Thread(target=self._loop, name=self._name, daemon=True)
                 self._thread.start()
 
@@ -134,11 +136,13 @@ class LeaseRenewer:
                 with self._lock:
                     holds = list(self._holds.values())
                 if holds:
-                    io = self._renew(io, holds)
+                    try:
+                        io = self._renew(io, holds)
+                    except Exception:  # never let one pass end the renewals of all runs
+                        _close(io)
+                        io = None
         finally:
-            if io is not None:
-                with contextlib.suppress(Exception):
-                    io.close()
+            _close(io)
 
     def _renew(self, io: RenewIO | None, holds: list[Hold]) -> RenewIO | None:
         """One renewal of ``holds``; the ``RenewIO`` to use next time."""
@@ -148,9 +152,7 @@ class LeaseRenewer:
                 io = self._connect()
             kept = io.renew([(h.lease.run_id, h.lease.holder) for h in holds], self.ttl)
         except Exception as e:  # unreachable: retry at the next renewal, until the lease lapses
-            if io is not None:
-                with contextlib.suppress(Exception):
-                    io.close()
+            _close(io)
             now = time.time()
             for hold in holds:
                 if now >= hold.lease.expires_at and not hold.closing:
@@ -176,6 +178,12 @@ class LeaseRenewer:
             hold.lost = error
         # From a thread of its own: the renewer must not wait for the run's event loop.
         threading.Thread(target=_cancel, args=(hold,), name=self._name, daemon=True).start()
+
+
+def _close(io: RenewIO | None) -> None:
+    if io is not None:
+        with contextlib.suppress(Exception):
+            io.close()
 
 
 def _cancel(hold: Hold) -> None:
