@@ -136,22 +136,22 @@ class LeaseKeeper:
         return self._held_by_renewer(cast(RunLeases, self.store).lease_renewer())
 
     async def close(self, record: RunRecord) -> bool:
-        """Write the run's final ``record`` and give the lease up in one step, if the store
-        can (``RunLeases.close_run``) and the lease is still held; False if not (nothing
-        was written)."""
-        hold = self._hold
-        if hold is None or self.released or hold.lost is not None:
+        """End the run in the store: write its final ``record`` and give the lease up in one
+        step, if the store can (``RunLeases.close_run``). False if it cannot (nothing was
+        written); True also when the lease was lost, and then nothing is written: the new
+        holder drives the run."""
+        hold, renewer = self._hold, self._renewer
+        if hold is None or renewer is None or self.released:
             return False
-        store = cast(RunLeases, self.store)
-        hold.closing = True  # from now on, a renewal that misses the lease is no loss
+        if not renewer.closing(hold):
+            return True  # lost: ``held()`` raises ``RunLeasedError``
         try:
-            await store.close_run(record, self.lease.holder)
+            await cast(RunLeases, self.store).close_run(record, self.lease.holder)
         except BaseException:
             hold.closing = False
             raise
         self.released = True
-        if self._renewer is not None:
-            self._renewer.unregister(hold)
+        renewer.unregister(hold)
         return True
 
     @contextlib.asynccontextmanager

@@ -121,6 +121,15 @@ class LeaseRenewer:
             if self._holds.get(key) is hold:
                 del self._holds[key]
 
+    def closing(self, hold: Hold) -> bool:
+        """``hold``'s run is giving its lease up with its final write: a renewal that finds
+        the lease gone is no loss from now on. False if the lease is lost already."""
+        with self._lock:
+            if hold.lost is not None:
+                return False
+            hold.closing = True
+            return True
+
     async def aclose(self) -> None:
         """Stop the thread (it closes its connection); waits for its current renewal."""
         self._stop.set()
