@@ -142,6 +142,22 @@ async def test_the_renewer_is_a_daemon_thread_that_stops_with_the_store(
         assert not seen[0].is_alive()
 
 
+async def test_the_renewer_thread_ends_when_no_run_holds_a_lease(store: Store) -> None:
+    before = set(_renewers())
+    seen: list[threading.Thread] = []
+
+    def look() -> None:
+        seen.extend(set(_renewers()) - before)
+
+    await _run_renewed(store, "idle1", look)
+    (first,) = seen
+    await anyio.to_thread.run_sync(first.join, 10)  # ends by itself, the store still open
+    assert not first.is_alive()
+    seen.clear()
+    await _run_renewed(store, "idle2", look)  # the next run starts another
+    assert len(seen) == 1 and seen[0] is not first
+
+
 def test_one_store_serves_runs_on_two_event_loops_at_once(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "runs.db", lease_ttl=0.3)
     both_asked = threading.Barrier(2, timeout=30)

@@ -12,7 +12,8 @@ expired (the store unreachable), is lost: the thread marks its ``Hold`` and canc
 run's scope in the run's event loop (``anyio.from_thread.run_sync`` with the loop's token,
 on asyncio and trio alike). It does so from a short-lived thread of its own, so the renewer
 never waits for an event loop. The thread is a daemon (it never keeps the interpreter
-alive) and stops when the store is closed.
+alive), ends after a ``lease_ttl`` with no lease to renew (the next run starts another),
+and stops when the store is closed.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ from ..exceptions import RunLeasedError
 from ._base import Lease
 
 __all__ = ["Hold", "LeaseRenewer", "RenewIO", "taken_over", "unreachable"]
+
+_IDLE_ROUNDS = 3
+"""Renewal rounds with no lease to renew after which the thread ends (and closes its
+connection): a store object that drives no run holds no thread."""
 
 _JOIN_TIMEOUT = 5.0
 """Seconds ``aclose`` waits for the renewer thread to finish its current renewal."""
@@ -140,10 +145,15 @@ class LeaseRenewer:
     # -- the thread ------------------------------------------------------------------------
     def _loop(self) -> None:
         io: RenewIO | None = None
+        idle = 0
         try:
             while not self._stop.wait(self.ttl / 3):
                 with self._lock:
                     holds = list(self._holds.values())
+                    idle = 0 if holds else idle + 1
+                    if idle >= _IDLE_ROUNDS:  # the next ``register`` starts a new thread
+                        self._thread = None
+                        return
                 if holds:
                     try:
                         io = self._renew(io, holds)
