@@ -1,12 +1,15 @@
 """One process drives a run at a time: the run's lease in the store.
 
-``open_session`` / ``resume_session`` take the run's lease (``Store.take_lease``) before they
-write anything, under a holder id made for the session (``host:pid:random``). While the run
-runs, ``StoreSession.held()`` renews it every third of ``lease_ttl``, and gives it up at the
-end (shielded, so a cancelled run releases it too). Another ``resume`` of the run meanwhile
-fails at once with ``RunLeasedError`` naming the holder and when its lease expires; a holder
-that died (SIGKILL, a lost machine) stops renewing, and its lease is taken over once it has
-expired.
+``open_session`` / ``resume_session`` take the run's lease (``Store.take_lease``, or, for a
+new run, ``open_run``: the lease and the run record in one transaction) before they write
+anything, under a holder id made for the session (``host:pid:random``). While the run runs,
+the lease is renewed every third of ``lease_ttl``: by the store's renewer thread
+(``_renewer``: one per store object, for all its runs) when the store has one, else by a
+task of the run's own. At the end the run gives it up: in the same transaction as its final
+run record (``close_run``) where the store can, else shielded after the run, so a cancelled
+run releases it too. Another ``resume`` of the run meanwhile fails at once with
+``RunLeasedError`` naming the holder and when its lease expires; a holder that died
+(SIGKILL, a lost machine) stops renewing, and its lease is taken over once it has expired.
 
 If a renewal finds the lease gone to another holder (this process was stalled for longer
 than ``lease_ttl``, e.g. suspended, or could not reach the store), the run's work is
@@ -24,13 +27,22 @@ import secrets
 import socket
 import time
 from collections.abc import AsyncGenerator
+from typing import Protocol, cast, runtime_checkable
 
 import anyio
 
 from ..exceptions import RunLeasedError, UserError
-from ._base import Lease, Store
+from ._base import Lease, RunRecord, Store
+from ._renewer import Hold, LeaseRenewer, taken_over, unreachable
 
-__all__ = ["DEFAULT_LEASE_TTL", "LeaseKeeper", "check_ttl", "leased", "new_holder"]
+__all__ = [
+    "DEFAULT_LEASE_TTL",
+    "LeaseKeeper",
+    "RunLeases",
+    "check_ttl",
+    "leased",
+    "new_holder",
+]
 
 DEFAULT_LEASE_TTL = 10.0
 """Seconds a lease lasts unless renewed: how long a run whose process died stays locked."""
@@ -70,6 +82,33 @@ def leased(lease: Lease, *, now: float | None = None) -> RunLeasedError:
     )
 
 
+@runtime_checkable
+class RunLeases(Protocol):
+    """What a store offers beyond ``Store`` to make a run's lease cheap (all three or none).
+
+    A ``Store`` without them works the way each method's docstring names as its sequence.
+    """
+
+    def lease_renewer(self) -> LeaseRenewer:
+        """The store object's renewer (instead of a renewing task per run)."""
+        ...
+
+    async def open_run(self, record: RunRecord, holder: str, ttl: float) -> Lease:
+        """Insert a new run's record and take its lease, atomically (instead of
+        ``get_run``, ``take_lease``, ``put_run``).
+
+        Raises:
+            UserError: The store holds a run with this id already; nothing changed.
+            RunLeasedError: Another holder's lease on this id is live; nothing changed.
+        """
+        ...
+
+    async def close_run(self, record: RunRecord, holder: str) -> None:
+        """Write a run's final record and give up ``holder``'s lease, atomically (instead of
+        ``put_run``, ``release_lease``)."""
+        ...
+
+
 class LeaseKeeper:
     """A session's hold on its run's lease: renewed while ``held()``, released after.
 
@@ -84,10 +123,64 @@ class LeaseKeeper:
         self.lease = lease
         self.ttl = ttl
         self.lost: RunLeasedError | None = None
+        self.released = False
+        self._hold: Hold | None = None
+        self._renewer: LeaseRenewer | None = None
+
+    def held(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """Keep the lease alive around the run; cancel the run if it is lost (module doc)."""
+        # getattr, not isinstance: a runtime protocol check costs microseconds per run.
+        renewer = getattr(self.store, "lease_renewer", None)
+        if renewer is None:
+            return self._held_by_task()
+        return self._held_by_renewer(cast(RunLeases, self.store).lease_renewer())
+
+    async def close(self, record: RunRecord) -> bool:
+        """End the run in the store: write its final ``record`` and give the lease up in one
+        step, if the store can (``RunLeases.close_run``). False if it cannot (nothing was
+        written); True also when the lease was lost, and then nothing is written: the new
+        holder drives the run."""
+        hold, renewer = self._hold, self._renewer
+        if hold is None or renewer is None or self.released:
+            return False
+        if not renewer.closing(hold):
+            return True  # lost: ``held()`` raises ``RunLeasedError``
+        try:
+            await cast(RunLeases, self.store).close_run(record, self.lease.holder)
+        except BaseException:
+            hold.closing = False
+            raise
+        self.released = True
+        renewer.unregister(hold)
+        return True
 
     @contextlib.asynccontextmanager
-    async def held(self) -> AsyncGenerator[None]:
-        """Keep the lease alive around the run; cancel the run if it is lost (module doc)."""
+    async def _held_by_renewer(self, renewer: LeaseRenewer) -> AsyncGenerator[None]:
+        hold = self._hold = Hold(self.lease, anyio.CancelScope())
+        self._renewer = renewer
+        renewer.register(hold)
+        try:
+            with hold.scope:
+                yield
+        except anyio.get_cancelled_exc_class():
+            raise
+        except BaseException:
+            if hold.lost is None:
+                raise
+        finally:
+            hold.active = False
+            renewer.unregister(hold)
+            self.lease = hold.lease
+            if not self.released:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_RELEASE_TIMEOUT):
+                    await self._release()
+                self.released = True  # a later ``close`` (a cancelled run's end) only writes
+        if hold.lost is not None:
+            self.lost = hold.lost
+            raise hold.lost
+
+    @contextlib.asynccontextmanager
+    async def _held_by_task(self) -> AsyncGenerator[None]:
         failure: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
@@ -118,32 +211,14 @@ class LeaseKeeper:
             except Exception as e:  # the store is unreachable: retry until the lease lapses
                 if time.time() < self.lease.expires_at:
                     continue
-                self.lost = RunLeasedError(
-                    f"run {run_id!r}: this process could not renew its lease before it "
-                    f"expired ({type(e).__name__}: {e}); it stopped driving the run",
-                    run_id=run_id,
-                    holder=holder,
-                    expires_at=self.lease.expires_at,
-                )
+                self.lost = unreachable(self.lease, e)
                 run_scope.cancel()
                 return
             if not kept:
-                self.lost = await self._taken_over()
+                self.lost = taken_over(self.lease, await self.store.get_lease(run_id))
                 run_scope.cancel()
                 return
             self.lease = Lease(run_id=run_id, holder=holder, expires_at=time.time() + self.ttl)
-
-    async def _taken_over(self) -> RunLeasedError:
-        run_id = self.lease.run_id
-        now = await self.store.get_lease(run_id)
-        other = "nobody" if now is None else now.holder
-        return RunLeasedError(
-            f"run {run_id!r}: this process lost its lease (now held by {other}) and stopped "
-            "driving the run; the new holder continues it",
-            run_id=run_id,
-            holder=other,
-            expires_at=0.0 if now is None else now.expires_at,
-        )
 
     async def _release(self) -> None:
         with contextlib.suppress(Exception):  # the lease then lapses at its expiry

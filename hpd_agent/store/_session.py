@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
@@ -26,12 +26,19 @@ from ._answers import respond, validate_stored
 from ._backend import StoreRequests
 from ._base import JournalEntry, RunRecord, RunState, Store, check_entries, refusal
 from ._journal import Journal
-from ._lease import LeaseKeeper, new_holder
+from ._lease import LeaseKeeper, RunLeases, new_holder
 
 if TYPE_CHECKING:
     from ..coordinator import Coordinator
 
-__all__ = ["Sessions", "StoreSession"]
+__all__ = ["Sessions", "StoreSession", "already_kept"]
+
+
+def already_kept(store: object, run_id: str) -> UserError:
+    """The error refusing to start a new run under an id ``store`` holds already."""
+    return UserError(
+        f"run {run_id!r} is already in {store!r}: use resume() to continue it, or pick a new run_id"
+    )
 
 
 class StoreSession:
@@ -104,7 +111,9 @@ class StoreSession:
             error=error,
             updated_at=time.time(),
         )
-        await self.store.put_run(self.record)
+        # With the lease release in one transaction where the store can (``_lease``).
+        if not await self.keeper.close(self.record):
+            await self.store.put_run(self.record)
 
     def conversation(self, key: str) -> list[Message] | None:
         return self.journal.conversation(key)
@@ -127,12 +136,6 @@ class Sessions:
     ) -> StoreSession:
         """Start keeping a new run; refuses a run id the store already holds."""
         store: Store = self  # type: ignore[assignment]
-        if await store.get_run(run_id) is not None:
-            raise UserError(
-                f"run {run_id!r} is already in {store!r}: "
-                "use resume() to continue it, or pick a new run_id"
-            )
-        keeper = await _take(store, run_id)
         record = RunRecord(
             run_id=run_id,
             agent_name=agent_name,
@@ -140,6 +143,14 @@ class Sessions:
             history=message_adapter().dump_python(list(history or []), mode="json"),
             agent_ref=agent_ref,
         )
+        if hasattr(store, "open_run"):
+            # The record and the lease in one transaction (``_lease.RunLeases``).
+            ttl = store.lease_ttl
+            lease = await cast(RunLeases, store).open_run(record, new_holder(), ttl)
+            return StoreSession(store, record, LeaseKeeper(store, lease, ttl))
+        if await store.get_run(run_id) is not None:
+            raise already_kept(store, run_id)
+        keeper = await _take(store, run_id)
         try:
             await store.put_run(record)
         except BaseException:
@@ -170,8 +181,9 @@ class Sessions:
             if max_age is not None:
                 await store.recover(max_age, run_id=run_id)
             await _answer_all(store, run_id, dict(answers or {}))
-            record = dataclasses.replace(record, status="running", updated_at=time.time())
-            await store.put_run(record)
+            if record.status != "running":  # a run whose process died says so already
+                record = dataclasses.replace(record, status="running", updated_at=time.time())
+                await store.put_run(record)
             entries = check_entries(run_id, await store.journal(run_id))
         except BaseException:
             await _give_back(keeper)  # a refused resume must not lock the run

@@ -486,6 +486,7 @@ class SQLStore(Sessions, SQLLeases[C], SQLRecords[C], ABC, Generic[C]):
         return await expire_stale(self, max_age, run_id=run_id, now=now)
 
     async def aclose(self) -> None:
-        """Close the database connection."""
+        """Close the database connection (and stop the lease renewer thread)."""
+        await self._stop_renewer()
         if self._conn is not None:
             await self._run(self._close)

@@ -4,18 +4,29 @@
 dialect. Taking a lease is atomic: in SQLite the transaction holds the database's write
 lock (``BEGIN IMMEDIATE``); in PostgreSQL the insert yields to an existing row and the
 conditional update waits for a racing taker's commit, then re-checks its condition.
+
+A new run's record and lease are written in one commit (``open_run``), and so are its final
+record and the lease's release (``close_run``): in PostgreSQL each is one statement (one
+round trip). The store's renewer thread (``_renewer``) renews all the leases the store
+object holds on a connection of its own (``_renewal_connect``), in one transaction (SQLite)
+or one statement (PostgreSQL).
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar, cast
 
-from ._base import Lease
+from ._base import Lease, RunRecord
 from ._lease import leased
+from ._renewer import LeaseRenewer, RenewIO
+from ._session import already_kept
+from ._sql_records import RUN_COLUMNS, run_to_row
 
 __all__ = ["SQLLeases"]
 
@@ -29,6 +40,15 @@ class _Spelling(Protocol):
     @property
     def mark(self) -> str:
         """The parameter placeholder."""
+        ...
+
+    @property
+    def on_conflict(self) -> bool:
+        """True for PostgreSQL's ``INSERT ... ON CONFLICT``."""
+        ...
+
+    def marks(self, n: int) -> str:
+        """``n`` comma-separated placeholders."""
         ...
 
     def insert(self, table: str, columns: str, key: str, *, overwrite: bool) -> str:
@@ -49,8 +69,36 @@ class _Rows(Protocol):
         ...
 
 
+_MAKE_RENEWER = threading.Lock()
+
+
+def _open_statement(mark: str) -> str:
+    """PostgreSQL's ``open_run`` in one statement: the lease only for an id no run has, the
+    record only with the lease. A racing opener's lease insert waits for this one's commit,
+    then finds a live lease of another holder and takes nothing."""
+    floats = ", ".join([f"{mark}::double precision"] * 2)
+    texts = ", ".join([mark] * 7)
+    return (
+        "WITH fresh AS (SELECT 1 AS one WHERE NOT EXISTS "
+        f"(SELECT 1 FROM hpd_runs WHERE run_id = {mark})), "
+        "taken AS (INSERT INTO hpd_leases (run_id, holder, expires_at) "
+        f"SELECT {mark}, {mark}, {mark}::double precision FROM fresh "
+        "ON CONFLICT (run_id) DO UPDATE SET holder = EXCLUDED.holder, "
+        "expires_at = EXCLUDED.expires_at WHERE hpd_leases.holder = EXCLUDED.holder "
+        f"OR hpd_leases.expires_at <= {mark}::double precision RETURNING 1), "
+        f"made AS (INSERT INTO hpd_runs ({RUN_COLUMNS}) SELECT {texts}, {floats}, {mark} "
+        "FROM taken ON CONFLICT (run_id) DO NOTHING RETURNING 1) "
+        "SELECT (SELECT count(*) FROM fresh), (SELECT count(*) FROM taken), "
+        "(SELECT count(*) FROM made)"
+    )
+
+
 class SQLLeases(ABC, Generic[C]):
-    """``take_lease``, ``renew_lease``, ``release_lease`` and ``get_lease`` in SQL."""
+    """``take_lease``, ``renew_lease``, ``release_lease`` and ``get_lease`` in SQL, and
+    ``open_run``, ``close_run`` and the renewer (``_lease.RunLeases``)."""
+
+    _renewer: LeaseRenewer | None = None
+    lease_ttl: float
 
     @abstractmethod
     def _spelling(self) -> _Spelling:
@@ -68,8 +116,28 @@ class SQLLeases(ABC, Generic[C]):
     async def _point(self, fn: Callable[[C], T]) -> T:
         """Run ``fn``, a short statement or transaction about one row, with the connection."""
 
+    @abstractmethod
+    def _locked(self, fn: Callable[[C], T]) -> T:
+        """Run ``fn`` with the store's connection, in this thread, under the store's lock."""
+
+    def _renewal_connect(self) -> C | None:
+        """A new connection for the renewer thread, or None to share the store's."""
+        return None
+
     async def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease:
         """Take the run's lease if it is free, expired or ``holder``'s; else ``RunLeasedError``."""
+
+        def take(conn: C) -> Lease:
+            with self._transaction(conn):
+                return self._take_in(conn, run_id, holder, ttl)
+
+        return await self._point(take)
+
+    def _take_in(self, conn: C, run_id: str, holder: str, ttl: float) -> Lease:
+        """In a transaction: take the lease, or raise ``RunLeasedError`` (the transaction
+        then rolls back, having changed nothing)."""
+        # In the transaction (SQLite: the write lock; PostgreSQL: the conditional
+        # statements wait for a racing taker's commit): exactly one taker wins.
         mark = self._spelling().mark
         insert = self._spelling().insert(
             "hpd_leases", "run_id, holder, expires_at", "run_id", overwrite=False
@@ -78,22 +146,16 @@ class SQLLeases(ABC, Generic[C]):
             f"UPDATE hpd_leases SET holder = {mark}, expires_at = {mark} "
             f"WHERE run_id = {mark} AND (holder = {mark} OR expires_at <= {mark})"
         )
-
-        def take(conn: C) -> Lease:
-            with self._transaction(conn):
-                # In the transaction (SQLite: the write lock; PostgreSQL: the conditional
-                # statements wait for a racing taker's commit): exactly one taker wins.
-                now = time.time()
-                lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl)
-                if self._query(conn, insert, (run_id, holder, lease.expires_at)).rowcount == 1:
-                    return lease
-                args = (holder, lease.expires_at, run_id, holder, now)
-                if self._query(conn, take_over, args).rowcount == 1:
-                    return lease
-                live = self._lease(conn, run_id)
-            raise leased(live or lease, now=now)
-
-        return await self._point(take)
+        now = time.time()
+        lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl)
+        if self._query(conn, insert, (run_id, holder, lease.expires_at)).rowcount == 1:
+            return lease
+        if (
+            self._query(conn, take_over, (holder, lease.expires_at, run_id, holder, now)).rowcount
+            == 1
+        ):
+            return lease
+        raise leased(self._lease(conn, run_id) or lease, now=now)
 
     async def renew_lease(self, run_id: str, holder: str, ttl: float) -> bool:
         """Extend ``holder``'s lease; False if another holder has it now."""
@@ -117,3 +179,127 @@ class SQLLeases(ABC, Generic[C]):
         sql = f"SELECT holder, expires_at FROM hpd_leases WHERE run_id = {self._spelling().mark}"
         row = self._query(conn, sql, (run_id,)).fetchone()
         return None if row is None else Lease(run_id=run_id, holder=row[0], expires_at=row[1])
+
+    # -- a run's lease made cheap (``_lease.RunLeases``) ----------------------------------
+    def lease_renewer(self) -> LeaseRenewer:
+        """This store object's renewer thread (``_renewer``), made on first use."""
+        renewer = self._renewer
+        if renewer is None:
+            with _MAKE_RENEWER:
+                if self._renewer is None:
+                    self._renewer = LeaseRenewer(
+                        self._renew_io, self.lease_ttl, f"hpd-agent lease renewer {self!r}"
+                    )
+                renewer = self._renewer
+        return renewer
+
+    async def _stop_renewer(self) -> None:
+        """Stop the renewer thread (the store is being closed)."""
+        if self._renewer is not None:
+            await self._renewer.aclose()
+
+    def _renew_io(self) -> RenewIO:
+        return _SQLRenewIO(self, self._renewal_connect())
+
+    def _renew_in(
+        self, conn: C, leases: Sequence[tuple[str, str]], ttl: float
+    ) -> set[tuple[str, str]]:
+        """Extend each (run_id, holder) lease; the ones still held."""
+        spelling = self._spelling()
+        mark = spelling.mark
+        expires_at = time.time() + ttl
+        if spelling.on_conflict:  # PostgreSQL: one statement for all
+            sql = (
+                f"UPDATE hpd_leases AS l SET expires_at = {mark} FROM unnest({mark}::text[], "
+                f"{mark}::text[]) AS k(run_id, holder) WHERE l.run_id = k.run_id AND "
+                "l.holder = k.holder RETURNING l.run_id, l.holder"
+            )
+            args = (expires_at, [r for r, _ in leases], [h for _, h in leases])
+            rows = cast(Any, self._query(conn, sql, args)).fetchall()
+            return {(r[0], r[1]) for r in rows}
+        sql = f"UPDATE hpd_leases SET expires_at = {mark} WHERE run_id = {mark} AND holder = {mark}"
+        with self._transaction(conn):  # one commit for all
+            return {
+                (run_id, holder)
+                for run_id, holder in leases
+                if self._query(conn, sql, (expires_at, run_id, holder)).rowcount == 1
+            }
+
+    async def open_run(self, record: RunRecord, holder: str, ttl: float) -> Lease:
+        """Insert a new run's record and take its lease, in one commit."""
+        spelling = self._spelling()
+        row = run_to_row(record)
+        run_id = record.run_id
+        if spelling.on_conflict:
+            sql = _open_statement(spelling.mark)
+
+            def take(conn: C) -> tuple[Any, ...]:
+                now = time.time()
+                args = (run_id, run_id, holder, now + ttl, now, *row)
+                found = cast(Any, self._query(conn, sql, args)).fetchone()
+                return (now, *found)
+
+            now, fresh, taken, made = await self._point(take)
+            lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl)
+            if fresh and taken and made:
+                return lease
+            if fresh and taken:  # a run of this id appeared meanwhile: leave it alone
+                await self.release_lease(run_id, holder)
+            if not fresh or taken:
+                raise already_kept(self, run_id)
+            raise leased(await self.get_lease(run_id) or lease, now=now)
+        insert = spelling.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=False)
+
+        def open_in(conn: C) -> Lease:
+            with self._transaction(conn):
+                if self._query(conn, insert, row).rowcount != 1:
+                    raise already_kept(self, run_id)  # rolled back: nothing changed
+                return self._take_in(conn, run_id, holder, ttl)
+
+        return await self._point(open_in)
+
+    async def close_run(self, record: RunRecord, holder: str) -> None:
+        """Write a run's final record and give up ``holder``'s lease, in one commit."""
+        spelling = self._spelling()
+        mark = spelling.mark
+        put = spelling.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=True)
+        release = f"DELETE FROM hpd_leases WHERE run_id = {mark} AND holder = {mark}"
+        row = run_to_row(record)
+        key = (record.run_id, holder)
+        if spelling.on_conflict:  # one statement: a data-modifying CTE always runs
+            sql = f"WITH gone AS ({release}) {put}"
+            await self._point(lambda conn: self._query(conn, sql, (*key, *row)))
+            return
+
+        def close_in(conn: C) -> None:
+            with self._transaction(conn):
+                self._query(conn, put, row)
+                self._query(conn, release, key)
+
+        await self._point(close_in)
+
+
+class _SQLRenewIO(RenewIO, Generic[C]):
+    """The renewer's connection: its own, or the store's (under the store's lock)."""
+
+    def __init__(self, store: SQLLeases[C], conn: C | None) -> None:
+        self.store = store
+        self.conn = conn
+
+    def _with(self, fn: Callable[[C], T]) -> T:
+        if self.conn is None:
+            return self.store._locked(fn)  # pyright: ignore[reportPrivateUsage]
+        return fn(self.conn)
+
+    def renew(self, leases: Sequence[tuple[str, str]], ttl: float) -> set[tuple[str, str]]:
+        return self._with(
+            lambda conn: self.store._renew_in(conn, leases, ttl)  # pyright: ignore[reportPrivateUsage]
+        )
+
+    def current(self, run_id: str) -> Lease | None:
+        return self._with(lambda conn: self.store._lease(conn, run_id))  # pyright: ignore[reportPrivateUsage]
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                cast(Any, self.conn).close()

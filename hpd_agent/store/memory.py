@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -21,7 +22,8 @@ from ._base import (
     refusal,
 )
 from ._lease import DEFAULT_LEASE_TTL, check_ttl, leased
-from ._session import Sessions
+from ._renewer import LeaseRenewer, RenewIO
+from ._session import Sessions, already_kept
 
 __all__ = ["MemoryStore"]
 
@@ -44,6 +46,8 @@ class MemoryStore(Sessions):
         self._journals: dict[str, dict[str, JournalEntry]] = {}
         self._runs: dict[str, RunRecord] = {}
         self._wakeups: dict[str, anyio.Event] = {}
+        self._lease_lock = threading.Lock()
+        self._renewer: LeaseRenewer | None = None
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._requests)} requests, {len(self._runs)} runs)"
@@ -140,7 +144,10 @@ class MemoryStore(Sessions):
 
     async def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease:
         """Take the run's lease if it is free, expired or ``holder``'s; else ``RunLeasedError``."""
-        # No await between the check and the write: atomic within the event loop.
+        with self._lease_lock:  # the renewer thread writes leases too
+            return self._take(run_id, holder, ttl)
+
+    def _take(self, run_id: str, holder: str, ttl: float) -> Lease:
         now = time.time()
         current = self._leases.get(run_id)
         if current is not None and current.holder != holder and current.expires_at > now:
@@ -150,24 +157,77 @@ class MemoryStore(Sessions):
 
     async def renew_lease(self, run_id: str, holder: str, ttl: float) -> bool:
         """Extend ``holder``'s lease; False if another holder has it now."""
-        current = self._leases.get(run_id)
-        if current is None or current.holder != holder:
-            return False
-        self._leases[run_id] = Lease(run_id=run_id, holder=holder, expires_at=time.time() + ttl)
-        return True
+        return bool(self._renew([(run_id, holder)], ttl))
+
+    def _renew(self, leases: Sequence[tuple[str, str]], ttl: float) -> set[tuple[str, str]]:
+        kept: set[tuple[str, str]] = set()
+        with self._lease_lock:
+            expires_at = time.time() + ttl
+            for run_id, holder in leases:
+                current = self._leases.get(run_id)
+                if current is not None and current.holder == holder:
+                    self._leases[run_id] = Lease(
+                        run_id=run_id, holder=holder, expires_at=expires_at
+                    )
+                    kept.add((run_id, holder))
+        return kept
 
     async def release_lease(self, run_id: str, holder: str) -> None:
         """Give up ``holder``'s lease on the run."""
-        current = self._leases.get(run_id)
-        if current is not None and current.holder == holder:
-            del self._leases[run_id]
+        with self._lease_lock:
+            current = self._leases.get(run_id)
+            if current is not None and current.holder == holder:
+                del self._leases[run_id]
 
     async def get_lease(self, run_id: str) -> Lease | None:
         """The run's lease (maybe expired), or None."""
         return self._leases.get(run_id)
 
+    # -- a run's lease made cheap (``_lease.RunLeases``) ---------------------------------
+    def lease_renewer(self) -> LeaseRenewer:
+        """This store's renewer thread (``_renewer``), made on first use."""
+        renewer = self._renewer
+        if renewer is None:
+            with self._lease_lock:
+                if self._renewer is None:
+                    self._renewer = LeaseRenewer(
+                        lambda: _MemoryRenewIO(self), self.lease_ttl, "hpd-agent lease renewer"
+                    )
+                renewer = self._renewer
+        return renewer
+
+    async def open_run(self, record: RunRecord, holder: str, ttl: float) -> Lease:
+        """Insert a new run's record and take its lease, atomically."""
+        with self._lease_lock:
+            if record.run_id in self._runs:
+                raise already_kept(self, record.run_id)
+            lease = self._take(record.run_id, holder, ttl)
+            self._runs[record.run_id] = record
+            return lease
+
+    async def close_run(self, record: RunRecord, holder: str) -> None:
+        """Write a run's final record and give up ``holder``'s lease, atomically."""
+        with self._lease_lock:
+            self._runs[record.run_id] = record
+            current = self._leases.get(record.run_id)
+            if current is not None and current.holder == holder:
+                del self._leases[record.run_id]
+
     async def aclose(self) -> None:
-        """Nothing to release."""
+        """Stop the lease renewer, if it runs."""
+        if self._renewer is not None:
+            await self._renewer.aclose()
+
+
+class _MemoryRenewIO(RenewIO):
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    def renew(self, leases: Sequence[tuple[str, str]], ttl: float) -> set[tuple[str, str]]:
+        return self.store._renew(leases, ttl)  # pyright: ignore[reportPrivateUsage]
+
+    def current(self, run_id: str) -> Lease | None:
+        return self.store._leases.get(run_id)  # pyright: ignore[reportPrivateUsage]
 
 
 def _with_context(record: RequestRecord, context: Mapping[str, Any]) -> RequestRecord:

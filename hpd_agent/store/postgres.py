@@ -50,7 +50,10 @@ try:
 except ImportError as e:  # pragma: no cover - depends on the installed extras
     raise ImportError('PostgresStore needs psycopg 3: pip install "hpd-agent[postgres]"') from e
 
-__all__ = ["CHANNEL", "PostgresStore"]
+__all__ = ["CHANNEL", "RENEWER_NAME", "PostgresStore"]
+
+RENEWER_NAME = "hpd-agent lease renewer"
+"""The ``application_name`` of the renewer thread's connection (see ``_renewer``)."""
 
 CHANNEL = "hpd_agent_requests"
 """The NOTIFY channel; the payload is the id of the request that left ``pending``."""
@@ -211,6 +214,16 @@ class PostgresStore(SQLStore[_Conn]):
         except psycopg.Error:
             return None
         return fast
+
+    def _renewal_connect(self) -> _Conn:
+        """The renewer thread's own connection; a renewal that cannot finish within a third
+        of ``lease_ttl`` fails (and is retried at the next one)."""
+        conn: _Conn = psycopg.connect(
+            self.dsn, autocommit=True, application_name=RENEWER_NAME, **_timeout(self.dsn)
+        )
+        limit = max(1, int(self.lease_ttl * 1000 / 3))
+        conn.execute(cast(LiteralString, f"SET statement_timeout = {limit}"))
+        return conn
 
     def __repr__(self) -> str:
         info = self._conn.info if self._conn is not None else None

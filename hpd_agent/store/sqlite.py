@@ -275,6 +275,11 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             raise refusal(self._get(conn, request_id), request_id)
         return record_from_row(rows[0])
 
+    def _renewal_connect(self) -> sqlite3.Connection | None:
+        """The renewer thread's own connection to the file (the store's for ``:memory:``);
+        its renewal waits at most a third of ``lease_ttl`` for another writer."""
+        return self._connect(self.lease_ttl / 3) if self._checkpointer is not None else None
+
     def _notify(self, conn: sqlite3.Connection, request_id: str) -> None:
         """Nothing inside the transaction: ``_announce`` sends after the commit."""
 
