@@ -13,11 +13,13 @@ import dataclasses
 import math
 from collections.abc import Callable, Generator
 from contextlib import contextmanager
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Literal, get_args
 
 import anyio
 import anyio.lowlevel
 
+from ._conversations import ConversationKeeper, Conversations
+from ._quiescence import Quiescence
 from ._requests import (
     Asker,
     LocalRequests,
@@ -36,7 +38,7 @@ from .exceptions import (
     UserError,
 )
 from .hooks import HookSet
-from .messages import Message, Usage
+from .messages import Usage
 
 __all__ = [
     "ConversationKeeper",
@@ -69,97 +71,6 @@ def check_on_unhandled(value: object) -> OnUnhandled:
 _NO_HOOKS = HookSet()
 LOCAL_REQUESTS = LocalRequests()
 """The in-memory backend; stateless, so one serves every run."""
-
-
-class ConversationKeeper(Protocol):
-    """Keeps ``per_run`` sub-agent conversations beyond the process (a store's session)."""
-
-    def conversation(self, key: str) -> list[Message] | None:
-        """The kept conversation, if any."""
-        ...
-
-    async def record_conversation(self, key: str, messages: list[Message]) -> None:
-        """Keep a conversation after a finished call."""
-        ...
-
-
-class Conversations:
-    """Sub-agent conversations kept per parent run (``as_tool(conversation="per_run")``)."""
-
-    __slots__ = ("_kept", "_locks", "keeper")
-
-    def __init__(self) -> None:
-        self._kept: dict[str, list[Message]] = {}
-        self._locks: dict[str, anyio.Lock] = {}
-        self.keeper: ConversationKeeper | None = None
-        """Where they outlive the process (the run's store), if anywhere."""
-
-    def lock(self, key: str) -> anyio.Lock:
-        """The lock serialising calls that share the conversation ``key``."""
-        return self._locks.setdefault(key, anyio.Lock())
-
-    def get(self, key: str) -> list[Message] | None:
-        """The conversation so far; after a cold resume it comes back from the keeper."""
-        kept = self._kept.get(key)
-        if kept is None and self.keeper is not None:
-            kept = self.keeper.conversation(key)
-        return kept
-
-    async def put(self, key: str, messages: list[Message]) -> None:
-        """Keep the conversation after a finished call."""
-        self._kept[key] = messages
-        if self.keeper is not None:
-            await self.keeper.record_conversation(key, messages)
-
-
-class Quiescence:
-    """When an interrupt may end the run: once it is quiescent.
-
-    Quiescent means every live model call and tool call has finished or is parked on a
-    request nobody here can answer; a sibling about to finish its side effect gets to
-    finish (and be journaled) instead of being cut off.
-    """
-
-    __slots__ = ("busy", "interrupted", "parked", "scope")
-
-    def __init__(self) -> None:
-        self.busy = 0
-        self.parked = 0
-        self.interrupted = False
-        self.scope: anyio.CancelScope | None = None
-
-    def enter(self, n: int = 1) -> None:
-        """``n`` live model calls or tool calls start (a batch's calls count from the start)."""
-        self.busy += n
-
-    def leave(self) -> None:
-        """A live model call or tool call ended (or handed over to a nested agent)."""
-        self.busy -= 1
-        if self.parked and self.parked >= self.busy:
-            self.interrupt()
-
-    def hand_over(self) -> None:
-        """A live call ended by handing over to more work of its own agent (a model call to
-        the tool calls it made, a tool call to the nested agent it runs): no interrupt
-        check here, the work it hands over to counts from the moment it starts."""
-        self.busy -= 1
-
-    def park(self, delta: int) -> None:
-        """A waiter parks (+1) on a request nobody here can answer, or stops (-1)."""
-        self.parked += delta
-        if delta > 0:
-            self.check()
-
-    def check(self) -> None:
-        """Interrupt if something is parked and nothing else is live."""
-        if self.parked and self.parked >= self.busy:
-            self.interrupt()
-
-    def interrupt(self) -> None:
-        """End the run now (cancel the root agent's scope)."""
-        self.interrupted = True
-        if self.scope is not None:
-            self.scope.cancel()
 
 
 class Coordinator:

@@ -38,6 +38,8 @@ LAYERS: dict[str, int] = {
     # 1 core runtime
     "hpd_agent.hooks": 1,
     "hpd_agent._requests": 1,
+    "hpd_agent._quiescence": 1,
+    "hpd_agent._conversations": 1,
     "hpd_agent.coordinator": 1,
     "hpd_agent.permissions": 1,
     "hpd_agent.questions": 1,

@@ -19,10 +19,8 @@ loop, and notifications are read from it without waiting.
 from __future__ import annotations
 
 import contextlib
-import select
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, LiteralString, TypeVar, cast
@@ -33,6 +31,7 @@ import anyio.to_thread
 from ..exceptions import StoreUnavailableError
 from ._base import JournalEntry, RequestRecord, RequestState, dump_json, refusal
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
+from ._pg_journal import JournalPipe
 from ._sql import (
     MIGRATIONS,
     MISSED,
@@ -75,14 +74,6 @@ gives up and goes to the worker thread."""
 
 T = TypeVar("T")
 
-_JOURNAL_PUT = b"hpd_journal_put"
-"""The journal write, prepared once on the event loop's connection and run through libpq
-directly (the hottest statement: two per turn; psycopg's layer costs a third of it)."""
-_JOURNAL_PUT_SQL = (
-    b"INSERT INTO hpd_journal (run_id, key, kind, value) VALUES ($1, $2, $3, $4) "
-    b"ON CONFLICT (run_id, key) DO UPDATE SET kind = EXCLUDED.kind, value = EXCLUDED.value"
-)
-
 
 _RESOLVE = (
     "WITH done AS (UPDATE hpd_requests SET status = %s, answer = %s, answered_at = %s, "
@@ -92,37 +83,6 @@ _RESOLVE = (
 """``resolve`` in one statement (one round trip instead of five): the conditional update
 merges the context, returns the row and notifies, atomically. A racing resolver waits for
 the row lock, then finds the row no longer pending and updates nothing."""
-
-
-_SQLSTATE = psycopg.pq.DiagnosticField.SQLSTATE
-_GAVE_UP = (b"55P03", b"57014")
-"""lock_not_available, query_canceled: a statement on the event loop's connection gave up
-waiting (``_FAST_LIMIT``) and was rolled back."""
-
-
-def _journal_params(run_id: str, entry: JournalEntry) -> list[bytes]:
-    return [
-        run_id.encode(),
-        entry.key.encode(),
-        entry.kind.encode(),
-        dump_json(entry.value).encode(),
-    ]
-
-
-def _flush(pgconn: psycopg.pq.abc.PGconn) -> None:
-    """Send what libpq holds for the server (a nonblocking connection may need rounds)."""
-    while pgconn.flush() == 1:
-        select.select([], [pgconn.socket], [], 1.0)
-
-
-def _check(result: psycopg.pq.abc.PGresult) -> None:
-    """Raise the psycopg error a failed low-level statement stands for."""
-    if result.status == psycopg.pq.ExecStatus.COMMAND_OK:
-        return
-    state = result.error_field(psycopg.pq.DiagnosticField.SQLSTATE)
-    message = (result.error_message or b"statement failed").decode(errors="replace")
-    error = psycopg.errors.lookup(state.decode()) if state else psycopg.OperationalError
-    raise error(message.strip())
 
 
 def _is_local(conn: _Conn) -> bool:
@@ -195,12 +155,7 @@ class PostgresStore(SQLStore[_Conn]):
         self._listen_lock = threading.Lock()
         self._fast = self._fast_connection(conn)
         self._fast_lock = threading.Lock()
-        self._fast_prepared = False
-        self._sent: deque[tuple[str, JournalEntry]] = deque()
-        """The writes sent ahead whose replies are still unread."""
-        self._again: deque[tuple[str, JournalEntry]] = deque()
-        """Writes sent ahead that met a row lock: written again in the worker thread before
-        the next statement."""
+        self._pipe = JournalPipe()
         super().__init__(conn, lease_ttl=lease_ttl)
 
     def _fast_connection(self, conn: _Conn) -> _Conn | None:
@@ -249,9 +204,10 @@ class PostgresStore(SQLStore[_Conn]):
         try:
             if self._fast is None:
                 return MISSED
-            if self._sent:
-                self._settle(fast.pgconn)
-            if self._again:
+            pipe = self._pipe
+            if pipe.sent:
+                pipe.settle(fast.pgconn)
+            if pipe.again:
                 return MISSED  # ``_point`` writes them first, in the worker thread
             return fn(fast)
         except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
@@ -263,8 +219,8 @@ class PostgresStore(SQLStore[_Conn]):
         result = self._point_now(fn)
         if not isinstance(result, Missed):
             return result
-        while self._again:
-            run_id, entry = self._again.popleft()
+        while self._pipe.again:
+            run_id, entry = self._pipe.again.popleft()
             await self._run(super()._journal_write(run_id, entry))
         return await self._run(fn)
 
@@ -273,97 +229,48 @@ class PostgresStore(SQLStore[_Conn]):
         usual = super()._journal_write
         if fast is None or fast.info.encoding != "utf-8":
             return usual(run_id, entry)
-        params = _journal_params(run_id, entry)
 
         def write(conn: _Conn) -> object:
             if conn is not fast:  # the worker thread's connection: psycopg as usual
                 return usual(run_id, entry)(conn)
-            pgconn = self._prepared(conn)
-            _check(pgconn.exec_prepared(_JOURNAL_PUT, params))
+            self._pipe.write(conn.pgconn, run_id, entry)
             return None
 
         return write
-
-    def _prepared(self, conn: _Conn) -> psycopg.pq.abc.PGconn:
-        pgconn = conn.pgconn
-        if not self._fast_prepared:
-            _check(pgconn.prepare(_JOURNAL_PUT, _JOURNAL_PUT_SQL))
-            self._fast_prepared = True
-        return pgconn
 
     def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
         """Record one fact of a run at once on the event loop's connection: sent after the
         writes sent ahead, and every reply read, so all of them take one round trip. False
         when it could not be written there (then ``journal_put`` writes it)."""
-        if not self._send(run_id, entry):
+        if not self.journal_send_nowait(run_id, entry):
             return False
         fast = self._fast
         with self._fast_lock:
             if fast is None or self._fast is None:
                 return False
-            self._settle(fast.pgconn)
-        return not self._again
+            self._pipe.settle(fast.pgconn)
+        return not self._pipe.again
 
     def journal_send_nowait(self, run_id: str, entry: JournalEntry) -> bool:
         """Send one fact of a run to the server without waiting for its reply.
 
-        The write goes out at once on the event loop's connection (libpq's pipeline mode,
-        a sync point of its own: it commits alone); its reply is read before that
-        connection's next statement (``_settle``), so an entry sent this way is confirmed
-        before the run acts on anything written after it. False when it cannot go now
-        (nothing was sent; write it with ``journal_put`` instead).
+        The write goes out at once on the event loop's connection (see ``_pg_journal``);
+        its reply is read before that connection's next statement, so an entry sent this
+        way is confirmed before the run acts on anything written after it. False when it
+        cannot go now (nothing was sent; write it with ``journal_put`` instead).
         """
-        return self._send(run_id, entry)
-
-    def _send(self, run_id: str, entry: JournalEntry) -> bool:
         fast = self._fast
         if fast is None or fast.info.encoding != "utf-8":
             return False
-        if self._again or not self._fast_lock.acquire(blocking=False):
+        if self._pipe.again or not self._fast_lock.acquire(blocking=False):
             return False
         try:
             if self._fast is None:
                 return False
-            pgconn = self._prepared(fast)
-            if pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF:
-                pgconn.enter_pipeline_mode()
-            pgconn.send_query_prepared(_JOURNAL_PUT, _journal_params(run_id, entry))
-            pgconn.pipeline_sync()
-            self._sent.append((run_id, entry))
-            _flush(pgconn)
+            self._pipe.send(fast.pgconn, run_id, entry)
         finally:
             self._fast_lock.release()
         return True
-
-    def _settle(self, pgconn: psycopg.pq.abc.PGconn) -> None:
-        """Read the replies of the writes sent ahead and leave pipeline mode.
-
-        Raises:
-            StoreUnavailableError: One of them failed (named), or the connection broke.
-        """
-        failed: str | None = None
-        while self._sent:
-            run_id, entry = self._sent.popleft()
-            result = pgconn.get_result()
-            for _ in range(3):  # the end of the statement's results (None), its sync point
-                end = pgconn.get_result()
-                if end is not None and end.status == psycopg.pq.ExecStatus.PIPELINE_SYNC:
-                    break
-            if result is not None and result.status == psycopg.pq.ExecStatus.COMMAND_OK:
-                continue
-            state = None if result is None else result.error_field(_SQLSTATE)
-            if state in _GAVE_UP:  # a row lock held elsewhere: written again, waiting for it
-                self._again.append((run_id, entry))
-            elif failed is None:
-                why = "no reply" if result is None else (result.error_message or b"").decode()
-                failed = (
-                    f"journal entry {entry.key!r} of run {run_id!r} was not written: "
-                    f"{' '.join(why.split())}"
-                )
-        if pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
-            pgconn.exit_pipeline_mode()
-        if failed is not None:
-            raise StoreUnavailableError(failed)
 
     def _resolve_in(
         self,
@@ -393,8 +300,8 @@ class PostgresStore(SQLStore[_Conn]):
         with self._fast_lock:
             if self._fast is not None:
                 with contextlib.suppress(psycopg.Error, StoreUnavailableError):
-                    if self._sent:
-                        self._settle(self._fast.pgconn)
+                    if self._pipe.sent:
+                        self._pipe.settle(self._fast.pgconn)
                 self._fast.close()
                 self._fast = None
         with self._listen_lock:

@@ -23,8 +23,6 @@ from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import anyio
-
 from ..exceptions import StoreUnavailableError, UserError
 from ._base import JournalEntry, RequestRecord, RequestState, dump_json, refusal
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
@@ -41,20 +39,13 @@ from ._sql import (
 from ._sqlite_io import (
     Checkpointer,
     Durability,
-    WakeSocket,
     check_durability,
     is_busy,
-    notify_all,
-    wake_dir,
 )
+from ._sqlite_watch import AnswerWatch
 from ._waiters import Wakeup
 
 __all__ = ["SQLiteStore"]
-
-_RESOLVED_MARGIN = 5.0
-_RECHECK = 1.0
-"""Seconds between full checks of the waited requests when wake-ups come by socket (a
-datagram dropped by a full buffer is caught up with then)."""
 
 T = TypeVar("T")
 
@@ -158,11 +149,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         self._fast = fast
         self._fast_lock = threading.Lock()
         self._checkpointer = Checkpointer(self.path) if shared else None
-        folder = wake_dir(self.path)
-        self._wake = WakeSocket(folder) if folder is not None else None
-        self._wake_open: bool | None = None  # None: not tried yet
-        self._rounds = 0
-        self._since: float | None = None
+        self._answers = AnswerWatch(self.path, poll_interval, self._run)
 
     def _connect(self, busy_timeout: float) -> sqlite3.Connection:
         try:
@@ -284,8 +271,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         """Nothing inside the transaction: ``_announce`` sends after the commit."""
 
     def _announce(self, request_id: str) -> None:
-        if self._wake is not None:
-            notify_all(self._wake.folder, request_id)
+        self._answers.announce(request_id)
 
     def _close(self, conn: sqlite3.Connection) -> None:
         with self._fast_lock:
@@ -294,67 +280,9 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
                 self._fast = None
         if self._checkpointer is not None:
             self._checkpointer.stop()
-        if self._wake is not None:
-            self._wake.close()
+        self._answers.close()
         super()._close(conn)
 
     # -- answers from other processes: a wake-up socket, else short polling --------------
     async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:
-        if self._wake_open is None and self._wake is not None:
-            self._wake_open = self._wake.open()
-            if self._wake_open:
-                # Listening from now on: whatever was answered before is found by a look.
-                return await self._resolved_since(waited, 0.0, True)
-        if self._wake_open and self._wake is not None and self._wake.sock is not None:
-            return await self._wait_socket(self._wake, waited, wakeup)
-        return await self._poll(waited, wakeup)
-
-    async def _wait_socket(self, wake: WakeSocket, waited: list[str], wakeup: Wakeup) -> list[str]:
-        sock = wake.sock
-        assert sock is not None
-        heard = wake.drain()
-        if not heard:
-            if not await wakeup.readable(sock.fileno(), _RECHECK):
-                return await self._resolved_since(waited, 0.0, True)
-            heard = wake.drain()
-        # Every id heard, not only those waited for when the wait began: a request
-        # registered meanwhile is woken too (the waiters ignore ids nobody waits for).
-        return heard
-
-    async def _poll(self, waited: list[str], wakeup: Wakeup) -> list[str]:
-        with anyio.move_on_after(self.poll_interval):
-            await wakeup.wait()
-        if wakeup.is_set():
-            return []
-        started = time.time()
-        self._rounds += 1
-        # Now and then look at every waited id, not only the rows resolved lately.
-        full = self._rounds % max(1, round(1.0 / self.poll_interval)) == 0
-        since = self._since if self._since is not None else started - _RESOLVED_MARGIN
-        found = await self._resolved_since(waited, since, full)
-        # Rows resolved since a little before this poll: the margin covers commits that
-        # land a moment after the answering process read its clock.
-        self._since = started - _RESOLVED_MARGIN
-        return found
-
-    async def _resolved_since(self, waited: list[str], since: float, full: bool) -> list[str]:
-        def select(conn: sqlite3.Connection) -> list[str]:
-            if not full:
-                rows = conn.execute(
-                    "SELECT id FROM hpd_requests WHERE answered_at >= ? AND status != 'pending'",
-                    (since,),
-                )
-                wanted = set(waited)
-                return [r[0] for r in rows if r[0] in wanted]
-            found: list[str] = []
-            for i in range(0, len(waited), 500):
-                chunk = waited[i : i + 500]
-                marks = _DIALECT.marks(len(chunk))
-                rows = conn.execute(
-                    f"SELECT id FROM hpd_requests WHERE id IN ({marks}) AND status != 'pending'",
-                    chunk,
-                )
-                found.extend(r[0] for r in rows)
-            return found
-
-        return await self._run(select)
+        return await self._answers.watch(waited, wakeup)

@@ -1,0 +1,123 @@
+"""``PostgresStore``'s journal writes on the event loop's connection, through libpq.
+
+The journal write is the hottest statement (two per turn): it is prepared once on that
+connection and run through libpq directly (psycopg's layer costs a third of it). A tool
+result's write is *sent ahead*: it goes to the server the moment the result exists, in
+libpq's pipeline mode with a sync point of its own (so it commits alone), and its reply is
+read before the connection's next statement (``settle``), which comes before the run acts
+on anything after the result. A turn's tool result and its next model response so take one
+round trip. A write sent ahead that failed fails that next statement, naming the entry; one
+that gave up on a row lock (``lock_timeout``) is kept in ``again``, for the store to write
+in its worker thread, waiting for the lock, before that statement.
+"""
+
+from __future__ import annotations
+
+import select
+from collections import deque
+
+import psycopg
+
+from ..exceptions import StoreUnavailableError
+from ._base import JournalEntry, dump_json
+
+__all__ = ["JournalPipe"]
+
+_JOURNAL_PUT = b"hpd_journal_put"
+"""The journal write, prepared once on the event loop's connection and run through libpq
+directly (the hottest statement: two per turn; psycopg's layer costs a third of it)."""
+_JOURNAL_PUT_SQL = (
+    b"INSERT INTO hpd_journal (run_id, key, kind, value) VALUES ($1, $2, $3, $4) "
+    b"ON CONFLICT (run_id, key) DO UPDATE SET kind = EXCLUDED.kind, value = EXCLUDED.value"
+)
+
+_SQLSTATE = psycopg.pq.DiagnosticField.SQLSTATE
+_GAVE_UP = (b"55P03", b"57014")
+"""lock_not_available, query_canceled: a statement on the event loop's connection gave up
+waiting (``_FAST_LIMIT``) and was rolled back."""
+
+
+def _journal_params(run_id: str, entry: JournalEntry) -> list[bytes]:
+    return [
+        run_id.encode(),
+        entry.key.encode(),
+        entry.kind.encode(),
+        dump_json(entry.value).encode(),
+    ]
+
+
+def _flush(pgconn: psycopg.pq.abc.PGconn) -> None:
+    """Send what libpq holds for the server (a nonblocking connection may need rounds)."""
+    while pgconn.flush() == 1:
+        select.select([], [pgconn.socket], [], 1.0)
+
+
+def _check(result: psycopg.pq.abc.PGresult) -> None:
+    """Raise the psycopg error a failed low-level statement stands for."""
+    if result.status == psycopg.pq.ExecStatus.COMMAND_OK:
+        return
+    state = result.error_field(psycopg.pq.DiagnosticField.SQLSTATE)
+    message = (result.error_message or b"statement failed").decode(errors="replace")
+    error = psycopg.errors.lookup(state.decode()) if state else psycopg.OperationalError
+    raise error(message.strip())
+
+
+class JournalPipe:
+    """The journal writes of one connection: prepared once, sent ahead, settled."""
+
+    def __init__(self) -> None:
+        self.prepared = False
+        self.sent: deque[tuple[str, JournalEntry]] = deque()
+        """The writes sent ahead whose replies are still unread."""
+        self.again: deque[tuple[str, JournalEntry]] = deque()
+        """Writes sent ahead that met a row lock: to be written again, waiting for it."""
+
+    def _prepare(self, pgconn: psycopg.pq.abc.PGconn) -> None:
+        if not self.prepared:
+            _check(pgconn.prepare(_JOURNAL_PUT, _JOURNAL_PUT_SQL))
+            self.prepared = True
+
+    def write(self, pgconn: psycopg.pq.abc.PGconn, run_id: str, entry: JournalEntry) -> None:
+        """Write one entry and wait for it (nothing may be in flight)."""
+        self._prepare(pgconn)
+        _check(pgconn.exec_prepared(_JOURNAL_PUT, _journal_params(run_id, entry)))
+
+    def send(self, pgconn: psycopg.pq.abc.PGconn, run_id: str, entry: JournalEntry) -> None:
+        """Send one entry without waiting for its reply."""
+        self._prepare(pgconn)
+        if pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF:
+            pgconn.enter_pipeline_mode()
+        pgconn.send_query_prepared(_JOURNAL_PUT, _journal_params(run_id, entry))
+        pgconn.pipeline_sync()
+        self.sent.append((run_id, entry))
+        _flush(pgconn)
+
+    def settle(self, pgconn: psycopg.pq.abc.PGconn) -> None:
+        """Read the replies of the writes sent ahead and leave pipeline mode.
+
+        Raises:
+            StoreUnavailableError: One of them failed (named), or the connection broke.
+        """
+        failed: str | None = None
+        while self.sent:
+            run_id, entry = self.sent.popleft()
+            result = pgconn.get_result()
+            for _ in range(3):  # the end of the statement's results (None), its sync point
+                end = pgconn.get_result()
+                if end is not None and end.status == psycopg.pq.ExecStatus.PIPELINE_SYNC:
+                    break
+            if result is not None and result.status == psycopg.pq.ExecStatus.COMMAND_OK:
+                continue
+            state = None if result is None else result.error_field(_SQLSTATE)
+            if state in _GAVE_UP:  # a row lock held elsewhere: written again, waiting for it
+                self.again.append((run_id, entry))
+            elif failed is None:
+                why = "no reply" if result is None else (result.error_message or b"").decode()
+                failed = (
+                    f"journal entry {entry.key!r} of run {run_id!r} was not written: "
+                    f"{' '.join(why.split())}"
+                )
+        if pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
+            pgconn.exit_pipeline_mode()
+        if failed is not None:
+            raise StoreUnavailableError(failed)
