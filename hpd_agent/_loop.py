@@ -352,13 +352,15 @@ async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessa
 
 def _execution(state: _State, call: ToolCall, call_path: str) -> ToolExecution:
     coordinator = state.coordinator
+    tool = state.spec.tools.get(call.name)
     return ToolExecution(
         run_id=coordinator.run_id,
         agent_path=state.agent_path,
         call=call,
         call_path=call_path,
-        known=call.name in state.spec.tools,
+        known=tool is not None,
         emit=coordinator.emit,
+        side_effects=tool is None or tool.side_effects,
     )
 
 

@@ -504,13 +504,15 @@ def agent_tool(
         # A validated output_type value goes back to the calling model as its JSON.
         return "" if result.output is None else result.output
 
-    return Tool(
+    tool = Tool(
         call_agent,
         name=name,
         description=description,
         requires_approval=requires_approval,
         timeout=timeout,
     )
+    tool.side_effects = False  # it acts only through requests and its agent's tools
+    return tool
 
 
 def resolve_policy(

@@ -65,4 +65,6 @@ def ask_user(
         """
         return await ctx.ask(question, context=context, options=options, timeout=timeout)
 
-    return Tool(ask, name=name, description=description)
+    tool = Tool(ask, name=name, description=description)
+    tool.side_effects = False  # it acts only through its request
+    return tool

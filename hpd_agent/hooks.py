@@ -156,6 +156,9 @@ class ToolExecution:
         call_path: Stable id of this call in the run (request ids and journal keys use it).
         known: Whether the agent has a tool of that name.
         emit: Puts an event on the root run's stream.
+        side_effects: Whether the tool's own code may act outside the framework. False
+            for the framework's own tools (an agent's tool from ``Agent.as_tool``,
+            ``ask_user``): they act only through requests and their nested tool calls.
     """
 
     run_id: str
@@ -165,6 +168,7 @@ class ToolExecution:
     known: bool
     emit: Callable[[Event], None]
     metadata: Mapping[str, Any] = field(default_factory=dict[str, Any])
+    side_effects: bool = True
 
     @property
     def tool_name(self) -> str:

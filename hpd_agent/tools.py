@@ -186,6 +186,7 @@ class Tool:
         "name",
         "parameters",
         "requires_approval",
+        "side_effects",
         "timeout",
     )
 
@@ -217,6 +218,10 @@ class Tool:
         self.timeout = timeout
         self._is_async = inspect.iscoroutinefunction(function)
         self._blocking = not self._is_async
+        self.side_effects = True
+        """Whether the function may act outside the framework; False only for the
+        framework's own tools (``Agent.as_tool``, ``ask_user``), which act through requests
+        and nested tool calls (a durable run may then hold its journal writes until those)."""
         self.definition = ToolDefinition(
             name=self.name, description=self.description, parameters=self.parameters
         )

@@ -9,7 +9,9 @@ into an identical open one are journaled as aliases, so a replay merges them aga
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
+
+import anyio
 
 from .._requests import Final, Settlement
 from ..events import RequestEvent
@@ -49,7 +51,13 @@ class StoreRequests:
     async def open(
         self, event: RequestEvent, timeout: float | None
     ) -> tuple[Settlement | None, float | None]:
-        record = await self.store.add_request(RequestRecord.from_event(event, timeout=timeout))
+        record = RequestRecord.from_event(event, timeout=timeout)
+        held = self.journal.take_held()
+        if held:  # written with the request: the asking tool acts on those responses
+            with anyio.CancelScope(shield=True):
+                record = await cast(Any, self.store).add_request(record, journal=held)
+        else:
+            record = await self.store.add_request(record)
         settled = settlement(record)
         if settled is not None or record.expires_at is None:
             return settled, timeout

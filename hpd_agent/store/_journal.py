@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 import anyio
@@ -64,6 +64,16 @@ class Journal(Hook):
         self._send_now: Callable[[str, JournalEntry], bool] | None = getattr(
             store, "journal_send_nowait", None
         )
+        # A store that writes several entries in one transaction (SQLiteStore): model
+        # responses are held back until something acts on them, then written with it.
+        self._many_now: Callable[[str, Sequence[JournalEntry]], bool] | None = (
+            None if self._send_now is not None else getattr(store, "journal_put_many_nowait", None)
+        )
+        self._held: list[JournalEntry] = []
+        # Waits until every write sent ahead is confirmed (PostgresStore).
+        self._confirm: Callable[[], Awaitable[None]] | None = getattr(
+            store, "journal_confirm", None
+        )
 
     @property
     def replaying(self) -> bool:
@@ -92,7 +102,15 @@ class Journal(Hook):
             "usage": _flat(response.usage),
             "finish_reason": response.finish_reason,
         }
-        await self.put(JournalEntry(key=call.key, kind="model", value=value))
+        entry = JournalEntry(key=call.key, kind="model", value=value)
+        if self._many_now is not None:
+            # Held until something acts on it outside the framework (see ``take_held``).
+            self._held.append(entry)
+            self._entries[entry.key] = entry
+        elif self._send_now is None or not self._send_now(self.run_id, entry):
+            await self.put(entry)
+        else:
+            self._entries[entry.key] = entry
         return response
 
     def model_response(self, key: str) -> ModelResponse | None:
@@ -119,12 +137,19 @@ class Journal(Hook):
             execution.emit(execution.started_event(replayed=True))
             execution.emit(execution.finished_event(outcome, replayed=True))
             return outcome
+        if execution.side_effects:
+            await self.flush()  # the tool is about to act on the responses before it
         outcome = await call_next(execution)
         value = {"result": outcome.text, "is_error": outcome.is_error}
         entry = JournalEntry(key=execution.key, kind="tool", value=value)
-        # Sent the moment the result exists; a store that can send it without waiting
-        # confirms it before its next statement, so before anything acts on it.
-        if self._send_now is None or not self._send_now(self.run_id, entry):
+        if not execution.side_effects and self._many_now is not None:
+            # The framework's own tool (an agent, ask_user): what it did is in the journal
+            # and the requests already; its result waits like a model response.
+            self._held.append(entry)
+            self._entries[entry.key] = entry
+        elif self._send_now is None or not self._send_now(self.run_id, entry):
+            # Written the moment the result exists; a store that can send it without
+            # waiting confirms it before its next statement, so before anything acts on it.
             await self.put(entry)
         else:
             self._entries[entry.key] = entry
@@ -136,6 +161,7 @@ class Journal(Hook):
         entry = self.entry(step.key, "step")
         if entry is not None:
             return entry.value["result"]
+        await self.flush()
         value = await call_next(step)
         try:
             stored = json.loads(dump_json(value))
@@ -161,9 +187,55 @@ class Journal(Hook):
         await self.put(JournalEntry(key=f"{key}#conversation", kind="conversation", value=value))
 
     async def put(self, entry: JournalEntry) -> None:
-        """Write an entry (it lands even while the run is being cancelled: the fact it
-        records has happened)."""
-        if self._put_now is None or not self._put_now(self.run_id, entry):
+        """Write an entry, with the entries held back before it in one transaction (it lands
+        even while the run is being cancelled: the fact it records has happened)."""
+        if self._held:
+            await self._write_many([*self.take_held(), entry])
+        elif self._put_now is None or not self._put_now(self.run_id, entry):
             with anyio.CancelScope(shield=True):
                 await self.store.journal_put(self.run_id, entry)
         self._entries[entry.key] = entry
+
+    def take_held(self) -> list[JournalEntry]:
+        """The model responses held back so far, handed over to be written (cleared here).
+
+        A model response is written before anything outside the framework acts on it: before
+        a tool's function or a journaled step runs, with the next entry written, with a
+        request (``StoreRequests``), or with the run's final record (``StoreSession``). A
+        nested agent's own start acts on nothing, so its parent's response can wait for it.
+        """
+        held, self._held = self._held, []
+        return held
+
+    async def flush(self) -> None:
+        """Make every entry so far durable: write those held back (one transaction), or
+        wait for the confirmation of those sent ahead."""
+        if self._held:
+            await self._write_many(self.take_held())
+        elif self._confirm is not None:
+            with anyio.CancelScope(shield=True):
+                await self._confirm()
+
+    async def write_held(self, entries: list[JournalEntry]) -> None:
+        """Write entries taken with ``take_held`` (one transaction)."""
+        await self._write_many(entries)
+
+    async def _write_many(self, entries: list[JournalEntry]) -> None:
+        if len(entries) == 1:
+            entry = entries[0]
+            if self._put_now is None or not self._put_now(self.run_id, entry):
+                with anyio.CancelScope(shield=True):
+                    await self.store.journal_put(self.run_id, entry)
+            return
+        many_now = self._many_now
+        if many_now is None or not many_now(self.run_id, entries):
+            with anyio.CancelScope(shield=True):
+                await self._put_many(entries)
+
+    async def _put_many(self, entries: list[JournalEntry]) -> None:
+        put_many = getattr(self.store, "journal_put_many", None)
+        if put_many is None:
+            for entry in entries:
+                await self.store.journal_put(self.run_id, entry)
+        else:
+            await put_many(self.run_id, entries)

@@ -26,13 +26,13 @@ import os
 import secrets
 import socket
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import Protocol, cast, runtime_checkable
 
 import anyio
 
 from ..exceptions import RunLeasedError, UserError
-from ._base import Lease, RunRecord, Store
+from ._base import JournalEntry, Lease, RunRecord, Store
 from ._renewer import Hold, LeaseRenewer, taken_over, unreachable
 
 __all__ = [
@@ -103,9 +103,12 @@ class RunLeases(Protocol):
         """
         ...
 
-    async def close_run(self, record: RunRecord, holder: str) -> None:
+    async def close_run(
+        self, record: RunRecord, holder: str, journal: Sequence[JournalEntry] = ()
+    ) -> None:
         """Write a run's final record and give up ``holder``'s lease, atomically (instead of
-        ``put_run``, ``release_lease``)."""
+        ``put_run``, ``release_lease``), after ``journal``: facts of the run it held back
+        until now (see ``_journal``), in the same transaction."""
         ...
 
 
@@ -135,18 +138,18 @@ class LeaseKeeper:
             return self._held_by_task()
         return self._held_by_renewer(cast(RunLeases, self.store).lease_renewer())
 
-    async def close(self, record: RunRecord) -> bool:
-        """End the run in the store: write its final ``record`` and give the lease up in one
-        step, if the store can (``RunLeases.close_run``). False if it cannot (nothing was
-        written); True also when the lease was lost, and then nothing is written: the new
-        holder drives the run."""
+    async def close(self, record: RunRecord, journal: Sequence[JournalEntry] = ()) -> bool:
+        """End the run in the store: write ``journal``, its final ``record`` and give the
+        lease up in one step, if the store can (``RunLeases.close_run``). False if it cannot
+        (nothing was written); True also when the lease was lost, and then nothing is
+        written: the new holder drives the run."""
         hold, renewer = self._hold, self._renewer
         if hold is None or renewer is None or self.released:
             return False
         if not renewer.closing(hold):
             return True  # lost: ``held()`` raises ``RunLeasedError``
         try:
-            await cast(RunLeases, self.store).close_run(record, self.lease.holder)
+            await cast(RunLeases, self.store).close_run(record, self.lease.holder, journal)
         except BaseException:
             hold.closing = False
             raise

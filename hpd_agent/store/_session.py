@@ -111,8 +111,12 @@ class StoreSession:
             error=error,
             updated_at=time.time(),
         )
-        # With the lease release in one transaction where the store can (``_lease``).
-        if not await self.keeper.close(self.record):
+        # The responses the journal held back, the final record and the lease release in
+        # one transaction where the store can (``_lease``).
+        held = self.journal.take_held()
+        if not await self.keeper.close(self.record, held):
+            if held:
+                await self.journal.write_held(held)
             await self.store.put_run(self.record)
 
     def conversation(self, key: str) -> list[Message] | None:

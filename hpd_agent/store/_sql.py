@@ -25,6 +25,7 @@ import anyio.to_thread
 
 from ..exceptions import StoreCorruptError, UserError
 from ._base import (
+    JournalEntry,
     RequestRecord,
     RequestState,
     dump_json,
@@ -270,7 +271,7 @@ _LIMITERS: anyio.lowlevel.RunVar[WeakKeyDictionary[object, dict[str, anyio.Capac
 )
 
 
-class SQLStore(Sessions, SQLLeases[C], SQLRecords[C], ABC, Generic[C]):
+class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], ABC, Generic[C]):
     """The ``Store`` methods the SQL stores share, over one connection used by one thread at a time.
 
     Blocking calls run in worker threads (``anyio.to_thread``), serialised by a lock. They
@@ -364,8 +365,16 @@ class SQLStore(Sessions, SQLLeases[C], SQLRecords[C], ABC, Generic[C]):
         return None if row is None else record_from_row(row)
 
     # -- requests ------------------------------------------------------------------------
-    async def add_request(self, record: RequestRecord) -> RequestRecord:
-        """Insert a pending request, or return the stored one with that id."""
+    async def add_request(
+        self, record: RequestRecord, *, journal: Sequence[JournalEntry] = ()
+    ) -> RequestRecord:
+        """Insert a pending request, or return the stored one with that id.
+
+        Args:
+            record: The request.
+            journal: Facts of the request's run to record first, in the same transaction
+                (what the run held back until something acted on it: see ``_journal``).
+        """
         row = record_to_row(record)
         sql = self.dialect.insert("hpd_requests", REQUEST_COLUMNS, "id", overwrite=False)
 
@@ -376,7 +385,16 @@ class SQLStore(Sessions, SQLLeases[C], SQLRecords[C], ABC, Generic[C]):
             assert found is not None
             return found
 
-        return await self._point(add)
+        if not journal:
+            return await self._point(add)
+        write = self._journal_rows(record.run_id, journal)
+
+        def add_after(conn: C) -> RequestRecord:
+            with self._transaction(conn):
+                write(conn)
+                return add(conn)
+
+        return await self._point(add_after)
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
         """The request with this id, or None."""

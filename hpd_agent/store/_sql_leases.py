@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from ._base import Lease, RunRecord
+from ._base import JournalEntry, Lease, RunRecord
 from ._lease import leased
 from ._renewer import LeaseRenewer, RenewIO
 from ._session import already_kept
@@ -111,6 +111,10 @@ class SQLLeases(ABC, Generic[C]):
     @abstractmethod
     def _transaction(self, conn: C) -> AbstractContextManager[object]:
         """A write transaction."""
+
+    @abstractmethod
+    def _journal_rows(self, run_id: str, entries: Sequence[JournalEntry]) -> Callable[[C], None]:
+        """Writes ``entries`` in the caller's transaction (``SQLRecords``)."""
 
     @abstractmethod
     async def _point(self, fn: Callable[[C], T]) -> T:
@@ -258,21 +262,26 @@ class SQLLeases(ABC, Generic[C]):
 
         return await self._point(open_in)
 
-    async def close_run(self, record: RunRecord, holder: str) -> None:
-        """Write a run's final record and give up ``holder``'s lease, in one commit."""
+    async def close_run(
+        self, record: RunRecord, holder: str, journal: Sequence[JournalEntry] = ()
+    ) -> None:
+        """Write ``journal`` (facts the run held back), a run's final record and give up
+        ``holder``'s lease, in one commit."""
         spelling = self._spelling()
         mark = spelling.mark
         put = spelling.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=True)
         release = f"DELETE FROM hpd_leases WHERE run_id = {mark} AND holder = {mark}"
         row = run_to_row(record)
         key = (record.run_id, holder)
-        if spelling.on_conflict:  # one statement: a data-modifying CTE always runs
+        if spelling.on_conflict and not journal:  # one statement: a data-modifying CTE
             sql = f"WITH gone AS ({release}) {put}"
             await self._point(lambda conn: self._query(conn, sql, (*key, *row)))
             return
+        write = self._journal_rows(record.run_id, journal)
 
         def close_in(conn: C) -> None:
             with self._transaction(conn):
+                write(conn)
                 self._query(conn, put, row)
                 self._query(conn, release, key)
 

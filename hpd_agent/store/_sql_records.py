@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from ..exceptions import StoreCorruptError
@@ -155,6 +156,10 @@ class SQLRecords(ABC, Generic[C]):
     async def _run(self, fn: Callable[[C], T]) -> T:
         """Run ``fn`` in the store's thread."""
 
+    @abstractmethod
+    def _transaction(self, conn: C) -> AbstractContextManager[object]:
+        """A write transaction."""
+
     # -- journal -------------------------------------------------------------------------
     def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[C], object]:
         row = (run_id, entry.key, entry.kind, dump_json(entry.value))
@@ -166,6 +171,37 @@ class SQLRecords(ABC, Generic[C]):
             "hpd_journal", "run_id, key, kind, value", "run_id, key", overwrite=True
         )
         return sql
+
+    def _journal_rows(
+        self, run_id: str, entries: Sequence[JournalEntry]
+    ) -> Callable[[C], None]:
+        """Writes ``entries`` in the caller's transaction."""
+        rows = [(run_id, e.key, e.kind, dump_json(e.value)) for e in entries]
+        sql = self._journal_sql or self._journal_insert()
+
+        def write(conn: C) -> None:
+            for row in rows:
+                self._query(conn, sql, row)
+
+        return write
+
+    def _journal_many(self, run_id: str, entries: Sequence[JournalEntry]) -> Callable[[C], None]:
+        write = self._journal_rows(run_id, entries)
+
+        def in_transaction(conn: C) -> None:
+            with self._transaction(conn):
+                write(conn)
+
+        return in_transaction
+
+    def journal_put_many_nowait(self, run_id: str, entries: Sequence[JournalEntry]) -> bool:
+        """Record several facts of a run in one transaction at once, if that needs no wait;
+        False when nothing was written (then ``journal_put_many`` writes them)."""
+        return not isinstance(self._point_now(self._journal_many(run_id, entries)), Missed)
+
+    async def journal_put_many(self, run_id: str, entries: Sequence[JournalEntry]) -> None:
+        """Record several facts of a run in one transaction."""
+        await self._point(self._journal_many(run_id, entries))
 
     async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
         """Record one fact of a run."""

@@ -205,9 +205,13 @@ class MemoryStore(Sessions):
             self._runs[record.run_id] = record
             return lease
 
-    async def close_run(self, record: RunRecord, holder: str) -> None:
-        """Write a run's final record and give up ``holder``'s lease, atomically."""
+    async def close_run(
+        self, record: RunRecord, holder: str, journal: Sequence[JournalEntry] = ()
+    ) -> None:
+        """Write ``journal``, a run's final record and give up ``holder``'s lease, atomically."""
         with self._lease_lock:
+            for entry in journal:
+                self.journal_put_nowait(record.run_id, entry)
             self._runs[record.run_id] = record
             current = self._leases.get(record.run_id)
             if current is not None and current.holder == holder:

@@ -251,6 +251,13 @@ class PostgresStore(SQLStore[_Conn]):
             self._pipe.settle(fast.pgconn)
         return not self._pipe.again
 
+    async def journal_confirm(self) -> None:
+        """Wait until every journal write sent ahead is confirmed by the server (one that
+        met a row lock is written again first)."""
+        pipe = self._pipe
+        if pipe.sent or pipe.again:
+            await self._point(lambda conn: None)
+
     def journal_send_nowait(self, run_id: str, entry: JournalEntry) -> bool:
         """Send one fact of a run to the server without waiting for its reply.
 

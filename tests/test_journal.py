@@ -1,0 +1,188 @@
+"""When the journal writes what: a model response is in the store before anything outside
+the framework acts on it (a tool's function, a question, the run's end), and what the
+framework's own tools (agents, ``ask_user``) return waits to be written with the next fact,
+in one transaction. Checked from a second store object on the same SQLite file or
+PostgreSQL database, the way another process would see it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
+
+from hpd_agent import Agent, ToolContext, ask_user, tool
+from hpd_agent.events import ClarificationRequest, RunFinished
+from hpd_agent.messages import Message, ToolResultMessage
+from hpd_agent.models import ModelRequestParams, ModelResponse
+from hpd_agent.store import SQLiteStore, open_store
+from hpd_agent.testing import FunctionModel, text, tool_call
+
+pytestmark = pytest.mark.anyio
+
+
+def _last_result(messages: Sequence[Message]) -> ToolResultMessage | None:
+    last = messages[-1]
+    return last if isinstance(last, ToolResultMessage) else None
+
+
+def _once(name: str, **arguments: Any) -> FunctionModel:
+    """Call ``name`` once, then answer with what it returned."""
+
+    def reply(messages: Sequence[Message], params: ModelRequestParams) -> ModelResponse:
+        last = _last_result(messages)
+        if last is None:
+            return tool_call(name, **arguments)
+        return text(f"{params.agent_name}: {last.content}")
+
+    return FunctionModel(reply)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "runs.db")
+    return str(request.getfixturevalue("fresh_postgres"))
+
+
+async def _kinds(path: Path | str, run_id: str) -> dict[str, str]:
+    """The run's journal as another process sees it: key -> kind."""
+    other = open_store(path)
+    try:
+        return {k: e.kind for k, e in (await other.journal(run_id)).items()}
+    finally:
+        await other.aclose()
+
+
+async def test_a_tool_runs_only_once_every_response_above_it_is_stored(location: str) -> None:
+    path = location
+    seen: dict[str, str] = {}
+
+    @tool
+    async def effect(ctx: ToolContext) -> str:
+        """Do something outside."""
+        seen.update(await _kinds(path, ctx.coordinator.run_id))
+        return "done"
+
+    worker = Agent("Worker", model=_once("effect"), tools=[effect])
+    root = Agent("Root", model=_once("Worker", query="go"), tools=[worker.as_tool()])
+    store = open_store(path)
+    try:
+        result = await root.run("go", store=store)
+        after = await _kinds(path, result.run_id)
+    finally:
+        await store.aclose()
+    assert result.output == "Root: Worker: done"
+    # The root's response (calling Worker) and Worker's (calling effect) were both stored
+    # before effect ran, though Worker's start acted on nothing outside.
+    assert sorted(seen.values()) == ["model", "model"]
+    # At the end: every response and every result, the last ones written with the record.
+    assert sorted(after.values()) == ["model", "model", "model", "model", "tool", "tool"]
+    record = await _record(path, result.run_id)
+    assert record == "completed"
+
+
+async def _pending(path: Path | str, run_id: str) -> list[str]:
+    other = open_store(path)
+    try:
+        return [r.request_id for r in await other.list_requests(run_id=run_id)]
+    finally:
+        await other.aclose()
+
+
+async def _record(path: Path | str, run_id: str) -> str | None:
+    other = open_store(path)
+    try:
+        found = await other.get_run(run_id)
+        return None if found is None else found.status
+    finally:
+        await other.aclose()
+
+
+async def test_responses_are_stored_with_the_question_they_lead_to(location: str) -> None:
+    path = location
+    helper = Agent("Helper", model=_once("ask_user", question="Which colour?"), tools=[ask_user()])
+    root = Agent("Root", model=_once("Helper", query="pick"), tools=[helper.as_tool()])
+    store = open_store(path)
+    seen: dict[str, str] = {}
+    try:
+        async with root.stream("go", store=store) as run:
+            async for event in run:
+                if isinstance(event, ClarificationRequest):
+                    seen = await _kinds(path, run.run_id)
+                    assert await _pending(path, run.run_id) == [event.request_id]
+                    await run.respond(event.request_id, "blue")
+                elif isinstance(event, RunFinished):
+                    assert event.status == "completed"
+        after = await _kinds(path, run.run_id)
+    finally:
+        await store.aclose()
+    assert run.result.output == "Root: Helper: blue"
+    assert sorted(seen.values()) == ["model", "model"]  # the two responses that asked
+    # ask_user's result and Helper's come back with the last response and the record.
+    assert sorted(after.values()) == ["model", "model", "model", "model", "tool", "tool"]
+
+
+async def test_responses_held_back_are_stored_when_the_run_is_interrupted(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.db"
+    helper = Agent("Helper", model=_once("ask_user", question="Which colour?"), tools=[ask_user()])
+    root = Agent("Root", model=_once("Helper", query="pick"), tools=[helper.as_tool()])
+    store = SQLiteStore(path)
+    try:
+        first = await root.run("go", store=store, on_unhandled="interrupt")
+        assert first.status == "interrupted"
+        assert sorted((await _kinds(path, first.run_id)).values()) == ["model", "model"]
+        (pending,) = first.pending
+        done = await root.resume(first.run_id, store=store, answers={pending.request_id: "red"})
+    finally:
+        await store.aclose()
+    assert done.output == "Root: Helper: red"
+
+
+async def test_a_response_held_back_when_the_process_dies_is_asked_again(tmp_path: Path) -> None:
+    """An outer cancellation stands for a crash (nothing more is written): the root's
+    response was held back while its nested agent thought, so the resume asks the root's
+    model again; the tool with side effects ran once, after that."""
+    path = tmp_path / "runs.db"
+    calls = {"root": 0, "effect": 0}
+    thinking = anyio.Event()
+    go_on = anyio.Event()
+
+    @tool
+    async def effect() -> str:
+        """Do something outside."""
+        calls["effect"] += 1
+        return "done"
+
+    async def slow(messages: Sequence[Message], params: ModelRequestParams) -> ModelResponse:
+        if _last_result(messages) is None and not go_on.is_set():
+            thinking.set()
+            await anyio.sleep_forever()  # the process dies here (outer cancellation)
+        return tool_call("effect") if _last_result(messages) is None else text("worked")
+
+    def root_reply(messages: Sequence[Message], params: ModelRequestParams) -> ModelResponse:
+        calls["root"] += 1
+        last = _last_result(messages)
+        return tool_call("Worker", query="go") if last is None else text(f"root: {last.content}")
+
+    worker = Agent("Worker", model=FunctionModel(slow), tools=[effect])
+    root = Agent("Root", model=FunctionModel(root_reply), tools=[worker.as_tool()])
+    store = SQLiteStore(path)
+    run_id = "run_held"
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: root.run("go", store=store, run_id=run_id))
+            await thinking.wait()
+            tg.cancel_scope.cancel()
+        assert await _kinds(path, run_id) == {}  # the root's response was held back
+        go_on.set()
+        done = await root.resume(run_id, store=store)
+    finally:
+        await store.aclose()
+    assert done.output == "root: worked"
+    assert calls == {"root": 3, "effect": 1}  # asked again once; the effect ran once
