@@ -172,9 +172,7 @@ class SQLRecords(ABC, Generic[C]):
         )
         return sql
 
-    def _journal_rows(
-        self, run_id: str, entries: Sequence[JournalEntry]
-    ) -> Callable[[C], None]:
+    def _journal_rows(self, run_id: str, entries: Sequence[JournalEntry]) -> Callable[[C], None]:
         """Writes ``entries`` in the caller's transaction."""
         rows = [(run_id, e.key, e.kind, dump_json(e.value)) for e in entries]
         sql = self._journal_sql or self._journal_insert()

@@ -32,6 +32,7 @@ from ..exceptions import StoreUnavailableError
 from ._base import JournalEntry, RequestRecord, RequestState, dump_json, refusal
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._pg_journal import JournalPipe
+from ._pg_listen import CHANNEL, Listener
 from ._sql import (
     MIGRATIONS,
     MISSED,
@@ -54,8 +55,6 @@ __all__ = ["CHANNEL", "RENEWER_NAME", "PostgresStore"]
 RENEWER_NAME = "hpd-agent lease renewer"
 """The ``application_name`` of the renewer thread's connection (see ``_renewer``)."""
 
-CHANNEL = "hpd_agent_requests"
-"""The NOTIFY channel; the payload is the id of the request that left ``pending``."""
 
 _SCHEMA_LOCK = 0x6870_6461  # advisory lock id: concurrent first starts create tables once
 
@@ -151,8 +150,7 @@ class PostgresStore(SQLStore[_Conn]):
             raise StoreUnavailableError(
                 f"cannot use PostgreSQL store {_where(dsn)}: {' '.join(str(e).split())}"
             ) from None
-        self._listener: _Conn | None = None
-        self._listen_lock = threading.Lock()
+        self._listener = Listener(dsn, _where(dsn), _timeout(dsn))
         self._fast = self._fast_connection(conn)
         self._fast_lock = threading.Lock()
         self._pipe = JournalPipe()
@@ -311,48 +309,22 @@ class PostgresStore(SQLStore[_Conn]):
                         self._pipe.settle(self._fast.pgconn)
                 self._fast.close()
                 self._fast = None
-        with self._listen_lock:
-            if self._listener is not None:
-                self._listener.close()
-                self._listener = None
+        self._listener.close()
 
     # -- answers from other processes: LISTEN/NOTIFY -------------------------------------
     async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:
         listener = self._listener
-        if listener is None:
-            await anyio.to_thread.run_sync(self._listen, limiter=self._limiter("listen"))
+        if not listener.listening:
+            await anyio.to_thread.run_sync(listener.open, limiter=self._limiter("listen"))
             # Just started listening: an answer may have come before.
             return await self._resolved(waited)
-        found = self._notifications(listener)
+        found = listener.notifications()
         if not found:
             if not await wakeup.readable(listener.fileno(), self.recheck_interval):
                 # Heard nothing for a while: look at every waited id.
                 return await self._resolved(waited)
-            found = self._notifications(listener)
+            found = listener.notifications()
         # Every id notified: a request registered since the wait began is woken too.
-        return found
-
-    def _listen(self) -> None:
-        """Open the listening connection (in a thread). It stays open, so nothing sent while
-        no one reads it is lost: it waits in the connection's buffer."""
-        with self._listen_lock:
-            if self._listener is None:
-                listener: _Conn = psycopg.connect(self.dsn, autocommit=True, **_timeout(self.dsn))
-                listener.execute(f"LISTEN {CHANNEL}")
-                self._listener = listener
-
-    def _notifications(self, listener: _Conn) -> list[str]:
-        """The request ids notified so far, read without waiting."""
-        pgconn = listener.pgconn
-        try:
-            pgconn.consume_input()
-        except psycopg.OperationalError as e:
-            raise StoreUnavailableError(
-                f"lost the listening connection to {_where(self.dsn)}: {' '.join(str(e).split())}"
-            ) from None
-        found: list[str] = []
-        while (note := pgconn.notifies()) is not None:
-            found.append(note.extra.decode())
         return found
 
     async def _resolved(self, waited: list[str]) -> list[str]:
