@@ -33,10 +33,12 @@ from ._base import JournalEntry, RequestRecord, RequestState, dump_json, refusal
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._pg_journal import JournalPipe
 from ._pg_listen import CHANNEL, Listener
+from ._pg_raw import RawStatements
 from ._sql import (
     MIGRATIONS,
     MISSED,
     REQUEST_COLUMNS,
+    Cursor,
     Dialect,
     Missed,
     SQLStore,
@@ -154,6 +156,8 @@ class PostgresStore(SQLStore[_Conn]):
         self._fast = self._fast_connection(conn)
         self._fast_lock = threading.Lock()
         self._pipe = JournalPipe()
+        utf8 = self._fast is not None and self._fast.info.encoding == "utf-8"
+        self._raw = RawStatements() if utf8 else None
         super().__init__(conn, lease_ttl=lease_ttl)
 
     def _fast_connection(self, conn: _Conn) -> _Conn | None:
@@ -184,9 +188,12 @@ class PostgresStore(SQLStore[_Conn]):
         return f"PostgresStore({where!r})"
 
     # -- the PostgreSQL way of the shared steps ------------------------------------------
-    def _query(
-        self, conn: _Conn, sql: str, args: Sequence[Any] = ()
-    ) -> psycopg.Cursor[tuple[Any, ...]]:
+    def _query(self, conn: _Conn, sql: str, args: Sequence[Any] = ()) -> Cursor:
+        # On the event loop's connection, through libpq (``_pg_raw``) when it can.
+        if conn is self._fast and self._raw is not None:
+            rows = self._raw.run(conn.pgconn, sql, args)
+            if rows is not None:
+                return rows
         # The statements are built from constants and placeholders, never from values.
         return conn.execute(cast(LiteralString, sql), args)
 
@@ -287,7 +294,7 @@ class PostgresStore(SQLStore[_Conn]):
     ) -> RequestRecord:
         args = (status, answer_json, time.time(), dump_json(extra), request_id, CHANNEL)
         try:
-            row = conn.execute(_RESOLVE, args).fetchone()
+            row = self._query(conn, _RESOLVE, args).fetchone()
         except psycopg.errors.DataError:
             # A stored context that is not JSON (read back as StoreCorruptError naming the
             # request), or text jsonb refuses (a NUL): the read-then-update transaction.
