@@ -137,7 +137,7 @@ class Journal(Hook):
             execution.emit(execution.started_event(replayed=True))
             execution.emit(execution.finished_event(outcome, replayed=True))
             return outcome
-        if execution.side_effects:
+        if execution.side_effects and (self._held or self._confirm is not None):
             await self.flush()  # the tool is about to act on the responses before it
         outcome = await call_next(execution)
         value = {"result": outcome.text, "is_error": outcome.is_error}

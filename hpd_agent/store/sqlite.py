@@ -147,6 +147,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             ) from None
         super().__init__(conn, lease_ttl=lease_ttl)
         self._fast = fast
+        self._fast_cursor: sqlite3.Cursor | None = None  # the journal write's, reused
         self._fast_lock = threading.Lock()
         self._checkpointer = Checkpointer(self.path) if shared else None
         self._answers = AnswerWatch(self.path, poll_interval, self._run)
@@ -222,7 +223,10 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             if self._fast is None:
                 return False
             sql = self._journal_sql or self._journal_insert()
-            fast.execute(sql, (run_id, entry.key, entry.kind, dump_json(entry.value)))
+            cursor = self._fast_cursor
+            if cursor is None:
+                cursor = self._fast_cursor = fast.cursor()
+            cursor.execute(sql, (run_id, entry.key, entry.kind, dump_json(entry.value)))
         except sqlite3.OperationalError as e:
             if not is_busy(e):
                 raise
@@ -276,6 +280,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
     def _close(self, conn: sqlite3.Connection) -> None:
         with self._fast_lock:
             if self._fast is not None:
+                self._fast_cursor = None
                 self._fast.close()
                 self._fast = None
         if self._checkpointer is not None:
