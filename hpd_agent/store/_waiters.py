@@ -81,6 +81,8 @@ class Waiters:
         self._fetch = fetch
         self._watch = watch
         self._events: dict[str, Wakeup] = {}
+        self._idle: dict[str, Wakeup] = {}
+        """The events not set yet, oldest first: whom a leaving leader wakes, in O(1)."""
         self._count: dict[str, int] = {}
         self._leader: str | None = None
         self._settled: dict[str, RequestRecord] = {}
@@ -92,6 +94,7 @@ class Waiters:
         if event is not None:
             if record is not None:
                 self._settled[request_id] = record
+            self._idle.pop(request_id, None)
             event.set()
 
     async def wait(self, request_id: str) -> RequestRecord:
@@ -101,7 +104,7 @@ class Waiters:
             while True:
                 event = self._events.get(request_id)
                 if event is None or event.is_set():
-                    event = self._events[request_id] = Wakeup()
+                    event = self._events[request_id] = self._idle[request_id] = Wakeup()
                 # Registered before this look: an answer landing after it is seen by the
                 # watcher (or woken directly), never lost in between.
                 record = self._settled.pop(request_id, None) or await self._fetch(request_id)
@@ -120,6 +123,7 @@ class Waiters:
             else:
                 del self._count[request_id]
                 self._events.pop(request_id, None)
+                self._idle.pop(request_id, None)
                 self._settled.pop(request_id, None)
             if self._leader is None:
                 # This waiter may have been woken to take over just as its own request was
@@ -138,7 +142,7 @@ class Waiters:
 
     def _hand_over(self, leaving: str) -> None:
         """Wake one other waiter; finding its request still pending, it starts watching."""
-        for rid, other in self._events.items():
-            if rid != leaving and not other.is_set():
-                other.set()
+        for rid in self._idle:
+            if rid != leaving:
+                self._idle.pop(rid).set()
                 return
