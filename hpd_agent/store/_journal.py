@@ -102,15 +102,7 @@ class Journal(Hook):
             "usage": _flat(response.usage),
             "finish_reason": response.finish_reason,
         }
-        entry = JournalEntry(key=call.key, kind="model", value=value)
-        if self._many_now is not None:
-            # Held until something acts on it outside the framework (see ``take_held``).
-            self._held.append(entry)
-            self._entries[entry.key] = entry
-        elif self._send_now is None or not self._send_now(self.run_id, entry):
-            await self.put(entry)
-        else:
-            self._entries[entry.key] = entry
+        await self._record(JournalEntry(key=call.key, kind="model", value=value), wait=True)
         return response
 
     def model_response(self, key: str) -> ModelResponse | None:
@@ -141,18 +133,11 @@ class Journal(Hook):
             await self.flush()  # the tool is about to act on the responses before it
         outcome = await call_next(execution)
         value = {"result": outcome.text, "is_error": outcome.is_error}
+        # The framework's own tool (an agent, ask_user) did what it did through the journal
+        # and the requests: its result may wait like a model response. Any other is
+        # written the moment it exists.
         entry = JournalEntry(key=execution.key, kind="tool", value=value)
-        if not execution.side_effects and self._many_now is not None:
-            # The framework's own tool (an agent, ask_user): what it did is in the journal
-            # and the requests already; its result waits like a model response.
-            self._held.append(entry)
-            self._entries[entry.key] = entry
-        elif self._send_now is None or not self._send_now(self.run_id, entry):
-            # Written the moment the result exists; a store that can send it without
-            # waiting confirms it before its next statement, so before anything acts on it.
-            await self.put(entry)
-        else:
-            self._entries[entry.key] = entry
+        await self._record(entry, wait=not execution.side_effects)
         return outcome
 
     async def wrap_step(self, step: StepCall, call_next: CallNext[StepCall, Any]) -> Any:
@@ -189,11 +174,18 @@ class Journal(Hook):
     async def put(self, entry: JournalEntry) -> None:
         """Write an entry, with the entries held back before it in one transaction (it lands
         even while the run is being cancelled: the fact it records has happened)."""
-        if self._held:
-            await self._write_many([*self.take_held(), entry])
-        elif self._put_now is None or not self._put_now(self.run_id, entry):
-            with anyio.CancelScope(shield=True):
-                await self.store.journal_put(self.run_id, entry)
+        await self._write_many([*self.take_held(), entry])
+        self._entries[entry.key] = entry
+
+    async def _record(self, entry: JournalEntry, *, wait: bool) -> None:
+        """Record ``entry``: held back when it may ``wait`` for what acts on it and the
+        store writes several in one transaction, sent ahead where the store can (it is
+        confirmed before anything acts on it), else written now."""
+        if wait and self._many_now is not None:
+            self._held.append(entry)
+        elif self._send_now is None or not self._send_now(self.run_id, entry):
+            await self.put(entry)
+            return
         self._entries[entry.key] = entry
 
     def take_held(self) -> list[JournalEntry]:
