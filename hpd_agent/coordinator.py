@@ -409,29 +409,22 @@ async def _backend_or_here(coordinator: Coordinator, pending: PendingRequest, as
     await anyio.lowlevel.checkpoint()
     if pending.status != "pending":
         return
-    deadlines: tuple[Any, ...] = getattr(asker, "deadlines", ())
-    for d in deadlines:
-        d.pause()
     settled: Settlement | None = None
-    try:
-        with anyio.CancelScope() as here:
+    with _deadlines_paused(asker), anyio.CancelScope() as here:
 
-            def ended_here() -> None:
-                # An outcome the backend holds wakes the backend's wait by itself; only one
-                # reached here alone (a local cancel) must stop it.
-                if not pending.stored:
-                    here.cancel()
+        def ended_here() -> None:
+            # An outcome the backend holds wakes the backend's wait by itself; only one
+            # reached here alone (a local cancel) must stop it.
+            if not pending.stored:
+                here.cancel()
 
-            pending.on_done = ended_here
-            try:
-                settled = await coordinator.backend.wait(pending.request_id)
-            finally:
-                pending.on_done = None
-        if settled is not None:
-            _apply(coordinator, pending, settled)
-    finally:
-        for d in deadlines:
-            d.resume()
+        pending.on_done = ended_here
+        try:
+            settled = await coordinator.backend.wait(pending.request_id)
+        finally:
+            pending.on_done = None
+    if settled is not None:
+        _apply(coordinator, pending, settled)
 
 
 def _apply(coordinator: Coordinator, pending: PendingRequest, settled: Settlement) -> None:
@@ -464,11 +457,18 @@ async def _mirror(
 
 async def _paused_wait(done: anyio.Event, asker: Asker) -> None:
     """Wait for ``done`` with the asker's enclosing deadlines stopped."""
+    with _deadlines_paused(asker):
+        await done.wait()
+
+
+@contextmanager
+def _deadlines_paused(asker: Asker) -> Generator[None]:
+    """The asker's enclosing deadlines stopped (waiting for a human does not count)."""
     deadlines: tuple[Any, ...] = getattr(asker, "deadlines", ())
     for d in deadlines:
         d.pause()
     try:
-        await done.wait()
+        yield
     finally:
         for d in deadlines:
             d.resume()
