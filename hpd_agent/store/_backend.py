@@ -53,7 +53,10 @@ class StoreRequests:
     ) -> tuple[Settlement | None, float | None]:
         record = RequestRecord.from_event(event, timeout=timeout)
         held = self.journal.take_held()
-        if held:  # written with the request: the asking tool acts on those responses
+        if held:
+            # Written with the request: the asking tool acts on those responses. Only a
+            # store that writes several entries at once holds any back (``Journal``), and
+            # its ``add_request`` takes them (``SQLStore.add_request``).
             with anyio.CancelScope(shield=True):
                 record = await cast(Any, self.store).add_request(record, journal=held)
         else:
