@@ -4,8 +4,12 @@ and replays them when the run is resumed.
 It wraps every model request (key ``f"{scope_path}@{turn}"``) and every tool call (key: the
 call's ``call_path``). A hit returns the recorded response or result and calls nothing:
 neither the model, nor the tool, nor any hook inside it (the journal is the outermost hook,
-so tracing sees only work really done). A miss runs the call and records the result the
-moment it exists, so a crash while a sibling still waits never loses a side effect.
+so tracing sees only work really done). A miss runs the call and records its result: a tool
+result the moment it exists, so a crash while a sibling still waits never loses a side
+effect; a model response (and what the framework's own tools return) before anything acts
+on it outside the framework. A store that writes several entries in one transaction gets
+them held back and written together with what acts on them (``take_held``); one that sends
+writes ahead gets them sent at once and confirmed before a tool's function runs.
 
 Replayed facts are emitted again, marked ``replayed=True`` (the text of a recorded model
 turn, start and end of a recorded tool call), so a UI that reconnects can rebuild the run.
