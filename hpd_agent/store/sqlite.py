@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from ..exceptions import StoreUnavailableError, UserError
-from ._base import JournalEntry, RequestRecord, RequestState, dump_json, refusal
+from ._base import RequestRecord, RequestState, dump_json, refusal
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._sql import (
     MIGRATIONS,
@@ -147,7 +147,6 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             ) from None
         super().__init__(conn, lease_ttl=lease_ttl)
         self._fast = fast
-        self._fast_cursor: sqlite3.Cursor | None = None  # the journal write's, reused
         self._fast_lock = threading.Lock()
         self._checkpointer = Checkpointer(self.path) if shared else None
         self._answers = AnswerWatch(self.path, poll_interval, self._run)
@@ -213,30 +212,6 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             self._checkpointer.tick()
         return result
 
-    def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
-        """Record one fact of a run at once on the event loop (``_point_now`` without its
-        call-backs: this is two statements per turn); False when nothing was written."""
-        fast = self._fast
-        if fast is None or not self._fast_lock.acquire(blocking=False):
-            return False
-        try:
-            if self._fast is None:
-                return False
-            sql = self._journal_sql or self._journal_insert()
-            cursor = self._fast_cursor
-            if cursor is None:
-                cursor = self._fast_cursor = fast.cursor()
-            cursor.execute(sql, (run_id, entry.key, entry.kind, dump_json(entry.value)))
-        except sqlite3.OperationalError as e:
-            if not is_busy(e):
-                raise
-            return False
-        finally:
-            self._fast_lock.release()
-        if self._checkpointer is not None:
-            self._checkpointer.tick()
-        return True
-
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._checkpointer is not None:
             self._checkpointer.tick()
@@ -280,7 +255,6 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
     def _close(self, conn: sqlite3.Connection) -> None:
         with self._fast_lock:
             if self._fast is not None:
-                self._fast_cursor = None
                 self._fast.close()
                 self._fast = None
         if self._checkpointer is not None:
