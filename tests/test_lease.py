@@ -280,7 +280,7 @@ def test_lease_ttl_must_be_positive(tmp_path: Path) -> None:
 # -- the lease around a run, in one process -------------------------------------------------
 
 
-async def _changed(store: Store, run_id: str, was: Lease) -> Lease | None:
+async def changed(store: Store, run_id: str, was: Lease | None) -> Lease | None:
     """The run's lease once it differs from ``was`` (bounded)."""
     with anyio.fail_after(10):
         for _ in iter(int, 1):  # until it changes (the deadline bounds it)
@@ -291,19 +291,19 @@ async def _changed(store: Store, run_id: str, was: Lease) -> Lease | None:
     raise AssertionError("unreachable")
 
 
-def _asking() -> Agent:
+def asking() -> Agent:
     model = ScriptedModel([tool_call("ask_user", question="Go?"), text("went")])
     return Agent("Asker", model=model, tools=[ask_user()])
 
 
 async def test_a_run_holds_its_lease_while_it_runs_and_releases_it(store: Store) -> None:
-    async with _asking().stream("go", store=store, run_id="r1") as run:
+    async with asking().stream("go", store=store, run_id="r1") as run:
         async for event in run:
             if isinstance(event, ClarificationRequest):
                 held = await store.get_lease("r1")
                 assert held is not None
                 # Kept alive past its first expiry (ttl 0.3 s, renewed every 0.1 s).
-                renewed = await _changed(store, "r1", held)
+                renewed = await changed(store, "r1", held)
                 assert renewed is not None and renewed.holder == held.holder
                 assert renewed.expires_at > held.expires_at
                 await run.respond(event.request_id, "yes")
@@ -312,7 +312,7 @@ async def test_a_run_holds_its_lease_while_it_runs_and_releases_it(store: Store)
 
 
 async def test_a_cancelled_run_releases_its_lease(store: Store) -> None:
-    async with _asking().stream("go", store=store, run_id="r2") as run:
+    async with asking().stream("go", store=store, run_id="r2") as run:
         async for event in run:
             if isinstance(event, ClarificationRequest):
                 run.cancel()
@@ -334,7 +334,7 @@ async def test_a_refused_resume_gives_the_lease_back(store: Store) -> None:
 async def test_a_run_that_loses_its_lease_stops_and_writes_nothing_more(store: Store) -> None:
     with anyio.fail_after(20):
         with pytest.raises(RunLeasedError) as lost:
-            async with _asking().stream("go", store=store, run_id="r4") as run:
+            async with asking().stream("go", store=store, run_id="r4") as run:
                 async for event in run:
                     if isinstance(event, ClarificationRequest):
                         # Another process takes the run over (as after a stall past expiry).

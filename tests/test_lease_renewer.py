@@ -17,11 +17,11 @@ import anyio
 import anyio.to_thread
 import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
+from test_lease import asking, changed
 
-from hpd_agent import Agent, ClarificationRequest, RunLeasedError, UserError, ask_user
-from hpd_agent.store import Lease, MemoryStore, SQLiteStore, Store, open_store
+from hpd_agent import ClarificationRequest, RunLeasedError, UserError
+from hpd_agent.store import MemoryStore, SQLiteStore, Store, open_store
 from hpd_agent.store._session import Sessions
-from hpd_agent.testing import ScriptedModel, text, tool_call
 
 pytestmark = pytest.mark.anyio
 
@@ -57,31 +57,15 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     await made.aclose()
 
 
-def _asking() -> Agent:
-    model = ScriptedModel([tool_call("ask_user", question="Go?"), text("went")])
-    return Agent("Asker", model=model, tools=[ask_user()])
-
-
-async def _changed(store: Store, run_id: str, was: Lease | None) -> Lease | None:
-    """The run's lease once it differs from ``was`` (bounded)."""
-    with anyio.fail_after(10):
-        for _ in iter(int, 1):  # until it changes (the deadline bounds it)
-            now = await store.get_lease(run_id)
-            if now != was:
-                return now
-            await anyio.sleep(0.02)
-    raise AssertionError("unreachable")
-
-
 async def _run_renewed(store: Store, run_id: str, on_ask: Callable[[], object] = lambda: None):
     """Run the asking agent; at its question, wait for a renewal of its lease, then answer."""
-    async with _asking().stream("go", store=store, run_id=run_id) as run:
+    async with asking().stream("go", store=store, run_id=run_id) as run:
         async for event in run:
             if isinstance(event, ClarificationRequest):
                 held = await store.get_lease(run_id)
                 assert held is not None
                 on_ask()
-                renewed = await _changed(store, run_id, held)
+                renewed = await changed(store, run_id, held)
                 assert renewed is not None and renewed.holder == held.holder
                 await run.respond(event.request_id, "yes")
     assert run.result.output == "went"
@@ -102,13 +86,13 @@ async def test_a_store_without_a_renewer_renews_with_a_task(store: Store) -> Non
     assert not hasattr(legacy, "lease_renewer") and not hasattr(legacy, "open_run")
     await _run_renewed(legacy, "old1")
     with pytest.raises(UserError, match="already in"):  # the old sequence refuses it too
-        await _asking().run("go", store=legacy, run_id="old1")
+        await asking().run("go", store=legacy, run_id="old1")
 
 
 async def test_a_store_without_a_renewer_still_loses_a_stolen_lease(store: Store) -> None:
     legacy: Store = LegacyStore(store)  # type: ignore[assignment]
     with anyio.fail_after(20), pytest.raises(RunLeasedError) as lost:
-        async with _asking().stream("go", store=legacy, run_id="old2") as run:
+        async with asking().stream("go", store=legacy, run_id="old2") as run:
             async for event in run:
                 if isinstance(event, ClarificationRequest):
                     mine = await store.get_lease("old2")
@@ -207,16 +191,16 @@ async def test_a_renewer_whose_connection_drops_reconnects(
         )
 
     try:
-        async with _asking().stream("go", store=store, run_id="drop") as run:
+        async with asking().stream("go", store=store, run_id="drop") as run:
             async for event in run:
                 if isinstance(event, ClarificationRequest):
-                    held = await _changed(store, "drop", None)  # taken
-                    held = await _changed(store, "drop", held)  # renewed once: connected
+                    held = await changed(store, "drop", None)  # taken
+                    held = await changed(store, "drop", held)  # renewed once: connected
                     assert await anyio.to_thread.run_sync(count) == 1
                     await anyio.to_thread.run_sync(kill)
                     # Renewed again through a new connection, well before the lease lapsed.
                     for _ in range(3):
-                        renewed = await _changed(store, "drop", held)
+                        renewed = await changed(store, "drop", held)
                         assert renewed is not None and held is not None
                         assert renewed.holder == held.holder
                         held = renewed
@@ -234,7 +218,7 @@ async def test_a_renewer_whose_connection_drops_reconnects(
 async def test_a_new_run_on_a_leased_id_is_refused_and_writes_nothing(store: Store) -> None:
     await store.take_lease("busy", "other:1:x", 60)
     with pytest.raises(RunLeasedError) as refused:
-        await _asking().run("go", store=store, run_id="busy")
+        await asking().run("go", store=store, run_id="busy")
     assert refused.value.holder == "other:1:x"
     assert await store.get_run("busy") is None  # no record without the lease
     lease = await store.get_lease("busy")
@@ -243,9 +227,9 @@ async def test_a_new_run_on_a_leased_id_is_refused_and_writes_nothing(store: Sto
 
 async def test_a_new_run_on_a_kept_id_is_refused_and_takes_no_lease(store: Store) -> None:
     policy = "interrupt"
-    await _asking().run("go", store=store, run_id="kept", on_unhandled=policy)
+    await asking().run("go", store=store, run_id="kept", on_unhandled=policy)
     with pytest.raises(UserError, match="already in"):
-        await _asking().run("again", store=store, run_id="kept")
+        await asking().run("again", store=store, run_id="kept")
     assert await store.get_lease("kept") is None
     record = await store.get_run("kept")
     assert record is not None and record.prompt == "go" and record.status == "interrupted"
