@@ -331,18 +331,23 @@ async def test_a_refused_resume_gives_the_lease_back(store: Store) -> None:
     assert await store.get_lease("r3") is None
 
 
+async def stolen_while_asking(run_with: Store, store: Store, run_id: str) -> RunLeasedError:
+    """Run ``asking()`` with ``run_with``; when it asks, another holder takes its lease in
+    ``store`` (as another process would after a stall past expiry). The run's error."""
+    with anyio.fail_after(20), pytest.raises(RunLeasedError) as lost:
+        async with asking().stream("go", store=run_with, run_id=run_id) as run:
+            async for event in run:
+                if isinstance(event, ClarificationRequest):
+                    mine = await store.get_lease(run_id)
+                    assert mine is not None
+                    await store.release_lease(run_id, mine.holder)
+                    await store.take_lease(run_id, "thief:9:z", 60)
+    return lost.value
+
+
 async def test_a_run_that_loses_its_lease_stops_and_writes_nothing_more(store: Store) -> None:
-    with anyio.fail_after(20):
-        with pytest.raises(RunLeasedError) as lost:
-            async with asking().stream("go", store=store, run_id="r4") as run:
-                async for event in run:
-                    if isinstance(event, ClarificationRequest):
-                        # Another process takes the run over (as after a stall past expiry).
-                        mine = await store.get_lease("r4")
-                        assert mine is not None
-                        await store.release_lease("r4", mine.holder)
-                        await store.take_lease("r4", "thief:9:z", 60)
-    assert lost.value.holder == "thief:9:z" and "lost its lease" in str(lost.value)
+    lost = await stolen_while_asking(store, store, "r4")
+    assert lost.holder == "thief:9:z" and "lost its lease" in str(lost)
     record = await store.get_run("r4")
     assert record is not None and record.status == "running"  # left to the new holder
     (question,) = await store.list_requests(run_id="r4")

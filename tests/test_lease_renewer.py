@@ -17,7 +17,7 @@ import anyio
 import anyio.to_thread
 import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
-from test_lease import asking, changed
+from test_lease import asking, changed, stolen_while_asking
 
 from hpd_agent import ClarificationRequest, RunLeasedError, UserError
 from hpd_agent.store import MemoryStore, SQLiteStore, Store, open_store
@@ -91,15 +91,8 @@ async def test_a_store_without_a_renewer_renews_with_a_task(store: Store) -> Non
 
 async def test_a_store_without_a_renewer_still_loses_a_stolen_lease(store: Store) -> None:
     legacy: Store = LegacyStore(store)  # type: ignore[assignment]
-    with anyio.fail_after(20), pytest.raises(RunLeasedError) as lost:
-        async with asking().stream("go", store=legacy, run_id="old2") as run:
-            async for event in run:
-                if isinstance(event, ClarificationRequest):
-                    mine = await store.get_lease("old2")
-                    assert mine is not None
-                    await store.release_lease("old2", mine.holder)
-                    await store.take_lease("old2", "thief:9:z", 60)
-    assert lost.value.holder == "thief:9:z"
+    lost = await stolen_while_asking(legacy, store, "old2")
+    assert lost.holder == "thief:9:z"
     record = await store.get_run("old2")
     assert record is not None and record.status == "running"
 
