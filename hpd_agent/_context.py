@@ -28,7 +28,14 @@ from .messages import Message
 from .models._base import Model, ModelRequestParams, ModelResponse
 from .permissions import Deny, PermissionSpec
 
-__all__ = ["Deadline", "DepsT", "ToolContext", "current_context", "request_model"]
+__all__ = [
+    "Deadline",
+    "DepsT",
+    "ToolContext",
+    "current_context",
+    "invocation_id",
+    "request_model",
+]
 
 DepsT = TypeVar("DepsT", default=Any)
 """The type of ``ToolContext.deps`` (``Agent(deps_type=...)``); ``Any`` when not given."""
@@ -39,6 +46,15 @@ _current: ContextVar[ToolContext | None] = ContextVar("hpd_agent_tool_context", 
 def current_context() -> ToolContext | None:
     """The ``ToolContext`` of the tool call running in this task, or None outside tools."""
     return _current.get()
+
+
+def invocation_id(scope_path: str) -> str:
+    """The ``invocation_id`` of the agent call whose stable path is ``scope_path``.
+
+    A digest, not the path: the path holds the run id, which may be a secret (the web
+    server's), and events leave the process.
+    """
+    return "inv_" + hashlib.blake2b(scope_path.encode(), digest_size=8).hexdigest()
 
 
 class Deadline:
@@ -83,6 +99,8 @@ class ToolContext(Asking, Generic[DepsT]):
         depth: Depth of that agent (0 for the root agent).
         tool_name: Name of the tool being called.
         tool_call_id: The model's id for this call.
+        invocation_id: Which call of the agent that called the tool this is (the
+            ``invocation_id`` its events carry).
         call_path: Stable path of this call inside the run (run, agents, turns, call ids);
             request ids derive from it, so a replay gets the same ids.
     """
@@ -96,6 +114,7 @@ class ToolContext(Asking, Generic[DepsT]):
         "deadlines",
         "deps",
         "depth",
+        "invocation_id",
         "run_id",
         "scope_path",
         "tool_call_id",
@@ -113,6 +132,7 @@ class ToolContext(Asking, Generic[DepsT]):
         scope_path: str,
         deadlines: Sequence[Deadline] = (),
         deps: Any = None,
+        invocation: str | None = None,
     ) -> None:
         self.coordinator = coordinator
         self.deps: DepsT = deps
@@ -124,6 +144,8 @@ class ToolContext(Asking, Generic[DepsT]):
         self.call_path = call_path
         self.scope_path = scope_path
         """Path of the agent run that made this call (conversations are kept per scope)."""
+        self.invocation_id = invocation_id(scope_path) if invocation is None else invocation
+        """The ``invocation_id`` of that agent run (its events carry it)."""
         self.deadlines = tuple(deadlines)
         self._asks = 0
         self._steps = 0
@@ -194,6 +216,7 @@ class ToolContext(Asking, Generic[DepsT]):
         call = StepCall(
             run_id=self.run_id,
             agent_path=self.agent_path,
+            invocation_id=self.invocation_id,
             name=name,
             key=f"{self.call_path}!{index}:{name}",
             run=run,
@@ -229,7 +252,13 @@ class ToolContext(Asking, Generic[DepsT]):
         this frame its own ``turn``.
         """
         return await request_model(
-            self.coordinator, self.agent_path, self.scope_path, model, messages, params
+            self.coordinator,
+            self.agent_path,
+            self.scope_path,
+            model,
+            messages,
+            params,
+            self.invocation_id,
         )
 
 
@@ -240,6 +269,7 @@ async def request_model(
     model: Model,
     messages: Sequence[Message],
     params: ModelRequestParams,
+    invocation: str | None = None,
 ) -> ModelResponse:
     """One model request of a run: through the run's model wrappers (if any), counted busy
     while it is live, journal write included (an interrupt waits for it), and added to the
@@ -254,6 +284,7 @@ async def request_model(
                 run_id=coordinator.run_id,
                 agent_path=agent_path,
                 scope_path=scope_path,
+                invocation_id=invocation_id(scope_path) if invocation is None else invocation,
                 turn=params.turn,
                 model=model,
                 messages=messages,

@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from ._context import Deadline, ToolContext, _current, request_model
+from ._context import Deadline, ToolContext, _current, invocation_id, request_model
 from ._fanout import first_leaf, map_concurrently
 from ._output import OutputSpec, output_text
 from ._text import error_text
@@ -67,6 +67,7 @@ class _State:
         "deps",
         "depth",
         "ids",
+        "invocation",
         "scope_path",
         "spec",
         "tool_chain",
@@ -88,6 +89,8 @@ class _State:
         self.agent_path = agent_path
         self.depth = len(agent_path) - 1
         self.scope_path = scope_path
+        self.invocation = invocation_id(scope_path)
+        """This agent run's ``invocation_id`` (computed once: every event carries it)."""
         self.deadlines = deadlines
         self.usage = Usage()
         """This agent's own usage so far (kept here so a failure can report it too)."""
@@ -109,12 +112,13 @@ async def run_agent(
     tool_call_id: str | None = None,
     resumed: bool = False,
     deps: Any = None,
+    parent_invocation: str | None = None,
 ) -> AgentOutcome:
     """Run one agent on ``messages`` (which it extends) until it gives a final answer.
 
     Emits ``AgentStarted``/``AgentFinished`` around the run; failures and cancellation are
     reported in ``AgentFinished`` and re-raised. ``deps`` is what its tools get as
-    ``ctx.deps``.
+    ``ctx.deps``. ``parent_invocation`` is the calling agent run's ``invocation_id``.
     """
     state = _State(spec, coordinator, agent_path, scope_path, deadlines, deps)
     for m in messages:
@@ -122,10 +126,10 @@ async def run_agent(
             state.ids.update(c.id for c in m.tool_calls)
 
     if not coordinator.hooks.agent_wrappers:
-        return await _observed_run(state, messages, input, tool_call_id)
+        return await _observed_run(state, messages, input, tool_call_id, parent_invocation)
 
     async def body(invocation: AgentInvocation) -> AgentOutcome:
-        return await _observed_run(state, messages, input, tool_call_id)
+        return await _observed_run(state, messages, input, tool_call_id, parent_invocation)
 
     invocation = AgentInvocation(
         run_id=coordinator.run_id,
@@ -136,6 +140,8 @@ async def run_agent(
         tool_call_id=tool_call_id,
         model=spec.model,
         resumed=resumed,
+        invocation_id=state.invocation,
+        parent_invocation_id=parent_invocation,
     )
     return await coordinator.hooks.agent(body)(invocation)
 
@@ -153,6 +159,7 @@ def _agent_finished(
         run_id=state.coordinator.run_id,
         agent_path=state.agent_path,
         depth=state.depth,
+        invocation_id=state.invocation,
         status=status,
         output=output,
         error=error,
@@ -162,20 +169,33 @@ def _agent_finished(
     )
 
 
+def _agent_started(
+    state: _State, input: str, tool_call_id: str | None, parent: str | None
+) -> AgentStarted:
+    return AgentStarted(
+        run_id=state.coordinator.run_id,
+        agent_path=state.agent_path,
+        depth=state.depth,
+        invocation_id=state.invocation,
+        input=input,
+        tool_call_id=tool_call_id,
+        parent_invocation_id=parent,
+    )
+
+
 async def _observed_run(
-    state: _State, messages: list[Message], input: str, tool_call_id: str | None
+    state: _State,
+    messages: list[Message],
+    input: str,
+    tool_call_id: str | None,
+    parent_invocation: str | None,
 ) -> AgentOutcome:
     """The turns of one agent's run, announced by ``AgentStarted``/``AgentFinished``: one
     coroutine for the whole loop (each suspension resumes through every frame of the chain)."""
     coordinator = state.coordinator
     spec = state.spec
     path, scope = state.agent_path, state.scope_path
-    coordinator.emit(
-        AgentStarted(
-            run_id=coordinator.run_id, agent_path=path, depth=state.depth, input=input,
-            tool_call_id=tool_call_id,
-        )
-    )  # fmt: skip
+    coordinator.emit(_agent_started(state, input, tool_call_id, parent_invocation))
     quiescence = coordinator.quiescence
     on_text = _text_sink(state)
     wrapped = bool(coordinator.hooks.model_wrappers)
@@ -186,7 +206,7 @@ async def _observed_run(
                 params = _params(state, turn, on_text)
                 if wrapped:
                     response = await request_model(
-                        coordinator, path, scope, spec.model, messages, params
+                        coordinator, path, scope, spec.model, messages, params, state.invocation
                     )
                 else:
                     quiescence.busy += 1
@@ -235,10 +255,16 @@ def _text_sink(state: _State) -> Callable[[str], None]:
     run_id = coordinator.run_id
     path = state.agent_path
     depth = state.depth
+    invocation = state.invocation
 
     def on_text(text: str) -> None:
         if text and coordinator.observed:
-            coordinator.emit(TextDelta(run_id=run_id, agent_path=path, depth=depth, text=text))
+            coordinator.emit(
+                TextDelta(
+                    run_id=run_id, agent_path=path, depth=depth, invocation_id=invocation,
+                    text=text,
+                )
+            )  # fmt: skip
 
     return on_text
 
@@ -361,6 +387,7 @@ def _execution(state: _State, call: ToolCall, call_path: str) -> ToolExecution:
         known=tool is not None,
         emit=coordinator.emit,
         side_effects=tool is None or tool.side_effects,
+        invocation_id=state.invocation,
     )
 
 
@@ -401,6 +428,7 @@ async def _execute(state: _State, call: ToolCall, call_path: str) -> tuple[str, 
         scope_path=state.scope_path,
         deadlines=state.deadlines,
         deps=state.deps,
+        invocation=state.invocation,
     )
     token = _current.set(ctx)
     try:

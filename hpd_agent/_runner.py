@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from ._context import ToolContext, _current
+from ._context import ToolContext, _current, invocation_id
 from ._loop import AgentOutcome, AgentSpec, run_agent
 from ._sessions import RunSession, SessionStore
 from ._text import error_text
@@ -266,7 +266,14 @@ def _configure(coordinator: Coordinator, session: RunSession | None, hooks: Sequ
 
 
 def _run_started(coordinator: Coordinator, name: str, prompt: str) -> RunStarted:
-    return RunStarted(run_id=coordinator.run_id, agent_path=(name,), depth=0, prompt=prompt)
+    run_id = coordinator.run_id
+    return RunStarted(
+        run_id=run_id,
+        agent_path=(name,),
+        depth=0,
+        invocation_id=invocation_id(run_id),
+        prompt=prompt,
+    )
 
 
 async def _root_body(
@@ -351,8 +358,14 @@ async def before_run(
         deadlines=deadlines,
         deps=deps,
     )
-    common: dict[str, Any] = {"run_id": coordinator.run_id, "agent_path": path, "depth": ctx.depth}
-    coordinator.emit(AgentStarted(input=request, **common))
+    common: dict[str, Any] = {
+        "run_id": coordinator.run_id,
+        "agent_path": path,
+        "depth": ctx.depth,
+        "invocation_id": ctx.invocation_id,
+    }
+    parent = invocation_id(scope_path)
+    coordinator.emit(AgentStarted(input=request, parent_invocation_id=parent, **common))
     token = _current.set(ctx)
     try:
         result = await step.before_run(request, ctx)
@@ -453,6 +466,7 @@ def _nested_agent(
         deadlines=ctx.deadlines,
         tool_call_id=ctx.tool_call_id,
         deps=deps,
+        parent_invocation=ctx.invocation_id,
     )
 
 

@@ -2,7 +2,10 @@
 
 Events of the whole agent tree arrive on the root run's one ordered stream. Each carries the
 root ``run_id``, the ``agent_path`` of the agent that produced it (names from the root, e.g.
-``("Orchestrator", "CodingAgent")``) and its ``depth`` (0 for the root agent).
+``("Orchestrator", "CodingAgent")``), its ``depth`` (0 for the root agent) and its
+``invocation_id``: which call of that agent it was (two parallel calls of one sub-agent share
+an ``agent_path`` but not an ``invocation_id``). ``AgentStarted.parent_invocation_id`` links a
+nested call to the call of the agent that made it, so the events form a tree.
 
 Events are frozen keyword-only dataclasses with a ``kind`` literal. ``event_adapter()`` is the
 one pydantic ``TypeAdapter`` that turns any event into JSON and back.
@@ -56,6 +59,10 @@ class _Base:
     """Agent names from the root to the agent that produced the event."""
     depth: int
     """Nesting depth of that agent: 0 for the root agent."""
+    invocation_id: str = ""
+    """Which call of that agent produced the event: the root run's, or one nested call's.
+    Parallel calls of one sub-agent have different ids; a resumed run keeps them (they
+    derive from the call's stable path, like request ids)."""
     replayed: bool = False
     """True when a resumed run re-emits a fact from its journal (nothing ran again)."""
 
@@ -91,6 +98,8 @@ class AgentStarted(_Base):
     input: str
     tool_call_id: str | None = None
     """For a nested agent, the parent's tool call that started it."""
+    parent_invocation_id: str | None = None
+    """For a nested agent, the ``invocation_id`` of the agent call whose tool started it."""
     kind: Literal["agent_started"] = "agent_started"
 
 

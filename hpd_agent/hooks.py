@@ -65,6 +65,10 @@ class AgentInvocation:
         tool_call_id: For a nested agent, the parent's tool call that started it.
         model: The agent's model.
         resumed: True for the root agent of a run resumed from a store.
+        invocation_id: Which call of this agent this is (the ``invocation_id`` of its
+            events): parallel calls of one sub-agent differ, a resume keeps it.
+        parent_invocation_id: For a nested agent, the ``invocation_id`` of the calling
+            agent's run; None for the root agent.
     """
 
     run_id: str
@@ -75,6 +79,8 @@ class AgentInvocation:
     tool_call_id: str | None
     model: Model
     resumed: bool = False
+    invocation_id: str = ""
+    parent_invocation_id: str | None = None
 
     @property
     def depth(self) -> int:
@@ -108,6 +114,7 @@ class ModelCall:
         messages: The conversation sent (do not mutate it).
         params: Tools, settings and the streaming callback.
         emit: Puts an event on the root run's stream (e.g. replayed text).
+        invocation_id: Which call of the agent makes the request (its events carry it).
     """
 
     run_id: str
@@ -118,6 +125,7 @@ class ModelCall:
     messages: Sequence[Message]
     params: ModelRequestParams
     emit: Callable[[Event], None]
+    invocation_id: str = ""
 
     @property
     def key(self) -> str:
@@ -128,7 +136,12 @@ class ModelCall:
         """The ``TextDelta`` of this agent carrying ``text``."""
         path = self.agent_path
         return TextDelta(
-            run_id=self.run_id, agent_path=path, depth=len(path) - 1, text=text, replayed=replayed
+            run_id=self.run_id,
+            agent_path=path,
+            depth=len(path) - 1,
+            invocation_id=self.invocation_id,
+            text=text,
+            replayed=replayed,
         )
 
 
@@ -159,6 +172,8 @@ class ToolExecution:
         side_effects: Whether the tool's own code may act outside the framework. False
             for the framework's own tools (an agent's tool from ``Agent.as_tool``,
             ``ask_user``): they act only through requests and their nested tool calls.
+        invocation_id: Which call of the calling agent this tool call belongs to (the
+            ``invocation_id`` of its events).
     """
 
     run_id: str
@@ -169,6 +184,7 @@ class ToolExecution:
     emit: Callable[[Event], None]
     metadata: Mapping[str, Any] = field(default_factory=dict[str, Any])
     side_effects: bool = True
+    invocation_id: str = ""
 
     @property
     def tool_name(self) -> str:
@@ -190,6 +206,7 @@ class ToolExecution:
             run_id=self.run_id,
             agent_path=path,
             depth=len(path) - 1,
+            invocation_id=self.invocation_id,
             tool_call_id=call.id,
             tool_name=call.name,
             arguments=arguments,
@@ -205,6 +222,7 @@ class ToolExecution:
             run_id=self.run_id,
             agent_path=path,
             depth=len(path) - 1,
+            invocation_id=self.invocation_id,
             tool_call_id=call.id,
             tool_name=call.name,
             result=outcome.text,
@@ -224,6 +242,7 @@ class StepCall:
         key: Stable id of the step in the run (the tool call's path, the step's index and
             name), the same after a crash and a resume.
         run: Does the step (calls the tool's function) and returns its result.
+        invocation_id: Which call of the agent whose tool takes the step.
     """
 
     run_id: str
@@ -231,6 +250,7 @@ class StepCall:
     name: str
     key: str
     run: Callable[[], Awaitable[Any]]
+    invocation_id: str = ""
 
 
 class Hook:

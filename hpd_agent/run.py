@@ -17,6 +17,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
+from ._context import invocation_id
 from ._fanout import first_leaf
 from ._output import output_text
 from ._text import error_text
@@ -73,6 +74,7 @@ def finished_event(result: RunResult, agent_name: str) -> RunFinished:
         run_id=result.run_id,
         agent_path=(agent_name,),
         depth=0,
+        invocation_id=invocation_id(result.run_id),
         status=result.status,
         output=result.output if type(result.output) is str else output_text(result.output),
         error=text,
