@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._context import ToolContext, current_context
-from ._version import __version__
+from ._core.context import ToolContext, current_context
+from ._values.version import __version__
 from .agent import Agent
 from .clarification import ask_user
 from .coordinator import OnUnhandled

@@ -13,12 +13,11 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
-from ._context import current_context
-from ._loop import AgentSpec
-from ._output import output_spec
-from ._refs import caller_module, module_ref
-from ._resuming import Resumable
-from ._runner import (
+from ._core.context import current_context
+from ._core.loop import AgentSpec
+from ._core.output import output_spec
+from ._core.resuming import Resumable
+from ._core.runner import (
     BeforeRun,
     Blueprint,
     SessionOpener,
@@ -29,8 +28,8 @@ from ._runner import (
     run_root,
     stream_root,
 )
-from ._sessions import SessionStore
-from ._sync import SyncRunnable
+from ._core.sync import SyncRunnable
+from ._values.refs import caller_module, module_ref
 from .coordinator import OnUnhandled, check_on_unhandled
 from .exceptions import UserError
 from .handlers._base import Handler
@@ -38,6 +37,7 @@ from .hooks import Hook
 from .messages import Message
 from .models._base import Model, infer_model
 from .run import Run, RunResult
+from .sessions import SessionStore
 from .tools import ApprovalPolicy, Tool
 
 __all__ = ["Agent", "Conversation"]

@@ -10,7 +10,7 @@ action, custom: see ``hpd_agent.questions``) with ``ctx.ask_input``, ``ctx.ask_c
 
 from __future__ import annotations
 
-from ._context import ToolContext
+from ._core.context import ToolContext
 from .exceptions import QuestionNotAnswered
 from .questions import TextQuestion
 from .tools import Tool

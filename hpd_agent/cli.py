@@ -36,8 +36,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._cli_store import EXIT_INTERRUPTED, add_store_commands, failure
-from ._text import bounded, printable
+from ._apps.cli_store import EXIT_INTERRUPTED, add_store_commands, failure
+from .text import bounded, printable
 
 if TYPE_CHECKING:
     import anyio
@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from ._version import __version__
+    from ._values.version import __version__
 
     return __version__
 
@@ -163,7 +163,7 @@ def _stdin_note(console: Console, assume_yes: bool) -> None:
 def _cmd_demo(args: argparse.Namespace) -> int:
     import anyio
 
-    from ._demo import DEFAULT_PROMPT, QUESTIONS_TOGETHER, DemoConsole, demo_agents
+    from ._apps.demo import DEFAULT_PROMPT, QUESTIONS_TOGETHER, DemoConsole, demo_agents
 
     console = _console()
     prompt = (args.prompt or "").strip() or DEFAULT_PROMPT
@@ -206,7 +206,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
-    from ._demo import chat_agent
+    from ._apps.demo import chat_agent
     from .exceptions import HpdAgentError
     from .handlers import ConsoleHandler
     from .messages import Message
@@ -330,7 +330,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 2
     import socket
 
-    from ._cli_store import _load_agent
+    from ._apps.cli_store import _load_agent
 
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory

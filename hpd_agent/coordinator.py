@@ -18,9 +18,9 @@ from typing import Any, Literal, get_args
 import anyio
 import anyio.lowlevel
 
-from ._conversations import ConversationKeeper, Conversations
-from ._quiescence import Quiescence
-from ._requests import (
+from ._core.conversations import ConversationKeeper, Conversations
+from ._core.quiescence import Quiescence
+from ._core.requests import (
     Asker,
     LocalRequests,
     PendingRequest,

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from ._arguments import split_arguments
+from ._values.arguments import split_arguments
 from .messages import Usage
 
 __all__ = [

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ._arguments import split_arguments
+from ._values.arguments import split_arguments
 from .events import Event, RequestEvent, RequestStatus, TextDelta, ToolCallFinished, ToolCallStarted
 from .messages import Message, ToolCall, Usage
 from .models._base import Model, ModelRequestParams, ModelResponse

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._requests import Asker, RequestSpec, RequestTable
-from ._vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, REJECT_WORDS, normalise
+from ._core.requests import Asker, RequestSpec, RequestTable
+from ._values.vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, REJECT_WORDS, normalise
 from .events import Event, PermissionRequest, PermissionResolved, RequestEvent, RequestStatus
 
 __all__ = ["Approve", "Decision", "Deny", "PermissionSpec", "to_decision"]

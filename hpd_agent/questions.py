@@ -28,9 +28,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, cast
 from urllib.parse import urlsplit
 
-from ._requests import Asker, RequestSpec
-from ._schemas import MAX_SCHEMA_DEPTH, nesting_problem, schema_mismatch, schema_problem
-from ._vocabulary import DECLINED_WORDS, DONE_WORDS, NO_WORDS, YES_WORDS, normalise
+from ._core.requests import Asker, RequestSpec
+from ._values.schemas import MAX_SCHEMA_DEPTH, nesting_problem, schema_mismatch, schema_problem
+from ._values.vocabulary import DECLINED_WORDS, DONE_WORDS, NO_WORDS, YES_WORDS, normalise
 from .events import (
     ClarificationRequest,
     ClarificationResolved,

@@ -17,14 +17,14 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from ._context import invocation_id
-from ._fanout import first_leaf
-from ._output import output_text
-from ._text import error_text
+from ._core.context import invocation_id
+from ._core.output import output_text
+from ._values.fanout import first_leaf
 from .coordinator import Coordinator, OnUnhandled
 from .events import Event, RequestEvent, RunFinished, RunStatus
 from .exceptions import RunNotFinishedError, UserError
 from .messages import Message, Usage
+from .text import error_text
 
 __all__ = ["Run", "RunResult", "finished_event"]
 

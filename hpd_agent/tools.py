@@ -26,12 +26,12 @@ import anyio.to_thread
 import pydantic
 import pydantic_core
 
-from ._arguments import MAX_ARGUMENT_CHARS
-from ._arguments import SURROGATE as _SURROGATE
-from ._context import ToolContext
-from ._text import bounded
+from ._core.context import ToolContext
+from ._values.arguments import MAX_ARGUMENT_CHARS
+from ._values.arguments import SURROGATE as _SURROGATE
 from .exceptions import ToolDefinitionError
 from .models._base import ToolDefinition
+from .text import bounded
 
 __all__ = ["MAX_ARGUMENT_CHARS", "ApprovalPolicy", "Tool", "ToolArgumentsError", "tool"]
 

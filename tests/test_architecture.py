@@ -27,34 +27,36 @@ LAYERS: dict[str, int] = {
     "hpd_agent.exceptions": 0,
     "hpd_agent.messages": 0,
     "hpd_agent.events": 0,
-    "hpd_agent._fanout": 0,
-    "hpd_agent._arguments": 0,
-    "hpd_agent._vocabulary": 0,
-    "hpd_agent._text": 0,
-    "hpd_agent._schemas": 0,
-    "hpd_agent._refs": 0,
-    "hpd_agent._version": 0,
+    "hpd_agent._values": 0,
+    "hpd_agent._values.fanout": 0,
+    "hpd_agent._values.arguments": 0,
+    "hpd_agent._values.vocabulary": 0,
+    "hpd_agent.text": 0,
+    "hpd_agent._values.schemas": 0,
+    "hpd_agent._values.refs": 0,
+    "hpd_agent._values.version": 0,
     "hpd_agent.models._base": 0,
     # 1 core runtime
     "hpd_agent.hooks": 1,
-    "hpd_agent._requests": 1,
-    "hpd_agent._quiescence": 1,
-    "hpd_agent._conversations": 1,
+    "hpd_agent._core": 1,
+    "hpd_agent._core.requests": 1,
+    "hpd_agent._core.quiescence": 1,
+    "hpd_agent._core.conversations": 1,
     "hpd_agent.coordinator": 1,
     "hpd_agent.permissions": 1,
     "hpd_agent.questions": 1,
-    "hpd_agent._asking": 1,
-    "hpd_agent._context": 1,
+    "hpd_agent._core.asking": 1,
+    "hpd_agent._core.context": 1,
     "hpd_agent.tools": 1,
     "hpd_agent.clarification": 1,
-    "hpd_agent._loop": 1,
+    "hpd_agent._core.loop": 1,
     "hpd_agent.run": 1,
     "hpd_agent.handlers._base": 1,
-    "hpd_agent._sessions": 1,
-    "hpd_agent._runner": 1,
-    "hpd_agent._resuming": 1,
-    "hpd_agent._output": 1,
-    "hpd_agent._sync": 1,
+    "hpd_agent.sessions": 1,
+    "hpd_agent._core.runner": 1,
+    "hpd_agent._core.resuming": 1,
+    "hpd_agent._core.output": 1,
+    "hpd_agent._core.sync": 1,
     "hpd_agent.agent": 1,
     # 2 built on the public core: presets, test doubles
     "hpd_agent.presets": 2,
@@ -71,8 +73,9 @@ LAYERS: dict[str, int] = {
     "hpd_agent.handlers": 5,
     "hpd_agent.handlers.console": 5,
     "hpd_agent.cli": 5,
-    "hpd_agent._cli_store": 5,
-    "hpd_agent._demo": 5,
+    "hpd_agent._apps": 5,
+    "hpd_agent._apps.cli_store": 5,
+    "hpd_agent._apps.demo": 5,
     "hpd_agent": 5,
 }
 
@@ -167,7 +170,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 def test_the_graph_is_read_from_every_module() -> None:
     # The checks below mean something only if the graph has the package's real edges.
     assert len(MODULES) > 40
-    assert "hpd_agent._requests" in GRAPH["hpd_agent.coordinator"]
+    assert "hpd_agent._core.requests" in GRAPH["hpd_agent.coordinator"]
     assert "hpd_agent.store._journal" in GRAPH["hpd_agent.store._session"]
     assert "hpd_agent.otel" not in GRAPH["hpd_agent.otel._hook"]  # `from . import _attributes`
 

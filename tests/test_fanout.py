@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from hpd_agent import Agent, ask_user, tool
-from hpd_agent._fanout import map_concurrently
+from hpd_agent._values.fanout import map_concurrently
 from hpd_agent.events import ClarificationRequest, ToolCallStarted
 from hpd_agent.messages import ToolResultMessage
 from hpd_agent.testing import ScriptedModel, text, tool_call

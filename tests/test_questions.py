@@ -555,7 +555,7 @@ def test_local_refs_still_work() -> None:
 
 
 def test_custom_schema_size_and_depth_are_bounded() -> None:
-    from hpd_agent._schemas import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
+    from hpd_agent._values.schemas import MAX_SCHEMA_BYTES, MAX_SCHEMA_DEPTH
 
     big = {"description": "x" * MAX_SCHEMA_BYTES}
     with pytest.raises(UserError, match="more than the 65,536 allowed"):
@@ -584,7 +584,7 @@ def test_deeply_nested_answers_are_refused_not_crashed() -> None:
 
 
 def test_a_stored_schema_with_a_remote_ref_fetches_nothing(schema_server: Any) -> None:
-    from hpd_agent._schemas import schema_mismatch
+    from hpd_agent._values.schemas import schema_mismatch
 
     # As loaded from a store: it never went through CustomQuestion's checks.
     stored = _stored(

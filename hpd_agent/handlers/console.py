@@ -24,8 +24,7 @@ import anyio.lowlevel
 from rich.console import Console
 from rich.markup import escape
 
-from .._text import printable
-from .._vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, NO_WORDS, REJECT_WORDS, YES_WORDS
+from .._values.vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, NO_WORDS, REJECT_WORDS, YES_WORDS
 from ..events import (
     AgentFinished,
     ClarificationRequest,
@@ -40,6 +39,7 @@ from ..events import (
     ToolCallStarted,
 )
 from ..permissions import Approve, Decision, Deny
+from ..text import printable
 from ._base import BaseHandler
 
 __all__ = ["ConsoleHandler", "default_answer"]

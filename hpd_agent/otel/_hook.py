@@ -60,7 +60,7 @@ class Telemetry:
         meter_provider: metrics.MeterProvider | None,
         capture: bool,
     ) -> None:
-        from .._version import __version__
+        from .._values.version import __version__
 
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider

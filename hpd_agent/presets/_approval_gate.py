@@ -12,8 +12,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from .._context import ToolContext
-from .._vocabulary import APPROVE_WORDS, REJECT_WORDS
+from .._core.context import ToolContext
+from .._values.vocabulary import APPROVE_WORDS, REJECT_WORDS
 from ..exceptions import QuestionNotAnswered, UserError
 from ._shared import frame, keywords, normalise_reply
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, cast
 
-from .._context import ToolContext
+from .._core.context import ToolContext
 from ..exceptions import QuestionNotAnswered, UserError
 from ._shared import frame
 

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, cast
 
-from .._context import ToolContext, current_context
+from .._core.context import ToolContext, current_context
 from ..exceptions import UserError
 
 __all__ = ["find_json_object", "frame", "keywords", "normalise_reply"]

@@ -25,7 +25,6 @@ from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
-from .._sessions import RunSession
 from ..events import ClarificationRequest, RequestEvent, event_adapter
 from ..exceptions import (
     RequestAlreadyAnsweredError,
@@ -36,6 +35,7 @@ from ..exceptions import (
     UnknownRequestError,
 )
 from ..messages import Message
+from ..sessions import RunSession
 
 __all__ = [
     "JournalEntry",

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 
-from .._output import output_text
-from .._text import error_text
+from .._core.output import output_text
 from ..exceptions import UserError
 from ..hooks import Hook
 from ..messages import Message, message_adapter
 from ..run import RunResult
+from ..text import error_text
 from ._answers import respond, validate_stored
 from ._backend import StoreRequests
 from ._base import JournalEntry, RunRecord, RunState, Store, check_entries, refusal

@@ -17,9 +17,9 @@ import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._context import ToolContext
-from .._text import error_text
+from .._core.context import ToolContext
 from ..exceptions import ModelError
+from ..text import error_text
 from ..tools import ToolArgumentsError, result_to_text
 from ._tree import AgentTree, dump_response, load_params
 

@@ -37,15 +37,15 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from .._context import ToolContext
-from .._sessions import RunSession
-from .._text import error_text
+from .._core.context import ToolContext
 from ..agent import Agent
 from ..exceptions import ModelError, UserError
 from ..hooks import CallNext, Hook, ModelCall, StepCall, ToolExecution, ToolOutcome
 from ..messages import Message
 from ..models._base import ModelResponse
 from ..run import Run, RunResult
+from ..sessions import RunSession
+from ..text import error_text
 from ..tools import Tool, ToolArgumentsError
 from ._activities import MODEL_ACTIVITY, STEP_ACTIVITY, STEPS, TOOL_ACTIVITY
 from ._state import RunState, WorkflowRequests

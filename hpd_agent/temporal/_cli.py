@@ -20,8 +20,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from .._text import printable
 from ..exceptions import StoreUnavailableError
+from ..text import printable
 
 __all__ = ["add_temporal_options"]
 

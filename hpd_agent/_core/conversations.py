@@ -7,7 +7,7 @@ from typing import Protocol
 
 import anyio
 
-from .messages import Message
+from ..messages import Message
 
 __all__ = ["ConversationKeeper", "Conversations"]
 

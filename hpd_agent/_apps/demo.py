@@ -31,9 +31,9 @@ import anyio
 from rich.console import Console
 from rich.markup import escape
 
-from .agent import Agent
-from .clarification import ask_user
-from .events import (
+from ..agent import Agent
+from ..clarification import ask_user
+from ..events import (
     AgentFinished,
     ClarificationRequest,
     Event,
@@ -42,12 +42,12 @@ from .events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from .handlers import ConsoleHandler
-from .messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
-from .models import Model, ModelRequestParams, ModelResponse
-from .testing import FunctionModel
-from .testing._models import Step
-from .tools import Tool
+from ..handlers import ConsoleHandler
+from ..messages import AssistantMessage, Message, ToolCall, ToolResultMessage, Usage, UserMessage
+from ..models import Model, ModelRequestParams, ModelResponse
+from ..testing import FunctionModel
+from ..testing._models import Step
+from ..tools import Tool
 
 __all__ = [
     "FRAMEWORKS",

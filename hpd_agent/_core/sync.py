@@ -16,14 +16,14 @@ from typing import Any
 
 import anyio
 
-from ._context import current_context
-from ._sessions import SessionStore
-from .coordinator import OnUnhandled
-from .exceptions import UserError
-from .handlers._base import Handler
-from .hooks import Hook
-from .messages import Message
-from .run import RunResult
+from ..coordinator import OnUnhandled
+from ..exceptions import UserError
+from ..handlers._base import Handler
+from ..hooks import Hook
+from ..messages import Message
+from ..run import RunResult
+from ..sessions import SessionStore
+from .context import current_context
 
 __all__ = ["SyncRunnable", "running_loop"]
 

@@ -17,16 +17,13 @@ from typing import Any
 
 import anyio
 
-from ._context import Deadline, ToolContext, _current, invocation_id, request_model
-from ._fanout import first_leaf, map_concurrently
-from ._output import OutputSpec, output_text
-from ._text import error_text
-from .clarification import unanswered_text
-from .coordinator import Coordinator
-from .events import AgentFinished, AgentStarted, RunStatus, TextDelta
-from .exceptions import MaxTurnsExceededError, NoUserAvailableError, QuestionNotAnswered
-from .hooks import AgentInvocation, AgentOutcome, ToolExecution, ToolOutcome
-from .messages import (
+from .._values.fanout import first_leaf, map_concurrently
+from ..clarification import unanswered_text
+from ..coordinator import Coordinator
+from ..events import AgentFinished, AgentStarted, RunStatus, TextDelta
+from ..exceptions import MaxTurnsExceededError, NoUserAvailableError, QuestionNotAnswered
+from ..hooks import AgentInvocation, AgentOutcome, ToolExecution, ToolOutcome
+from ..messages import (
     AssistantMessage,
     Message,
     ToolCall,
@@ -34,8 +31,11 @@ from .messages import (
     Usage,
     truncated_call_text,
 )
-from .models._base import Model, ModelRequestParams, ModelResponse, ToolDefinition
-from .tools import Tool, ToolArgumentsError, result_to_text
+from ..models._base import Model, ModelRequestParams, ModelResponse, ToolDefinition
+from ..text import error_text
+from ..tools import Tool, ToolArgumentsError, result_to_text
+from .context import Deadline, ToolContext, _current, invocation_id, request_model
+from .output import OutputSpec, output_text
 
 __all__ = ["AgentOutcome", "AgentSpec", "run_agent"]
 

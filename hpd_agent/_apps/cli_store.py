@@ -12,12 +12,12 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._output import output_text
-from ._text import error_text, printable
+from .._core.output import output_text
+from ..text import error_text, printable
 
 if TYPE_CHECKING:
-    from .agent import Agent
-    from .store import RequestRecord, Store
+    from ..agent import Agent
+    from ..store import RequestRecord, Store
 
 __all__ = ["EXIT_INTERRUPTED", "add_store_commands", "failure"]
 
@@ -101,11 +101,11 @@ def add_store_commands(sub: Any) -> None:
 
 def _open(db: str) -> Store:
     """The store at ``db``; an existing one only (a mistyped path must not make a new one)."""
-    from .store import SQLiteStore
+    from ..store import SQLiteStore
 
     if db.startswith(("postgresql://", "postgres://")):
         try:
-            from .store.postgres import PostgresStore
+            from ..store.postgres import PostgresStore
         except ImportError as e:
             raise _Fail(EXIT_STORE_UNAVAILABLE, str(e)) from None
         return PostgresStore(db)
@@ -140,8 +140,8 @@ def _print_request(r: RequestRecord, as_json: bool) -> None:
 def _cmd_pending(args: argparse.Namespace) -> int:
     import anyio
 
-    from .exceptions import StoreCorruptError
-    from .store._sql import SQLStore
+    from ..exceptions import StoreCorruptError
+    from ..store._sql import SQLStore
 
     async def main() -> int:
         store = _open(args.db)
@@ -176,7 +176,7 @@ def _parse_json_answer(text: str) -> Any:
 def _cmd_answer(args: argparse.Namespace) -> int:
     import anyio
 
-    from .store import respond
+    from ..store import respond
 
     value: Any = _parse_json_answer(args.text) if args.json else args.text
     context = {"channel": "cli"}
@@ -196,8 +196,8 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 
 
 def _load_agent(spec: str) -> Agent:
-    from ._refs import load_ref
-    from .agent import Agent
+    from .._values.refs import load_ref
+    from ..agent import Agent
 
     try:
         target = load_ref(spec)
@@ -258,8 +258,8 @@ def _parse_answers(items: list[str]) -> dict[str, str]:
 def _cmd_resume(args: argparse.Namespace) -> int:
     import anyio
 
-    from .events import ClarificationRequest
-    from .exceptions import UnknownRequestError
+    from ..events import ClarificationRequest
+    from ..exceptions import UnknownRequestError
 
     answers = _parse_answers(args.answer)
 
@@ -304,7 +304,7 @@ class _StoreNotice:
         self.db = db
 
     async def on_event(self, event: Any) -> None:
-        from .events import ClarificationRequest
+        from ..events import ClarificationRequest
 
         if isinstance(event, ClarificationRequest) and not event.replayed:
             agent = "/".join(event.agent_path)
@@ -325,7 +325,7 @@ class _StoreNotice:
 
 def failure(error: BaseException) -> tuple[int, str]:
     """The exit status and one-line message of an error that ended a command."""
-    from .exceptions import (
+    from ..exceptions import (
         HpdAgentError,
         RequestError,
         RunLeasedError,

@@ -9,14 +9,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ._context import current_context
-from ._runner import Blueprint, check_deps, resolve_policy, run_root, stream_root
-from ._sessions import SessionStore
-from .coordinator import OnUnhandled
-from .exceptions import UserError
-from .handlers._base import Handler
-from .hooks import Hook
-from .run import Run, RunResult
+from ..coordinator import OnUnhandled
+from ..exceptions import UserError
+from ..handlers._base import Handler
+from ..hooks import Hook
+from ..run import Run, RunResult
+from ..sessions import SessionStore
+from .context import current_context
+from .runner import Blueprint, check_deps, resolve_policy, run_root, stream_root
 
 __all__ = ["Resumable"]
 

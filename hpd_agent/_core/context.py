@@ -18,15 +18,15 @@ from typing import Any, Generic
 import anyio
 from typing_extensions import TypeVar
 
-from ._asking import Asking
-from ._requests import RequestSpec
-from .coordinator import Coordinator
-from .events import Event
-from .exceptions import QuestionNotAnswered
-from .hooks import ModelCall, StepCall
-from .messages import Message
-from .models._base import Model, ModelRequestParams, ModelResponse
-from .permissions import Deny, PermissionSpec
+from ..coordinator import Coordinator
+from ..events import Event
+from ..exceptions import QuestionNotAnswered
+from ..hooks import ModelCall, StepCall
+from ..messages import Message
+from ..models._base import Model, ModelRequestParams, ModelResponse
+from ..permissions import Deny, PermissionSpec
+from .asking import Asking
+from .requests import RequestSpec
 
 __all__ = [
     "Deadline",

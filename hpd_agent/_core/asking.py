@@ -14,9 +14,8 @@ from typing import Any, Literal, overload
 
 import anyio
 
-from ._requests import RequestSpec
-from .exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError
-from .questions import (
+from ..exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError
+from ..questions import (
     ActionQuestion,
     ChoiceQuestion,
     ConfirmQuestion,
@@ -24,6 +23,7 @@ from .questions import (
     InputQuestion,
     TextQuestion,
 )
+from .requests import RequestSpec
 
 __all__ = ["Asking"]
 

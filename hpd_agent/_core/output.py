@@ -18,9 +18,9 @@ from typing import Any
 import pydantic
 import pydantic_core
 
-from ._text import bounded
-from .exceptions import OutputValidationError, UserError
-from .messages import UserMessage
+from ..exceptions import OutputValidationError, UserError
+from ..messages import UserMessage
+from ..text import bounded
 
 __all__ = ["OutputSpec", "output_spec", "output_text"]
 

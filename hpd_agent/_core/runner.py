@@ -16,18 +16,18 @@ from typing import Any, Protocol
 
 import anyio
 
-from ._context import ToolContext, _current, invocation_id
-from ._loop import AgentOutcome, AgentSpec, run_agent
-from ._sessions import RunSession, SessionStore
-from ._text import error_text
-from .coordinator import LOCAL_REQUESTS, Coordinator, OnUnhandled, check_on_unhandled
-from .events import AgentFinished, AgentStarted, RunStarted, RunStatus
-from .exceptions import UserError
-from .handlers._base import Handler, serve
-from .hooks import Hook, HookSet, installed
-from .messages import Message, SystemMessage, UserMessage
-from .run import Run, RunResult, finished_event
-from .tools import ApprovalPolicy, Tool
+from ..coordinator import LOCAL_REQUESTS, Coordinator, OnUnhandled, check_on_unhandled
+from ..events import AgentFinished, AgentStarted, RunStarted, RunStatus
+from ..exceptions import UserError
+from ..handlers._base import Handler, serve
+from ..hooks import Hook, HookSet, installed
+from ..messages import Message, SystemMessage, UserMessage
+from ..run import Run, RunResult, finished_event
+from ..sessions import RunSession, SessionStore
+from ..text import error_text
+from ..tools import ApprovalPolicy, Tool
+from .context import ToolContext, _current, invocation_id
+from .loop import AgentOutcome, AgentSpec, run_agent
 
 __all__ = [
     "BeforeRun",

@@ -20,15 +20,15 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
-from .events import ClarificationRequest, Event, RequestEvent, RequestStatus
-from .exceptions import (
+from ..events import ClarificationRequest, Event, RequestEvent, RequestStatus
+from ..exceptions import (
     InvalidAnswerError,
     RequestAlreadyAnsweredError,
     RequestCancelledError,
     RequestExpiredError,
     UnknownRequestError,
 )
-from .hooks import HookSet
+from ..hooks import HookSet
 
 __all__ = [
     "Asker",

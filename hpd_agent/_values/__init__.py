@@ -1,0 +1,1 @@
+"""Values: pure data and functions the core builds on (layer 0, private)."""
