@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._core.context import ToolContext, current_context
-from ._values.version import __version__
 from .agent import Agent
 from .clarification import ask_user
 from .coordinator import OnUnhandled
@@ -69,6 +68,7 @@ from .permissions import Approve, Decision, Deny
 from .questions import QUESTION_KINDS, validate_answer
 from .run import Run, RunResult
 from .tools import Tool, tool
+from .version import __version__
 
 if TYPE_CHECKING:
     from .handlers.console import ConsoleHandler

@@ -11,24 +11,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from functools import partial
+from typing import Any, Literal, TypedDict
+
+import anyio
+from typing_extensions import Unpack
 
 from ._core.context import current_context
 from ._core.loop import AgentSpec
 from ._core.output import output_spec
-from ._core.resuming import Resumable
-from ._core.runner import (
-    BeforeRun,
-    Blueprint,
-    SessionOpener,
-    agent_tool,
-    check_deps,
-    resolve_policy,
-    run_nested,
-    run_root,
-    stream_root,
-)
-from ._core.sync import SyncRunnable
+from ._core.root import RootRun, SessionOpener, resolve_policy, session_opener
+from ._core.runner import BeforeRun, Blueprint, agent_tool, check_deps, run_nested
+from ._core.sync import refuse_sync
 from ._values.refs import caller_module, module_ref
 from .coordinator import OnUnhandled, check_on_unhandled
 from .exceptions import UserError
@@ -37,10 +31,10 @@ from .hooks import Hook
 from .messages import Message
 from .models._base import Model, infer_model
 from .run import Run, RunResult
-from .sessions import SessionStore
+from .sessions import RunSession, SessionStore
 from .tools import ApprovalPolicy, Tool
 
-__all__ = ["Agent", "Conversation"]
+__all__ = ["Agent", "Conversation", "RunOptions"]
 
 Conversation = Literal["fresh", "per_run"]
 """How an agent used as a tool remembers earlier calls: ``"fresh"`` starts a new
@@ -48,11 +42,24 @@ conversation on every call; ``"per_run"`` keeps one conversation per parent run,
 follow-up call sees the first."""
 
 
+class RunOptions(TypedDict, total=False):
+    """The keywords of ``Agent.run`` (and ``run_sync``); see ``Agent.run`` for each."""
+
+    handler: Handler | None
+    history: Sequence[Message] | None
+    run_id: str | None
+    on_unhandled: OnUnhandled | None
+    store: SessionStore | None
+    session: RunSession | None
+    hooks: Sequence[Hook]
+    deps: Any
+
+
 def _new_run_id() -> str:
     return "run_" + uuid.uuid4().hex[:16]
 
 
-class Agent(Resumable, SyncRunnable):
+class Agent:
     """An LLM with instructions and tools, runnable on its own or as another agent's tool.
 
     Args:
@@ -165,6 +172,7 @@ class Agent(Resumable, SyncRunnable):
         run_id: str | None = None,
         on_unhandled: OnUnhandled | None = None,
         store: SessionStore | None = None,
+        session: RunSession | None = None,
         hooks: Sequence[Hook] = (),
         deps: Any = None,
     ) -> RunResult:
@@ -181,6 +189,8 @@ class Agent(Resumable, SyncRunnable):
             store: Journal the run there as it goes (model responses, tool results,
                 requests), so ``resume`` can continue it after a crash; its requests can be
                 answered by any process holding the store.
+            session: A ``RunSession`` an integration brings instead of a store (a workflow
+                engine keeping the run its own way; see ``hpd_agent.sessions``).
             hooks: Hooks for this run (see ``hpd_agent.hooks``), inside the store's journal
                 and outside the process-wide ones.
             deps: What the tools of this run (and of the agents it calls, unless given
@@ -197,24 +207,14 @@ class Agent(Resumable, SyncRunnable):
         """
         ctx = current_context()
         if ctx is not None:
-            if store is not None or hooks:
+            if store is not None or session is not None or hooks or handler is not None:
                 raise UserError(
-                    "a nested run journals into its root run's store and uses its hooks: "
-                    "pass neither"
-                )
-            if handler is not None:
-                raise UserError(
-                    "a nested run (inside a tool call) has no handler of its own: its "
-                    "requests go to the root run's stream and handler"
+                    "a nested run (inside a tool call) uses its root run's store, hooks and "
+                    "handler: pass none of them"
                 )
             return await run_nested(self._plan(), ctx, prompt, history=history, deps=deps)
-        bp = self._plan()
-        if bp.deps_type is not None:
-            check_deps(bp, deps)
-        policy = resolve_policy(self.on_unhandled, on_unhandled, store)
-        rid = run_id or _new_run_id()
-        opener = _new_session(store, rid, self, prompt, history)
-        return await run_root(bp, rid, prompt, history, handler, policy, opener, hooks, deps)
+        root = self._root(prompt, history, run_id, on_unhandled, store, session, hooks, deps)
+        return await root.to_end(handler)
 
     def stream(
         self,
@@ -224,6 +224,7 @@ class Agent(Resumable, SyncRunnable):
         run_id: str | None = None,
         on_unhandled: OnUnhandled | None = None,
         store: SessionStore | None = None,
+        session: RunSession | None = None,
         hooks: Sequence[Hook] = (),
         deps: Any = None,
     ) -> Run:
@@ -231,18 +232,143 @@ class Agent(Resumable, SyncRunnable):
 
         Use as ``async with agent.stream(prompt) as run: async for event in run: ...``.
         Leaving the block before the run ends cancels the run and its whole tree. With
-        ``store``, the run is journaled as in ``run``; ``deps`` are as in ``run``.
+        ``store`` (or ``session``), the run is journaled as in ``run``; ``deps`` are as in
+        ``run``.
         """
         if current_context() is not None:
             raise UserError(
                 "stream() inside a tool call: use run(); nested events reach the root stream"
             )
+        return self._root(
+            prompt, history, run_id, on_unhandled, store, session, hooks, deps
+        ).stream()
+
+    def run_sync(self, prompt: str, **options: Unpack[RunOptions]) -> RunResult:
+        """``run`` for synchronous code: starts an event loop, runs to the final answer.
+
+        Takes the keywords of ``run``. Where an event loop is running already (``async def``
+        code, a Jupyter notebook, a trio program) use ``await agent.run(...)`` instead.
+
+        Raises:
+            UserError: Called inside a running event loop or inside a tool call.
+            AgentRunError, ModelError: The run failed (as ``run``).
+        """
+        refuse_sync(self.name)
+        return anyio.run(partial(self.run, prompt, **options))
+
+    def _root(
+        self,
+        prompt: str,
+        history: Sequence[Message] | None,
+        run_id: str | None,
+        on_unhandled: OnUnhandled | None,
+        store: SessionStore | None,
+        session: RunSession | None,
+        hooks: Sequence[Hook],
+        deps: Any,
+    ) -> RootRun:
         bp = self._plan()
         check_deps(bp, deps)
-        policy = resolve_policy(self.on_unhandled, on_unhandled, store)
+        durable = store is not None or (session is not None and session.backend.durable)
+        policy = resolve_policy(self.on_unhandled, on_unhandled, durable)
         rid = run_id or _new_run_id()
-        opener = _new_session(store, rid, self, prompt, history)
-        return stream_root(bp, rid, prompt, history, policy, opener, hooks, deps)
+        opener = session_opener(store, session, _new_session(store, rid, self, prompt, history))
+        return RootRun(
+            bp, run_id=rid, prompt=prompt, history=history, policy=policy, hooks=hooks,
+            deps=deps, open_session=opener,
+        )  # fmt: skip
+
+    # -- durable runs ----------------------------------------------------------------------
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        store: SessionStore,
+        answers: Mapping[str, Any] | None = None,
+        handler: Handler | None = None,
+        on_unhandled: OnUnhandled | None = None,
+        max_age: float | None = None,
+        hooks: Sequence[Hook] = (),
+        deps: Any = None,
+    ) -> RunResult:
+        """Continue a run journaled in ``store`` (after a crash, or an interrupt).
+
+        The root agent starts again from its first message and replays the journal: each
+        recorded model response and tool result is reused, so no model call and no tool
+        side effect runs twice; a request raised before keeps its id and is still pending
+        in the store (or answered there: then it returns at once). The run then continues
+        live, as if never interrupted.
+
+        Args:
+            run_id: The run to continue.
+            store: The store it was journaled in.
+            answers: ``{request_id: answer}`` to give pending requests first (validated
+                against each stored question; a refused one raises and nothing resumes).
+            handler, on_unhandled, hooks, deps: As in ``run`` (a store does not keep deps).
+            max_age: Expire this run's pending requests older than this many seconds first;
+                their askers see the timeout text.
+
+        Raises:
+            UserError: No such run, or it was started by an agent of another name.
+            RunLeasedError: Another process drives the run (it holds the run's lease in the
+                store); nothing was written. See docs/guarantees.md.
+            RequestError: One of ``answers`` was refused.
+        """
+        if current_context() is not None:
+            raise UserError("resume() inside a tool call: resume the root run instead")
+        root = self._reopened(run_id, store, on_unhandled, max_age, hooks, deps, answers)
+        # Reopened before the run starts: a refused answer or a held lease raises here.
+        assert root.open_session is not None
+        session = await root.open_session()
+        root.prompt, root.history = session.prompt, session.history
+        root.open_session = session_opener(None, session, None)
+        return await root.to_end(handler)
+
+    def resume_stream(
+        self,
+        run_id: str,
+        *,
+        store: SessionStore,
+        on_unhandled: OnUnhandled | None = None,
+        max_age: float | None = None,
+        hooks: Sequence[Hook] = (),
+        deps: Any = None,
+    ) -> Run:
+        """``resume`` as a stream: iterate the events (replayed ones have ``replayed=True``).
+
+        The run record is read when the run starts. An unknown run (or one started by an
+        agent of another name) keeps the stream's shape: ``RunStarted``, then
+        ``RunFinished`` with status ``"failed"`` and the ``UserError``, which ``run.result``
+        holds too (leaving the ``async with`` block raises it).
+        """
+        if current_context() is not None:
+            raise UserError("resume_stream() inside a tool call: resume the root run instead")
+        return self._reopened(run_id, store, on_unhandled, max_age, hooks, deps).stream()
+
+    def _reopened(
+        self,
+        run_id: str,
+        store: SessionStore,
+        on_unhandled: OnUnhandled | None,
+        max_age: float | None,
+        hooks: Sequence[Hook],
+        deps: Any,
+        answers: Mapping[str, Any] | None = None,
+    ) -> RootRun:
+        bp = self._plan()
+        check_deps(bp, deps)
+        policy = resolve_policy(self.on_unhandled, on_unhandled, True)
+        name = self.name
+
+        async def reopen() -> RunSession:
+            return await store.resume_session(
+                run_id, agent_name=name, answers=answers, max_age=max_age
+            )
+
+        return RootRun(
+            bp, run_id=run_id, prompt="", history=None, policy=policy, hooks=hooks, deps=deps,
+            open_session=reopen,
+        )  # fmt: skip
 
     # -- as a tool -------------------------------------------------------------------------
     def as_tool(
@@ -265,6 +391,7 @@ class Agent(Resumable, SyncRunnable):
         """
         return agent_tool(
             self._plan,
+            self,
             name=name or self.name,
             description=description
             or self.description

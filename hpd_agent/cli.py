@@ -104,7 +104,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _version() -> str:
-    from ._values.version import __version__
+    from .version import __version__
 
     return __version__
 

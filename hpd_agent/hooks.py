@@ -35,6 +35,7 @@ from .models._base import Model, ModelRequestParams, ModelResponse
 __all__ = [
     "AgentInvocation",
     "AgentOutcome",
+    "CallNext",
     "Hook",
     "HookSet",
     "ModelCall",

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ._core.requests import RequestBackend
+from .backend import RequestBackend
 from .hooks import Hook
 from .messages import Message
 

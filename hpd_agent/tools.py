@@ -33,7 +33,14 @@ from .exceptions import ToolDefinitionError
 from .models._base import ToolDefinition
 from .text import bounded
 
-__all__ = ["MAX_ARGUMENT_CHARS", "ApprovalPolicy", "Tool", "ToolArgumentsError", "tool"]
+__all__ = [
+    "MAX_ARGUMENT_CHARS",
+    "ApprovalPolicy",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolContext",
+    "tool",
+]
 
 _SURROGATE_HINT = (
     " A lone UTF-16 surrogate (e.g. \\ud800 without its low half) is not text: send valid Unicode."
@@ -180,6 +187,7 @@ class Tool:
         "_context_param",
         "_is_async",
         "_validator",
+        "agent",
         "definition",
         "description",
         "function",
@@ -222,6 +230,10 @@ class Tool:
         """Whether the function may act outside the framework; False only for the
         framework's own tools (``Agent.as_tool``, ``ask_user``), which act through requests
         and nested tool calls (a durable run may then hold its journal writes until those)."""
+        self.agent: object | None = None
+        """The agent this tool runs (``Agent.as_tool`` sets it), else None: how an
+        integration walks an agent tree (a workflow engine, a server listing sub-agents)
+        without looking inside the function."""
         self.definition = ToolDefinition(
             name=self.name, description=self.description, parameters=self.parameters
         )

@@ -34,7 +34,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.text": 0,
     "hpd_agent._values.schemas": 0,
     "hpd_agent._values.refs": 0,
-    "hpd_agent._values.version": 0,
+    "hpd_agent.version": 0,
     "hpd_agent.models._base": 0,
     # 1 core runtime
     "hpd_agent.hooks": 1,
@@ -52,6 +52,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent._core.loop": 1,
     "hpd_agent.run": 1,
     "hpd_agent.handlers._base": 1,
+    "hpd_agent.backend": 1,
     "hpd_agent.sessions": 1,
     "hpd_agent._core.runner": 1,
     "hpd_agent._core.resuming": 1,
@@ -82,6 +83,20 @@ LAYERS: dict[str, int] = {
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 MAX_CLASS_LINES = 250
+"""Counted without docstrings: a public class documents every method where users read it."""
+
+
+def _docstring_lines(node: ast.AST) -> int:
+    """Lines taken by the docstrings of ``node`` and everything defined in it."""
+    total = 0
+    for inner in ast.walk(node):
+        if isinstance(inner, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = inner.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                doc = body[0]
+                if isinstance(doc.value.value, str):
+                    total += (doc.end_lineno or doc.lineno) - doc.lineno + 1
+    return total
 
 
 def _module_name(path: Path) -> str:
@@ -217,7 +232,7 @@ def test_size_limits() -> None:
                 and size > MAX_FUNCTION_LINES
             ):
                 too_big.append(f"{module}.{node.name}: function of {size} lines")
-            if isinstance(node, ast.ClassDef) and size > MAX_CLASS_LINES:
+            if isinstance(node, ast.ClassDef) and size - _docstring_lines(node) > MAX_CLASS_LINES:
                 too_big.append(f"{module}.{node.name}: class of {size} lines")
     assert too_big == []
 
@@ -302,3 +317,88 @@ def test_testing_exports_everything_it_lists() -> None:
 
     for name in testing.__all__:
         assert getattr(testing, name) is not None
+
+
+# -- the public seam ---------------------------------------------------------------------
+INTEGRATIONS = (
+    "hpd_agent.otel",
+    "hpd_agent.web",
+    "hpd_agent.temporal",
+    "hpd_agent.mcp",
+    "hpd_agent.a2a",
+)
+
+
+def _is_private(module: str) -> bool:
+    return any(part.startswith("_") for part in module.split(".")[1:])
+
+
+def _outside(module: str, integration: str) -> bool:
+    return module != integration and not module.startswith(integration + ".")
+
+
+def test_integrations_import_only_public_modules_of_the_core_and_the_store() -> None:
+    # An integration is a third party's adapter written by us: what it needs of the core
+    # and the store must be public (hooks, sessions, backend, store, models, tools, ...).
+    private = sorted(
+        f"{m} imports {t}"
+        for m, targets in GRAPH.items()
+        if m.startswith(INTEGRATIONS)
+        for t in targets
+        if _is_private(t) and not any(not _outside(t, i) for i in INTEGRATIONS)
+    )
+    assert private == []
+
+
+def test_the_private_check_sees_a_private_import() -> None:
+    assert _is_private("hpd_agent._core.loop")
+    assert _is_private("hpd_agent.store._journal")
+    assert not _is_private("hpd_agent.sessions")
+    # an integration's own private modules are its own business
+    assert not _outside("hpd_agent.web._app", "hpd_agent.web")
+
+
+def test_no_module_reads_a_function_closure() -> None:
+    # Walking an agent tree goes through Tool.agent, never through a function's closure.
+    found = [m for m, p in MODULES.items() if "__closure__" in p.read_text()]
+    assert found == []
+
+
+def test_agent_tools_name_their_agent() -> None:
+    from hpd_agent import Agent, ask_user
+    from hpd_agent.testing import ScriptedModel
+
+    coder = Agent("Coder", model=ScriptedModel([]))
+    assert coder.as_tool().agent is coder
+    assert ask_user().agent is None
+
+
+def test_every_event_type_carries_an_invocation_id() -> None:
+    import dataclasses
+    import typing
+
+    from hpd_agent import events
+
+    kinds = typing.get_args(events.Event)
+    assert len(kinds) >= 11
+    for kind in kinds:
+        names = {f.name for f in dataclasses.fields(kind)}
+        assert "invocation_id" in names, kind.__name__
+    started = {f.name for f in dataclasses.fields(events.AgentStarted)}
+    assert "parent_invocation_id" in started
+
+
+@pytest.mark.parametrize(
+    ("module", "names"),
+    [
+        ("hpd_agent.hooks", ["Hook", "CallNext", "AgentInvocation", "ModelCall", "StepCall"]),
+        ("hpd_agent.sessions", ["RunSession", "SessionStore"]),
+        ("hpd_agent.backend", ["RequestBackend", "Settlement", "Final"]),
+        ("hpd_agent.tools", ["Tool", "ToolContext"]),
+        ("hpd_agent.text", ["error_text", "printable"]),
+    ],
+)
+def test_the_integration_surface_is_public(module: str, names: list[str]) -> None:
+    mod = importlib.import_module(module)
+    for name in names:
+        assert name in mod.__all__, f"{module}.{name}"

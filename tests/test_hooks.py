@@ -740,4 +740,4 @@ async def test_a_nested_run_takes_no_hooks_of_its_own() -> None:
     agent = Agent("A", model=ScriptedModel([tool_call("delegate"), text("ok")]), tools=[delegate])
     result = await agent.run("go")
     [(content, is_error)] = _results(result.messages)
-    assert is_error and "uses its hooks" in content
+    assert is_error and "uses its root run's store, hooks and handler" in content

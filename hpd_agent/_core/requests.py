@@ -15,11 +15,11 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 import anyio
 
+from ..backend import Final, RequestBackend, Settlement
 from ..events import ClarificationRequest, Event, RequestEvent, RequestStatus
 from ..exceptions import (
     InvalidAnswerError,
@@ -39,8 +39,6 @@ __all__ = [
     "RequestTable",
     "Settlement",
 ]
-
-Final = Literal["answered", "expired", "cancelled"]
 
 
 class Asker(Protocol):
@@ -77,63 +75,6 @@ class RequestSpec(ABC):
 
     def after_answer(self, table: RequestTable, request: RequestEvent, answer: Any) -> None:  # noqa: B027
         """Runs right after an answer is accepted (e.g. approval for the whole run)."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Settlement:
-    """How a request ended outside this coroutine (a store: an earlier life, another process).
-
-    Attributes:
-        status: How it ended.
-        answer: The stored answer (JSON data) when answered.
-        waited: For an expired request, the seconds it had been given, when known.
-    """
-
-    status: Final
-    answer: Any = None
-    waited: float | None = None
-
-
-class RequestBackend(Protocol):
-    """Where a run's requests live; the coordinator calls it around every request.
-
-    ``LocalRequests`` (the default) keeps nothing; ``hpd_agent.store`` supplies a durable one.
-    """
-
-    @property
-    def durable(self) -> bool:
-        """Whether others (another process, a later resume) can answer requests kept here."""
-        ...
-
-    def alias_of(self, request_id: str) -> str | None:
-        """For a request that an earlier life merged into an identical one, that one's id."""
-        ...
-
-    async def record_alias(self, request_id: str, first_id: str) -> None:
-        """Remember that ``request_id`` was merged into the identical ``first_id``."""
-        ...
-
-    async def open(
-        self, event: RequestEvent, timeout: float | None
-    ) -> tuple[Settlement | None, float | None]:
-        """Keep a request before its event goes out.
-
-        Returns:
-            How it already ended (an earlier life raised it) or None, and the timeout left.
-        """
-        ...
-
-    async def wait(self, request_id: str) -> Settlement:
-        """Wait until the request is resolved from outside (only called when durable)."""
-        ...
-
-    async def resolve(self, request_id: str, status: Final, answer: Any) -> None:
-        """Write how a request ended; raises ``RequestError`` if it had already ended."""
-        ...
-
-    async def settlement(self, request_id: str) -> tuple[RequestEvent, Settlement | None] | None:
-        """A kept request's event and how it ended (None while pending); None if unknown."""
-        ...
 
 
 class LocalRequests:

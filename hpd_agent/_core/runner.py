@@ -1,29 +1,23 @@
-"""Running an agent: as the root of a run, or nested inside another agent's tool call.
+"""Running an agent nested inside another agent's tool call, and what root runs share.
 
-``Agent`` (in ``agent.py``) holds the configuration and the public methods; this module does
-the running. A root run sets up its coordinator (hooks, the store's session if any), runs
-the optional before-run step (``Agent(clarifier=...)``), runs the loop and ends with exactly
-one ``RunFinished``. A nested run finds the root's coordinator through the calling tool's
-``ToolContext`` and emits there.
+``Agent`` (in ``agent.py``) holds the configuration and the public methods; a root run is a
+``root.RootRun``. A nested run finds the root's coordinator through the calling tool's
+``ToolContext`` and emits there. Both run the optional before-run step
+(``Agent(clarifier=...)``) in a call frame of its own, announced like an agent.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import anyio
-
-from ..coordinator import LOCAL_REQUESTS, Coordinator, OnUnhandled, check_on_unhandled
-from ..events import AgentFinished, AgentStarted, RunStarted, RunStatus
+from ..coordinator import Coordinator
+from ..events import AgentFinished, AgentStarted, RunStatus
 from ..exceptions import UserError
-from ..handlers._base import Handler, serve
-from ..hooks import Hook, HookSet, installed
 from ..messages import Message, SystemMessage, UserMessage
-from ..run import Run, RunResult, finished_event
-from ..sessions import RunSession, SessionStore
+from ..run import RunResult
+from ..sessions import RunSession
 from ..text import error_text
 from ..tools import ApprovalPolicy, Tool
 from .context import ToolContext, _current, invocation_id
@@ -35,11 +29,7 @@ __all__ = [
     "Blueprint",
     "agent_tool",
     "check_deps",
-    "execute_root",
-    "resolve_policy",
     "run_nested",
-    "run_root",
-    "stream_root",
 ]
 
 
@@ -131,207 +121,6 @@ def first_messages(
         messages.extend(m for m in history if not isinstance(m, SystemMessage))
     messages.append(UserMessage(content=prompt))
     return messages
-
-
-# -- root runs ---------------------------------------------------------------------------
-async def execute_root(
-    bp: Blueprint,
-    coordinator: Coordinator,
-    prompt: str,
-    history: Sequence[Message] | None,
-    *,
-    open_session: SessionOpener | None = None,
-    hooks: Sequence[Hook] = (),
-    deps: Any = None,
-) -> RunResult:
-    """Run ``bp`` as the root agent; failures end up in the result, cancellation propagates.
-
-    The stream always reads ``RunStarted`` … ``RunFinished``, even when the store cannot
-    open the run (an unknown run id to resume: then the run fails with ``UserError``).
-    """
-    session: RunSession | None = None
-    try:
-        if open_session is not None:
-            session = await open_session()
-            prompt, history = session.prompt, session.history
-    except UserError as e:
-        coordinator.emit(_run_started(coordinator, bp.name, prompt))
-        result = RunResult(run_id=coordinator.run_id, status="failed", error=e)
-        coordinator.emit(finished_event(result, bp.name))
-        return result
-    _configure(coordinator, session, hooks)
-    # A store holds the run (its lease) for the whole execution; `async with` adds no
-    # coroutine frame to the hot path.
-    async with contextlib.nullcontext() if session is None else session.held():
-        if session is not None:
-            await session.attach(coordinator)
-        scope = anyio.CancelScope()
-        coordinator.quiescence.scope = scope
-        result: RunResult | None = None
-        with scope:
-            result = await _root_body(bp, coordinator, prompt, history, session, deps)
-        if result is None:  # only "interrupt" cancels this scope
-            result = RunResult(
-                run_id=coordinator.run_id,
-                status="interrupted",
-                usage=coordinator.usage,
-                pending=coordinator.pending(),
-            )
-        if session is not None:
-            await session.finish(result)
-    coordinator.emit(finished_event(result, bp.name))
-    return result
-
-
-async def run_root(
-    bp: Blueprint,
-    run_id: str,
-    prompt: str,
-    history: Sequence[Message] | None,
-    handler: Handler | None,
-    policy: OnUnhandled,
-    opener: SessionOpener | None,
-    hooks: Sequence[Hook],
-    deps: Any = None,
-) -> RunResult:
-    """A root run to its end: served by ``handler`` through a stream, or unobserved.
-
-    Raises:
-        The exception that failed the run.
-    """
-    if handler is not None:
-        async with stream_root(bp, run_id, prompt, history, policy, opener, hooks, deps) as run:
-            await serve(run, handler)
-        return run.result
-    coordinator = Coordinator(run_id, on_unhandled=policy)
-    result = await execute_root(
-        bp, coordinator, prompt, history, open_session=opener, hooks=hooks, deps=deps
-    )
-    if result.error is not None:
-        raise result.error
-    return result
-
-
-def stream_root(
-    bp: Blueprint,
-    run_id: str,
-    prompt: str,
-    history: Sequence[Message] | None,
-    policy: OnUnhandled,
-    opener: SessionOpener | None,
-    hooks: Sequence[Hook],
-    deps: Any = None,
-) -> Run:
-    """A root run as a ``Run`` handle (it starts when its ``async with`` block is entered)."""
-    sessions: list[RunSession] = []
-
-    async def opened() -> RunSession:
-        assert opener is not None
-        session = await opener()
-        sessions.append(session)
-        return session
-
-    async def execute(coordinator: Coordinator) -> RunResult:
-        return await execute_root(
-            bp,
-            coordinator,
-            prompt,
-            history,
-            open_session=None if opener is None else opened,
-            hooks=hooks,
-            deps=deps,
-        )
-
-    async def on_cancel(result: RunResult) -> None:
-        # A deliberate cancel ends the stored run too.
-        for session in sessions:
-            await session.finish(result)
-
-    run = Run(
-        run_id=run_id, prompt=prompt, agent_name=bp.name, executor=execute, on_unhandled=policy
-    )
-    run.on_cancel = on_cancel
-    return run
-
-
-def _configure(coordinator: Coordinator, session: RunSession | None, hooks: Sequence[Hook]) -> None:
-    everything = [h for h in (*hooks, *installed()) if h.active()]
-    if session is None:
-        if everything:
-            coordinator.configure(HookSet(everything), LOCAL_REQUESTS)
-        return
-    # The session's hooks (the journal) go first: a replayed call reaches no other hook.
-    coordinator.configure(HookSet([*session.hooks, *everything]), session.backend)
-    coordinator.conversations.keeper = session
-
-
-def _run_started(coordinator: Coordinator, name: str, prompt: str) -> RunStarted:
-    run_id = coordinator.run_id
-    return RunStarted(
-        run_id=run_id,
-        agent_path=(name,),
-        depth=0,
-        invocation_id=invocation_id(run_id),
-        prompt=prompt,
-    )
-
-
-async def _root_body(
-    bp: Blueprint,
-    coordinator: Coordinator,
-    prompt: str,
-    history: Sequence[Message] | None,
-    session: RunSession | None,
-    deps: Any,
-) -> RunResult:
-    run_id = coordinator.run_id
-    path = (bp.name,)
-    coordinator.emit(_run_started(coordinator, bp.name, prompt))
-    messages = first_messages(bp.instructions, prompt, history)
-    decided: BeforeRunResult | None = None
-    try:
-        if bp.before is not None:
-            decided = await before_run(
-                bp.before, coordinator, agent_path=path, scope_path=run_id, request=prompt,
-                deps=deps,
-            )  # fmt: skip
-            if decided.rejected:
-                return RunResult(
-                    run_id=run_id,
-                    status="rejected",
-                    messages=messages,
-                    usage=coordinator.usage,
-                    clarifier=decided,
-                )
-            messages = first_messages(bp.instructions, prompt, history, decided.instructions())
-        outcome = await run_agent(
-            bp.spec,
-            coordinator,
-            agent_path=path,
-            scope_path=run_id,
-            messages=messages,
-            input=prompt,
-            resumed=session is not None and session.resumed,
-            deps=deps,
-        )
-    except Exception as e:
-        return RunResult(
-            run_id=run_id,
-            status="failed",
-            messages=messages,
-            usage=coordinator.usage,
-            error=e,
-            clarifier=decided,
-        )
-    return RunResult(
-        run_id=run_id,
-        status="completed",
-        output=outcome.output,
-        messages=outcome.messages,
-        usage=coordinator.usage,
-        clarifier=decided,
-        truncated=outcome.truncated,
-    )
 
 
 # -- the before-run step -----------------------------------------------------------------
@@ -498,6 +287,7 @@ async def _kept_conversation(
 
 def agent_tool(
     plan: Callable[[], Blueprint],
+    agent: object,
     *,
     name: str,
     description: str,
@@ -526,17 +316,5 @@ def agent_tool(
         timeout=timeout,
     )
     tool.side_effects = False  # it acts only through requests and its agent's tools
+    tool.agent = agent
     return tool
-
-
-def resolve_policy(
-    default: OnUnhandled, on_unhandled: OnUnhandled | None, store: SessionStore | None
-) -> OnUnhandled:
-    """The policy of one run: its own, else the agent's; \"interrupt\" needs a store."""
-    policy = default if on_unhandled is None else check_on_unhandled(on_unhandled)
-    if policy == "interrupt" and store is None:
-        raise UserError(
-            'on_unhandled="interrupt" needs a store to keep the pending requests: '
-            "pass store=SQLiteStore(path) (or MemoryStore() within one process)"
-        )
-    return policy

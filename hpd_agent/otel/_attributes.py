@@ -14,7 +14,7 @@ from typing import Any
 
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
-from ..models._base import Model, ModelResponse
+from ..models import Model, ModelResponse
 from ..permissions import Approve, Deny
 
 __all__ = [

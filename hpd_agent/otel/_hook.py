@@ -31,7 +31,7 @@ from ..hooks import (
     ToolExecution,
     ToolOutcome,
 )
-from ..models._base import ModelResponse
+from ..models import ModelResponse
 from . import _attributes as a
 
 __all__ = ["OtelHook", "Telemetry"]
@@ -60,7 +60,7 @@ class Telemetry:
         meter_provider: metrics.MeterProvider | None,
         capture: bool,
     ) -> None:
-        from .._values.version import __version__
+        from ..version import __version__
 
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider

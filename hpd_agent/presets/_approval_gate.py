@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from .._core.context import ToolContext
 from .._values.vocabulary import APPROVE_WORDS, REJECT_WORDS
 from ..exceptions import QuestionNotAnswered, UserError
+from ..tools import ToolContext
 from ._shared import frame, keywords, normalise_reply
 
 __all__ = ["GATE_APPROVE_WORDS", "GATE_REJECT_WORDS", "GateResult", "GateStatus", "approval_gate"]

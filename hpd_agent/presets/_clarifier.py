@@ -19,11 +19,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from .._core.context import ToolContext
 from .._values.vocabulary import APPROVE_WORDS, REJECT_WORDS, YES_WORDS
 from ..exceptions import QuestionNotAnswered, UserError
 from ..messages import AssistantMessage, Message, SystemMessage, UserMessage
 from ..models._base import Model, ModelRequestParams, infer_model
+from ..tools import ToolContext
 from ._shared import find_json_object, frame, keywords, normalise_reply
 
 __all__ = [

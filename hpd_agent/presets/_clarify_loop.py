@@ -14,8 +14,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, cast
 
-from .._core.context import ToolContext
 from ..exceptions import QuestionNotAnswered, UserError
+from ..tools import ToolContext
 from ._shared import frame
 
 __all__ = [

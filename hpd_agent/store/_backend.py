@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import anyio
 
-from .._core.requests import Final, Settlement
+from ..backend import Final, Settlement
 from ..events import RequestEvent
 from ._answers import jsonable
 from ._base import JournalEntry, RequestRecord, Store

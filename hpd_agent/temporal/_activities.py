@@ -17,10 +17,9 @@ import anyio
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from .._core.context import ToolContext
 from ..exceptions import ModelError
 from ..text import error_text
-from ..tools import ToolArgumentsError, result_to_text
+from ..tools import ToolArgumentsError, ToolContext, result_to_text
 from ._tree import AgentTree, dump_response, load_params
 
 __all__ = ["MODEL_ACTIVITY", "STEPS", "STEP_ACTIVITY", "TOOL_ACTIVITY", "Activities"]

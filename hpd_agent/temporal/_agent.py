@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -37,16 +37,14 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from .._core.context import ToolContext
 from ..agent import Agent
 from ..exceptions import ModelError, UserError
 from ..hooks import CallNext, Hook, ModelCall, StepCall, ToolExecution, ToolOutcome
 from ..messages import Message
-from ..models._base import ModelResponse
+from ..models import ModelResponse
 from ..run import Run, RunResult
-from ..sessions import RunSession
 from ..text import error_text
-from ..tools import Tool, ToolArgumentsError
+from ..tools import Tool, ToolArgumentsError, ToolContext
 from ._activities import MODEL_ACTIVITY, STEP_ACTIVITY, STEPS, TOOL_ACTIVITY
 from ._state import RunState, WorkflowRequests
 from ._tree import AgentTree, dump_params, error_class, load_response
@@ -119,12 +117,12 @@ class TemporalAgent:
         state = RunState()
         state.install()
         hook = _ActivityHook(self)
-        store = _SessionStore(_Session(prompt, history, hook, state.requests))
+        session = _Session(prompt, history, hook, state.requests)
         runs: list[Run] = []
 
         async def drive() -> RunResult:
             run = self.agent.stream(
-                prompt, history=history, run_id=workflow.info().workflow_id, store=store,
+                prompt, history=history, run_id=workflow.info().workflow_id, session=session,
                 hooks=hooks,
             )  # fmt: skip
             runs.append(run)
@@ -330,31 +328,3 @@ class _Session:
 
     async def record_conversation(self, key: str, messages: list[Message]) -> None:
         self._conversations[key] = list(messages)
-
-
-class _SessionStore:  # the core's SessionStore
-    """Hands the one session to ``Agent.stream(store=...)``; a workflow never resumes."""
-
-    def __init__(self, session: _Session) -> None:
-        self._session = session
-
-    async def open_session(
-        self,
-        *,
-        run_id: str,
-        agent_name: str,
-        prompt: str,
-        history: Sequence[Message] | None,
-        agent_ref: str | None = None,
-    ) -> RunSession:
-        return self._session
-
-    async def resume_session(
-        self,
-        run_id: str,
-        *,
-        agent_name: str,
-        answers: Mapping[str, Any] | None = None,
-        max_age: float | None = None,
-    ) -> RunSession:
-        raise UserError("a Temporal run is resumed by Temporal itself (replay), not resume()")

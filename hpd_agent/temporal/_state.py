@@ -25,7 +25,7 @@ import anyio
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from .._core.requests import Final, Settlement
+from ..backend import Final, Settlement
 from ..events import Event, RequestEvent, dump_event
 from ..exceptions import RequestError
 from ..questions import validate_answer

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from ..agent import Agent
 from ..messages import Message, ToolCall, Usage, message_adapter
-from ..models._base import Model, ModelRequestParams, ModelResponse, ToolDefinition
+from ..models import Model, ModelRequestParams, ModelResponse, ToolDefinition
 from ..tools import Tool
 
 __all__ = [
@@ -35,21 +35,6 @@ __all__ = [
 _E = TypeVar("_E", bound=BaseException)
 
 _MAX_DEPTH = 32
-
-
-def _closure_agents(tool: Tool) -> list[Agent]:
-    cells = getattr(tool.function, "__closure__", None) or ()
-    found: list[Agent] = []
-    for cell in cells:
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        # ``Agent.as_tool`` closes over the agent, or over one of its bound methods.
-        owner = getattr(value, "__self__", value)
-        if isinstance(owner, Agent):
-            found.append(owner)
-    return found
 
 
 class AgentTree:
@@ -87,7 +72,8 @@ class AgentTree:
                 if isinstance(model, Model):
                     self._add_model(f"{cpath}#{attr}", model)
         for tool in agent.tools.values():
-            for child in _closure_agents(tool):
+            child = tool.agent
+            if isinstance(child, Agent):
                 self._walk(child, (*path, child.name), depth + 1)
 
     def _add_model(self, key: str, model: Model) -> None:

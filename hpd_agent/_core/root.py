@@ -1,0 +1,274 @@
+"""A root run: one object owning what a run started outside any tool call needs.
+
+``RootRun`` holds the agent's blueprint, the run's id, prompt, history, policy, hooks, deps
+and where its session comes from (a store's, or one an integration brings). It runs
+unobserved (``to_end``), served by a handler, or as a stream (``stream``); in every case the
+stream reads ``RunStarted`` ... exactly one ``RunFinished``. ``Agent.run``, ``stream``,
+``resume`` and ``resume_stream`` build one and call it; nested runs live in ``runner``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+
+from ..coordinator import LOCAL_REQUESTS, Coordinator, OnUnhandled, check_on_unhandled
+from ..events import RunStarted
+from ..exceptions import UserError
+from ..handlers._base import Handler, serve
+from ..hooks import Hook, HookSet, installed
+from ..messages import Message
+from ..run import Run, RunResult, finished_event
+from ..sessions import RunSession, SessionStore
+from .context import invocation_id
+from .loop import run_agent
+from .runner import BeforeRunResult, Blueprint, before_run, first_messages
+
+__all__ = ["RootRun", "SessionOpener", "resolve_policy"]
+
+SessionOpener = Callable[[], Awaitable[RunSession]]
+"""Opens (or reopens) the run's session when the run starts."""
+
+
+def resolve_policy(
+    default: OnUnhandled, on_unhandled: OnUnhandled | None, durable: bool
+) -> OnUnhandled:
+    """The policy of one run: its own, else the agent's; \"interrupt\" needs a store."""
+    policy = default if on_unhandled is None else check_on_unhandled(on_unhandled)
+    if policy == "interrupt" and not durable:
+        raise UserError(
+            'on_unhandled="interrupt" needs a store to keep the pending requests: '
+            "pass store=SQLiteStore(path) (or MemoryStore() within one process)"
+        )
+    return policy
+
+
+def session_opener(
+    store: SessionStore | None, session: RunSession | None, open_new: SessionOpener | None
+) -> SessionOpener | None:
+    """Where a run's session comes from: a given session, else the store's ``open_new``."""
+    if session is not None:
+        if store is not None:
+            raise UserError("pass store= or session=, not both")
+        given = session
+
+        async def handed() -> RunSession:
+            return given
+
+        return handed
+    return open_new if store is not None else None
+
+
+class RootRun:
+    """One root run: its blueprint, inputs, hooks and session (see the module docstring).
+
+    Args:
+        bp: What running the agent needs.
+        run_id: The run's id.
+        prompt: The prompt (a session that reopens a run brings the recorded one).
+        history: Earlier messages to start from.
+        policy: What requests do when nobody answers them.
+        hooks: The run's own hooks (inside the session's, outside the installed ones).
+        deps: What the run's tools read as ``ctx.deps``.
+        open_session: Opens the run's session when it starts; None for a run kept nowhere.
+    """
+
+    __slots__ = ("bp", "deps", "history", "hooks", "open_session", "policy", "prompt", "run_id")
+
+    def __init__(
+        self,
+        bp: Blueprint,
+        *,
+        run_id: str,
+        prompt: str,
+        history: Sequence[Message] | None,
+        policy: OnUnhandled,
+        hooks: Sequence[Hook] = (),
+        deps: Any = None,
+        open_session: SessionOpener | None = None,
+    ) -> None:
+        self.bp = bp
+        self.run_id = run_id
+        self.prompt = prompt
+        self.history = history
+        self.policy: OnUnhandled = policy
+        self.hooks = hooks
+        self.deps = deps
+        self.open_session = open_session
+
+    async def to_end(self, handler: Handler | None) -> RunResult:
+        """The run to its end: served by ``handler`` through a stream, or unobserved.
+
+        Raises:
+            The exception that failed the run.
+        """
+        if handler is not None:
+            async with self.stream() as run:
+                await serve(run, handler)
+            return run.result
+        result = await self.execute(Coordinator(self.run_id, on_unhandled=self.policy))
+        if result.error is not None:
+            raise result.error
+        return result
+
+    def stream(self) -> Run:
+        """The run as a ``Run`` handle (it starts when its ``async with`` block is entered)."""
+        opened: list[RunSession] = []
+        opener = self.open_session
+        if opener is not None:
+            inner = opener
+
+            async def keep() -> RunSession:
+                session = await inner()
+                opened.append(session)
+                return session
+
+            opener = keep
+
+        async def execute(coordinator: Coordinator) -> RunResult:
+            return await self.execute(coordinator, opener)
+
+        async def on_cancel(result: RunResult) -> None:
+            # A deliberate cancel ends the stored run too.
+            for session in opened:
+                await session.finish(result)
+
+        run = Run(
+            run_id=self.run_id,
+            prompt=self.prompt,
+            agent_name=self.bp.name,
+            executor=execute,
+            on_unhandled=self.policy,
+        )
+        run.on_cancel = on_cancel
+        return run
+
+    async def execute(
+        self, coordinator: Coordinator, opener: SessionOpener | None = None
+    ) -> RunResult:
+        """Run the root agent on ``coordinator``; failures end up in the result,
+        cancellation propagates.
+
+        The stream always reads ``RunStarted`` … ``RunFinished``, even when the session
+        cannot open (an unknown run id to resume: then the run fails with ``UserError``).
+        """
+        bp, prompt, history = self.bp, self.prompt, self.history
+        session: RunSession | None = None
+        try:
+            opener = opener or self.open_session
+            if opener is not None:
+                session = await opener()
+                prompt, history = session.prompt, session.history
+        except UserError as e:
+            coordinator.emit(_run_started(coordinator, bp.name, prompt))
+            result = RunResult(run_id=coordinator.run_id, status="failed", error=e)
+            coordinator.emit(finished_event(result, bp.name))
+            return result
+        self._configure(coordinator, session)
+        # A store holds the run (its lease) for the whole execution; `async with` adds no
+        # coroutine frame to the hot path.
+        async with contextlib.nullcontext() if session is None else session.held():
+            if session is not None:
+                await session.attach(coordinator)
+            scope = anyio.CancelScope()
+            coordinator.quiescence.scope = scope
+            result: RunResult | None = None
+            with scope:
+                result = await self._body(coordinator, prompt, history, session)
+            if result is None:  # only "interrupt" cancels this scope
+                result = RunResult(
+                    run_id=coordinator.run_id,
+                    status="interrupted",
+                    usage=coordinator.usage,
+                    pending=coordinator.pending(),
+                )
+            if session is not None:
+                await session.finish(result)
+        coordinator.emit(finished_event(result, bp.name))
+        return result
+
+    def _configure(self, coordinator: Coordinator, session: RunSession | None) -> None:
+        everything = [h for h in (*self.hooks, *installed()) if h.active()]
+        if session is None:
+            if everything:
+                coordinator.configure(HookSet(everything), LOCAL_REQUESTS)
+            return
+        # The session's hooks (the journal) go first: a replayed call reaches no other hook.
+        coordinator.configure(HookSet([*session.hooks, *everything]), session.backend)
+        coordinator.conversations.keeper = session
+
+    async def _body(
+        self,
+        coordinator: Coordinator,
+        prompt: str,
+        history: Sequence[Message] | None,
+        session: RunSession | None,
+    ) -> RunResult:
+        bp, run_id, deps = self.bp, coordinator.run_id, self.deps
+        path = (bp.name,)
+        coordinator.emit(_run_started(coordinator, bp.name, prompt))
+        messages = first_messages(bp.instructions, prompt, history)
+        decided: BeforeRunResult | None = None
+        try:
+            if bp.before is not None:
+                decided = await before_run(
+                    bp.before, coordinator, agent_path=path, scope_path=run_id,
+                    request=prompt, deps=deps,
+                )  # fmt: skip
+                if decided.rejected:
+                    return _ended(coordinator, "rejected", messages, clarifier=decided)
+                extra = decided.instructions()
+                messages = first_messages(bp.instructions, prompt, history, extra)
+            outcome = await run_agent(
+                bp.spec,
+                coordinator,
+                agent_path=path,
+                scope_path=run_id,
+                messages=messages,
+                input=prompt,
+                resumed=session is not None and session.resumed,
+                deps=deps,
+            )
+        except Exception as e:
+            return _ended(coordinator, "failed", messages, clarifier=decided, error=e)
+        return RunResult(
+            run_id=run_id,
+            status="completed",
+            output=outcome.output,
+            messages=outcome.messages,
+            usage=coordinator.usage,
+            clarifier=decided,
+            truncated=outcome.truncated,
+        )
+
+
+def _ended(
+    coordinator: Coordinator,
+    status: Any,
+    messages: list[Message],
+    *,
+    clarifier: BeforeRunResult | None,
+    error: Exception | None = None,
+) -> RunResult:
+    return RunResult(
+        run_id=coordinator.run_id,
+        status=status,
+        messages=messages,
+        usage=coordinator.usage,
+        error=error,
+        clarifier=clarifier,
+    )
+
+
+def _run_started(coordinator: Coordinator, name: str, prompt: str) -> RunStarted:
+    run_id = coordinator.run_id
+    return RunStarted(
+        run_id=run_id,
+        agent_path=(name,),
+        depth=0,
+        invocation_id=invocation_id(run_id),
+        prompt=prompt,
+    )
