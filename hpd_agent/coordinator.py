@@ -183,6 +183,8 @@ class Coordinator:
         is cancelled or nobody can answer (``NoUserAvailableError`` under policy "error").
         Time waiting pauses the asker's enclosing deadlines. A question identical to one
         still open from the same agent is not asked again: it shares that one's answer.
+        An exception from a hook's ``request_opened`` is raised here, the request then
+        ended as cancelled.
         """
         if self.backend.durable:
             return await _kept_request(self, asker, spec, request_id, timeout)
@@ -353,7 +355,13 @@ async def _kept_request(
         value = _replay_settled(coordinator, spec, event, settled)
         pending.answer = value
         return value
-    table.announce(pending)
+    try:
+        table.announce(pending)
+    except Exception:
+        # An observer raised: the request is withdrawn here (cancelled), and in the store.
+        with anyio.CancelScope(shield=True):
+            await _mirror(coordinator, pending, "cancelled", None)
+        raise
     with coordinator.parked():
         try:
             await _wait(coordinator, pending, asker, remaining)

@@ -14,6 +14,9 @@ and observe two moments of a human request (question or permission):
 - ``request_resolved(event, status, answer)``: it ended (answered, expired, cancelled,
   unavailable).
 
+An exception from an observer never leaves a request open nor fails whoever ended it: see
+``Hook``.
+
 Hooks come from three places, outermost first: the run's store (its journal must see a call
 before anyone else, so a replayed call reaches no other hook), ``Agent.run(hooks=...)``, and
 the process-wide ``install``-ed hooks. A method a hook does not override costs nothing: the
@@ -23,6 +26,7 @@ calls the model and the tool directly.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -51,6 +55,9 @@ _C = TypeVar("_C")
 _R = TypeVar("_R")
 
 CallNext = Callable[[_C], Awaitable[_R]]
+"""The rest of a wrapper's chain: call it with the call object to continue the call."""
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -175,6 +182,9 @@ class ToolExecution:
             ``ask_user``): they act only through requests and their nested tool calls.
         invocation_id: Which call of the calling agent this tool call belongs to (the
             ``invocation_id`` of its events).
+        metadata: Free for hooks; the framework neither fills nor reads it (empty). A
+            wrapper may pass ``call_next`` a ``dataclasses.replace(execution, metadata=...)``
+            to hand something to the wrappers inside it.
     """
 
     run_id: str
@@ -257,8 +267,23 @@ class StepCall:
 class Hook:
     """Base class of hooks: override what you need; the defaults pass straight through.
 
-    Wrappers must call ``call_next`` at most once and return its result (or their own);
-    observers must not block (they run on the hot path and may not await).
+    A wrapper returns ``call_next``'s result or its own: it may skip the call (not call
+    ``call_next``), replace the result, or retry (call ``call_next`` again). A retried model
+    request is simply asked again. A retried tool call is the same call again: the same
+    ``call_path``, so its questions get the same request ids and its steps the same step
+    keys. Without a store it all runs again (the human is asked again); with one, the
+    journal (outside the run's hooks) hands the second attempt the first attempt's step
+    results and answers instead. An exception from ``wrap_agent``, ``wrap_model_request`` or ``wrap_tool_call``
+    fails the agent's run with that very exception (from parallel tool calls: the first
+    one, and the other calls are cancelled); ``ctx.step`` raises one from ``wrap_step``.
+
+    Observers are plain functions called where a request opens or ends: they must return
+    quickly and cannot await. Every observer is told, even after another one raised. An
+    exception from ``request_opened`` withdraws the request: it ends as ``"cancelled"``
+    (resolved event and ``request_resolved`` included), and the asking tool gets that
+    exception instead of an answer. An exception from ``request_resolved`` changes nothing
+    (the request ended as it did, an answer counts, whoever ended it carries on): it is
+    logged to the ``hpd_agent.hooks`` logger.
     """
 
     async def wrap_agent(
@@ -388,14 +413,30 @@ class HookSet:
         return chain
 
     def opened(self, event: RequestEvent) -> None:
-        """Tell every observer a request opened."""
+        """Tell every observer a request opened; then raise the first exception one raised."""
+        error: Exception | None = None
         for hook in self.observers:
-            hook.request_opened(event)
+            try:
+                hook.request_opened(event)
+            except Exception as e:
+                if error is None:
+                    error = e
+        if error is not None:
+            raise error
 
     def resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
-        """Tell every observer a request ended."""
+        """Tell every observer a request ended; an exception from one is logged, not raised
+        (the request has ended: whoever ended it must not fail for an observer)."""
         for hook in self.observers:
-            hook.request_resolved(event, status, answer)
+            try:
+                hook.request_resolved(event, status, answer)
+            except Exception:
+                _log.exception(
+                    "hook %r raised in request_resolved (request %s, %s); ignored",
+                    hook,
+                    event.request_id,
+                    status,
+                )
 
 
 _installed: list[Hook] = []

@@ -11,6 +11,8 @@ import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import anyio
+import anyio.lowlevel
 import pytest
 
 from hpd_agent import Agent, ToolContext, ask_user, tool
@@ -638,23 +640,39 @@ async def test_a_step_wrapper_raising_is_the_tools_error() -> None:
     assert _results(result.messages) == [("Error: ValueError: step hook broke", True)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reported: a tool wrapper raising in a parallel batch fails the run with an "
-    "ExceptionGroup, though with a single call the run fails with the exception itself",
-)
 async def test_a_tool_wrapper_raising_in_a_parallel_batch_fails_the_run_with_its_error() -> None:
     agent = _adder([tool_call("add", a=1, b=2), tool_call("add", a=3, b=4)], text("done"))
     with pytest.raises(ValueError, match="tool hook broke"):
         await agent.run("go", hooks=[Raising("tool")])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reported: an observer raising from request_opened fails the asking tool but "
-    "leaves its request open after the run ended (a handler may still answer it, or hit "
-    "the closed stream with ClosedResourceError, depending on timing)",
-)
+async def test_the_first_tool_wrapper_to_raise_in_a_parallel_batch_fails_the_run() -> None:
+    """The other calls are cancelled; one raising something else as it unwinds is dropped."""
+    cancelled: list[str] = []
+
+    class FirstWins(Hook):
+        async def wrap_tool_call(
+            self, execution: ToolExecution, call_next: CallNext[ToolExecution, ToolOutcome]
+        ) -> ToolOutcome:
+            if execution.call.id == "fails":
+                await anyio.lowlevel.checkpoint()  # after the other call started waiting
+                raise ValueError("first")
+            try:
+                await anyio.Event().wait()  # until cancelled
+            except anyio.get_cancelled_exc_class():
+                cancelled.append(execution.call.id)
+                raise KeyError("second") from None
+            return await call_next(execution)
+
+    agent = _adder(
+        [tool_call("add", _id="waits", a=1, b=2), tool_call("add", _id="fails", a=3, b=4)],
+        text("done"),
+    )
+    with pytest.raises(ValueError, match="first"):
+        await agent.run("go", hooks=[FirstWins()])
+    assert cancelled == ["waits"]
+
+
 async def test_an_observer_raising_leaves_no_request_open() -> None:
     class Broken(Hook):
         def request_opened(self, event: RequestEvent) -> None:
@@ -669,6 +687,75 @@ async def test_an_observer_raising_leaves_no_request_open() -> None:
         ended = {e.request_id for e in events if isinstance(e, ClarificationResolved)}
         assert asked == ended
     assert run.pending == []
+
+
+class BrokenObserver(Hook):
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def request_opened(self, event: RequestEvent) -> None:
+        if self.where == "opened":
+            raise ValueError("observer broke")
+
+    def request_resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
+        if self.where == "resolved":
+            raise ValueError("observer broke")
+
+
+@pytest.mark.parametrize("stored", [False, True])
+async def test_an_observer_raising_from_request_opened_withdraws_the_request(
+    stored: bool,
+) -> None:
+    store = MemoryStore() if stored else None
+    before, after = Watcher(), Watcher()
+    model = ScriptedModel([tool_call("ask_user", question="Which colour?"), text("ok")])
+    agent = Agent("A", model=model, tools=[ask_user()])
+    human = ScriptedHuman({"colour": "blue"})  # would answer at once: no ClosedResourceError
+    hooks = [before, BrokenObserver("opened"), after]
+    result = await agent.run("go", hooks=hooks, handler=human, store=store, run_id="run_w")
+    # The asking tool got the observer's error; the run went on.
+    assert result.status == "completed"
+    assert _results(result.messages) == [("Error: ValueError: observer broke", True)]
+    # Every observer was told it opened, then that it ended as cancelled.
+    for watcher in (before, after):
+        assert [(kind, status) for kind, _, status, _ in watcher.seen] == [
+            ("opened", None),
+            ("resolved", "cancelled"),
+        ]
+    if store is not None:
+        assert [r.status for r in await store.list_requests(run_id="run_w", status=None)] == [
+            "cancelled"
+        ]
+
+
+async def test_an_observer_raising_from_request_resolved_is_logged_and_the_answer_counts(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def agent() -> Agent:
+        model = ScriptedModel([tool_call("ask_user", question="Which colour?"), text("ok")])
+        return Agent("A", model=model, tools=[ask_user()])
+
+    # Answered from the stream: run.respond returns the answer, the run completes.
+    watcher = Watcher()
+    async with agent().stream("go", hooks=[BrokenObserver("resolved"), watcher]) as run:
+        async for event in run:
+            if isinstance(event, ClarificationRequest):
+                assert await run.respond(event.request_id, "blue") == "blue"
+    assert run.result.status == "completed"
+    assert _results(run.result.messages) == [("blue", False)]
+    assert [(kind, status) for kind, _, status, _ in watcher.seen] == [
+        ("opened", None),
+        ("resolved", "answered"),  # the observers after the broken one are still told
+    ]
+    # Answered by a handler: the same.
+    result = await agent().run(
+        "go", hooks=[BrokenObserver("resolved")], handler=ScriptedHuman({"colour": "blue"})
+    )
+    assert result.status == "completed"
+    assert _results(result.messages) == [("blue", False)]
+    logged = [r for r in caplog.records if r.name == "hpd_agent.hooks"]
+    assert len(logged) == 2
+    assert all(r.exc_info and isinstance(r.exc_info[1], ValueError) for r in logged)
 
 
 # -- install, uninstall, active --------------------------------------------------------

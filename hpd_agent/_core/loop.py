@@ -342,12 +342,13 @@ async def _run_batch(
         # One task group; a task is spawned only for calls that actually wait (see _fanout).
         return await map_concurrently(start, calls)
     except BaseExceptionGroup as group:
-        # _run_call only raises run-ending errors; surface the first one unwrapped so it
-        # keeps travelling up through the parent agents as itself.
-        fatal = group.subgroup(lambda e: isinstance(e, _FATAL))
-        if fatal is not None:
-            raise first_leaf(fatal) from None
-        raise
+        # A tool's own failure never gets here (_execute makes it that call's error result):
+        # only run-ending errors (_FATAL) and a tool wrapper's exception do, and the first
+        # cancelled the others. Surface it unwrapped, as a single call would, so it keeps
+        # travelling up through the parent agents as itself.
+        cancelled = anyio.get_cancelled_exc_class()
+        errors = group.subgroup(lambda e: not isinstance(e, cancelled))
+        raise first_leaf(group if errors is None else errors) from None
 
 
 async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessage:

@@ -190,10 +190,18 @@ class RequestTable:
         return pending
 
     def announce(self, pending: PendingRequest) -> None:
-        """Put a tracked request's event on the stream and tell the observers."""
+        """Put a tracked request's event on the stream and tell the observers.
+
+        An observer's exception withdraws the request (it ends as cancelled, announced like
+        any end) and is raised, for the asker to get instead of an answer.
+        """
         self._emit(pending.event)
         if self._hooks.observers:
-            self._hooks.opened(pending.event)
+            try:
+                self._hooks.opened(pending.event)
+            except Exception:
+                self.finish(pending, "cancelled", None)
+                raise
 
     def find_duplicate(self, event: RequestEvent) -> PendingRequest | None:
         """The open request asking the same question from the same agent, if any."""
