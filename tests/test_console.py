@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -590,3 +591,87 @@ async def test_controls_from_models_and_tools_are_shown_not_obeyed() -> None:
     assert "\\x1b[2J\\x1b]0;pwned\\x07\\x1b[31mred\\x9b0m ok\\x08\\x08XXFAKE \\u202eevil" in out
     assert "line one\nline two " in out  # layout survives (rich expands the tab)
     assert "a\\x1b[8m" in out  # an option's hidden-text sequence is visible
+
+
+def _writer_pair() -> Agent:
+    """Root calls the sub-agent "Writer" twice in one turn (queries alpha and beta). Both
+    calls stream in turns (alpha, beta, alpha, beta), then each asks about its own query;
+    each call's final answer names its query and the answer it got."""
+    from hpd_agent.messages import ToolCall
+    from hpd_agent.models import Model, ModelResponse
+
+    both = anyio.Event()
+    turns = {"alpha": anyio.Event(), "beta": anyio.Event()}
+    started: list[str] = []
+
+    class Turns(Model):
+        async def request(
+            self, messages: Sequence[Message], params: ModelRequestParams
+        ) -> ModelResponse:
+            query = last_user_text(messages) or ""
+            answers = tool_results(messages)
+            if answers:
+                return ModelResponse(text=f"{query} got {answers[-1]}")
+            assert params.on_text is not None
+            started.append(query)
+            if len(started) == 2:
+                both.set()
+            await both.wait()  # both calls are live before either speaks
+            if query == "beta":
+                await turns["alpha"].wait()
+            params.on_text(f"{query} one, ")
+            turns[query].set()
+            if query == "alpha":
+                await turns["beta"].wait()
+            params.on_text(f"{query} two.")
+            ask = ToolCall(
+                id="ask",
+                name="ask_user",
+                arguments=json.dumps({"question": f"detail for {query}?"}),
+            )
+            return ModelResponse(
+                text=f"{query} one, {query} two.",
+                tool_calls=(ask,),
+                finish_reason="tool_calls",
+                streamed=True,
+            )
+
+    writer = Agent("Writer", model=Turns(), tools=[ask_user()])
+
+    def plan(messages: Sequence[Message], info: ModelRequestParams) -> Any:
+        if not tool_results(messages):
+            return [tool_call("Writer", query="alpha"), tool_call("Writer", query="beta")]
+        return text(" | ".join(tool_results(messages)))
+
+    return Agent("Root", model=FunctionModel(plan), tools=[writer.as_tool()])
+
+
+async def test_two_calls_of_one_agent_stream_and_ask_each_in_its_own_place() -> None:
+    root = _writer_pair()
+    screen = Screen()
+
+    def answer_the_question_on_screen() -> str:
+        # Whichever call's question is shown last is the one being asked: name it.
+        out = screen.text()
+        asked = max(("alpha", "beta"), key=lambda q: out.rfind(f"asks: detail for {q}?"))
+        return f"answer for {asked}"
+
+    keyboard = Keyboard(screen, [answer_the_question_on_screen] * 2)
+    result = await root.run("go", handler=ConsoleHandler(console_for(screen), input=keyboard))
+    # Each answer reached the call that asked.
+    assert result.output == "alpha got answer for alpha | beta got answer for beta"
+    out = screen.text()
+    # The two calls' text is never merged into one block: each has its own, labelled with
+    # the call (its number and query), while they run side by side.
+    label = {q: re.search(rf"Root > Writer #(\d) \({q}\)", out) for q in ("alpha", "beta")}
+    assert label["alpha"] and label["beta"], out
+    assert {label["alpha"].group(1), label["beta"].group(1)} == {"1", "2"}
+    for q in ("alpha", "beta"):
+        who = label[q].group(0)
+        own = [line[len(who) + 2 :] for line in out.splitlines() if line.startswith(f"{who}: ")]
+        assert " ".join(own) == f"{q} one, {q} two. {q} got answer for {q}"
+        assert f"? {who} asks: detail for {q}?" in out
+        assert f"{who} → ask_user(question='detail for {q}?')" in out
+    for line in out.splitlines():
+        if line.startswith("Root > Writer"):
+            assert not ("alpha" in line and "beta" in line), line

@@ -87,7 +87,10 @@ async def test_depth3_question_tree_attributes_and_metrics(otel: Telemetry) -> N
     root = otel.one("invoke_agent Manager")
     assert root.kind is SpanKind.INTERNAL
     assert root.attributes is not None
+    root_invocation = root.attributes["hpd_agent.invocation_id"]
+    assert isinstance(root_invocation, str) and root_invocation.startswith("inv_")
     assert dict(root.attributes) == {
+        "hpd_agent.invocation_id": root_invocation,
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "Manager",
         "gen_ai.conversation.id": result.run_id,
@@ -128,8 +131,10 @@ async def test_depth3_question_tree_attributes_and_metrics(otel: Telemetry) -> N
         "hpd_agent.request.id": request.request_id,
         "hpd_agent.request.kind": "text",
         "hpd_agent.agent.path": ("Manager", "Architect", "Lead", "Engineer"),
+        "hpd_agent.invocation_id": request.invocation_id,
         "hpd_agent.request.outcome": "answered",
     }
+    assert deepest["hpd_agent.invocation_id"] == request.invocation_id
     assert all(s.status.status_code is StatusCode.UNSET for s in otel.spans)
 
     points = otel.metrics()
@@ -413,3 +418,59 @@ async def test_resumed_run_has_spans_only_for_real_work(otel: Telemetry, tmp_pat
     assert root.attributes["gen_ai.conversation.id"] == first.run_id
     nested = otel.one("invoke_agent Coder")
     assert nested.attributes is not None and "hpd_agent.resumed" not in nested.attributes
+
+
+async def test_parallel_calls_of_one_agent_each_have_their_span_and_invocation_id(
+    otel: Telemetry,
+) -> None:
+    from test_invocation import _asking_writer, _root  # pyright: ignore[reportPrivateUsage]
+
+    from hpd_agent.events import AgentStarted
+
+    started: dict[str, str] = {}  # query -> invocation_id
+    asked: dict[str, ClarificationRequest] = {}  # invocation_id -> its question
+    async with _root(_asking_writer()).stream("go") as run:
+        root_id = ""
+        async for event in run:
+            root_id = root_id or event.invocation_id
+            if isinstance(event, AgentStarted) and event.depth == 1:
+                started[event.input] = event.invocation_id
+            if isinstance(event, ClarificationRequest):
+                asked[event.invocation_id] = event
+                if len(asked) == 2:
+                    for request in reversed(list(asked.values())):
+                        await run.respond(request.request_id, "ok")
+    assert run.result is not None and run.result.status == "completed"
+
+    def attrs(span: ReadableSpan) -> dict[str, Any]:
+        return dict(span.attributes or {})
+
+    by_id = {s.context.span_id: s for s in otel.spans}
+    root = otel.one("invoke_agent Root")
+    assert attrs(root)["hpd_agent.invocation_id"] == root_id
+    assert "hpd_agent.parent_invocation_id" not in attrs(root)
+    writers = otel.named("invoke_agent Writer")
+    assert len(writers) == 2
+    assert {attrs(w)["hpd_agent.invocation_id"] for w in writers} == set(started.values())
+    for writer in writers:
+        inv = attrs(writer)["hpd_agent.invocation_id"]
+        assert attrs(writer)["hpd_agent.parent_invocation_id"] == root_id
+        # Each call hangs under its own execute_tool span of the Root.
+        assert writer.parent is not None
+        call = by_id[writer.parent.span_id]
+        assert call.name == "execute_tool Writer"
+        assert attrs(call)["hpd_agent.invocation_id"] == root_id
+        assert call.parent is not None and call.parent.span_id == root.context.span_id
+        # Its own children, all carrying its invocation id.
+        children = sorted(
+            (s for s in otel.spans if s.parent and s.parent.span_id == writer.context.span_id),
+            key=lambda s: s.start_time or 0,
+        )
+        assert [s.name for s in children] == ["chat reply", "execute_tool ask_user", "chat reply"]
+        assert {attrs(s)["hpd_agent.invocation_id"] for s in children} == {inv}
+        (wait,) = [
+            s for s in otel.spans if s.parent and s.parent.span_id == children[1].context.span_id
+        ]
+        assert wait.name == "await_human text"
+        assert attrs(wait)["hpd_agent.invocation_id"] == inv
+        assert attrs(wait)["hpd_agent.request.id"] == asked[inv].request_id

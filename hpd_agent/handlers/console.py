@@ -12,7 +12,6 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
-import re
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from rich.markup import escape
 from .._values.vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, NO_WORDS, REJECT_WORDS, YES_WORDS
 from ..events import (
     AgentFinished,
+    AgentStarted,
     ClarificationRequest,
     ClarificationResolved,
     Event,
@@ -41,27 +41,21 @@ from ..events import (
 from ..permissions import Approve, Decision, Deny
 from ..text import printable
 from ._base import BaseHandler
+from ._stream import Calls, StreamWriter, path_label
+from ._stream import esc as _esc
 
 __all__ = ["ConsoleHandler", "default_answer"]
 
 InputFunction = Callable[[str], str]
 """Reads one line, like ``input(prompt)``; raises ``EOFError`` when input is closed."""
 
-_PALETTE = ("cyan", "magenta", "green", "blue", "yellow", "bright_cyan", "bright_magenta")
 _PREVIEW_LINES = 8
-_INDENT = 2
-_TOKENS = re.compile(r"\n|[^\S\n]+|\S+")
 _YES = YES_WORDS | {"1"}
 _NO = NO_WORDS | {"0"}
 _PERMISSION_WORDS = (
     "type 1, y, yes or once · 2, run, always or all · 3, n, no or deny "
     "(a reason may follow: n: not here)"
 )
-
-
-def _esc(text: str) -> str:
-    """Text from a model, tool or store, safe for rich markup and for the terminal."""
-    return escape(printable(text))
 
 
 class _Reply(Exception):
@@ -157,112 +151,6 @@ def default_answer(request: ClarificationRequest | PermissionRequest) -> Any:
     return "No answer: the user is not available. Use your best judgement."
 
 
-class _Writer:
-    """Streamed text on the terminal, broken into lines between words."""
-
-    def __init__(self, console: Console) -> None:
-        self.console = console
-        self.speaker: tuple[str, ...] | None = None
-        self.midline = False
-        self.column = 0  # where the cursor is on the current line of streamed text
-        self.space = ""  # whitespace streamed but not written yet
-        self.partial = ""  # the last word streamed, until we know where it ends
-        self.floor: tuple[str, ...] | None = None  # the agent streaming live
-        self.held: dict[tuple[str, ...], str] = {}  # text of the others, until it's their turn
-
-    def end_line(self) -> None:
-        if self.partial:
-            self.wrapped("", final=True)
-        if self.midline:
-            self.console.out("")
-            self.midline = False
-        self.column = 0
-        self.space = ""
-        self.speaker = None
-
-    def header(self, path: tuple[str, ...]) -> None:
-        self.console.print(f"{_label(path)}: ", end="")
-        self.column = len(" > ".join(path)) + 2
-        self.midline = True
-
-    def wrapped(self, text: str, *, final: bool = False) -> None:
-        """Write streamed text, breaking lines between words.
-
-        Pieces arrive mid-word, so the last word of a piece is held until what follows shows
-        where it ends (``final`` writes it out).
-        """
-        width = self.console.width
-        out: list[str] = []
-        tokens = _TOKENS.findall(self.partial + text)
-        self.partial = ""
-        if tokens and not final and not tokens[-1].isspace():
-            self.partial = tokens.pop()
-        for token in tokens:
-            if token == "\n":
-                out.append("\n")
-                self.column = 0
-                self.space = ""
-            elif token.isspace():
-                # Held until the next word: at a line break it is dropped, not left trailing.
-                if self.column > 0:
-                    self.space += token
-            else:
-                if self.column + len(self.space) + len(token) > width and self.column > _INDENT:
-                    out.append("\n" + " " * _INDENT)
-                    self.column = _INDENT
-                else:
-                    out.append(self.space)
-                    self.column += len(self.space)
-                self.space = ""
-                out.append(token)
-                self.column += len(token)
-        self.console.out("".join(out), end="", highlight=False)
-        self.midline = self.column > 0 or bool(self.partial)
-
-    def text(self, path: tuple[str, ...], text: str) -> None:
-        # One agent holds the floor and streams live; text of parallel agents is held back
-        # until the holder pauses (its next non-text event), so lines never interleave
-        # word by word.
-        if self.floor is not None and self.floor != path:
-            self.held[path] = self.held.get(path, "") + text
-            return
-        self.floor = path
-        if path != self.speaker:
-            self.end_line()
-            self.header(path)
-            self.speaker = path
-        self.wrapped(text)
-        if not self.midline:
-            self.speaker = None
-
-    def settle(self, path: tuple[str, ...], *, ending: bool) -> None:
-        """Before an agent's non-text event: show its held text; free the floor if it had it."""
-        if path in self.held:
-            self.flush(path)
-        floor = self.floor
-        # The holder's own events free the floor; so does the end of an agent above it.
-        if floor is not None and (floor == path or (ending and floor[: len(path)] == path)):
-            self.floor = None
-            self.end_line()
-            for held in list(self.held):
-                self.flush(held)
-
-    def flush(self, path: tuple[str, ...]) -> None:
-        text = self.held.pop(path).rstrip("\n")
-        self.end_line()
-        self.header(path)
-        self.wrapped(text)
-        self.end_line()
-
-
-def _label(path: tuple[str, ...]) -> str:
-    """An agent path in colour, root first."""
-    parts = [
-        f"[bold {_PALETTE[sum(map(ord, name)) % len(_PALETTE)]}]{_esc(name)}[/]" for name in path
-    ]
-    return " > ".join(parts)
-
-
 class ConsoleHandler(BaseHandler):
     """Shows a run in the terminal and asks the human its questions.
 
@@ -291,7 +179,8 @@ class ConsoleHandler(BaseHandler):
         self.max_chars = max_chars
         self._reader = _LineReader(input or builtins.input)
         self._ask_lock = anyio.Lock()
-        self._out = _Writer(self.console)
+        self._calls = Calls()
+        self._out = StreamWriter(self.console, self._calls)
         self._asking: str | None = None
         self._open: set[str] = set()  # requests seen and not resolved yet
 
@@ -300,7 +189,13 @@ class ConsoleHandler(BaseHandler):
         self._out.end_line()
 
     def _label(self, path: tuple[str, ...]) -> str:
-        return _label(path)
+        return path_label(path)
+
+    def _who(self, event: Event) -> str:
+        """Who produced ``event``: its agent path, plus the call's number and query when
+        another call of the same agent runs beside it."""
+        key = event.invocation_id or "/".join(event.agent_path)
+        return self._calls.label(key, event.agent_path)[0]
 
     def _line(self, markup: str) -> None:
         self._end_line()
@@ -312,38 +207,42 @@ class ConsoleHandler(BaseHandler):
 
     async def on_event(self, event: Event) -> None:
         """Print one event: text as it streams, tool calls, outcomes."""
+        # Text and state are kept by agent call: parallel calls of one agent share a path.
+        key = event.invocation_id or "/".join(event.agent_path)
         if isinstance(event, TextDelta):
             # Newlines and tabs stay (layout); escape sequences and other controls show.
-            self._out.text(event.agent_path, printable(event.text))
+            self._out.text(key, event.agent_path, printable(event.text))
             return
-        self._out.settle(event.agent_path, ending=isinstance(event, (AgentFinished, RunFinished)))
+        if isinstance(event, AgentStarted):
+            self._calls.started(key, event.agent_path, event.parent_invocation_id, event.input)
+        self._out.settle(key, ending=isinstance(event, (AgentFinished, RunFinished)))
+        if isinstance(event, AgentFinished):
+            self._calls.finished(key)
         if isinstance(event, RunStarted):
             self._line(f"[dim]▶ {_esc(event.agent_name)}: {_esc(self._short(event.prompt))}[/]")
         elif isinstance(event, ToolCallStarted):
             self._line(
-                f"  {self._label(event.agent_path)} [dim]→[/] [bold]{_esc(event.tool_name)}[/]"
+                f"  {self._who(event)} [dim]→[/] [bold]{_esc(event.tool_name)}[/]"
                 f"[dim]({_esc(self._short(_arguments(event)))})[/]"
             )
         elif isinstance(event, ToolCallFinished):
             if self.show_tool_results or event.is_error:
                 style = "red" if event.is_error else "dim"
                 self._line(
-                    f"  {self._label(event.agent_path)} [dim]←[/] {_esc(event.tool_name)}: "
+                    f"  {self._who(event)} [dim]←[/] {_esc(event.tool_name)}: "
                     f"[{style}]{_esc(self._short(event.result))}[/]"
                 )
         elif isinstance(event, AgentFinished):
             # The root agent's failure is the run's: "Run failed" says it, once.
             if event.status == "failed" and event.depth > 0:
-                self._line(
-                    f"[red]✗ {self._label(event.agent_path)} failed: {_esc(event.error or '')}[/]"
-                )
+                self._line(f"[red]✗ {self._who(event)} failed: {_esc(event.error or '')}[/]")
         elif isinstance(event, (ClarificationResolved, PermissionResolved)):
             self._resolved(event)
         elif isinstance(event, (ClarificationRequest, PermissionRequest)):
             self._open.add(event.request_id)
             if len(self._open) > 1:
                 self._line(
-                    f"[yellow]… {self._label(event.agent_path)} also needs you: "
+                    f"[yellow]… {self._who(event)} also needs you: "
                     "queued until the current question is answered[/]"
                 )
         elif isinstance(event, RunFinished):
@@ -362,12 +261,11 @@ class ConsoleHandler(BaseHandler):
                 and event.scope == "run"
             ):
                 self._line(
-                    f"[green]✓ {_esc(event.tool_name)} approved for the run "
-                    f"({self._label(event.agent_path)})[/]"
+                    f"[green]✓ {_esc(event.tool_name)} approved for the run ({self._who(event)})[/]"
                 )
             return
         what = "permission request" if isinstance(event, PermissionResolved) else "question"
-        self._line(f"[yellow]! {self._label(event.agent_path)}'s {what} ended: {event.status}[/]")
+        self._line(f"[yellow]! {self._who(event)}'s {what} ended: {event.status}[/]")
 
     # -- input ---------------------------------------------------------------------------
     async def prompt(self, text: str = "> ") -> str | None:
@@ -424,8 +322,7 @@ class ConsoleHandler(BaseHandler):
 
         def show() -> None:
             self.console.print(
-                f"[bold yellow]?[/] {self._label(request.agent_path)} asks: "
-                f"[bold]{_esc(request.question)}[/]",
+                f"[bold yellow]?[/] {self._who(request)} asks: [bold]{_esc(request.question)}[/]",
                 soft_wrap=True,
             )
             if request.context:
@@ -465,7 +362,7 @@ class ConsoleHandler(BaseHandler):
 
         def show() -> None:
             self.console.print(
-                f"[bold yellow]?[/] {self._label(request.agent_path)} wants to run "
+                f"[bold yellow]?[/] {self._who(request)} wants to run "
                 f"[bold]{_esc(request.tool_name)}[/]"
             )
             for name, value in request.arguments.items():

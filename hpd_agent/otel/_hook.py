@@ -208,6 +208,10 @@ class OtelHook(Hook):
             a.AGENT_PATH: a.path_attribute(invocation.agent_path),
             a.REQUEST_MODEL: invocation.model.name,
         }
+        if invocation.invocation_id:
+            attributes[a.INVOCATION_ID] = invocation.invocation_id
+        if invocation.parent_invocation_id:
+            attributes[a.PARENT_INVOCATION_ID] = invocation.parent_invocation_id
         if invocation.resumed:
             attributes[a.RESUMED] = True
         span = t.tracer.start_span(
@@ -244,6 +248,8 @@ class OtelHook(Hook):
             a.REQUEST_MODEL: model,
         }
         attributes = dict(common)
+        if call.invocation_id:
+            attributes[a.INVOCATION_ID] = call.invocation_id
         if t.capture:
             attributes[a.INPUT_MESSAGES] = a.input_messages_json(call.messages)
         span = t.tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
@@ -295,6 +301,8 @@ class OtelHook(Hook):
             a.TOOL_CALL_ID: call.id,
             a.AGENT_PATH: a.path_attribute(execution.agent_path),
         }
+        if execution.invocation_id:
+            attributes[a.INVOCATION_ID] = execution.invocation_id
         if t.capture:
             attributes[a.TOOL_ARGUMENTS] = call.arguments
         span = t.tracer.start_span(
@@ -331,6 +339,8 @@ class OtelHook(Hook):
             a.REQUEST_KIND: kind,
             a.AGENT_PATH: a.path_attribute(event.agent_path),
         }
+        if event.invocation_id:
+            attributes[a.INVOCATION_ID] = event.invocation_id
         if t.capture:
             attributes[a.REQUEST_QUESTION] = a.request_question(event)
         span = t.tracer.start_span(

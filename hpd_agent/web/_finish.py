@@ -21,7 +21,6 @@ from ag_ui.core import (
 
 from ..store import RequestRecord
 from ._requests import interrupt_of
-from ._translate import Translator
 
 __all__ = ["finish_events"]
 
@@ -29,7 +28,6 @@ __all__ = ["finish_events"]
 def finish_events(
     thread_id: str,
     messages: BaseEvent,
-    translator: Translator,
     agui_run_id: str,
     status: str,
     output: str | None,
@@ -46,16 +44,7 @@ def finish_events(
         outcome = RunFinishedSuccessOutcome()
         out.append(RunFinishedEvent(thread_id=tid, run_id=rid, result=output, outcome=outcome))
     elif status == "interrupted" and pending:
-        interrupts: list[Interrupt] = []
-        for record in pending:
-            where = translator.located.get(record.request_id)
-            interrupts.append(
-                interrupt_of(
-                    record,
-                    tool_call_id=where.tool_call_id if where else None,
-                    subagent_run_id=where.subagent_run_id if where else None,
-                )
-            )
+        interrupts: list[Interrupt] = [interrupt_of(record) for record in pending]
         outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
         out.append(RunFinishedEvent(thread_id=tid, run_id=rid, outcome=outcome))
     elif status == "cancelled":

@@ -17,6 +17,7 @@ from ..exceptions import InvalidAnswerError
 from ..permissions import Approve, Decision, Deny
 from ..questions import validate_answer
 from ..store import RequestRecord
+from ._translate import locate
 
 __all__ = ["check_web_answer", "interrupt_of", "request_value", "response_schema"]
 
@@ -65,11 +66,14 @@ def _iso(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
-def request_value(
-    record: RequestRecord, *, tool_call_id: str | None, subagent_run_id: str | None
-) -> dict[str, Any]:
-    """The ``hpd_agent.request`` CUSTOM value (also listed by ``GET .../requests``)."""
+def request_value(record: RequestRecord) -> dict[str, Any]:
+    """The ``hpd_agent.request`` CUSTOM value (also listed by ``GET .../requests``).
+
+    ``subagentRunId`` is the asking agent call's (its ``invocation_id``; None for the root
+    agent), so two parallel calls of one agent asking at once are told apart.
+    """
     event = record.event
+    where = locate(event)
     value: dict[str, Any] = {
         "id": record.request_id,
         "kind": record.kind,
@@ -77,8 +81,9 @@ def request_value(
         "question": record.question,
         "options": list(record.options) if record.options else None,
         "responseSchema": response_schema(event),
-        "toolCallId": tool_call_id,
-        "subagentRunId": subagent_run_id,
+        "toolCallId": where.tool_call_id,
+        "subagentRunId": where.subagent_run_id,
+        "invocationId": event.invocation_id or None,
         "expiresAt": _iso(record.expires_at),
     }
     if isinstance(event, ClarificationRequest):
@@ -90,18 +95,17 @@ def request_value(
     return value
 
 
-def interrupt_of(
-    record: RequestRecord, *, tool_call_id: str | None, subagent_run_id: str | None
-) -> Interrupt:
+def interrupt_of(record: RequestRecord) -> Interrupt:
     """The AG-UI ``Interrupt`` for a pending request of an interrupted run."""
     event = record.event
+    where = locate(event)
     confirmation = isinstance(event, PermissionRequest) or event.question_kind == "confirm"
     return Interrupt(
         id=record.request_id,
         reason="confirmation" if confirmation else "input_required",
         message=record.question,
-        tool_call_id=tool_call_id,
-        subagent_run_id=subagent_run_id,
+        tool_call_id=where.tool_call_id,
+        subagent_run_id=where.subagent_run_id,
         response_schema=response_schema(event),
         expires_at=_iso(record.expires_at),
     )

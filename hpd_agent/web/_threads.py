@@ -62,7 +62,6 @@ class Thread:
     view: ThreadView = field(default_factory=ThreadView)
     running: bool = False
     live: Run | None = None
-    translator: Translator | None = None
     flushed: int = 0
     published: int = 0
     """Frames followers may see: the closing ones wait until they are on disk."""
@@ -226,7 +225,6 @@ class Threads:
         row = thread.run
         assert row is not None
         translator = Translator(row.run_id, thread.view)
-        thread.translator = translator
         self.task_group.start_soon(self._drive, thread, run, translator, agui_run_id, mode)
 
     async def _drive(
@@ -245,7 +243,7 @@ class Threads:
                     for out in translator.translate(event):
                         self.append(thread, out)
                     if mode == "live" and isinstance(event, RequestEvent) and not event.replayed:
-                        await self._announce(thread, translator, event)
+                        await self._announce(thread, event)
                     if len(thread.frames) - thread.flushed >= _FLUSH_EVERY:
                         await self.flush(thread)
             result = run.result
@@ -266,7 +264,6 @@ class Threads:
                 for out in finish_events(
                     thread.thread_id,
                     snapshot,
-                    translator,
                     agui_run_id,
                     status,
                     output,
@@ -276,33 +273,19 @@ class Threads:
                     self.append(thread, out, publish=False)
                 await self._end(thread)
 
-    async def _announce(self, thread: Thread, translator: Translator, event: RequestEvent) -> None:
+    async def _announce(self, thread: Thread, event: RequestEvent) -> None:
         record = await self.store.get_request(event.request_id) or RequestRecord.from_event(event)
-        where = translator.located.get(event.request_id)
-        value = request_value(
-            record,
-            tool_call_id=where.tool_call_id if where else None,
-            subagent_run_id=where.subagent_run_id if where else None,
-        )
+        value = request_value(record)
         custom = CustomEvent(name="hpd_agent.request", value=value)
-        custom.subagent_run_id = where.subagent_run_id if where else None
+        custom.subagent_run_id = value["subagentRunId"]
         self.append(thread, custom)
         await self.flush(thread)
 
     async def pending(self, thread: Thread) -> list[dict[str, Any]]:
         """The thread's pending requests, as ``hpd_agent.request`` values, oldest first."""
         out: list[dict[str, Any]] = []
-        located = thread.translator.located if thread.translator else {}
         for row in thread.runs:
-            for record in await self.store.list_requests(run_id=row.run_id):
-                where = located.get(record.request_id)
-                out.append(
-                    request_value(
-                        record,
-                        tool_call_id=where.tool_call_id if where else None,
-                        subagent_run_id=where.subagent_run_id if where else None,
-                    )
-                )
+            out += [request_value(r) for r in await self.store.list_requests(run_id=row.run_id)]
         return out
 
     def messages(self, thread: Thread) -> list[Any]:

@@ -1,11 +1,14 @@
 """A run's own events turned into AG-UI events, one hpd_agent event at a time.
 
 Every agent-as-tool call becomes a subagent (``SUBAGENT_STARTED`` ... ``SUBAGENT_FINISHED`` /
-``SUBAGENT_ERROR``) and every event of that agent carries its ``subagentRunId``; text becomes
-``TEXT_MESSAGE_*``, tool calls ``TOOL_CALL_*``. Ids are derived from the (secret) run id and
-the call ids, so a resumed run maps a call to the same AG-UI id as before: a tool call the
-client already saw start is not announced again, and its result refers to the original id.
-Run-level events (RUN_STARTED, snapshots, RUN_FINISHED) belong to the caller (``_threads``).
+``SUBAGENT_ERROR``) and every event of that call carries its ``subagentRunId``: the call's
+``invocation_id``, so two parallel calls of one agent are two subagents, each with its own
+text, tool calls and requests (an ``invocation_id`` is a digest: it does not reveal the
+secret run id). Text becomes ``TEXT_MESSAGE_*``, tool calls ``TOOL_CALL_*``. Tool call ids are
+derived from the (secret) run id, the call's ``invocation_id`` and the model's call id, so a
+resumed run maps a call to the same AG-UI id as before: a tool call the client already saw
+start is not announced again, and its result refers to the original id. Run-level events
+(RUN_STARTED, snapshots, RUN_FINISHED) belong to the caller (``_threads``).
 """
 
 from __future__ import annotations
@@ -45,9 +48,9 @@ from ..events import (
 )
 from ._view import ThreadView
 
-__all__ = ["Located", "Translator"]
+__all__ = ["Located", "Translator", "locate", "subagent_run_id", "tool_call_id"]
 
-Path = tuple[str, ...]
+_DESCRIPTION_CHARS = 200
 
 
 @dataclass(slots=True)
@@ -56,6 +59,25 @@ class Located:
 
     tool_call_id: str | None
     subagent_run_id: str | None
+
+
+def subagent_run_id(event: Event) -> str | None:
+    """The AG-UI ``subagentRunId`` of the agent call that produced ``event``: its
+    ``invocation_id``; None for the root agent (its events belong to the run itself)."""
+    return (event.invocation_id or None) if event.depth > 0 else None
+
+
+def tool_call_id(run_id: str, sid: str | None, call_id: str) -> str:
+    """The AG-UI id of the model's tool call ``call_id`` made by the call ``sid``."""
+    return "tc_" + _digest(run_id, sid or "", call_id)
+
+
+def locate(event: RequestEvent) -> Located:
+    """Where ``event`` was raised, from the event alone (live, or a stored request after a
+    restart: the same ids)."""
+    sid = subagent_run_id(event)
+    call = event.tool_call_id
+    return Located(None if call is None else tool_call_id(event.run_id, sid, call), sid)
 
 
 @dataclass(slots=True)
@@ -83,23 +105,21 @@ class Translator:
     def __init__(self, run_id: str, view: ThreadView) -> None:
         self._run_id = run_id
         self._view = view
-        self._open: dict[Path, list[_Scope]] = {}
         self._root = _Scope(sid=None)
-        self.located: dict[str, Located] = {}
-        """Every request seen, by id: its tool call and subagent in AG-UI ids."""
+        self._scopes: dict[str, _Scope] = {}  # by invocation_id: one per agent call
 
     # -- ids -------------------------------------------------------------------------------
-    def _scope(self, path: Path) -> _Scope:
-        # Parallel calls of one agent share its path; events then go to the latest one.
-        stack = self._open.get(path)
-        if stack:
-            return stack[-1]
-        return self._root if len(path) <= 1 else self._scope(path[:-1])
+    def _scope(self, event: Event) -> _Scope:
+        # By invocation_id, not agent path: parallel calls of one agent share their path.
+        scope = self._scopes.get(event.invocation_id)
+        if scope is None:
+            sid = subagent_run_id(event)
+            scope = self._root if sid is None else _Scope(sid=sid)
+            self._scopes[event.invocation_id] = scope
+        return scope
 
-    def tool_id(self, path: Path, call_id: str) -> str:
-        """The AG-UI id of the tool call ``call_id`` made by the agent at ``path``."""
-        scope = self._scope(path)
-        return "tc_" + _digest(self._run_id, scope.sid or "", call_id)
+    def _tool_id(self, scope: _Scope, call_id: str) -> str:
+        return tool_call_id(self._run_id, scope.sid, call_id)
 
     # -- translation -----------------------------------------------------------------------
     def translate(self, event: Event) -> list[BaseEvent]:
@@ -121,7 +141,7 @@ class Translator:
         return []
 
     def _text(self, event: TextDelta) -> list[BaseEvent]:
-        scope = self._scope(event.agent_path)
+        scope = self._scope(event)
         out: list[BaseEvent] = []
         if scope.text_id is None:
             if scope.turn_id is None:
@@ -147,9 +167,9 @@ class Translator:
         return [end]
 
     def _tool_started(self, event: ToolCallStarted) -> list[BaseEvent]:
-        scope = self._scope(event.agent_path)
+        scope = self._scope(event)
         out = self._end_text(scope)
-        call_id = self.tool_id(event.agent_path, event.tool_call_id)
+        call_id = self._tool_id(scope, event.tool_call_id)
         if call_id in self._view.started:
             return out  # a resumed run re-enters a call the client saw start
         if scope.turn_id is None:
@@ -175,9 +195,9 @@ class Translator:
         return out
 
     def _tool_finished(self, event: ToolCallFinished) -> list[BaseEvent]:
-        scope = self._scope(event.agent_path)
+        scope = self._scope(event)
         scope.turn_id = None  # the batch runs: the agent's next words are a new message
-        call_id = self.tool_id(event.agent_path, event.tool_call_id)
+        call_id = self._tool_id(scope, event.tool_call_id)
         if call_id in self._view.finished or call_id not in self._view.started:
             return []
         return [
@@ -191,26 +211,30 @@ class Translator:
         ]
 
     def _agent_started(self, event: AgentStarted) -> list[BaseEvent]:
-        parent = self._scope(event.agent_path[:-1])
-        parent_call = self.tool_id(event.agent_path[:-1], event.tool_call_id or "")
-        sid = "sa_" + _digest(self._run_id, parent_call)
-        self._open.setdefault(event.agent_path, []).append(_Scope(sid=sid))
+        parent_sid = (event.parent_invocation_id or None) if event.depth > 1 else None
+        parent_call = tool_call_id(self._run_id, parent_sid, event.tool_call_id or "")
+        scope = self._scope(event)
+        if scope.sid is None:
+            return []  # no invocation_id: nothing to tell its events apart by
+        description = " ".join(event.input.split())
+        if len(description) > _DESCRIPTION_CHARS:
+            description = description[: _DESCRIPTION_CHARS - 1] + "…"
         return [
             SubagentStartedEvent(
-                subagent_run_id=sid,
+                subagent_run_id=scope.sid,
                 name=event.agent_name,
-                parent_subagent_run_id=parent.sid,
+                description=description or None,
+                parent_subagent_run_id=parent_sid,
                 parent_tool_call_id=parent_call,
             )
         ]
 
     def _agent_finished(self, event: AgentFinished) -> list[BaseEvent]:
-        stack = self._open.get(event.agent_path)
-        if event.depth == 0 or not stack:
-            return self._end_text(self._scope(event.agent_path))
-        scope = stack.pop()
+        scope = self._scope(event)
         out = self._end_text(scope)
-        assert scope.sid is not None
+        if scope.sid is None:
+            return out
+        del self._scopes[event.invocation_id]
         if event.status == "completed":
             outcome = SubagentFinishedSuccessOutcome()
             out.append(
@@ -229,16 +253,13 @@ class Translator:
         return out
 
     def _request(self, event: RequestEvent) -> list[BaseEvent]:
-        scope = self._scope(event.agent_path)
-        call = event.tool_call_id
-        tool_call = None if call is None else self.tool_id(event.agent_path, call)
-        self.located[event.request_id] = Located(tool_call, scope.sid)
+        scope = self._scope(event)
         if event.request_id not in scope.requests:
             scope.requests.append(event.request_id)
         return []  # the caller builds the request's CUSTOM event from the stored record
 
     def _resolved(self, event: ClarificationResolved | PermissionResolved) -> BaseEvent:
-        scope = self._scope(event.agent_path)
+        scope = self._scope(event)
         if event.request_id in scope.requests:
             scope.requests.remove(event.request_id)
         if isinstance(event, PermissionResolved):
@@ -254,7 +275,7 @@ class Translator:
     def close(self) -> list[BaseEvent]:
         """End every open text message (the run is over)."""
         out = self._end_text(self._root)
-        for stack in self._open.values():
-            for scope in stack:
+        for scope in self._scopes.values():
+            if scope is not self._root:
                 out += self._end_text(scope)
         return out

@@ -14,17 +14,21 @@ Prompts:
   (via the Specialist) asks "Which database?".
 - ``two``: in one turn the Orchestrator asks "First question?" and "Second question?".
 - ``permission``: calls ``delete_file``, which needs approval.
+- ``writers``: in one turn the Orchestrator calls the Writer twice (queries alpha and beta);
+  each call streams ``working on <query>``, asks ``detail for <query>?`` and answers
+  ``<query>: <the answer>``.
 - ``turns N``: N model turns of one ``count`` tool call each, then text (benchmark workload).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 
 from hpd_agent import Agent, ask_user, tool
-from hpd_agent.messages import Message, ToolResultMessage, UserMessage
-from hpd_agent.models import ModelRequestParams
+from hpd_agent.messages import Message, ToolCall, ToolResultMessage, UserMessage
+from hpd_agent.models import ModelRequestParams, ModelResponse
 from hpd_agent.testing import FunctionModel, text, tool_call
 
 DB_QUESTION = "Which database?"
@@ -95,6 +99,18 @@ def manager_turn(messages: Sequence[Message], info: ModelRequestParams):
     return text("manager: " + _result(messages, "Specialist"))
 
 
+def writer_turn(messages: Sequence[Message], info: ModelRequestParams):
+    query = next(m.content for m in messages if isinstance(m, UserMessage))
+    if info.turn == 0:
+        ask = ToolCall(
+            id="ask", name="ask_user", arguments=json.dumps({"question": f"detail for {query}?"})
+        )
+        return ModelResponse(
+            text=f"working on {query}", tool_calls=(ask,), finish_reason="tool_calls"
+        )
+    return text(f"{query}: " + _result(messages, "ask_user"))
+
+
 def _first_turn(prompt: str):
     if prompt == "note":
         return tool_call("write_note", line="hello note")
@@ -115,6 +131,8 @@ def _first_turn(prompt: str):
             tool_call("ask_user", question=FIRST_QUESTION),
             tool_call("ask_user", question=SECOND_QUESTION),
         ]
+    if prompt == "writers":
+        return [tool_call("Writer", query="alpha"), tool_call("Writer", query="beta")]
     if prompt == "permission":
         return tool_call("delete_file", path="/tmp/x")
     if prompt.startswith("turns "):
@@ -148,11 +166,16 @@ def build() -> Agent:
         model=FunctionModel(manager_turn, name="manager"),
         tools=[specialist.as_tool()],
     )
+    writer = Agent(
+        "Writer",
+        model=FunctionModel(writer_turn, name="writer", chunk_size=3),
+        tools=[ask_user()],
+    )
     return Agent(
         "Orchestrator",
         model=FunctionModel(orchestrator_turn, name="orchestrator", chunk_size=4),
         max_turns=1000,  # the benchmark's long runs
-        tools=[manager.as_tool(), write_note, delete_file, count, ask_user()],
+        tools=[manager.as_tool(), writer.as_tool(), write_note, delete_file, count, ask_user()],
     )
 
 

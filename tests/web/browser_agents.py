@@ -11,6 +11,9 @@ Prompts:
 - ``forms``: in one turn, tools ask a yes/no question, a multiple choice, a custom form (a JSON
   schema), an action (visit a URL) and a value for a named argument; the final answer repeats
   the answers.
+- ``writers``: in one turn the Orchestrator calls the Writer twice (queries alpha and beta);
+  each call says ``working on <query>``, asks ``Detail for <query>?`` and answers
+  ``<query>: <the answer>``; the final answer joins both.
 - ``hostile``: the model's text and its question carry HTML/script markup, and a tool asks the
   person to follow a ``javascript:`` URL.
 """
@@ -21,8 +24,8 @@ import json
 from collections.abc import Sequence
 
 from hpd_agent import Agent, ToolContext, ask_user, tool
-from hpd_agent.messages import Message, ToolResultMessage, UserMessage
-from hpd_agent.models import ModelRequestParams
+from hpd_agent.messages import Message, ToolCall, ToolResultMessage, UserMessage
+from hpd_agent.models import ModelRequestParams, ModelResponse
 from hpd_agent.testing import FunctionModel, text, tool_call
 
 REGION_QUESTION = "Which region?"
@@ -115,6 +118,18 @@ def manager_turn(messages: Sequence[Message], info: ModelRequestParams):
     return text("manager: " + _results(messages)[-1])
 
 
+def writer_turn(messages: Sequence[Message], info: ModelRequestParams):
+    query = next(m.content for m in messages if isinstance(m, UserMessage))
+    if info.turn == 0:
+        ask = ToolCall(
+            id="ask", name="ask_user", arguments=json.dumps({"question": f"Detail for {query}?"})
+        )
+        return ModelResponse(
+            text=f"working on {query}", tool_calls=(ask,), finish_reason="tool_calls"
+        )
+    return text(f"{query}: " + _results(messages)[-1])
+
+
 def _plan(messages: Sequence[Message], turn: int):
     if turn == 0:
         return [
@@ -140,6 +155,10 @@ def orchestrator_turn(messages: Sequence[Message], info: ModelRequestParams):
                 tool_call("name_service"),
             ]
         return text("Forms done: " + " | ".join(_results(messages)))
+    if prompt == "writers":
+        if info.turn == 0:
+            return [tool_call("Writer", query="alpha"), tool_call("Writer", query="beta")]
+        return text("Writers done: " + " | ".join(_results(messages)))
     if prompt == "hostile":
         if info.turn == 0:
             return [tool_call("ask_user", question=f"Pick {HOSTILE}?"), tool_call("open_link")]
@@ -159,11 +178,15 @@ def build() -> Agent:
         model=FunctionModel(manager_turn, name="manager"),
         tools=[specialist.as_tool()],
     )
+    writer = Agent(
+        "Writer", model=FunctionModel(writer_turn, name="writer", chunk_size=3), tools=[ask_user()]
+    )
     return Agent(
         "Orchestrator",
         model=FunctionModel(orchestrator_turn, name="orchestrator", chunk_size=4),
         tools=[
             manager.as_tool(),
+            writer.as_tool(),
             ask_user(),
             delete_file,
             confirm_deploy,

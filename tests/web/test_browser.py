@@ -56,6 +56,8 @@ class Server:
         exe = shutil.which("hpd-agent", path=str(Path(sys.executable).parent))
         command = [exe] if exe else [sys.executable, "-m", "hpd_agent.cli"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        # The checked-out package, not whichever one the console script was installed from.
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         env.pop("HPD_AGENT_TOKEN", None)
         self.proc = subprocess.Popen(
             [
@@ -259,6 +261,50 @@ def test_reload_mid_question_relists_questions_and_rebuilds_the_tree(
     expect(page.get_by_role("article")).to_have_count(1)
     answer_database(page)
     approve_and_finish(page)
+
+
+def test_two_calls_of_one_agent_are_two_nodes_each_asking_and_answered_in_place(
+    server: Server, page: Page
+) -> None:
+    page.goto(server.url)
+    send(page, "writers")
+    expect(page.get_by_role("article")).to_have_count(2)
+    # A reload rebuilds the same: the tree from the events, the cards from the request list.
+    page.reload()
+    expect(page.get_by_role("article")).to_have_count(2)
+    writers = page.locator('section.agent[data-agent="Writer"]')
+    expect(writers).to_have_count(2)
+    nodes = {q: agent(page, f"Writer: {q}") for q in ("alpha", "beta")}
+    cards = {q: question(page, f"Detail for {q}?") for q in ("alpha", "beta")}
+    for q, node in nodes.items():
+        expect(node).to_have_attribute("data-depth", "1")
+        expect(node).to_have_class(re.compile(r"\basking\b"))
+        expect(node.locator(":scope > .agent-body > .agent-text")).to_have_text([f"working on {q}"])
+        # Its card names the call that asks and points at that node.
+        expect(cards[q].locator(".agent-call")).to_have_text(q)
+        expect(cards[q]).to_contain_text("Orchestrator \u203a Writer")
+        run = node.get_attribute("data-run")
+        assert run and run.startswith("inv_")
+        expect(cards[q]).to_have_attribute("data-subagent", run)
+    assert nodes["alpha"].get_attribute("data-run") != nodes["beta"].get_attribute("data-run")
+
+    # Answer beta first: only beta's node goes on, with beta's answer.
+    for q, other in (("beta", "alpha"), ("alpha", "beta")):
+        cards[q].get_by_label("Your answer").fill(f"answer {q.upper()}")
+        cards[q].get_by_role("button", name="Send answer").click()
+        expect(cards[q]).to_have_count(0)
+        expect(nodes[q].locator(":scope > .agent-body > .agent-text")).to_have_text(
+            [f"working on {q}", f"{q}: answer {q.upper()}"]
+        )
+        expect(nodes[q]).not_to_have_class(re.compile(r"\basking\b"))
+        if q == "beta":
+            expect(nodes[other]).to_have_class(re.compile(r"\basking\b"))
+            expect(nodes[other].locator(":scope > .agent-body > .agent-text")).to_have_text(
+                [f"working on {other}"]
+            )
+            expect(cards[other]).to_be_visible()
+    expect(final_text(page)).to_have_text("Writers done: alpha: answer ALPHA | beta: answer BETA")
+    expect(page.get_by_role("status")).to_have_text("Done")
 
 
 def test_question_kinds_confirm_multiple_choice_and_a_schema_form(

@@ -4,7 +4,7 @@
 import { Api, ApiError } from "./api.js";
 import { Inbox } from "./inbox.js";
 import { readSSE } from "./sse.js";
-import { Transcript, markAsking } from "./view.js";
+import { Transcript, callLabel, markAsking } from "./view.js";
 
 const THREAD_KEY = "hpd_agent.thread";
 const TOKEN_KEY = "hpd_agent.token";
@@ -36,6 +36,7 @@ class App {
     this.inbox = new Inbox(document.getElementById("questions"), document.getElementById("question-count"),
       (request, answer) => this.answer(request, answer));
     this.inbox.onChange = () => this.settledStatus();
+    this.inbox.callLabel = (subagentRunId) => callLabel(this.transcript, subagentRunId);
     this.api = new Api(() => hashParams().get("token") || sessionStorage.getItem(TOKEN_KEY));
     this.history = []; // the thread's messages, sent with the next prompt
     this.asking = new Map(); // request id -> request, for the agents marked as waiting
@@ -219,6 +220,10 @@ class App {
         break;
       case "CUSTOM":
         this.custom(event);
+        break;
+      case "SUBAGENT_STARTED":
+        // Cards listed before the tree was rebuilt (a reload) learn which call asks.
+        if (event.description) this.inbox.labelCall(event.subagentRunId, event.description);
         break;
       default:
     }

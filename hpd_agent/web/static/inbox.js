@@ -1,5 +1,7 @@
 // The question inbox: every pending request of the thread, from any depth, each with the
-// control its kind needs. Answers go out in whatever order the person picks.
+// control its kind needs. Answers go out in whatever order the person picks. A card names
+// the agent call that asks (its path and its query), so two parallel calls of one agent
+// asking at once are told apart; its answer goes to that call's request id.
 import { el, prettyJSON, uid } from "./dom.js";
 import { customAnswerEditor } from "./schemaform.js";
 
@@ -14,7 +16,15 @@ export class Inbox {
     this.counter = counter;
     this.send = send;
     this.cards = new Map();
+    this.callLabel = () => ""; // subagentRunId -> the call's label, when the tree knows it
     this.update();
+  }
+
+  /** Names agent call `subagentRunId` on its cards (learnt after they were listed). */
+  labelCall(subagentRunId, label) {
+    for (const card of this.cards.values()) {
+      if (card.dataset.subagent === subagentRunId) card.querySelector(".agent-call").textContent = label;
+    }
   }
 
   clear() {
@@ -30,7 +40,8 @@ export class Inbox {
   /** Adds a pending request (once: a request listed twice keeps its first card). */
   add(request) {
     if (!request || !request.id || this.cards.has(request.id)) return false;
-    const card = buildCard(request, (answer, error) => this.submit(request, answer, error));
+    const card = buildCard(request, this.callLabel(request.subagentRunId),
+      (answer, error) => this.submit(request, answer, error));
     this.cards.set(request.id, card);
     this.list.append(card);
     this.update();
@@ -86,7 +97,7 @@ function titleOf(request) {
   return request.question || "(no question text)";
 }
 
-function buildCard(request, submit) {
+function buildCard(request, call, submit) {
   const titleId = uid("question");
   const error = el("p", { class: "answer-error", role: "alert" });
   const path = Array.isArray(request.agentPath) ? request.agentPath.join(" › ") : String(request.agentPath || "");
@@ -95,9 +106,11 @@ function buildCard(request, submit) {
   const expires = request.expiresAt ? new Date(request.expiresAt) : null;
   return el("article", {
     class: "question", "data-request": request.id, "data-kind": request.kind, "aria-labelledby": titleId,
+    "data-subagent": request.subagentRunId || undefined,
   },
   el("header", { class: "question-head" },
     el("span", { class: "agent-path", title: "Asked by" }, path),
+    el("span", { class: "agent-call", title: "The call that asks" }, call),
     el("span", { class: "kind" }, KIND_LABELS[request.kind] || request.kind)),
   el("h3", { id: titleId }, titleOf(request)),
   request.context ? el("p", { class: "context" }, request.context) : null,

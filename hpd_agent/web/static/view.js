@@ -1,5 +1,7 @@
 // The transcript: user prompts, and per run the tree of agents with their streamed text and
-// tool calls, rebuilt from AG-UI events alone (live, or replayed after a reload).
+// tool calls, rebuilt from AG-UI events alone (live, or replayed after a reload). Every agent
+// call is its own node, keyed by its subagentRunId (the call's invocation id): two parallel
+// calls of one agent are two nodes, each labelled with its query.
 import { el, prettyJSON } from "./dom.js";
 
 export class Transcript {
@@ -11,7 +13,7 @@ export class Transcript {
 
   reset() {
     this.root.replaceChildren();
-    this.agents = new Map(); // subagentRunId -> agent node
+    this.agents = new Map(); // subagentRunId (one per agent call) -> agent node
     this.messages = new Map(); // messageId -> text element
     this.tools = new Map(); // toolCallId -> tool call node
     this.shownUsers = new Set(); // ids of user messages already drawn
@@ -40,7 +42,7 @@ export class Transcript {
     if (handler) handler.call(this, event);
   }
 
-  agentNode({ name, depth, runId }) {
+  agentNode({ name, depth, runId, description }) {
     const body = el("div", { class: "agent-body" });
     const status = el("span", { class: "agent-status" });
     const toggle = el("button", {
@@ -51,11 +53,12 @@ export class Transcript {
         body.hidden = !open;
       },
     }, el("span", { class: "caret", "aria-hidden": "true" }), el("span", { class: "agent-name" }, name));
+    const call = description ? el("span", { class: "agent-call", title: description }, description) : null;
     const section = el("section", {
       class: "agent", "data-agent": name, "data-depth": depth, "data-run": runId,
-      "aria-label": `Agent ${name}`,
-    }, el("header", { class: "agent-head" }, toggle, status), body);
-    return { section, body, status, depth, name, toggle };
+      "aria-label": description ? `Agent ${name}: ${description}` : `Agent ${name}`,
+    }, el("header", { class: "agent-head" }, toggle, call, status), body);
+    return { section, body, status, depth, name, toggle, description: description || "" };
   }
 
   /** The agent node an event belongs to (its subagent, else the run's root agent). */
@@ -166,7 +169,9 @@ const HANDLERS = {
   },
   SUBAGENT_STARTED(event) {
     const parent = (event.parentSubagentRunId && this.agents.get(event.parentSubagentRunId)) || this.ownerOf({});
-    const node = this.agentNode({ name: event.name, depth: parent.depth + 1, runId: event.subagentRunId });
+    const node = this.agentNode({
+      name: event.name, depth: parent.depth + 1, runId: event.subagentRunId, description: event.description,
+    });
     const call = event.parentToolCallId && this.tools.get(event.parentToolCallId);
     (call ? call.nested : parent.body).append(node.section);
     this.agents.set(event.subagentRunId, node);
@@ -188,6 +193,12 @@ const HANDLERS = {
     }
   },
 };
+
+/** What to call the agent call `subagentRunId` on a question card: its query, if known. */
+export function callLabel(transcript, subagentRunId) {
+  const node = subagentRunId && transcript.agents.get(subagentRunId);
+  return node ? node.description || "" : "";
+}
 
 /** Marks the agent that asked `request` as waiting on the human (or not any more). */
 export function markAsking(transcript, request, asking) {
