@@ -157,7 +157,7 @@ def test_ctrl_c_in_chat_cancels_the_turn_then_leaves_at_the_prompt() -> None:
         chat.expect("you> ")  # back at the prompt, still chatting
         chat.sendline("second message")
         # The cancelled turn left no trace; the first one is still remembered.
-        chat.expect(r"This is message 2 of our chat \(1 replies so far\); your first was")
+        chat.expect(r"This is message 2 of our chat \(1 replies so far\); your first\s+was")
         chat.expect("you> ")
         chat.sendintr()  # at the prompt: leave
         chat.expect("bye")
