@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real model behind a real OpenAI-compatible HTTP server, for tests/test_realmodel.py.
+# A real model behind a real OpenAI-compatible HTTP server, for tests/models/test_realmodel.py.
 #
 #   bash scripts/realmodel.sh         prepare what is missing, start a server, print its port
 #                                     (the last line of stdout; progress goes to stderr)

@@ -34,7 +34,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning"),
 ]
 
-SERVE = Path(__file__).resolve().parents[1] / "scripts" / "realmodel.sh"
+SERVE = Path(__file__).resolve().parents[2] / "scripts" / "realmodel.sh"
 CACHE = Path(os.environ.get("HPD_REALMODEL_CACHE", "/tmp/hpd-realmodel"))
 # Starting takes seconds once built (plus a 93 MB model download from PyPI the first time).
 START_TIMEOUT = 200

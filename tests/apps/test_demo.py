@@ -9,7 +9,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLARIFIER = "Orchestrator > CodingAgent > Clarifier"
 RESEARCH = "Orchestrator > ResearchAgent"
 

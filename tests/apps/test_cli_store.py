@@ -19,8 +19,8 @@ from hpd_agent.store import RequestRecord, SQLiteStore
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = Path(__file__).resolve().parents[2]
 
 
 def _env(workdir: Path) -> dict[str, str]:

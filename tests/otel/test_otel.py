@@ -423,7 +423,8 @@ async def test_resumed_run_has_spans_only_for_real_work(otel: Telemetry, tmp_pat
 async def test_parallel_calls_of_one_agent_each_have_their_span_and_invocation_id(
     otel: Telemetry,
 ) -> None:
-    from test_invocation import _asking_writer, _root  # pyright: ignore[reportPrivateUsage]
+    from _trees import asking_writer as _asking_writer
+    from _trees import writers_root as _root
 
     from hpd_agent.events import AgentStarted
 

@@ -6,52 +6,16 @@ them apart, and each answer must reach the call that asked.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 
 import pytest
+from _trees import asking_writer as _asking_writer
+from _trees import writers_root as _root
 
-from hpd_agent import Agent, ask_user
 from hpd_agent.events import AgentStarted, ClarificationRequest, Event, RunStarted
-from hpd_agent.messages import ToolCall, ToolResultMessage, UserMessage
-from hpd_agent.models import ModelResponse
 from hpd_agent.store import MemoryStore
-from hpd_agent.testing import FunctionModel, text, tool_call
 
 pytestmark = pytest.mark.anyio
-
-
-def _asking_writer() -> Agent:
-    """A sub-agent that streams its query back, asks a question about it, and answers with
-    the query and the answer it got (so each call's answer shows where it went)."""
-
-    def reply(messages, params):  # type: ignore[no-untyped-def]
-        query = next(m.content for m in messages if isinstance(m, UserMessage))
-        results = [m for m in messages if isinstance(m, ToolResultMessage)]
-        if not results:
-            return ModelResponse(
-                text=f"working on {query}",
-                tool_calls=(
-                    ToolCall(
-                        id="ask",
-                        name="ask_user",
-                        arguments=json.dumps({"question": f"detail for {query}?"}),
-                    ),
-                ),
-                finish_reason="tool_calls",
-            )
-        return text(f"{query}: {results[-1].content}")
-
-    return Agent("Writer", model=FunctionModel(reply), tools=[ask_user()])
-
-
-def _root(writer: Agent) -> Agent:
-    def plan(messages, params):  # type: ignore[no-untyped-def]
-        if not any(isinstance(m, ToolResultMessage) for m in messages):
-            return [tool_call("Writer", query="alpha"), tool_call("Writer", query="beta")]
-        return text("done")
-
-    return Agent("Root", model=FunctionModel(plan), tools=[writer.as_tool()])
 
 
 async def test_parallel_calls_of_one_sub_agent_have_their_own_ids_and_answers() -> None:

@@ -20,8 +20,8 @@ from hpd_agent.store import RequestRecord, open_store
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -32,8 +32,8 @@ from hpd_agent.testing import ScriptedModel, text, tool_call
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = Path(__file__).resolve().parents[2]
 RUN = "run_lease"
 
 

@@ -52,7 +52,7 @@ from hpd_agent.temporal import (
 )
 from hpd_agent.testing import ScriptedModel
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 T = TypeVar("T")
 

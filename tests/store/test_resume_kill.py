@@ -24,8 +24,8 @@ from hpd_agent.store import Store, open_store
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

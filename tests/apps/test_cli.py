@@ -15,7 +15,7 @@ import pexpect
 import pytest
 from _openai_server import OpenAIServer, Reply
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
