@@ -4,6 +4,12 @@ Pass a store to ``Agent.run/stream(..., store=store)`` and the run journals as i
 a crash ``await agent.resume(run_id, store=store)`` replays the journal (no model call and no
 tool side effect runs twice) and continues. Any process holding the store can list pending
 requests (``store.list_requests()``) and answer them (``hpd_agent.store.respond``).
+
+A store implements ``Store`` and declares what it offers beyond it with
+``Store.capabilities()`` (a ``StoreCapabilities`` of ``JournalWriteNow``, ``JournalBatches``,
+``JournalSendAhead`` and ``RunLeases``); see docs/durability.md, "Writing a store".
+Integrations that keep requests their own way (``hpd_agent.temporal``) reuse the record
+type and its helpers: ``RequestRecord``, ``jsonable``, ``refusal`` and ``settlement``.
 """
 
 from __future__ import annotations
@@ -11,7 +17,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._answers import respond
+from ._answers import jsonable, respond
+from ._backend import settlement
 from ._base import (
     JournalEntry,
     Lease,
@@ -19,9 +26,18 @@ from ._base import (
     RequestState,
     RunRecord,
     RunState,
-    Store,
+    refusal,
 )
 from ._journal import Journal
+from ._protocol import (
+    JournalBatches,
+    JournalSendAhead,
+    JournalWriteNow,
+    RunLeases,
+    Store,
+    StoreCapabilities,
+)
+from ._renewer import LeaseRenewer, RenewIO
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
@@ -30,18 +46,28 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Journal",
+    "JournalBatches",
     "JournalEntry",
+    "JournalSendAhead",
+    "JournalWriteNow",
     "Lease",
+    "LeaseRenewer",
     "MemoryStore",
     "PostgresStore",
+    "RenewIO",
     "RequestRecord",
     "RequestState",
+    "RunLeases",
     "RunRecord",
     "RunState",
     "SQLiteStore",
     "Store",
+    "StoreCapabilities",
+    "jsonable",
     "open_store",
+    "refusal",
     "respond",
+    "settlement",
 ]
 
 

@@ -14,13 +14,22 @@ from typing import Any
 
 from ..exceptions import InvalidAnswerError
 from ..questions import answer_for
-from ._base import RequestRecord, Store, dump_json, refusal
+from ._base import RequestRecord, dump_json, refusal
+from ._protocol import Store
 
 __all__ = ["jsonable", "respond", "validate_stored"]
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as JSON-compatible data (dataclasses such as ``Approve`` become objects)."""
+    """``value`` as JSON-compatible data, as a store keeps it (dataclasses such as
+    ``Approve`` become objects; text with lone surrogates is kept escaped).
+
+    Args:
+        value: An answer, payload or context.
+
+    Returns:
+        The same data as ``json.loads`` of its JSON text.
+    """
     return json.loads(dump_json(value))
 
 

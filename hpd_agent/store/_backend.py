@@ -9,21 +9,32 @@ into an identical open one are journaled as aliases, so a replay merges them aga
 from __future__ import annotations
 
 import time
-from typing import Any, cast
+from typing import Any
 
 import anyio
 
 from ..backend import Final, Settlement
 from ..events import RequestEvent
 from ._answers import jsonable
-from ._base import JournalEntry, RequestRecord, Store
+from ._base import JournalEntry, RequestRecord
 from ._journal import Journal
+from ._protocol import Store
 
-__all__ = ["StoreRequests"]
+__all__ = ["StoreRequests", "settlement"]
 
 
 def settlement(record: RequestRecord) -> Settlement | None:
-    """How a stored request ended, or None while it is pending."""
+    """How a stored request ended, as the core's request backends report it, or None while
+    it is pending.
+
+    Args:
+        record: The request as a store (or another keeper of ``RequestRecord``, such as a
+            Temporal workflow) holds it.
+
+    Returns:
+        Its status and answer, and for a request that expired at its deadline how many
+        seconds it waited; None while it is pending.
+    """
     if record.status == "pending":
         return None
     waited = None
@@ -53,13 +64,16 @@ class StoreRequests:
     ) -> tuple[Settlement | None, float | None]:
         record = RequestRecord.from_event(event, timeout=timeout)
         held = self.journal.take_held()
-        if held:
+        batches = self.journal.holds_for
+        if held and batches is not None:
             # Written with the request: the asking tool acts on those responses. Only a
-            # store that writes several entries at once holds any back (``Journal``), and
-            # its ``add_request`` takes them (``SQLStore.add_request``).
+            # store that declares ``JournalBatches`` gets any held back (``Journal``), and
+            # its ``add_request`` takes them.
             with anyio.CancelScope(shield=True):
-                record = await cast(Any, self.store).add_request(record, journal=held)
+                record = await batches.add_request(record, journal=held)
         else:
+            if held:  # not reached: a journal holds entries back only for ``holds_for``
+                await self.journal.write_held(held)
             record = await self.store.add_request(record)
         settled = settlement(record)
         if settled is not None or record.expires_at is None:

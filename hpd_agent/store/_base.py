@@ -1,4 +1,5 @@
-"""The ``Store`` protocol and the records it keeps: requests, run journals and runs.
+"""The records a store keeps: requests, run journals and runs (the ``Store`` protocol that
+keeps them is in ``_protocol``).
 
 A store is what makes a run outlive its process. It holds three things:
 
@@ -21,7 +22,7 @@ import time
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, cast, runtime_checkable
+from typing import Any, Literal, cast
 
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
@@ -34,8 +35,6 @@ from ..exceptions import (
     StoreCorruptError,
     UnknownRequestError,
 )
-from ..messages import Message
-from ..sessions import RunSession
 
 __all__ = [
     "JournalEntry",
@@ -44,11 +43,9 @@ __all__ = [
     "RequestState",
     "RunRecord",
     "RunState",
-    "Store",
     "check_entries",
     "dump_json",
     "entry_problem",
-    "expire_stale",
     "refusal",
 ]
 
@@ -367,7 +364,19 @@ def check_entries(run_id: str, entries: dict[str, JournalEntry]) -> dict[str, Jo
 
 
 def refusal(record: RequestRecord | None, request_id: str) -> RequestError:
-    """The error telling why ``request_id`` could not take an answer (it is not pending)."""
+    """The error telling why ``request_id`` could not take an answer (it is not pending).
+
+    Every store, and every other keeper of ``RequestRecord`` (a Temporal workflow), refuses
+    an answer with it, so a caller sees the same error class whichever refused.
+
+    Args:
+        record: The request as found, or None if there is none with that id.
+        request_id: The id the answer was for.
+
+    Returns:
+        ``UnknownRequestError``, ``RequestAlreadyAnsweredError``, ``RequestExpiredError`` or
+        ``RequestCancelledError`` (to raise).
+    """
     if record is None:
         return UnknownRequestError(
             f"no request with id {request_id!r} in the store", request_id=request_id
@@ -381,163 +390,3 @@ def refusal(record: RequestRecord | None, request_id: str) -> RequestError:
             f"request {request_id} expired before this answer came", request_id=request_id
         )
     return RequestCancelledError(f"request {request_id} was cancelled", request_id=request_id)
-
-
-@runtime_checkable
-class Store(Protocol):
-    """Durable requests, run journals and run records. All methods are async and anyio-safe.
-
-    Implementations: ``MemoryStore`` (one process, tests), ``SQLiteStore`` (one machine, the
-    default), ``PostgresStore`` (many workers).
-    """
-
-    # -- requests ------------------------------------------------------------------------
-    async def add_request(self, record: RequestRecord) -> RequestRecord:
-        """Insert a pending request; if its id exists already, return the stored one unchanged.
-
-        The second case is a replay reaching a request it raised before the crash.
-        """
-        ...
-
-    async def get_request(self, request_id: str) -> RequestRecord | None:
-        """The request with this id, or None."""
-        ...
-
-    async def list_requests(
-        self, *, run_id: str | None = None, status: RequestState | None = "pending"
-    ) -> list[RequestRecord]:
-        """Requests, oldest first, narrowed to a run and/or a status (None: any)."""
-        ...
-
-    async def resolve(
-        self,
-        request_id: str,
-        status: RequestState,
-        answer: Any = None,
-        *,
-        context: Mapping[str, Any] | None = None,
-    ) -> RequestRecord:
-        """Atomically move a *pending* request to ``status`` (with ``answer`` if answered).
-
-        The answer must already be validated (see ``hpd_agent.store.respond``).
-
-        Returns:
-            The updated record.
-
-        Raises:
-            UnknownRequestError, RequestAlreadyAnsweredError, RequestExpiredError,
-            RequestCancelledError: It was not pending; nothing changed.
-        """
-        ...
-
-    async def wait_resolved(self, request_id: str) -> RequestRecord:
-        """Wait until the request is no longer pending (answered here or by another process)."""
-        ...
-
-    async def recover(
-        self, max_age: float, *, run_id: str | None = None, now: float | None = None
-    ) -> list[str]:
-        """Expire pending requests older than ``max_age`` seconds (or past their expiry).
-
-        Args:
-            max_age: Age in seconds past which a pending request is given up.
-            run_id: Only this run's requests.
-            now: The clock to compare against; defaults to ``time.time()``.
-
-        Returns:
-            The ids that expired.
-        """
-        ...
-
-    # -- journal -------------------------------------------------------------------------
-    async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
-        """Record one fact of a run (a later put with the same key replaces it)."""
-        ...
-
-    async def journal(self, run_id: str) -> dict[str, JournalEntry]:
-        """Every journaled fact of a run, by key."""
-        ...
-
-    # -- runs ----------------------------------------------------------------------------
-    async def put_run(self, record: RunRecord) -> None:
-        """Insert or replace a run record."""
-        ...
-
-    async def get_run(self, run_id: str) -> RunRecord | None:
-        """The run record, or None."""
-        ...
-
-    async def list_runs(self, *, status: RunState | None = None) -> list[RunRecord]:
-        """Run records, oldest first, optionally of one status."""
-        ...
-
-    # -- leases: one process drives a run at a time ------------------------------------
-    lease_ttl: float
-    """Seconds a lease lasts unless renewed (its holder renews it every third of that)."""
-
-    async def take_lease(self, run_id: str, holder: str, ttl: float) -> Lease:
-        """Atomically take the run's lease for ``ttl`` seconds: if nobody holds it, its
-        holder let it expire, or ``holder`` holds it already.
-
-        Raises:
-            RunLeasedError: Another holder's lease is live; nothing changed.
-        """
-        ...
-
-    async def renew_lease(self, run_id: str, holder: str, ttl: float) -> bool:
-        """Extend ``holder``'s lease to ``ttl`` seconds from now; False if it holds it no
-        longer (another holder took it over)."""
-        ...
-
-    async def release_lease(self, run_id: str, holder: str) -> None:
-        """Give up ``holder``'s lease (nothing happens if another holder has it)."""
-        ...
-
-    async def get_lease(self, run_id: str) -> Lease | None:
-        """The run's lease as last taken or renewed (maybe expired), or None."""
-        ...
-
-    async def aclose(self) -> None:
-        """Release connections. The store can't be used afterwards."""
-        ...
-
-    # -- runs as the core opens them (``hpd_agent.store._session.Sessions``) --------------
-    async def open_session(
-        self,
-        *,
-        run_id: str,
-        agent_name: str,
-        prompt: str,
-        history: Sequence[Message] | None,
-        agent_ref: str | None = None,
-    ) -> RunSession:
-        """Start keeping a new run (``Agent.run/stream(store=...)`` calls it)."""
-        ...
-
-    async def resume_session(
-        self,
-        run_id: str,
-        *,
-        agent_name: str,
-        answers: Mapping[str, Any] | None = None,
-        max_age: float | None = None,
-    ) -> RunSession:
-        """Reopen a run it holds (``Agent.resume`` calls it)."""
-        ...
-
-
-async def expire_stale(
-    store: Store, max_age: float, *, run_id: str | None = None, now: float | None = None
-) -> list[str]:
-    """``Store.recover`` in terms of the other methods; every store's ``recover`` uses it."""
-    clock = time.time() if now is None else now
-    expired: list[str] = []
-    for record in await store.list_requests(run_id=run_id):
-        late = record.expires_at is not None and record.expires_at <= clock
-        if clock - record.created_at > max_age or late:
-            try:
-                await store.resolve(record.request_id, "expired")
-            except Exception:
-                continue  # answered or cancelled meanwhile: leave it as it is
-            expired.append(record.request_id)
-    return expired

@@ -7,9 +7,11 @@ neither the model, nor the tool, nor any hook inside it (the journal is the oute
 so tracing sees only work really done). A miss runs the call and records its result: a tool
 result the moment it exists, so a crash while a sibling still waits never loses a side
 effect; a model response (and what the framework's own tools return) before anything acts
-on it outside the framework. A store that writes several entries in one transaction gets
-them held back and written together with what acts on them (``take_held``); one that sends
-writes ahead gets them sent at once and confirmed before a tool's function runs.
+on it outside the framework. A store that declares ``JournalBatches`` (several entries in
+one transaction; see ``Store.capabilities``) gets them held back and written together with
+what acts on them (``take_held``); one that declares ``JournalSendAhead`` gets them sent at
+once and confirmed before a tool's function runs; one that declares neither gets each
+written with ``Store.journal_put`` before the run goes on.
 
 Replayed facts are emitted again, marked ``replayed=True`` (the text of a recorded model
 turn, start and end of a recorded tool call), so a UI that reconnects can rebuild the run.
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, cast
 
 import anyio
@@ -28,7 +30,8 @@ from ..exceptions import UserError
 from ..hooks import CallNext, Hook, ModelCall, StepCall, ToolExecution, ToolOutcome
 from ..messages import Message, ToolCall, Usage, message_adapter
 from ..models._base import ModelResponse
-from ._base import JournalEntry, Store, dump_json
+from ._base import JournalEntry, dump_json
+from ._protocol import Store, StoreCapabilities
 
 __all__ = ["Journal"]
 
@@ -52,32 +55,43 @@ class Journal(Hook):
         store: Where it lives.
         run_id: The root run.
         entries: What an earlier life of the run recorded (empty for a new run).
+        capabilities: What the store declared (``Store.capabilities``); asked here if not
+            given. Read once: no write looks again.
+
+    Attributes:
+        capabilities: What the store declared.
+        holds_for: The store's ``JournalBatches`` when the journal holds entries back for
+            it (it declares batches and does not send ahead), else None: held entries
+            (``take_held``) go to its ``add_request`` and ``close_run``.
     """
 
     def __init__(
-        self, store: Store, run_id: str, entries: Mapping[str, JournalEntry] | None = None
+        self,
+        store: Store,
+        run_id: str,
+        entries: Mapping[str, JournalEntry] | None = None,
+        *,
+        capabilities: StoreCapabilities | None = None,
     ) -> None:
         self.store = store
         self.run_id = run_id
         self._entries = dict(entries or {})
+        caps = self.capabilities = store.capabilities() if capabilities is None else capabilities
+        # Bound once here: the writes below call them without a lookup.
         # A store that can write at once on the event loop (SQL stores) skips the await.
-        self._put_now: Callable[[str, JournalEntry], bool] | None = getattr(
-            store, "journal_put_nowait", None
-        )
-        # A store that can send a write without waiting for its reply (PostgresStore).
-        self._send_now: Callable[[str, JournalEntry], bool] | None = getattr(
-            store, "journal_send_nowait", None
-        )
-        # A store that writes several entries in one transaction (SQLiteStore): model
-        # responses are held back until something acts on them, then written with it.
-        self._many_now: Callable[[str, Sequence[JournalEntry]], bool] | None = (
-            None if self._send_now is not None else getattr(store, "journal_put_many_nowait", None)
-        )
+        write_now = caps.write_now
+        self._put_now = None if write_now is None else write_now.journal_put_nowait
+        # A store that can send a write without waiting for its reply (PostgresStore), and
+        # wait until every write sent ahead is confirmed.
+        ahead = caps.send_ahead
+        self._send_now = None if ahead is None else ahead.journal_send_nowait
+        self._confirm = None if ahead is None else ahead.journal_confirm
+        # A store that writes several entries in one transaction (SQLiteStore), unless it
+        # sends them ahead: model responses are held back until something acts on them,
+        # then written with it.
+        self.holds_for = None if ahead is not None else caps.batches
+        self._many_now = None if self.holds_for is None else self.holds_for.journal_put_many_nowait
         self._held: list[JournalEntry] = []
-        # Waits until every write sent ahead is confirmed (PostgresStore).
-        self._confirm: Callable[[], Awaitable[None]] | None = getattr(
-            store, "journal_confirm", None
-        )
 
     @property
     def replaying(self) -> bool:
@@ -229,9 +243,9 @@ class Journal(Hook):
                 await self._put_many(entries)
 
     async def _put_many(self, entries: list[JournalEntry]) -> None:
-        put_many = getattr(self.store, "journal_put_many", None)
-        if put_many is None:
+        batches = self.capabilities.batches
+        if batches is None:
             for entry in entries:
                 await self.store.journal_put(self.run_id, entry)
         else:
-            await put_many(self.run_id, entries)
+            await batches.journal_put_many(self.run_id, entries)

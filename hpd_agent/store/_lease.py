@@ -1,15 +1,16 @@
 """One process drives a run at a time: the run's lease in the store.
 
 ``open_session`` / ``resume_session`` take the run's lease (``Store.take_lease``, or, for a
-new run, ``open_run``: the lease and the run record in one transaction) before they write
-anything, under a holder id made for the session (``host:pid:random``). While the run runs,
-the lease is renewed every third of ``lease_ttl``: by the store's renewer thread
-(``_renewer``: one per store object, for all its runs) when the store has one, else by a
-task of the run's own. At the end the run gives it up: in the same transaction as its final
-run record (``close_run``) where the store can, else shielded after the run, so a cancelled
-run releases it too. Another ``resume`` of the run meanwhile fails at once with
-``RunLeasedError`` naming the holder and when its lease expires; a holder that died
-(SIGKILL, a lost machine) stops renewing, and its lease is taken over once it has expired.
+new run, ``RunLeases.open_run``: the lease and the run record in one transaction) before
+they write anything, under a holder id made for the session (``host:pid:random``). While
+the run runs, the lease is renewed every third of ``lease_ttl``: by the store's renewer
+thread (``_renewer``: one per store object, for all its runs) when the store declares
+``RunLeases`` (``Store.capabilities``), else by a task of the run's own. At the end the run
+gives it up: in the same transaction as its final run record (``close_run``) where the
+store declares that, else shielded after the run, so a cancelled run releases it too.
+Another ``resume`` of the run meanwhile fails at once with ``RunLeasedError`` naming the
+holder and when its lease expires; a holder that died (SIGKILL, a lost machine) stops
+renewing, and its lease is taken over once it has expired.
 
 If a renewal finds the lease gone to another holder (this process was stalled for longer
 than ``lease_ttl``, e.g. suspended, or could not reach the store), the run's work is
@@ -27,18 +28,17 @@ import secrets
 import socket
 import time
 from collections.abc import AsyncGenerator, Sequence
-from typing import Protocol, cast, runtime_checkable
 
 import anyio
 
 from ..exceptions import RunLeasedError, UserError
-from ._base import JournalEntry, Lease, RunRecord, Store
+from ._base import JournalEntry, Lease, RunRecord
+from ._protocol import RunLeases, Store
 from ._renewer import Hold, LeaseRenewer, taken_over, unreachable
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
     "LeaseKeeper",
-    "RunLeases",
     "check_ttl",
     "leased",
     "new_holder",
@@ -82,36 +82,6 @@ def leased(lease: Lease, *, now: float | None = None) -> RunLeasedError:
     )
 
 
-@runtime_checkable
-class RunLeases(Protocol):
-    """What a store offers beyond ``Store`` to make a run's lease cheap (all three or none).
-
-    A ``Store`` without them works the way each method's docstring names as its sequence.
-    """
-
-    def lease_renewer(self) -> LeaseRenewer:
-        """The store object's renewer (instead of a renewing task per run)."""
-        ...
-
-    async def open_run(self, record: RunRecord, holder: str, ttl: float) -> Lease:
-        """Insert a new run's record and take its lease, atomically (instead of
-        ``get_run``, ``take_lease``, ``put_run``).
-
-        Raises:
-            UserError: The store holds a run with this id already; nothing changed.
-            RunLeasedError: Another holder's lease on this id is live; nothing changed.
-        """
-        ...
-
-    async def close_run(
-        self, record: RunRecord, holder: str, journal: Sequence[JournalEntry] = ()
-    ) -> None:
-        """Write a run's final record and give up ``holder``'s lease, atomically (instead of
-        ``put_run``, ``release_lease``), after ``journal``: facts of the run it held back
-        until now (see ``_journal``), in the same transaction."""
-        ...
-
-
 class LeaseKeeper:
     """A session's hold on its run's lease: renewed while ``held()``, released after.
 
@@ -119,10 +89,14 @@ class LeaseKeeper:
         store: The store holding the lease.
         lease: The lease as taken.
         ttl: Seconds each renewal extends it by.
+        leases: What the store declared as its ``RunLeases`` (``Store.capabilities``), or
+            None: then a task of the run's own renews the lease, and the run's end is
+            written and the lease released one after the other.
     """
 
-    def __init__(self, store: Store, lease: Lease, ttl: float) -> None:
+    def __init__(self, store: Store, lease: Lease, ttl: float, *, leases: RunLeases | None) -> None:
         self.store = store
+        self.leases = leases
         self.lease = lease
         self.ttl = ttl
         self.lost: RunLeasedError | None = None
@@ -132,24 +106,22 @@ class LeaseKeeper:
 
     def held(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Keep the lease alive around the run; cancel the run if it is lost (module doc)."""
-        # getattr, not isinstance: a runtime protocol check costs microseconds per run.
-        renewer = getattr(self.store, "lease_renewer", None)
-        if renewer is None:
+        if self.leases is None:
             return self._held_by_task()
-        return self._held_by_renewer(cast(RunLeases, self.store).lease_renewer())
+        return self._held_by_renewer(self.leases.lease_renewer())
 
     async def close(self, record: RunRecord, journal: Sequence[JournalEntry] = ()) -> bool:
         """End the run in the store: write ``journal``, its final ``record`` and give the
         lease up in one step, if the store can (``RunLeases.close_run``). False if it cannot
         (nothing was written); True also when the lease was lost, and then nothing is
         written: the new holder drives the run."""
-        hold, renewer = self._hold, self._renewer
-        if hold is None or renewer is None or self.released:
+        hold, renewer, leases = self._hold, self._renewer, self.leases
+        if hold is None or renewer is None or leases is None or self.released:
             return False
         if not renewer.closing(hold):
             return True  # lost: ``held()`` raises ``RunLeasedError``
         try:
-            await cast(RunLeases, self.store).close_run(record, self.lease.holder, journal)
+            await leases.close_run(record, self.lease.holder, journal)
         except BaseException:
             hold.closing = False
             raise

@@ -12,7 +12,7 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import AsyncGenerator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -24,9 +24,10 @@ from ..run import RunResult
 from ..text import error_text
 from ._answers import respond, validate_stored
 from ._backend import StoreRequests
-from ._base import JournalEntry, RunRecord, RunState, Store, check_entries, refusal
+from ._base import JournalEntry, RunRecord, RunState, check_entries, refusal
 from ._journal import Journal
-from ._lease import LeaseKeeper, RunLeases, new_holder
+from ._lease import LeaseKeeper, new_holder
+from ._protocol import RunLeases, Store, StoreCapabilities
 
 if TYPE_CHECKING:
     from ..coordinator import Coordinator
@@ -42,7 +43,16 @@ def already_kept(store: object, run_id: str) -> UserError:
 
 
 class StoreSession:
-    """One root run's life in a store (the core's ``RunSession``)."""
+    """One root run's life in a store (the core's ``RunSession``).
+
+    Args:
+        store: The store.
+        record: The run's record as opened.
+        keeper: The run's lease.
+        entries: What an earlier life of the run journaled (empty for a new run).
+        capabilities: What the store declared (``Store.capabilities``), asked once for
+            the session.
+    """
 
     def __init__(
         self,
@@ -50,11 +60,13 @@ class StoreSession:
         record: RunRecord,
         keeper: LeaseKeeper,
         entries: Mapping[str, JournalEntry] | None = None,
+        *,
+        capabilities: StoreCapabilities,
     ) -> None:
         self.store = store
         self.record = record
         self.keeper = keeper
-        self.journal = Journal(store, record.run_id, entries)
+        self.journal = Journal(store, record.run_id, entries, capabilities=capabilities)
         self.backend = StoreRequests(store, self.journal)
         self.hooks: Sequence[Hook] = (self.journal,)
 
@@ -147,20 +159,23 @@ class Sessions:
             history=message_adapter().dump_python(list(history or []), mode="json"),
             agent_ref=agent_ref,
         )
-        if hasattr(store, "open_run"):
-            # The record and the lease in one transaction (``_lease.RunLeases``).
+        capabilities = store.capabilities()
+        leases = capabilities.leases
+        if leases is not None:
+            # The record and the lease in one transaction.
             ttl = store.lease_ttl
-            lease = await cast(RunLeases, store).open_run(record, new_holder(), ttl)
-            return StoreSession(store, record, LeaseKeeper(store, lease, ttl))
+            lease = await leases.open_run(record, new_holder(), ttl)
+            keeper = LeaseKeeper(store, lease, ttl, leases=leases)
+            return StoreSession(store, record, keeper, capabilities=capabilities)
         if await store.get_run(run_id) is not None:
             raise already_kept(store, run_id)
-        keeper = await _take(store, run_id)
+        keeper = await _take(store, run_id, None)
         try:
             await store.put_run(record)
         except BaseException:
             await _give_back(keeper)
             raise
-        return StoreSession(store, record, keeper)
+        return StoreSession(store, record, keeper, capabilities=capabilities)
 
     async def resume_session(
         self,
@@ -180,7 +195,8 @@ class Sessions:
                 f"run {run_id!r} was started by agent {record.agent_name!r}, not {agent_name!r}: "
                 "resume it with the same agent"
             )
-        keeper = await _take(store, run_id)
+        capabilities = store.capabilities()
+        keeper = await _take(store, run_id, capabilities.leases)
         try:
             if max_age is not None:
                 await store.recover(max_age, run_id=run_id)
@@ -192,14 +208,14 @@ class Sessions:
         except BaseException:
             await _give_back(keeper)  # a refused resume must not lock the run
             raise
-        return StoreSession(store, record, keeper, entries)
+        return StoreSession(store, record, keeper, entries, capabilities=capabilities)
 
 
-async def _take(store: Store, run_id: str) -> LeaseKeeper:
+async def _take(store: Store, run_id: str, leases: RunLeases | None) -> LeaseKeeper:
     """Take the run's lease for a new session (``RunLeasedError`` if it is live)."""
     ttl = store.lease_ttl
     lease = await store.take_lease(run_id, new_holder(), ttl)
-    return LeaseKeeper(store, lease, ttl)
+    return LeaseKeeper(store, lease, ttl, leases=leases)
 
 
 async def _give_back(keeper: LeaseKeeper) -> None:

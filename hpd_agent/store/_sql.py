@@ -29,10 +29,10 @@ from ._base import (
     RequestRecord,
     RequestState,
     dump_json,
-    expire_stale,
     refusal,
 )
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
+from ._protocol import StoreCapabilities, expire_stale
 from ._session import Sessions
 from ._sql_leases import SQLLeases
 from ._sql_records import (
@@ -308,6 +308,10 @@ class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], ABC, Generic[C]):
     @abstractmethod
     async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:
         """Wait a while for answers from other processes (see ``_waiters.Watch``)."""
+
+    @abstractmethod
+    def capabilities(self) -> StoreCapabilities:
+        """What the store offers beyond ``Store`` (each concrete store declares its own)."""
 
     def _close(self, conn: C) -> None:
         """Release the connection (and whatever else the store holds); under the lock."""

@@ -95,7 +95,7 @@ def _open_statement(mark: str) -> str:
 
 class SQLLeases(ABC, Generic[C]):
     """``take_lease``, ``renew_lease``, ``release_lease`` and ``get_lease`` in SQL, and
-    ``open_run``, ``close_run`` and the renewer (``_lease.RunLeases``)."""
+    ``open_run``, ``close_run`` and the renewer (``RunLeases``)."""
 
     _renewer: LeaseRenewer | None = None
     lease_ttl: float
@@ -184,7 +184,7 @@ class SQLLeases(ABC, Generic[C]):
         row = self._query(conn, sql, (run_id,)).fetchone()
         return None if row is None else Lease(run_id=run_id, holder=row[0], expires_at=row[1])
 
-    # -- a run's lease made cheap (``_lease.RunLeases``) ----------------------------------
+    # -- a run's lease made cheap (``RunLeases``) ----------------------------------------
     def lease_renewer(self) -> LeaseRenewer:
         """This store object's renewer thread (``_renewer``), made on first use."""
         renewer = self._renewer

@@ -18,10 +18,10 @@ from ._base import (
     RunRecord,
     RunState,
     dump_json,
-    expire_stale,
     refusal,
 )
 from ._lease import DEFAULT_LEASE_TTL, check_ttl, leased
+from ._protocol import StoreCapabilities, expire_stale
 from ._renewer import LeaseRenewer, RenewIO
 from ._session import Sessions, already_kept
 
@@ -120,11 +120,6 @@ class MemoryStore(Sessions):
         """Record one fact of a run."""
         self.journal_put_nowait(run_id, entry)
 
-    def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
-        """Record one fact of a run at once (always possible in memory)."""
-        self._journals.setdefault(run_id, {})[entry.key] = entry
-        return True
-
     async def journal(self, run_id: str) -> dict[str, JournalEntry]:
         """Every journaled fact of a run, by key."""
         return dict(self._journals.get(run_id, {}))
@@ -183,7 +178,18 @@ class MemoryStore(Sessions):
         """The run's lease (maybe expired), or None."""
         return self._leases.get(run_id)
 
-    # -- a run's lease made cheap (``_lease.RunLeases``) ---------------------------------
+    # -- what it offers beyond ``Store`` ---------------------------------------------------
+    def capabilities(self) -> StoreCapabilities:
+        """Journal writes at once and cheap leases (in memory nothing waits, so there is
+        nothing to batch or send ahead)."""
+        return StoreCapabilities(write_now=self, leases=self)
+
+    def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
+        """Record one fact of a run at once (always possible in memory)."""
+        self._journals.setdefault(run_id, {})[entry.key] = entry
+        return True
+
+    # -- a run's lease made cheap (``RunLeases``) ----------------------------------------
     def lease_renewer(self) -> LeaseRenewer:
         """This store's renewer thread (``_renewer``), made on first use."""
         renewer = self._renewer

@@ -34,6 +34,7 @@ from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._pg_journal import JournalPipe
 from ._pg_listen import CHANNEL, Listener
 from ._pg_raw import RawStatements
+from ._protocol import StoreCapabilities
 from ._sql import (
     MIGRATIONS,
     MISSED,
@@ -186,6 +187,12 @@ class PostgresStore(SQLStore[_Conn]):
         info = self._conn.info if self._conn is not None else None
         where = f"{info.host}:{info.port}/{info.dbname}" if info is not None else "closed"
         return f"PostgresStore({where!r})"
+
+    def capabilities(self) -> StoreCapabilities:
+        """Everything: journal writes at once, in batches and sent ahead, and cheap leases.
+        The journal sends entries ahead (a round trip saved per turn) rather than hold
+        them back (see ``StoreCapabilities``)."""
+        return StoreCapabilities(write_now=self, batches=self, send_ahead=self, leases=self)
 
     # -- the PostgreSQL way of the shared steps ------------------------------------------
     def _query(self, conn: _Conn, sql: str, args: Sequence[Any] = ()) -> Cursor:

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 from ..exceptions import StoreUnavailableError, UserError
 from ._base import RequestRecord, RequestState, dump_json, refusal
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
+from ._protocol import StoreCapabilities
 from ._sql import (
     MIGRATIONS,
     MISSED,
@@ -173,6 +174,12 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
+
+    def capabilities(self) -> StoreCapabilities:
+        """Journal writes at once and in batches, and cheap leases: a commit on a local
+        file costs little, so the journal holds model responses back and commits them with
+        what acts on them (see ``StoreCapabilities``)."""
+        return StoreCapabilities(write_now=self, batches=self, leases=self)
 
     # -- the SQLite way of the shared steps ----------------------------------------------
     def _query(

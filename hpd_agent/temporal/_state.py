@@ -29,9 +29,7 @@ from ..backend import Final, Settlement
 from ..events import Event, RequestEvent, dump_event
 from ..exceptions import RequestError
 from ..questions import validate_answer
-from ..store._answers import jsonable
-from ..store._backend import settlement
-from ..store._base import RequestRecord, refusal
+from ..store import RequestRecord, jsonable, refusal, settlement
 
 __all__ = ["EVENTS_QUERY", "PENDING_QUERY", "RESPOND_UPDATE", "RunState", "WorkflowRequests"]
 

@@ -20,7 +20,15 @@ from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 from test_lease import asking, changed, stolen_while_asking
 
 from hpd_agent import ClarificationRequest, RunLeasedError, UserError
-from hpd_agent.store import MemoryStore, SQLiteStore, Store, open_store
+from hpd_agent.store import (
+    JournalEntry,
+    MemoryStore,
+    RequestRecord,
+    SQLiteStore,
+    Store,
+    StoreCapabilities,
+    open_store,
+)
 from hpd_agent.store._session import Sessions
 
 pytestmark = pytest.mark.anyio
@@ -29,15 +37,38 @@ RENEWER = "hpd-agent lease renewer"
 
 
 class LegacyStore(Sessions):
-    """A third-party store: every ``Store`` method, none of the cheap-lease ones."""
+    """A third-party store: every ``Store`` method (its inner store's), declaring nothing
+    beyond them; the methods of every capability are hidden, so a use would fail."""
 
-    _CHEAP = frozenset({"lease_renewer", "open_run", "close_run"})
+    BEYOND = frozenset(
+        {
+            "lease_renewer",
+            "open_run",
+            "close_run",
+            "journal_put_nowait",
+            "journal_put_many_nowait",
+            "journal_put_many",
+            "journal_send_nowait",
+            "journal_confirm",
+        }
+    )
 
     def __init__(self, inner: Store) -> None:
         self._inner = inner
+        self.journal_puts: list[str] = []  # the keys written through ``journal_put``
+
+    def capabilities(self) -> StoreCapabilities:
+        return StoreCapabilities()
+
+    async def add_request(self, record: RequestRecord) -> RequestRecord:
+        return await self._inner.add_request(record)  # no ``journal=``: nothing is held
+
+    async def journal_put(self, run_id: str, entry: JournalEntry) -> None:
+        self.journal_puts.append(entry.key)
+        await self._inner.journal_put(run_id, entry)
 
     def __getattr__(self, name: str) -> Any:
-        if name in self._CHEAP:
+        if name in self.BEYOND:
             raise AttributeError(name)
         return getattr(self._inner, name)
 
@@ -83,6 +114,7 @@ def _renewers() -> list[threading.Thread]:
 
 async def test_a_store_without_a_renewer_renews_with_a_task(store: Store) -> None:
     legacy: Store = LegacyStore(store)  # type: ignore[assignment]
+    assert legacy.capabilities() == StoreCapabilities()
     assert not hasattr(legacy, "lease_renewer") and not hasattr(legacy, "open_run")
     await _run_renewed(legacy, "old1")
     with pytest.raises(UserError, match="already in"):  # the old sequence refuses it too
