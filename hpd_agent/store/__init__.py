@@ -7,7 +7,8 @@ requests (``store.list_requests()``) and answer them (``hpd_agent.store.respond`
 
 A store implements ``Store`` and declares what it offers beyond it with
 ``Store.capabilities()`` (a ``StoreCapabilities`` of ``JournalWriteNow``, ``JournalBatches``,
-``JournalSendAhead`` and ``RunLeases``); see docs/durability.md, "Writing a store".
+``JournalSendAhead`` and ``RunLeases``); ``Sessions`` gives any ``Store`` class its
+``open_session`` / ``resume_session``. See docs/durability.md, "Writing a store".
 Integrations that keep requests their own way (``hpd_agent.temporal``) reuse the record
 type and its helpers: ``RequestRecord``, ``jsonable``, ``refusal`` and ``settlement``.
 """
@@ -38,6 +39,7 @@ from ._protocol import (
     StoreCapabilities,
 )
 from ._renewer import LeaseRenewer, RenewIO
+from ._session import Sessions
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
@@ -61,6 +63,7 @@ __all__ = [
     "RunRecord",
     "RunState",
     "SQLiteStore",
+    "Sessions",
     "Store",
     "StoreCapabilities",
     "jsonable",

@@ -139,7 +139,12 @@ class StoreSession:
 
 
 class Sessions:
-    """``open_session`` / ``resume_session`` for a class implementing ``Store``."""
+    """``open_session`` / ``resume_session`` for a class implementing ``Store``.
+
+    Inherit it in a store of your own: the sessions it opens journal the run, keep its
+    requests and hold its lease through the store's own methods (and the capabilities it
+    declares), as for the shipped stores.
+    """
 
     async def open_session(
         self,
