@@ -17,8 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from ..messages import Message
-from ..sessions import RunSession
+from ..sessions import SessionStore
 from ._base import JournalEntry, Lease, RequestRecord, RequestState, RunRecord, RunState
 from ._renewer import LeaseRenewer
 
@@ -213,11 +212,12 @@ class StoreCapabilities:
 
 
 @runtime_checkable
-class Store(Protocol):
+class Store(SessionStore, Protocol):
     """Durable requests, run journals and run records. All methods are async and anyio-safe.
 
     Implementations: ``MemoryStore`` (one process, tests), ``SQLiteStore`` (one machine, the
-    default), ``PostgresStore`` (many workers).
+    default), ``PostgresStore`` (many workers). A store also opens the runs it keeps
+    (``SessionStore``'s ``open_session`` / ``resume_session``; ``Sessions`` provides both).
     """
 
     # -- requests ------------------------------------------------------------------------
@@ -337,30 +337,6 @@ class Store(Protocol):
         Asked once per run, when its session opens. A store that offers nothing more
         answers ``StoreCapabilities()``, and its runs work through the methods above.
         """
-        ...
-
-    # -- runs as the core opens them (``hpd_agent.store._session.Sessions``) --------------
-    async def open_session(
-        self,
-        *,
-        run_id: str,
-        agent_name: str,
-        prompt: str,
-        history: Sequence[Message] | None,
-        agent_ref: str | None = None,
-    ) -> RunSession:
-        """Start keeping a new run (``Agent.run/stream(store=...)`` calls it)."""
-        ...
-
-    async def resume_session(
-        self,
-        run_id: str,
-        *,
-        agent_name: str,
-        answers: Mapping[str, Any] | None = None,
-        max_age: float | None = None,
-    ) -> RunSession:
-        """Reopen a run it holds (``Agent.resume`` calls it)."""
         ...
 
 
