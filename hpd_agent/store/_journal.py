@@ -74,6 +74,9 @@ class Journal(Hook):
             None if self._send_now is not None else getattr(store, "journal_put_many_nowait", None)
         )
         self._held: list[JournalEntry] = []
+        self.guard: Callable[[], Awaitable[None]] | None = None
+        """Called before a tool function or a step starts: cancels the run if its lease
+        is lost (``LeaseKeeper.guard``)."""
         # Waits until every write sent ahead is confirmed (PostgresStore).
         self._confirm: Callable[[], Awaitable[None]] | None = getattr(
             store, "journal_confirm", None
@@ -135,6 +138,8 @@ class Journal(Hook):
             return outcome
         if execution.side_effects and (self._held or self._confirm is not None):
             await self.flush()  # the tool is about to act on the responses before it
+        if self.guard is not None:
+            await self.guard()
         outcome = await call_next(execution)
         value = {"result": outcome.text, "is_error": outcome.is_error}
         # The framework's own tool (an agent, ask_user) did what it did through the journal
@@ -151,6 +156,8 @@ class Journal(Hook):
         if entry is not None:
             return entry.value["result"]
         await self.flush()
+        if self.guard is not None:
+            await self.guard()
         value = await call_next(step)
         try:
             stored = json.loads(dump_json(value))

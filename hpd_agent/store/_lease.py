@@ -22,17 +22,17 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
-import secrets
-import socket
 import time
-from collections.abc import AsyncGenerator, Sequence
-from typing import Protocol, cast, runtime_checkable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from typing import Protocol, TypeVar, cast, runtime_checkable
 
 import anyio
+import anyio.lowlevel
 
 from ..exceptions import RunLeasedError, UserError
 from ._base import JournalEntry, Lease, RunRecord, Store
+from ._fence import Fence, fencing
+from ._holder import new_holder
 from ._renewer import Hold, LeaseRenewer, taken_over, unreachable
 
 __all__ = [
@@ -42,7 +42,10 @@ __all__ = [
     "check_ttl",
     "leased",
     "new_holder",
+    "wait_for_lease",
 ]
+
+T = TypeVar("T")
 
 DEFAULT_LEASE_TTL = 10.0
 """Seconds a lease lasts unless renewed: how long a run whose process died stays locked."""
@@ -60,11 +63,6 @@ def check_ttl(ttl: float) -> float:
     if not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"lease_ttl must be a positive number of seconds, not {ttl!r}")
     return float(ttl)
-
-
-def new_holder() -> str:
-    """A holder id for one session: ``host:pid:random``."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def leased(lease: Lease, *, now: float | None = None) -> RunLeasedError:
@@ -129,14 +127,66 @@ class LeaseKeeper:
         self.released = False
         self._hold: Hold | None = None
         self._renewer: LeaseRenewer | None = None
+        self._scope: anyio.CancelScope | None = None
+        self.fence = Fence(lease.run_id, lease.fence) if lease.fence else None
+        """The session's fencing token (``_fence``); None from a store that keeps none."""
 
-    def held(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """Keep the lease alive around the run; cancel the run if it is lost (module doc)."""
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncGenerator[None]:
+        """Keep the lease alive around the run; cancel the run if it is lost (module doc).
+        The run's writes are fenced meanwhile (``_fence``)."""
         # getattr, not isinstance: a runtime protocol check costs microseconds per run.
         renewer = getattr(self.store, "lease_renewer", None)
         if renewer is None:
-            return self._held_by_task()
-        return self._held_by_renewer(cast(RunLeases, self.store).lease_renewer())
+            keeping = self._held_by_task()
+        else:
+            keeping = self._held_by_renewer(cast(RunLeases, self.store).lease_renewer())
+        with fencing(self.fence):
+            async with keeping:
+                yield
+        if self.fence is not None and self.fence.lost is not None:
+            self.lost = self.fence.lost
+            raise self.lost  # a write was refused, though the run got to its end
+
+    async def guard(self) -> None:
+        """Before a tool function or a journaled step starts: cancel the run if its lease
+        is lost. A write refused by the fence tells so; else, when the last renewal is older
+        than a third of the TTL (the renewer may not have run yet after a stall), the
+        lease is renewed here first, which fails if another holder has it."""
+        fence = self.fence
+        if fence is not None and fence.lost is not None:
+            self._lose(fence.lost)
+        elif self._hold is None or self._hold.lost is None:
+            lease = self._hold.lease if self._hold is not None else self.lease
+            if time.time() - (lease.expires_at - self.ttl) > self.ttl / 3:
+                await self._check(lease)
+        await anyio.lowlevel.checkpoint()  # raises if the run was cancelled here
+
+    async def _check(self, lease: Lease) -> None:
+        run_id, holder = lease.run_id, lease.holder
+        started = time.time()
+        with anyio.CancelScope(shield=True):
+            kept = await self.store.renew_lease(run_id, holder, self.ttl)
+            if not kept:
+                self._lose(taken_over(lease, await self.store.get_lease(run_id)))
+                return
+        renewed = Lease(
+            run_id=run_id, holder=holder, expires_at=started + self.ttl, fence=lease.fence
+        )
+        if self._hold is not None:
+            self._hold.lease = renewed
+        else:
+            self.lease = renewed
+
+    def _lose(self, error: RunLeasedError) -> None:
+        """On the run's loop: the lease is lost; cancel the run (once)."""
+        hold, renewer = self._hold, self._renewer
+        if hold is not None and renewer is not None:
+            if renewer.lose_here(hold, error):
+                hold.scope.cancel()
+        elif self._scope is not None and self.lost is None:
+            self.lost = error
+            self._scope.cancel()
 
     async def close(self, record: RunRecord, journal: Sequence[JournalEntry] = ()) -> bool:
         """End the run in the store: write ``journal``, its final ``record`` and give the
@@ -187,6 +237,7 @@ class LeaseKeeper:
         failure: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
+                self._scope = tg.cancel_scope
                 tg.start_soon(self._keep_alive, tg.cancel_scope)
                 try:
                     yield
@@ -221,8 +272,55 @@ class LeaseKeeper:
                 self.lost = taken_over(self.lease, await self.store.get_lease(run_id))
                 run_scope.cancel()
                 return
-            self.lease = Lease(run_id=run_id, holder=holder, expires_at=time.time() + self.ttl)
+            self.lease = Lease(
+                run_id=run_id,
+                holder=holder,
+                expires_at=time.time() + self.ttl,
+                fence=self.lease.fence,
+            )
 
     async def _release(self) -> None:
         with contextlib.suppress(Exception):  # the lease then lapses at its expiry
             await self.store.release_lease(self.lease.run_id, self.lease.holder)
+
+
+_WAIT_MARGIN = 0.05
+"""Seconds waited past a lease's expiry before taking it again (clocks tick unevenly)."""
+
+
+async def wait_for_lease(
+    reopen: Callable[[], Awaitable[T]], wait: bool | float, ttl: float | None = None
+) -> T:
+    """``reopen()`` (which takes a run's lease), waiting out a live lease first if asked.
+
+    Args:
+        reopen: Takes the lease, or raises ``RunLeasedError`` having written nothing.
+        wait: False: refuse at once. True: wait until the refusing lease expires, then
+            take it; if its holder renewed it meanwhile (it is alive), or another holder
+            took it, refuse. A number: keep waiting, across renewals, at most that many
+            seconds.
+        ttl: How late an expiry may come (clock steps) before ``wait=True`` gives up;
+            defaults to the refusing lease's remaining time.
+
+    Raises:
+        RunLeasedError: The lease stayed live (see ``wait``).
+    """
+    if wait is False:
+        return await reopen()
+    deadline = None if wait is True else time.monotonic() + max(0.0, float(wait))
+    first: RunLeasedError | None = None
+    while True:
+        try:
+            return await reopen()
+        except RunLeasedError as e:
+            if first is None:
+                first = e
+                if deadline is None:
+                    margin = ttl if ttl is not None else e.expires_at - time.time()
+                    deadline = time.monotonic() + max(0.0, e.expires_at - time.time()) + margin
+            elif wait is True and (e.holder, e.expires_at) != (first.holder, first.expires_at):
+                raise  # renewed by a live holder, or taken by another: not ours to wait out
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            await anyio.sleep(min(left, max(0.0, e.expires_at - time.time()) + _WAIT_MARGIN))

@@ -20,7 +20,7 @@ from hpd_agent.store import RequestRecord, SQLiteStore
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
-TESTS = Path(__file__).resolve().parents[2]
+TESTS = Path(__file__).resolve().parents[1]
 
 
 def _env(workdir: Path) -> dict[str, str]:

@@ -33,7 +33,7 @@ from hpd_agent.testing import ScriptedModel, text, tool_call
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
-TESTS = Path(__file__).resolve().parents[2]
+TESTS = Path(__file__).resolve().parents[1]
 RUN = "run_lease"
 
 

@@ -25,7 +25,7 @@ from hpd_agent.store import Store, open_store
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
-TESTS = Path(__file__).resolve().parents[2]
+TESTS = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

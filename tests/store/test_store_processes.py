@@ -21,7 +21,7 @@ from hpd_agent.store import RequestRecord, open_store
 pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
-TESTS = Path(__file__).resolve().parents[2]
+TESTS = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
