@@ -96,6 +96,12 @@ def add_store_commands(sub: Any) -> None:
     resume.add_argument(
         "--max-age", type=float, help="expire this run's pending requests older than SECONDS"
     )
+    resume.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="exit at once (status 13) if another process's lease on the run is live, "
+        "instead of waiting for it to expire",
+    )
     resume.set_defaults(func=_cmd_resume)
 
 
@@ -268,6 +274,8 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         policy = "interrupt" if args.interrupt else None
         try:
             agent = await _agent_of(store, args.run_id, args.agent)
+            if not args.no_wait:
+                await _say_if_leased(store, args.run_id)
             result = await agent.resume(
                 args.run_id,
                 store=store,
@@ -275,6 +283,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
                 on_unhandled=policy,
                 max_age=args.max_age,
                 handler=None if args.interrupt else _StoreNotice(args.db),
+                wait=not args.no_wait,
             )
         except UnknownRequestError as e:
             # 3 means "questions pending" for resume: an unknown --answer id has its own.
@@ -295,6 +304,23 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         return 0
 
     return anyio.run(main)
+
+
+async def _say_if_leased(store: Any, run_id: str) -> None:
+    """Say on stderr that ``resume`` waits for a live lease of another process."""
+    import time
+
+    from ..store._holder import holder_gone
+
+    lease = await store.get_lease(run_id)
+    left = 0.0 if lease is None else lease.expires_at - time.time()
+    if lease is not None and left > 0 and not holder_gone(lease.holder):
+        print(
+            f"run {run_id} is driven by another process (lease held by {lease.holder}): "
+            f"waiting up to {left:.1f} s for its lease to expire (--no-wait exits at once)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 class _StoreNotice:

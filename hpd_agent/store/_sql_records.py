@@ -177,8 +177,7 @@ class SQLRecords(ABC, Generic[C]):
         spelling = self._spelling()
         mark = spelling.mark
         return (
-            f"SELECT 1 FROM hpd_leases WHERE run_id = {mark} AND fence = {mark}"
-            f"{spelling.share_row}"
+            f"SELECT 1 FROM hpd_leases WHERE run_id = {mark} AND fence = {mark}{spelling.share_row}"
         )
 
     def _check_fence(self, conn: C, fence: Fence | None) -> None:

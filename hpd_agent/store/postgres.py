@@ -146,7 +146,9 @@ class PostgresStore(SQLStore[_Conn]):
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                for statement in schema(_DIALECT.real, fences="CREATE SEQUENCE IF NOT EXISTS hpd_fences"):
+                for statement in schema(
+                    _DIALECT.real, fences="CREATE SEQUENCE IF NOT EXISTS hpd_fences"
+                ):
                     conn.execute(cast(LiteralString, statement))
                 for table, column, kind in MIGRATIONS:
                     conn.execute(
