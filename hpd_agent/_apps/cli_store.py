@@ -265,7 +265,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     import anyio
 
     from ..events import ClarificationRequest
-    from ..exceptions import UnknownRequestError
+    from ..exceptions import RunLeasedError, UnknownRequestError
 
     answers = _parse_answers(args.answer)
 
@@ -274,17 +274,25 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         policy = "interrupt" if args.interrupt else None
         try:
             agent = await _agent_of(store, args.run_id, args.agent)
-            if not args.no_wait:
-                await _say_if_leased(store, args.run_id)
-            result = await agent.resume(
-                args.run_id,
-                store=store,
-                answers=answers,
-                on_unhandled=policy,
-                max_age=args.max_age,
-                handler=None if args.interrupt else _StoreNotice(args.db),
-                wait=not args.no_wait,
-            )
+
+            async def resume(wait: bool) -> Any:
+                return await agent.resume(
+                    args.run_id,
+                    store=store,
+                    answers=answers,
+                    on_unhandled=policy,
+                    max_age=args.max_age,
+                    handler=None if args.interrupt else _StoreNotice(args.db),
+                    wait=wait,
+                )
+
+            try:
+                result = await resume(False)
+            except RunLeasedError as e:  # refused before anything was written
+                if args.no_wait:
+                    raise
+                _say_waiting(e)
+                result = await resume(True)
         except UnknownRequestError as e:
             # 3 means "questions pending" for resume: an unknown --answer id has its own.
             raise _Fail(EXIT_UNKNOWN_REQUEST, str(e)) from None
@@ -306,21 +314,17 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     return anyio.run(main)
 
 
-async def _say_if_leased(store: Any, run_id: str) -> None:
-    """Say on stderr that ``resume`` waits for a live lease of another process."""
+def _say_waiting(error: Any) -> None:
+    """Say on stderr that ``resume`` waits for another process's live lease."""
     import time
 
-    from ..store._holder import holder_gone
-
-    lease = await store.get_lease(run_id)
-    left = 0.0 if lease is None else lease.expires_at - time.time()
-    if lease is not None and left > 0 and not holder_gone(lease.holder):
-        print(
-            f"run {run_id} is driven by another process (lease held by {lease.holder}): "
-            f"waiting up to {left:.1f} s for its lease to expire (--no-wait exits at once)",
-            file=sys.stderr,
-            flush=True,
-        )
+    left = max(0.0, error.expires_at - time.time())
+    print(
+        f"run {error.run_id} is driven by another process (lease held by {error.holder}): "
+        f"waiting up to {left:.1f} s for its lease to expire (--no-wait exits at once)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 class _StoreNotice:

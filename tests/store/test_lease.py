@@ -278,7 +278,7 @@ async def _until_lapsed_or_taken(store: Store, holder: str) -> None:
 
 
 def cast_dsn(store: Store) -> str:
-    return str(getattr(store, "dsn"))
+    return str(store.dsn)
 
 
 # -- the lease operations, in every store ---------------------------------------------------
