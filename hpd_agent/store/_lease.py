@@ -157,7 +157,9 @@ class LeaseKeeper:
             lease = self._hold.lease if self._hold is not None else self.lease
             if time.time() - (lease.expires_at - self.ttl) > self.ttl / 3:
                 await self._check(lease)
-        await anyio.lowlevel.checkpoint()  # raises if the run was cancelled here
+        hold = self._hold
+        if self.lost is not None or (hold is not None and hold.lost is not None):
+            await anyio.lowlevel.checkpoint()  # raises: the run was cancelled here
 
     async def _check(self, lease: Lease) -> None:
         run_id, holder = lease.run_id, lease.holder
