@@ -18,6 +18,7 @@ import anyio
 from typing_extensions import Unpack
 
 from ._core.context import current_context
+from ._core.lease_wait import wait_for_lease
 from ._core.loop import AgentSpec
 from ._core.output import output_spec
 from ._core.root import RootRun, SessionOpener, resolve_policy, session_opener
@@ -290,6 +291,7 @@ class Agent:
         max_age: float | None = None,
         hooks: Sequence[Hook] = (),
         deps: Any = None,
+        wait: bool | float = False,
     ) -> RunResult:
         """Continue a run journaled in ``store`` (after a crash, or an interrupt).
 
@@ -307,16 +309,21 @@ class Agent:
             handler, on_unhandled, hooks, deps: As in ``run`` (a store does not keep deps).
             max_age: Expire this run's pending requests older than this many seconds first;
                 their askers see the timeout text.
+            wait: What to do when another holder's lease on the run is live. A holder on
+                this machine whose process is gone is taken over at once whatever ``wait``
+                says. False (default): raise ``RunLeasedError`` at once. True: wait until
+                that lease expires, then take it over; if its holder renews it meanwhile (it
+                is alive), raise. A number: keep waiting at most that many seconds.
 
         Raises:
             UserError: No such run, or it was started by an agent of another name.
             RunLeasedError: Another process drives the run (it holds the run's lease in the
-                store); nothing was written. See docs/guarantees.md.
+                store, see ``wait``); nothing was written. See docs/guarantees.md.
             RequestError: One of ``answers`` was refused.
         """
         if current_context() is not None:
             raise UserError("resume() inside a tool call: resume the root run instead")
-        root = self._reopened(run_id, store, on_unhandled, max_age, hooks, deps, answers)
+        root = self._reopened(run_id, store, on_unhandled, max_age, hooks, deps, answers, wait)
         # Reopened before the run starts: a refused answer or a held lease raises here.
         assert root.open_session is not None
         session = await root.open_session()
@@ -333,6 +340,7 @@ class Agent:
         max_age: float | None = None,
         hooks: Sequence[Hook] = (),
         deps: Any = None,
+        wait: bool | float = False,
     ) -> Run:
         """``resume`` as a stream: iterate the events (replayed ones have ``replayed=True``).
 
@@ -343,7 +351,8 @@ class Agent:
         """
         if current_context() is not None:
             raise UserError("resume_stream() inside a tool call: resume the root run instead")
-        return self._reopened(run_id, store, on_unhandled, max_age, hooks, deps).stream()
+        reopened = self._reopened(run_id, store, on_unhandled, max_age, hooks, deps, None, wait)
+        return reopened.stream()
 
     def _reopened(
         self,
@@ -354,16 +363,20 @@ class Agent:
         hooks: Sequence[Hook],
         deps: Any,
         answers: Mapping[str, Any] | None = None,
+        wait: bool | float = False,
     ) -> RootRun:
         bp = self._plan()
         check_deps(bp, deps)
         policy = resolve_policy(self.on_unhandled, on_unhandled, True)
         name = self.name
 
-        async def reopen() -> RunSession:
+        async def take() -> RunSession:
             return await store.resume_session(
                 run_id, agent_name=name, answers=answers, max_age=max_age
             )
+
+        async def reopen() -> RunSession:
+            return await wait_for_lease(take, wait)
 
         return RootRun(
             bp, run_id=run_id, prompt="", history=None, policy=policy, hooks=hooks, deps=deps,

@@ -96,6 +96,12 @@ def add_store_commands(sub: Any) -> None:
     resume.add_argument(
         "--max-age", type=float, help="expire this run's pending requests older than SECONDS"
     )
+    resume.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="exit at once (status 13) if another process's lease on the run is live, "
+        "instead of waiting for it to expire",
+    )
     resume.set_defaults(func=_cmd_resume)
 
 
@@ -259,7 +265,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     import anyio
 
     from ..events import ClarificationRequest
-    from ..exceptions import UnknownRequestError
+    from ..exceptions import RunLeasedError, UnknownRequestError
 
     answers = _parse_answers(args.answer)
 
@@ -268,14 +274,25 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         policy = "interrupt" if args.interrupt else None
         try:
             agent = await _agent_of(store, args.run_id, args.agent)
-            result = await agent.resume(
-                args.run_id,
-                store=store,
-                answers=answers,
-                on_unhandled=policy,
-                max_age=args.max_age,
-                handler=None if args.interrupt else _StoreNotice(args.db),
-            )
+
+            async def resume(wait: bool) -> Any:
+                return await agent.resume(
+                    args.run_id,
+                    store=store,
+                    answers=answers,
+                    on_unhandled=policy,
+                    max_age=args.max_age,
+                    handler=None if args.interrupt else _StoreNotice(args.db),
+                    wait=wait,
+                )
+
+            try:
+                result = await resume(False)
+            except RunLeasedError as e:  # refused before anything was written
+                if args.no_wait:
+                    raise
+                _say_waiting(e)
+                result = await resume(True)
         except UnknownRequestError as e:
             # 3 means "questions pending" for resume: an unknown --answer id has its own.
             raise _Fail(EXIT_UNKNOWN_REQUEST, str(e)) from None
@@ -295,6 +312,19 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         return 0
 
     return anyio.run(main)
+
+
+def _say_waiting(error: Any) -> None:
+    """Say on stderr that ``resume`` waits for another process's live lease."""
+    import time
+
+    left = max(0.0, error.expires_at - time.time())
+    print(
+        f"run {error.run_id} is driven by another process (lease held by {error.holder}): "
+        f"waiting up to {left:.1f} s for its lease to expire (--no-wait exits at once)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 class _StoreNotice:

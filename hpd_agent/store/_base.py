@@ -277,13 +277,17 @@ class Lease:
 
     Attributes:
         run_id: The run.
-        holder: The driving process's id, ``host:pid:random`` (one per session).
+        holder: The driving process's id, ``host:pid:random[:place:start]`` (one per
+            session; see ``_holder``).
         expires_at: When the lease lapses unless renewed (seconds since the epoch).
+        fence: The fencing token of this take of the lease: it only grows from take to
+            take of a run's lease (0 from a store that keeps none; see ``_fence``).
     """
 
     run_id: str
     holder: str
     expires_at: float
+    fence: int = 0
 
 
 def _first_line(error: BaseException) -> str:

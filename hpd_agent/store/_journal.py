@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
 import anyio
@@ -92,6 +92,9 @@ class Journal(Hook):
         self.holds_for = None if ahead is not None else caps.batches
         self._many_now = None if self.holds_for is None else self.holds_for.journal_put_many_nowait
         self._held: list[JournalEntry] = []
+        self.guard: Callable[[], Awaitable[None]] | None = None
+        """Called before a tool function or a step starts: cancels the run if its lease
+        is lost (``LeaseKeeper.guard``)."""
 
     @property
     def replaying(self) -> bool:
@@ -149,6 +152,8 @@ class Journal(Hook):
             return outcome
         if execution.side_effects and (self._held or self._confirm is not None):
             await self.flush()  # the tool is about to act on the responses before it
+        if self.guard is not None:
+            await self.guard()
         outcome = await call_next(execution)
         value = {"result": outcome.text, "is_error": outcome.is_error}
         # The framework's own tool (an agent, ask_user) did what it did through the journal
@@ -165,6 +170,8 @@ class Journal(Hook):
         if entry is not None:
             return entry.value["result"]
         await self.flush()
+        if self.guard is not None:
+            await self.guard()
         value = await call_next(step)
         try:
             stored = json.loads(dump_json(value))

@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
-import secrets
-import socket
 import time
 from collections.abc import AsyncGenerator, Sequence
 
 import anyio
+import anyio.lowlevel
 
 from ..exceptions import RunLeasedError, UserError
 from ._base import JournalEntry, Lease, RunRecord
+from ._fence import Fence, fencing
+from ._holder import new_holder
 from ._protocol import RunLeases, Store
 from ._renewer import Hold, LeaseRenewer, taken_over, unreachable
 
@@ -60,11 +60,6 @@ def check_ttl(ttl: float) -> float:
     if not isinstance(ttl, (int, float)) or not math.isfinite(ttl) or ttl <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"lease_ttl must be a positive number of seconds, not {ttl!r}")
     return float(ttl)
-
-
-def new_holder() -> str:
-    """A holder id for one session: ``host:pid:random``."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
 
 
 def leased(lease: Lease, *, now: float | None = None) -> RunLeasedError:
@@ -103,12 +98,66 @@ class LeaseKeeper:
         self.released = False
         self._hold: Hold | None = None
         self._renewer: LeaseRenewer | None = None
+        self._scope: anyio.CancelScope | None = None
+        self.fence = Fence(lease.run_id, lease.fence) if lease.fence else None
+        """The session's fencing token (``_fence``); None from a store that keeps none."""
 
-    def held(self) -> contextlib.AbstractAsyncContextManager[None]:
-        """Keep the lease alive around the run; cancel the run if it is lost (module doc)."""
+    @contextlib.asynccontextmanager
+    async def held(self) -> AsyncGenerator[None]:
+        """Keep the lease alive around the run; cancel the run if it is lost (module doc).
+        The run's writes are fenced meanwhile (``_fence``)."""
         if self.leases is None:
-            return self._held_by_task()
-        return self._held_by_renewer(self.leases.lease_renewer())
+            keeping = self._held_by_task()
+        else:
+            keeping = self._held_by_renewer(self.leases.lease_renewer())
+        with fencing(self.fence):
+            async with keeping:
+                yield
+        if self.fence is not None and self.fence.lost is not None:
+            self.lost = self.fence.lost
+            raise self.lost  # a write was refused, though the run got to its end
+
+    async def guard(self) -> None:
+        """Before a tool function or a journaled step starts: cancel the run if its lease
+        is lost. A write refused by the fence tells so; else, when the last renewal is older
+        than a third of the TTL (the renewer may not have run yet after a stall), the
+        lease is renewed here first, which fails if another holder has it."""
+        fence = self.fence
+        if fence is not None and fence.lost is not None:
+            self._lose(fence.lost)
+        elif self._hold is None or self._hold.lost is None:
+            lease = self._hold.lease if self._hold is not None else self.lease
+            if time.time() - (lease.expires_at - self.ttl) > self.ttl / 3:
+                await self._check(lease)
+        hold = self._hold
+        if self.lost is not None or (hold is not None and hold.lost is not None):
+            await anyio.lowlevel.checkpoint()  # raises: the run was cancelled here
+
+    async def _check(self, lease: Lease) -> None:
+        run_id, holder = lease.run_id, lease.holder
+        started = time.time()
+        with anyio.CancelScope(shield=True):
+            kept = await self.store.renew_lease(run_id, holder, self.ttl)
+            if not kept:
+                self._lose(taken_over(lease, await self.store.get_lease(run_id)))
+                return
+        renewed = Lease(
+            run_id=run_id, holder=holder, expires_at=started + self.ttl, fence=lease.fence
+        )
+        if self._hold is not None:
+            self._hold.lease = renewed
+        else:
+            self.lease = renewed
+
+    def _lose(self, error: RunLeasedError) -> None:
+        """On the run's loop: the lease is lost; cancel the run (once)."""
+        hold, renewer = self._hold, self._renewer
+        if hold is not None and renewer is not None:
+            if renewer.lose_here(hold, error):
+                hold.scope.cancel()
+        elif self._scope is not None and self.lost is None:
+            self.lost = error
+            self._scope.cancel()
 
     async def close(self, record: RunRecord, journal: Sequence[JournalEntry] = ()) -> bool:
         """End the run in the store: write ``journal``, its final ``record`` and give the
@@ -159,6 +208,7 @@ class LeaseKeeper:
         failure: BaseException | None = None
         try:
             async with anyio.create_task_group() as tg:
+                self._scope = tg.cancel_scope
                 tg.start_soon(self._keep_alive, tg.cancel_scope)
                 try:
                     yield
@@ -193,7 +243,12 @@ class LeaseKeeper:
                 self.lost = taken_over(self.lease, await self.store.get_lease(run_id))
                 run_scope.cancel()
                 return
-            self.lease = Lease(run_id=run_id, holder=holder, expires_at=time.time() + self.ttl)
+            self.lease = Lease(
+                run_id=run_id,
+                holder=holder,
+                expires_at=time.time() + self.ttl,
+                fence=self.lease.fence,
+            )
 
     async def _release(self) -> None:
         with contextlib.suppress(Exception):  # the lease then lapses at its expiry

@@ -20,6 +20,7 @@ import psycopg
 
 from ..exceptions import StoreUnavailableError
 from ._base import JournalEntry, dump_json
+from ._fence import Fence
 
 __all__ = ["JournalPipe"]
 
@@ -31,19 +32,40 @@ _JOURNAL_PUT_SQL = (
     b"ON CONFLICT (run_id, key) DO UPDATE SET kind = EXCLUDED.kind, value = EXCLUDED.value"
 )
 
+_JOURNAL_PUT_FENCED = b"hpd_journal_put_fenced"
+_JOURNAL_PUT_FENCED_SQL = (
+    b"INSERT INTO hpd_journal (run_id, key, kind, value) SELECT $1, $2, $3, $4 "
+    b"WHERE EXISTS (SELECT 1 FROM hpd_leases WHERE run_id = $1 AND fence = $5 FOR SHARE) "
+    b"ON CONFLICT (run_id, key) DO UPDATE SET kind = EXCLUDED.kind, value = EXCLUDED.value"
+)
+"""The journal write of a fenced run (see ``_fence``): written only while the run's lease
+has the session's token; otherwise nothing is written ("INSERT 0 0")."""
+
 _SQLSTATE = psycopg.pq.DiagnosticField.SQLSTATE
 _GAVE_UP = (b"55P03", b"57014")
 """lock_not_available, query_canceled: a statement on the event loop's connection gave up
 waiting (``_FAST_LIMIT``) and was rolled back."""
 
 
-def _journal_params(run_id: str, entry: JournalEntry) -> list[bytes]:
-    return [
+def _journal_params(run_id: str, entry: JournalEntry, fence: Fence | None) -> list[bytes]:
+    params = [
         run_id.encode(),
         entry.key.encode(),
         entry.kind.encode(),
         dump_json(entry.value).encode(),
     ]
+    if fence is not None:
+        params.append(str(fence.token).encode())
+    return params
+
+
+def _name(fence: Fence | None) -> bytes:
+    return _JOURNAL_PUT if fence is None else _JOURNAL_PUT_FENCED
+
+
+def _refused(result: psycopg.pq.abc.PGresult) -> bool:
+    """Whether a fenced write wrote nothing: the lease has another token now."""
+    return (result.command_status or b"").endswith(b" 0")
 
 
 def _flush(pgconn: psycopg.pq.abc.PGconn) -> None:
@@ -67,29 +89,41 @@ class JournalPipe:
 
     def __init__(self) -> None:
         self.prepared = False
-        self.sent: deque[tuple[str, JournalEntry]] = deque()
+        self.sent: deque[tuple[str, JournalEntry, Fence | None]] = deque()
         """The writes sent ahead whose replies are still unread."""
-        self.again: deque[tuple[str, JournalEntry]] = deque()
+        self.again: deque[tuple[str, JournalEntry, Fence | None]] = deque()
         """Writes sent ahead that met a row lock: to be written again, waiting for it."""
 
     def _prepare(self, pgconn: psycopg.pq.abc.PGconn) -> None:
         if not self.prepared:
             _check(pgconn.prepare(_JOURNAL_PUT, _JOURNAL_PUT_SQL))
+            _check(pgconn.prepare(_JOURNAL_PUT_FENCED, _JOURNAL_PUT_FENCED_SQL))
             self.prepared = True
 
-    def write(self, pgconn: psycopg.pq.abc.PGconn, run_id: str, entry: JournalEntry) -> None:
-        """Write one entry and wait for it (nothing may be in flight)."""
-        self._prepare(pgconn)
-        _check(pgconn.exec_prepared(_JOURNAL_PUT, _journal_params(run_id, entry)))
+    def write(
+        self, pgconn: psycopg.pq.abc.PGconn, run_id: str, entry: JournalEntry, fence: Fence | None
+    ) -> None:
+        """Write one entry and wait for it (nothing may be in flight).
 
-    def send(self, pgconn: psycopg.pq.abc.PGconn, run_id: str, entry: JournalEntry) -> None:
+        Raises:
+            RunLeasedError: ``fence`` no longer holds; nothing was written.
+        """
+        self._prepare(pgconn)
+        result = pgconn.exec_prepared(_name(fence), _journal_params(run_id, entry, fence))
+        _check(result)
+        if fence is not None and _refused(result):
+            raise fence.refuse()
+
+    def send(
+        self, pgconn: psycopg.pq.abc.PGconn, run_id: str, entry: JournalEntry, fence: Fence | None
+    ) -> None:
         """Send one entry without waiting for its reply."""
         self._prepare(pgconn)
         if pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF:
             pgconn.enter_pipeline_mode()
-        pgconn.send_query_prepared(_JOURNAL_PUT, _journal_params(run_id, entry))
+        pgconn.send_query_prepared(_name(fence), _journal_params(run_id, entry, fence))
         pgconn.pipeline_sync()
-        self.sent.append((run_id, entry))
+        self.sent.append((run_id, entry, fence))
         _flush(pgconn)
 
     def settle(self, pgconn: psycopg.pq.abc.PGconn) -> None:
@@ -97,20 +131,26 @@ class JournalPipe:
 
         Raises:
             StoreUnavailableError: One of them failed (named), or the connection broke.
+
+        A write its fence refused wrote nothing and marks that fence lost (``Fence.refuse``):
+        its run is stopped before its next tool function or step (``LeaseKeeper.guard``),
+        and a statement of another run on this connection is not failed for it.
         """
         failed: str | None = None
         while self.sent:
-            run_id, entry = self.sent.popleft()
+            run_id, entry, fence = self.sent.popleft()
             result = pgconn.get_result()
             for _ in range(3):  # the end of the statement's results (None), its sync point
                 end = pgconn.get_result()
                 if end is not None and end.status == psycopg.pq.ExecStatus.PIPELINE_SYNC:
                     break
             if result is not None and result.status == psycopg.pq.ExecStatus.COMMAND_OK:
+                if fence is not None and _refused(result):
+                    fence.refuse()
                 continue
             state = None if result is None else result.error_field(_SQLSTATE)
             if state in _GAVE_UP:  # a row lock held elsewhere: written again, waiting for it
-                self.again.append((run_id, entry))
+                self.again.append((run_id, entry, fence))
             elif failed is None:
                 why = "no reply" if result is None else (result.error_message or b"").decode()
                 failed = (

@@ -135,6 +135,18 @@ class LeaseRenewer:
             hold.closing = True
             return True
 
+    def lose_here(self, hold: Hold, error: RunLeasedError) -> bool:
+        """On the run's event loop: mark ``hold`` lost (unless it is closing or lost
+        already) and renew it no more; True if it was marked (the caller cancels the run)."""
+        key = (hold.lease.run_id, hold.lease.holder)
+        with self._lock:
+            if hold.lost is not None or hold.closing:
+                return False
+            if self._holds.get(key) is hold:
+                del self._holds[key]
+            hold.lost = error
+            return True
+
     async def aclose(self) -> None:
         """Stop the thread (it closes its connection); waits for its current renewal."""
         self._stop.set()
@@ -181,7 +193,10 @@ class LeaseRenewer:
             lease = hold.lease
             if (lease.run_id, lease.holder) in kept:
                 hold.lease = Lease(
-                    run_id=lease.run_id, holder=lease.holder, expires_at=started + self.ttl
+                    run_id=lease.run_id,
+                    holder=lease.holder,
+                    expires_at=started + self.ttl,
+                    fence=lease.fence,
                 )
             elif not hold.closing:
                 self._lose(hold, taken_over(lease, _current(io, lease.run_id)))

@@ -25,6 +25,7 @@ from ..text import error_text
 from ._answers import respond, validate_stored
 from ._backend import StoreRequests
 from ._base import JournalEntry, RunRecord, RunState, check_entries, refusal
+from ._fence import fencing
 from ._journal import Journal
 from ._lease import LeaseKeeper, new_holder
 from ._protocol import RunLeases, Store, StoreCapabilities
@@ -67,6 +68,7 @@ class StoreSession:
         self.record = record
         self.keeper = keeper
         self.journal = Journal(store, record.run_id, entries, capabilities=capabilities)
+        self.journal.guard = keeper.guard
         self.backend = StoreRequests(store, self.journal)
         self.hooks: Sequence[Hook] = (self.journal,)
 
@@ -126,10 +128,11 @@ class StoreSession:
         # The responses the journal held back, the final record and the lease release in
         # one transaction where the store can (``_lease``).
         held = self.journal.take_held()
-        if not await self.keeper.close(self.record, held):
-            if held:
-                await self.journal.write_held(held)
-            await self.store.put_run(self.record)
+        with fencing(self.keeper.fence):  # also after the run (a deliberate cancel's end)
+            if not await self.keeper.close(self.record, held):
+                if held:
+                    await self.journal.write_held(held)
+                await self.store.put_run(self.record)
 
     def conversation(self, key: str) -> list[Message] | None:
         return self.journal.conversation(key)
@@ -203,17 +206,30 @@ class Sessions:
         capabilities = store.capabilities()
         keeper = await _take(store, run_id, capabilities.leases)
         try:
-            if max_age is not None:
-                await store.recover(max_age, run_id=run_id)
-            await _answer_all(store, run_id, dict(answers or {}))
-            if record.status != "running":  # a run whose process died says so already
-                record = dataclasses.replace(record, status="running", updated_at=time.time())
-                await store.put_run(record)
+            with fencing(keeper.fence):
+                record = await _reopen(store, record, answers, max_age)
             entries = check_entries(run_id, await store.journal(run_id))
         except BaseException:
             await _give_back(keeper)  # a refused resume must not lock the run
             raise
         return StoreSession(store, record, keeper, entries, capabilities=capabilities)
+
+
+async def _reopen(
+    store: Store,
+    record: RunRecord,
+    answers: Mapping[str, Any] | None,
+    max_age: float | None,
+) -> RunRecord:
+    """With the lease taken: expire, answer, and mark the run running again."""
+    run_id = record.run_id
+    if max_age is not None:
+        await store.recover(max_age, run_id=run_id)
+    await _answer_all(store, run_id, dict(answers or {}))
+    if record.status != "running":  # a run whose process died says so already
+        record = dataclasses.replace(record, status="running", updated_at=time.time())
+        await store.put_run(record)
+    return record
 
 
 async def _take(store: Store, run_id: str, leases: RunLeases | None) -> LeaseKeeper:

@@ -31,6 +31,7 @@ from ._base import (
     dump_json,
     refusal,
 )
+from ._fence import current_fence
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._protocol import StoreCapabilities, expire_stale
 from ._session import Sessions
@@ -70,15 +71,20 @@ REQUEST_COLUMNS = (
     "created_at, answered_at, expires_at, context"
 )
 
-MIGRATIONS: tuple[tuple[str, str, str], ...] = (("hpd_runs", "agent_ref", "TEXT"),)
+MIGRATIONS: tuple[tuple[str, str, str], ...] = (
+    ("hpd_runs", "agent_ref", "TEXT"),
+    ("hpd_leases", "fence", "BIGINT"),
+)
 """(table, column, type) added since the first schema: a store opened on an older file or
 database adds the missing ones (existing rows get NULL)."""
 
 _REQUEST_STATES = frozenset({"pending", "answered", "expired", "cancelled"})
 
 
-def schema(real: str, *, clustered: str = "") -> list[str]:
+def schema(real: str, *, clustered: str = "", fences: str = "") -> list[str]:
     """The DDL statements, with ``real`` as the floating-point column type.
+
+    ``fences`` makes what numbers the takes of leases (``Dialect.next_fence``).
 
     ``clustered`` follows the definition of the tables of small rows looked up by their key
     (the journal, the leases): SQLite's ``" WITHOUT ROWID"`` keeps such a row in its key's
@@ -129,9 +135,11 @@ def schema(real: str, *, clustered: str = "") -> list[str]:
         f"""CREATE TABLE IF NOT EXISTS hpd_leases (
             run_id TEXT PRIMARY KEY,
             holder TEXT NOT NULL,
-            expires_at {real} NOT NULL
+            expires_at {real} NOT NULL,
+            fence BIGINT
         )"""
         + clustered,
+        *([fences] if fences else []),
     ]
 
 
@@ -201,12 +209,17 @@ class Dialect:
             ``INSERT OR IGNORE`` / ``INSERT OR REPLACE`` (SQLite).
         lock_row: Appended to the ``SELECT`` that reads a request before resolving it, to
             lock the row for the transaction (empty when the transaction holds the lock).
+        share_row: Appended to the ``SELECT`` that checks a lease's fencing token before a
+            write, so a takeover waits for the write's commit (see ``_fence``).
+        next_fence: A query giving the next fencing token (one row, one number).
     """
 
     mark: str
     real: str
     on_conflict: bool
     lock_row: str = ""
+    share_row: str = ""
+    next_fence: str = ""
 
     def marks(self, n: int) -> str:
         """``n`` comma-separated placeholders."""
@@ -390,7 +403,7 @@ class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], ABC, Generic[C]):
             return found
 
         if not journal:
-            return await self._point(add)
+            return await self._point(self._fenced(current_fence(record.run_id), add))
         write = self._journal_rows(record.run_id, journal)
 
         def add_after(conn: C) -> RequestRecord:

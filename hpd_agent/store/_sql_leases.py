@@ -23,6 +23,8 @@ from contextlib import AbstractContextManager
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from ._base import JournalEntry, Lease, RunRecord
+from ._fence import Fence, current_fence
+from ._holder import holder_gone
 from ._lease import leased
 from ._renewer import LeaseRenewer, RenewIO
 from ._session import already_kept
@@ -49,6 +51,11 @@ class _Spelling(Protocol):
 
     def marks(self, n: int) -> str:
         """``n`` comma-separated placeholders."""
+        ...
+
+    @property
+    def next_fence(self) -> str:
+        """The query giving the next fencing token."""
         ...
 
     def insert(self, table: str, columns: str, key: str, *, overwrite: bool) -> str:
@@ -81,16 +88,36 @@ def _open_statement(mark: str) -> str:
     return (
         "WITH fresh AS (SELECT 1 AS one WHERE NOT EXISTS "
         f"(SELECT 1 FROM hpd_runs WHERE run_id = {mark})), "
-        "taken AS (INSERT INTO hpd_leases (run_id, holder, expires_at) "
-        f"SELECT {mark}, {mark}, {mark}::double precision FROM fresh "
+        "taken AS (INSERT INTO hpd_leases (run_id, holder, expires_at, fence) "
+        f"SELECT {mark}, {mark}, {mark}::double precision, nextval('hpd_fences') FROM fresh "
         "ON CONFLICT (run_id) DO UPDATE SET holder = EXCLUDED.holder, "
-        "expires_at = EXCLUDED.expires_at WHERE hpd_leases.holder = EXCLUDED.holder "
-        f"OR hpd_leases.expires_at <= {mark}::double precision RETURNING 1), "
+        "expires_at = EXCLUDED.expires_at, fence = EXCLUDED.fence "
+        "WHERE hpd_leases.holder = EXCLUDED.holder "
+        f"OR hpd_leases.expires_at <= {mark}::double precision RETURNING fence), "
         f"made AS (INSERT INTO hpd_runs ({RUN_COLUMNS}) SELECT {texts}, {floats}, {mark} "
         "FROM taken ON CONFLICT (run_id) DO NOTHING RETURNING 1) "
         "SELECT (SELECT count(*) FROM fresh), (SELECT count(*) FROM taken), "
-        "(SELECT count(*) FROM made)"
+        "(SELECT count(*) FROM made), (SELECT max(fence) FROM taken)"
     )
+
+
+def _close_statement(mark: str) -> str:
+    """PostgreSQL's fenced ``close_run`` in one statement: the final record is written only
+    with the release of the lease of the session's fencing token."""
+    floats = ", ".join([f"{mark}::double precision"] * 2)
+    texts = ", ".join([mark] * 7)
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in RUN_COLUMNS.split(", ")[1:])
+    return (
+        f"WITH gone AS (UPDATE hpd_leases SET expires_at = 0 WHERE run_id = {mark} "
+        f"AND holder = {mark} AND fence = {mark} RETURNING 1) INSERT INTO hpd_runs ({RUN_COLUMNS}) "
+        f"SELECT {texts}, {floats}, {mark} FROM gone "
+        f"ON CONFLICT (run_id) DO UPDATE SET {updates}"
+    )
+
+
+def _release(mark: str) -> str:
+    """Give a holder's lease up: expired, its row kept (its fence stays the last)."""
+    return f"UPDATE hpd_leases SET expires_at = 0 WHERE run_id = {mark} AND holder = {mark}"
 
 
 class SQLLeases(ABC, Generic[C]):
@@ -117,6 +144,10 @@ class SQLLeases(ABC, Generic[C]):
         """Writes ``entries`` in the caller's transaction (``SQLRecords``)."""
 
     @abstractmethod
+    def _check_fence(self, conn: C, fence: Fence | None) -> None:
+        """In a write transaction: refuse (``Fence.refuse``) unless ``fence`` holds."""
+
+    @abstractmethod
     async def _point(self, fn: Callable[[C], T]) -> T:
         """Run ``fn``, a short statement or transaction about one row, with the connection."""
 
@@ -139,40 +170,49 @@ class SQLLeases(ABC, Generic[C]):
 
     def _take_in(self, conn: C, run_id: str, holder: str, ttl: float) -> Lease:
         """In a transaction: take the lease, or raise ``RunLeasedError`` (the transaction
-        then rolls back, having changed nothing)."""
+        then rolls back, having changed nothing). Each take gets the next fencing token.
+        A live lease is taken over only from a holder known to be gone (``_holder``)."""
         # In the transaction (SQLite: the write lock; PostgreSQL: the conditional
         # statements wait for a racing taker's commit): exactly one taker wins.
-        mark = self._spelling().mark
-        insert = self._spelling().insert(
-            "hpd_leases", "run_id, holder, expires_at", "run_id", overwrite=False
+        spelling = self._spelling()
+        mark = spelling.mark
+        insert = spelling.insert(
+            "hpd_leases", "run_id, holder, expires_at, fence", "run_id", overwrite=False
         )
-        take_over = (
-            f"UPDATE hpd_leases SET holder = {mark}, expires_at = {mark} "
-            f"WHERE run_id = {mark} AND (holder = {mark} OR expires_at <= {mark})"
-        )
+        update = f"UPDATE hpd_leases SET holder = {mark}, expires_at = {mark}, fence = {mark} "
+        take_over = f"{update}WHERE run_id = {mark} AND (holder = {mark} OR expires_at <= {mark})"
         now = time.time()
-        lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl)
-        if self._query(conn, insert, (run_id, holder, lease.expires_at)).rowcount == 1:
+        found = self._query(conn, spelling.next_fence).fetchone()
+        fence = int(found[0]) if found is not None else 0
+        lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl, fence=fence)
+        taken = (holder, lease.expires_at, fence)
+        if self._query(conn, insert, (run_id, holder, lease.expires_at, fence)).rowcount == 1:
             return lease
-        if (
-            self._query(conn, take_over, (holder, lease.expires_at, run_id, holder, now)).rowcount
-            == 1
-        ):
+        if self._query(conn, take_over, (*taken, run_id, holder, now)).rowcount == 1:
             return lease
-        raise leased(self._lease(conn, run_id) or lease, now=now)
+        current = self._lease(conn, run_id)
+        if current is not None and holder_gone(current.holder):
+            gone = f"{update}WHERE run_id = {mark} AND holder = {mark}"
+            if self._query(conn, gone, (*taken, run_id, current.holder)).rowcount == 1:
+                return lease
+        raise leased(current or lease, now=now)
 
     async def renew_lease(self, run_id: str, holder: str, ttl: float) -> bool:
         """Extend ``holder``'s lease; False if another holder has it now."""
         mark = self._spelling().mark
-        sql = f"UPDATE hpd_leases SET expires_at = {mark} WHERE run_id = {mark} AND holder = {mark}"
+        sql = (
+            f"UPDATE hpd_leases SET expires_at = {mark} WHERE run_id = {mark} "
+            f"AND holder = {mark} AND expires_at > 0"
+        )
         return await self._point(
             lambda conn: self._query(conn, sql, (time.time() + ttl, run_id, holder)).rowcount == 1
         )
 
     async def release_lease(self, run_id: str, holder: str) -> None:
-        """Give up ``holder``'s lease on the run."""
+        """Give up ``holder``'s lease on the run: its row stays, expired (its fencing token
+        stays the run's last: see ``_fence``)."""
         mark = self._spelling().mark
-        sql = f"DELETE FROM hpd_leases WHERE run_id = {mark} AND holder = {mark}"
+        sql = _release(mark)
         await self._point(lambda conn: self._query(conn, sql, (run_id, holder)))
 
     async def get_lease(self, run_id: str) -> Lease | None:
@@ -180,9 +220,12 @@ class SQLLeases(ABC, Generic[C]):
         return await self._point(lambda conn: self._lease(conn, run_id))
 
     def _lease(self, conn: C, run_id: str) -> Lease | None:
-        sql = f"SELECT holder, expires_at FROM hpd_leases WHERE run_id = {self._spelling().mark}"
+        mark = self._spelling().mark
+        sql = f"SELECT holder, expires_at, fence FROM hpd_leases WHERE run_id = {mark}"
         row = self._query(conn, sql, (run_id,)).fetchone()
-        return None if row is None else Lease(run_id=run_id, holder=row[0], expires_at=row[1])
+        if row is None or not row[1]:
+            return None  # none, or given up (``release_lease``)
+        return Lease(run_id=run_id, holder=row[0], expires_at=row[1], fence=row[2] or 0)
 
     # -- a run's lease made cheap (``RunLeases``) ----------------------------------------
     def lease_renewer(self) -> LeaseRenewer:
@@ -216,12 +259,15 @@ class SQLLeases(ABC, Generic[C]):
             sql = (
                 f"UPDATE hpd_leases AS l SET expires_at = {mark} FROM unnest({mark}::text[], "
                 f"{mark}::text[]) AS k(run_id, holder) WHERE l.run_id = k.run_id AND "
-                "l.holder = k.holder RETURNING l.run_id, l.holder"
+                "l.holder = k.holder AND l.expires_at > 0 RETURNING l.run_id, l.holder"
             )
             args = (expires_at, [r for r, _ in leases], [h for _, h in leases])
             rows = cast(Any, self._query(conn, sql, args)).fetchall()
             return {(r[0], r[1]) for r in rows}
-        sql = f"UPDATE hpd_leases SET expires_at = {mark} WHERE run_id = {mark} AND holder = {mark}"
+        sql = (
+            f"UPDATE hpd_leases SET expires_at = {mark} WHERE run_id = {mark} "
+            f"AND holder = {mark} AND expires_at > 0"
+        )
         with self._transaction(conn):  # one commit for all
             return {
                 (run_id, holder)
@@ -243,8 +289,8 @@ class SQLLeases(ABC, Generic[C]):
                 found = cast(Any, self._query(conn, sql, args)).fetchone()
                 return (now, *found)
 
-            now, fresh, taken, made = await self._point(take)
-            lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl)
+            now, fresh, taken, made, fence = await self._point(take)
+            lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl, fence=fence or 0)
             if fresh and taken and made:
                 return lease
             if fresh and taken:  # a run of this id appeared meanwhile: leave it alone
@@ -270,17 +316,25 @@ class SQLLeases(ABC, Generic[C]):
         spelling = self._spelling()
         mark = spelling.mark
         put = spelling.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=True)
-        release = f"DELETE FROM hpd_leases WHERE run_id = {mark} AND holder = {mark}"
+        release = _release(mark)
         row = run_to_row(record)
         key = (record.run_id, holder)
+        fence = current_fence(record.run_id)
         if spelling.on_conflict and not journal:  # one statement: a data-modifying CTE
-            sql = f"WITH gone AS ({release}) {put}"
-            await self._point(lambda conn: self._query(conn, sql, (*key, *row)))
+            if fence is None:
+                sql = f"WITH gone AS ({release}) {put}"
+                await self._point(lambda conn: self._query(conn, sql, (*key, *row)))
+                return
+            sql = _close_statement(mark)
+            args = (*key, fence.token, *row)
+            if await self._point(lambda conn: self._query(conn, sql, args).rowcount) != 1:
+                raise fence.refuse()
             return
         write = self._journal_rows(record.run_id, journal)
 
         def close_in(conn: C) -> None:
             with self._transaction(conn):
+                self._check_fence(conn, fence)
                 write(conn)
                 self._query(conn, put, row)
                 self._query(conn, release, key)

@@ -16,6 +16,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 from ..exceptions import StoreCorruptError
 from ._base import JournalEntry, RunRecord, RunState, dump_json
+from ._fence import Fence, current_fence
 
 __all__ = [
     "MISSED",
@@ -113,6 +114,11 @@ class _Spelling(Protocol):
         """The parameter placeholder."""
         ...
 
+    @property
+    def share_row(self) -> str:
+        """Appended to the fence check's ``SELECT`` (a shared row lock, or nothing)."""
+        ...
+
     def insert(self, table: str, columns: str, key: str, *, overwrite: bool) -> str:
         """An INSERT that keeps (or overwrites) an existing row with the same key."""
         ...
@@ -120,6 +126,11 @@ class _Spelling(Protocol):
 
 class _Rows(Protocol):
     """What the record queries use of a cursor (``_sql.Cursor``)."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the last statement changed."""
+        ...
 
     def fetchone(self) -> Sequence[Any] | None:
         """The next row, or None."""
@@ -135,6 +146,7 @@ class SQLRecords(ABC, Generic[C]):
     and ``list_runs`` in SQL."""
 
     _journal_sql: str | None = None
+    _journal_fenced_sql: str | None = None
 
     @abstractmethod
     def _spelling(self) -> _Spelling:
@@ -160,11 +172,55 @@ class SQLRecords(ABC, Generic[C]):
     def _transaction(self, conn: C) -> AbstractContextManager[object]:
         """A write transaction."""
 
+    # -- the fence (``_fence``) ----------------------------------------------------------
+    def _fence_sql(self) -> str:
+        spelling = self._spelling()
+        mark = spelling.mark
+        return (
+            f"SELECT 1 FROM hpd_leases WHERE run_id = {mark} AND fence = {mark}{spelling.share_row}"
+        )
+
+    def _check_fence(self, conn: C, fence: Fence | None) -> None:
+        """In a write transaction: refuse (``Fence.refuse``) unless ``fence`` holds."""
+        if fence is not None:
+            found = self._query(conn, self._fence_sql(), (fence.run_id, fence.token))
+            if found.fetchone() is None:
+                raise fence.refuse()
+
+    def _fenced(self, fence: Fence | None, fn: Callable[[C], T]) -> Callable[[C], T]:
+        """``fn`` in a transaction that first checks ``fence`` (``fn`` itself if None)."""
+        if fence is None:
+            return fn
+
+        def checked(conn: C) -> T:
+            with self._transaction(conn):
+                self._check_fence(conn, fence)
+                return fn(conn)
+
+        return checked
+
     # -- journal -------------------------------------------------------------------------
     def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[C], object]:
         row = (run_id, entry.key, entry.kind, dump_json(entry.value))
         sql = self._journal_sql or self._journal_insert()
-        return lambda conn: self._query(conn, sql, row)
+        fence = current_fence(run_id)
+        if fence is None:
+            return lambda conn: self._query(conn, sql, row)
+        # One statement: the row is written only if the lease still has the token.
+        fenced = self._journal_fenced_sql
+        if fenced is None:
+            marks = ",".join([self._spelling().mark] * 4)
+            fenced = self._journal_fenced_sql = sql.replace(
+                f"VALUES ({marks})", f"SELECT {marks} WHERE EXISTS ({self._fence_sql()})"
+            )
+        args = (*row, run_id, fence.token)
+
+        def write(conn: C) -> object:
+            if self._query(conn, fenced, args).rowcount != 1:
+                raise fence.refuse()
+            return None
+
+        return write
 
     def _journal_insert(self) -> str:
         sql = self._journal_sql = self._spelling().insert(
@@ -173,11 +229,13 @@ class SQLRecords(ABC, Generic[C]):
         return sql
 
     def _journal_rows(self, run_id: str, entries: Sequence[JournalEntry]) -> Callable[[C], None]:
-        """Writes ``entries`` in the caller's transaction."""
+        """Writes ``entries`` in the caller's transaction (after checking the run's fence)."""
         rows = [(run_id, e.key, e.kind, dump_json(e.value)) for e in entries]
         sql = self._journal_sql or self._journal_insert()
+        fence = current_fence(run_id)
 
         def write(conn: C) -> None:
+            self._check_fence(conn, fence)
             for row in rows:
                 self._query(conn, sql, row)
 
@@ -225,7 +283,8 @@ class SQLRecords(ABC, Generic[C]):
         """Insert or replace a run record."""
         row = run_to_row(record)
         sql = self._spelling().insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=True)
-        await self._point(lambda conn: self._query(conn, sql, row))
+        fence = current_fence(record.run_id)
+        await self._point(self._fenced(fence, lambda conn: self._query(conn, sql, row)))
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         """The run record, or None."""

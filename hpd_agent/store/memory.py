@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import anyio
@@ -20,6 +21,8 @@ from ._base import (
     dump_json,
     refusal,
 )
+from ._fence import current_fence
+from ._holder import holder_gone
 from ._lease import DEFAULT_LEASE_TTL, check_ttl, leased
 from ._protocol import StoreCapabilities, expire_stale
 from ._renewer import LeaseRenewer, RenewIO
@@ -48,6 +51,15 @@ class MemoryStore(Sessions):
         self._wakeups: dict[str, anyio.Event] = {}
         self._lease_lock = threading.Lock()
         self._renewer: LeaseRenewer | None = None
+        self._fences = 0
+
+    def _check(self, run_id: str) -> None:
+        """Refuse a write of ``run_id`` whose fence no longer holds (see ``_fence``)."""
+        fence = current_fence(run_id)
+        if fence is not None:
+            current = self._leases.get(run_id)
+            if current is None or current.fence != fence.token:
+                raise fence.refuse()
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._requests)} requests, {len(self._runs)} runs)"
@@ -57,6 +69,7 @@ class MemoryStore(Sessions):
         existing = self._requests.get(record.request_id)
         if existing is not None:
             return existing
+        self._check(record.run_id)
         self._requests[record.request_id] = record
         return record
 
@@ -126,6 +139,7 @@ class MemoryStore(Sessions):
 
     async def put_run(self, record: RunRecord) -> None:
         """Insert or replace a run record."""
+        self._check(record.run_id)
         self._runs[record.run_id] = record
 
     async def get_run(self, run_id: str) -> RunRecord | None:
@@ -145,9 +159,16 @@ class MemoryStore(Sessions):
     def _take(self, run_id: str, holder: str, ttl: float) -> Lease:
         now = time.time()
         current = self._leases.get(run_id)
-        if current is not None and current.holder != holder and current.expires_at > now:
+        if (
+            current is not None
+            and current.holder != holder
+            and current.expires_at > now
+            and not holder_gone(current.holder)
+        ):
             raise leased(current, now=now)
-        lease = self._leases[run_id] = Lease(run_id=run_id, holder=holder, expires_at=now + ttl)
+        self._fences += 1
+        lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl, fence=self._fences)
+        self._leases[run_id] = lease
         return lease
 
     async def renew_lease(self, run_id: str, holder: str, ttl: float) -> bool:
@@ -160,9 +181,9 @@ class MemoryStore(Sessions):
             expires_at = time.time() + ttl
             for run_id, holder in leases:
                 current = self._leases.get(run_id)
-                if current is not None and current.holder == holder:
+                if current is not None and current.holder == holder and current.expires_at:
                     self._leases[run_id] = Lease(
-                        run_id=run_id, holder=holder, expires_at=expires_at
+                        run_id=run_id, holder=holder, expires_at=expires_at, fence=current.fence
                     )
                     kept.add((run_id, holder))
         return kept
@@ -170,13 +191,18 @@ class MemoryStore(Sessions):
     async def release_lease(self, run_id: str, holder: str) -> None:
         """Give up ``holder``'s lease on the run."""
         with self._lease_lock:
-            current = self._leases.get(run_id)
-            if current is not None and current.holder == holder:
-                del self._leases[run_id]
+            self._give_up(run_id, holder)
+
+    def _give_up(self, run_id: str, holder: str) -> None:
+        """Expire ``holder``'s lease, keeping its fencing token the run's last."""
+        current = self._leases.get(run_id)
+        if current is not None and current.holder == holder:
+            self._leases[run_id] = replace(current, expires_at=0.0)
 
     async def get_lease(self, run_id: str) -> Lease | None:
-        """The run's lease (maybe expired), or None."""
-        return self._leases.get(run_id)
+        """The run's lease (maybe expired), or None (none, or given up)."""
+        lease = self._leases.get(run_id)
+        return lease if lease is not None and lease.expires_at else None
 
     # -- what it offers beyond ``Store`` ---------------------------------------------------
     def capabilities(self) -> StoreCapabilities:
@@ -186,6 +212,7 @@ class MemoryStore(Sessions):
 
     def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
         """Record one fact of a run at once (always possible in memory)."""
+        self._check(run_id)
         self._journals.setdefault(run_id, {})[entry.key] = entry
         return True
 
@@ -216,12 +243,11 @@ class MemoryStore(Sessions):
     ) -> None:
         """Write ``journal``, a run's final record and give up ``holder``'s lease, atomically."""
         with self._lease_lock:
+            self._check(record.run_id)
             for entry in journal:
                 self.journal_put_nowait(record.run_id, entry)
             self._runs[record.run_id] = record
-            current = self._leases.get(record.run_id)
-            if current is not None and current.holder == holder:
-                del self._leases[record.run_id]
+            self._give_up(record.run_id, holder)
 
     async def aclose(self) -> None:
         """Stop the lease renewer, if it runs."""

@@ -30,6 +30,7 @@ import anyio.to_thread
 
 from ..exceptions import StoreUnavailableError
 from ._base import JournalEntry, RequestRecord, RequestState, dump_json, refusal
+from ._fence import current_fence, fencing
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._pg_journal import JournalPipe
 from ._pg_listen import CHANNEL, Listener
@@ -62,7 +63,14 @@ RENEWER_NAME = "hpd-agent lease renewer"
 _SCHEMA_LOCK = 0x6870_6461  # advisory lock id: concurrent first starts create tables once
 
 # FOR UPDATE: a racing resolver waits at its read, then reads the committed status.
-_DIALECT = Dialect(mark="%s", real="DOUBLE PRECISION", on_conflict=True, lock_row=" FOR UPDATE")
+_DIALECT = Dialect(
+    mark="%s",
+    real="DOUBLE PRECISION",
+    on_conflict=True,
+    lock_row=" FOR UPDATE",
+    share_row=" FOR SHARE",
+    next_fence="SELECT nextval('hpd_fences')",
+)
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -139,7 +147,9 @@ class PostgresStore(SQLStore[_Conn]):
         try:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                for statement in schema(_DIALECT.real):
+                for statement in schema(
+                    _DIALECT.real, fences="CREATE SEQUENCE IF NOT EXISTS hpd_fences"
+                ):
                     conn.execute(cast(LiteralString, statement))
                 for table, column, kind in MIGRATIONS:
                     conn.execute(
@@ -232,20 +242,22 @@ class PostgresStore(SQLStore[_Conn]):
         if not isinstance(result, Missed):
             return result
         while self._pipe.again:
-            run_id, entry = self._pipe.again.popleft()
-            await self._run(super()._journal_write(run_id, entry))
+            run_id, entry, fence = self._pipe.again.popleft()
+            with fencing(fence):
+                await self._run(super()._journal_write(run_id, entry))
         return await self._run(fn)
 
     def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[_Conn], object]:
         fast = self._fast
-        usual = super()._journal_write
+        usual = super()._journal_write(run_id, entry)
         if fast is None or fast.info.encoding != "utf-8":
-            return usual(run_id, entry)
+            return usual
+        fence = current_fence(run_id)
 
         def write(conn: _Conn) -> object:
             if conn is not fast:  # the worker thread's connection: psycopg as usual
-                return usual(run_id, entry)(conn)
-            self._pipe.write(conn.pgconn, run_id, entry)
+                return usual(conn)
+            self._pipe.write(conn.pgconn, run_id, entry, fence)
             return None
 
         return write
@@ -261,6 +273,9 @@ class PostgresStore(SQLStore[_Conn]):
             if fast is None or self._fast is None:
                 return False
             self._pipe.settle(fast.pgconn)
+        fence = current_fence(run_id)
+        if fence is not None and fence.lost is not None:
+            raise fence.lost
         return not self._pipe.again
 
     async def journal_confirm(self) -> None:
@@ -286,7 +301,7 @@ class PostgresStore(SQLStore[_Conn]):
         try:
             if self._fast is None:
                 return False
-            self._pipe.send(fast.pgconn, run_id, entry)
+            self._pipe.send(fast.pgconn, run_id, entry, current_fence(run_id))
         finally:
             self._fast_lock.release()
         return True

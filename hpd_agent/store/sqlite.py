@@ -60,7 +60,18 @@ process, waits for the write lock, then finds the row no longer pending."""
 
 # BEGIN IMMEDIATE (see _transaction) takes the write lock for the whole transaction, so the
 # read before an update needs no row lock.
-_DIALECT = Dialect(mark="?", real="REAL", on_conflict=False)
+_DIALECT = Dialect(
+    mark="?",
+    real="REAL",
+    on_conflict=False,
+    next_fence="INSERT INTO hpd_fences (one, n) VALUES (1, 1) "
+    "ON CONFLICT (one) DO UPDATE SET n = n + 1 RETURNING n",
+)
+_FENCES = (
+    "CREATE TABLE IF NOT EXISTS hpd_fences (one INTEGER PRIMARY KEY CHECK (one = 1), "
+    "n INTEGER NOT NULL)"
+)
+"""One row counting the takes of leases: their fencing tokens (see ``_fence``)."""
 
 
 def _check_path(path: str, create: bool) -> None:
@@ -135,7 +146,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         _check_path(self.path, create)
         conn = self._connect(busy_timeout)
         try:
-            for statement in schema(_DIALECT.real, clustered=" WITHOUT ROWID"):
+            for statement in schema(_DIALECT.real, clustered=" WITHOUT ROWID", fences=_FENCES):
                 conn.execute(statement)
             _migrate(conn)
             # A separate file per connection for :memory:; a URI may name one too.

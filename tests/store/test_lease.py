@@ -122,11 +122,19 @@ async def test_a_second_resume_fails_at_once_naming_the_live_holder(
                 *agent,
                 "--answer",
                 f"{request_id}=Django",
+                "--no-wait",
             )
             assert done.returncode == 13, done.stderr
             err = done.stderr.decode()
             assert f":{child.pid}:" in err and "lease" in err and "Traceback" not in err
             assert len(err.strip().splitlines()) == 1
+            # By default the CLI waits for the lease to expire, saying so; a live holder
+            # renews it, so it is still refused (never taken over).
+            waited = await _cli(tmp_path, "resume", RUN, "--db", location, *agent)
+            assert waited.returncode == 13, waited.stderr
+            lines = waited.stderr.decode().strip().splitlines()
+            assert "waiting up to" in lines[0] and "--no-wait" in lines[0], lines
+            assert "Traceback" not in waited.stderr.decode()
 
             # B in this process, while A still renews: refused at once, both ways.
             with anyio.fail_after(5), pytest.raises(RunLeasedError) as refused:
@@ -163,12 +171,10 @@ async def test_a_second_resume_fails_at_once_naming_the_live_holder(
     await store.aclose()
 
 
-async def test_the_lease_of_a_killed_holder_is_taken_over_after_it_expires(
-    location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("HPD_TEST_DIR", str(tmp_path))
+async def _killed_child(location: str) -> tuple[str, Lease, int]:
+    """A child driving the run, SIGKILLed once parked: (request id, its lease, its pid)."""
     store = open_store(location)
-    child = await _child(location, ttl=4.0)
+    child = await _child(location, ttl=30.0)
     async with child:
         try:
             request_id, _ = await _parked(store)
@@ -177,25 +183,14 @@ async def test_the_lease_of_a_killed_holder_is_taken_over_after_it_expires(
             await child.wait()
     assert child.returncode == -signal.SIGKILL
     dead = await store.get_lease(RUN)
+    await store.aclose()
     assert dead is not None and dead.holder.split(":")[1] == str(child.pid)
+    assert dead.expires_at > time.time() + 10  # live for long: nobody waits it out
+    return request_id, dead, child.pid
 
-    # Until the dead holder's lease expires, a resume is refused (and writes nothing).
-    assert dead.expires_at > time.time()  # renewed every 4/3 s, so over 2 s are left
-    with pytest.raises(RunLeasedError) as refused:
-        await durable_agents.build().resume(RUN, store=store, answers={request_id: "FastAPI"})
-    assert refused.value.holder == dead.holder
-    question = await store.get_request(request_id)
-    assert question is not None and question.status == "pending"
 
-    # Then another process takes the run over and completes it.
-    await durable_agents.wait_lease_lapsed(store, RUN)
-    agent = ("--agent", "durable_agents:build")
-    done = await _cli(
-        tmp_path, "resume", RUN, "--db", location, *agent, "--answer", f"{request_id}=FastAPI"
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.decode().strip() == "Orchestrator: built with FastAPI"
-    # Each side effect once, each model turn called once across both processes.
+def _once_each() -> None:
+    """Each side effect once, each model turn called once across both processes."""
     assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
     assert durable_agents.read_lines("calls.txt") == [
         "orchestrator@0",
@@ -203,10 +198,87 @@ async def test_the_lease_of_a_killed_holder_is_taken_over_after_it_expires(
         "coder@1",
         "orchestrator@1",
     ]
+
+
+async def test_the_lease_of_a_killed_holder_is_taken_over_at_once(
+    location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HPD_TEST_DIR", str(tmp_path))
+    request_id, dead, _ = await _killed_child(location)
+    store = open_store(location)
+    with anyio.fail_after(10):  # not the 30 s the dead holder's lease still has
+        result = await durable_agents.build().resume(
+            RUN, store=store, answers={request_id: "FastAPI"}
+        )
+    assert result.output == "Orchestrator: built with FastAPI"
+    _once_each()
     record = await store.get_run(RUN)
     assert record is not None and record.status == "completed"
     assert await store.get_lease(RUN) is None
     await store.aclose()
+    assert dead.fence > 0
+
+
+async def test_the_cli_takes_a_killed_holders_run_over_at_once(
+    location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HPD_TEST_DIR", str(tmp_path))
+    request_id, _, _ = await _killed_child(location)
+    agent = ("--agent", "durable_agents:build")
+    answer = ("--answer", f"{request_id}=FastAPI")
+    done = await _cli(tmp_path, "resume", RUN, "--db", location, *agent, *answer, "--no-wait")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.decode().strip() == "Orchestrator: built with FastAPI"
+    assert "waiting" not in done.stderr.decode()
+    _once_each()
+
+
+async def test_a_holder_elsewhere_is_waited_out(
+    location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lease of a holder on another machine (or an id without a place) is never judged
+    gone: ``resume`` refuses at once without ``wait``, and waits it out with it."""
+    monkeypatch.setenv("HPD_TEST_DIR", str(tmp_path))
+    request_id, _, pid = await _killed_child(location)
+    store = open_store(location, lease_ttl=1.0)
+    # The dead holder's lease, re-taken under another machine's id for 1.5 s.
+    elsewhere = f"elsewhere:{pid}:0a0b0c0d:0123456789ab:1"
+    await _until_lapsed_or_taken(store, elsewhere)
+    with pytest.raises(RunLeasedError):
+        await durable_agents.build().resume(RUN, store=store, answers={request_id: "x"})
+    with anyio.fail_after(20):
+        result = await durable_agents.build().resume(
+            RUN, store=store, answers={request_id: "FastAPI"}, wait=True
+        )
+    assert result.output == "Orchestrator: built with FastAPI"
+    _once_each()
+    await store.aclose()
+
+
+async def _until_lapsed_or_taken(store: Store, holder: str) -> None:
+    """Replace the run's lease with ``holder``'s, live for 1.5 s (as if taken elsewhere)."""
+    lease = await store.get_lease(RUN)
+    assert lease is not None
+    if isinstance(store, SQLiteStore):
+        conn = sqlite3.connect(store.path)
+        with conn:
+            conn.execute(
+                "UPDATE hpd_leases SET holder = ?, expires_at = ? WHERE run_id = ?",
+                (holder, time.time() + 1.5, RUN),
+            )
+        conn.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(cast_dsn(store)) as conn:
+            conn.execute(
+                "UPDATE hpd_leases SET holder = %s, expires_at = %s WHERE run_id = %s",
+                (holder, time.time() + 1.5, RUN),
+            )
+
+
+def cast_dsn(store: Store) -> str:
+    return str(store.dsn)
 
 
 # -- the lease operations, in every store ---------------------------------------------------

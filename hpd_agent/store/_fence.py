@@ -1,0 +1,77 @@
+"""The lease as a fence: a run's writes land only while its lease holds their token.
+
+Each take of a run's lease gets a fencing token, a number that only grows (``Lease.fence``;
+0 from a store that keeps none). While a session drives its run, ``fencing`` makes the
+session's ``Fence`` current (a context variable, so it reaches every task of the run and
+nothing else); the built-in stores then write a journal entry, a request or the run's
+record of that run only if the stored lease still has that token, checked in the same
+statement or transaction as the write. A holder stalled past its lease (suspended, paused)
+whose lease was taken over meanwhile finds its write refused: nothing is written, the
+write raises ``RunLeasedError`` and the fence is marked lost, so the run is cancelled
+before its next tool function or step (``LeaseKeeper.guard``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Generator
+from contextvars import ContextVar
+
+from ..exceptions import RunLeasedError
+
+__all__ = ["Fence", "current_fence", "fencing"]
+
+
+class Fence:
+    """A session's fencing token for its run.
+
+    Attributes:
+        run_id: The run.
+        token: The token of the lease the session took.
+        lost: Set when a write was refused: the lease is another holder's now.
+    """
+
+    __slots__ = ("lost", "run_id", "token")
+
+    def __init__(self, run_id: str, token: int) -> None:
+        self.run_id = run_id
+        self.token = token
+        self.lost: RunLeasedError | None = None
+
+    def refuse(self) -> RunLeasedError:
+        """Mark the fence lost; the error a refused write raises."""
+        error = RunLeasedError(
+            f"run {self.run_id!r}: this process's lease was taken over by another process "
+            "(it was stalled past its lease); its write was refused and it stops driving the "
+            "run, which the new holder continues",
+            run_id=self.run_id,
+            holder="",
+            expires_at=0.0,
+        )
+        if self.lost is None:
+            self.lost = error
+        return error
+
+
+_CURRENT: ContextVar[Fence | None] = ContextVar("hpd_agent_fence", default=None)
+
+
+def current_fence(run_id: str) -> Fence | None:
+    """The fence writes of ``run_id`` must pass here, or None (not fenced)."""
+    fence = _CURRENT.get()
+    if fence is None or fence.run_id != run_id or not fence.token:
+        return None
+    return fence
+
+
+@contextlib.contextmanager
+def fencing(fence: Fence | None) -> Generator[None]:
+    """Make ``fence`` current for the writes inside (None: leave things as they are)."""
+    if fence is None:
+        yield
+        return
+    token = _CURRENT.set(fence)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
