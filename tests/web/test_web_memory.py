@@ -57,16 +57,17 @@ async def test_refused_inputs_and_finished_threads_leave_nothing_in_memory(
 
 
 def test_a_restarted_server_on_postgres_finds_the_threads_run(
-    tmp_path: Path, fresh_postgres: str
+    tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    first = start_server(tmp_path, "--store", fresh_postgres)
+    dsn: str = request.getfixturevalue("fresh_postgres")
+    first = start_server(tmp_path, "--store", dsn)
     try:
         with first.client() as c:
             _, events = post_run(c, run_input("t", "r1", "deep"))
         [interrupt] = events[-1]["outcome"]["interrupts"]
     finally:
         first.kill()
-    second = start_server(tmp_path, "--store", fresh_postgres)
+    second = start_server(tmp_path, "--store", dsn)
     try:
         with second.client() as c:
             pending = c.get("/threads/t/requests").json()["requests"]
