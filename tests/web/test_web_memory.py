@@ -81,3 +81,25 @@ def test_a_restarted_server_on_postgres_finds_the_threads_run(
         assert second.notes() == ["specialist started"]
     finally:
         second.stop()
+
+
+async def test_a_request_of_a_run_the_server_did_not_start_is_unknown(tmp_path: Path) -> None:
+    """``POST /requests/{id}`` finds the thread through the request's run: a run started
+    elsewhere on the same store (a script, the CLI) belongs to no thread."""
+    app = create_app(build(), store=tmp_path / "web.db")
+    store = app.state.threads.store
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c,
+    ):
+        result = await build().run("deep", store=store, on_unhandled="interrupt")
+        assert result.status == "interrupted"
+        [pending] = await store.list_requests()
+        for path in (
+            f"/requests/{pending.request_id}",
+            f"/threads/t/requests/{pending.request_id}",
+        ):
+            response = await c.post(path, json={"answer": "sqlite"})
+            assert response.status_code == 404
+        assert (await store.get_request(pending.request_id)).status == "pending"
