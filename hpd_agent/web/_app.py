@@ -148,8 +148,8 @@ class _Routes:
 
         return guarded
 
-    async def _thread(self, request: Request) -> Thread:
-        thread = await self.threads.get(request.path_params["thread_id"])
+    async def _thread(self, request: Request, *, view: bool = False) -> Thread:
+        thread = await self.threads.get(request.path_params["thread_id"], view=view)
         if thread is None:
             raise _HTTPError(404, "unknown thread")
         return thread
@@ -231,7 +231,7 @@ class _Routes:
         return StreamingResponse(frames(), media_type="text/event-stream", headers=_SSE_HEADERS)
 
     async def messages(self, request: Request) -> Response:
-        thread = await self._thread(request)
+        thread = await self._thread(request, view=True)
         return JSONResponse({"messages": self.threads.messages(thread)})
 
     async def requests(self, request: Request) -> Response:
@@ -265,7 +265,7 @@ class _Routes:
 
     async def _answer(self, thread_id: str, request: Request, answer: Any) -> Response:
         request_id = request.path_params["request_id"]
-        thread = await self.threads.get(thread_id)
+        thread = await self.threads.get(thread_id, view=False)
         record = await self.threads.store.get_request(request_id)
         if thread is None or record is None or not thread.owns(record.run_id):
             raise _HTTPError(404, "unknown request on this thread")

@@ -94,24 +94,24 @@ class Threads:
         """Threads held in memory: those with a run going (or an input being started)."""
         return len(self._threads)
 
-    async def _load(self, thread_id: str) -> Thread | None:
+    async def _load(self, thread_id: str, *, view: bool = True) -> Thread | None:
         loaded = await self._db.load(thread_id)
         if loaded is None:
             return None
         runs, frames = loaded
         thread = Thread(thread_id, runs=runs)
-        for frame in frames:
-            thread.frames.append(frame)
+        thread.frames = frames
+        for frame in frames if view else ():
             thread.view.fold(self._adapter.validate_json(frame.removeprefix("data: ")))
         thread.flushed = thread.published = len(frames)
         if runs[-1].status == "running":
             runs[-1].status = "interrupted"  # the server died under it: resumable
         return thread
 
-    async def get(self, thread_id: str) -> Thread | None:
+    async def get(self, thread_id: str, *, view: bool = True) -> Thread | None:
         """The thread: the one in memory while a run goes, else loaded from the DB (a copy
-        nobody keeps); None if unknown."""
-        return self._threads.get(thread_id) or await self._load(thread_id)
+        nobody keeps, its ``view`` folded only if asked); None if unknown."""
+        return self._threads.get(thread_id) or await self._load(thread_id, view=view)
 
     async def claim(self, thread_id: str) -> Thread:
         """The thread, kept in memory (created empty if unknown) until ``release``."""
