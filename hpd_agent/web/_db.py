@@ -25,6 +25,9 @@ __all__ = ["RunRow", "ThreadDB", "open_thread_db"]
 
 T = TypeVar("T")
 
+APP_NAME = "hpd-agent-web"
+"""The ``application_name`` of the web server's own PostgreSQL connection."""
+
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS hpd_web_runs (
     thread_id TEXT NOT NULL,
@@ -144,26 +147,53 @@ class ThreadDB:
 
 
 class _PgThreadDB(ThreadDB):
-    """The same tables in a PostgreSQL database (psycopg 3, autocommit connection)."""
+    """The same tables in a PostgreSQL database (psycopg 3, autocommit connection); a
+    connection the server lost (a database restart) is opened again once per call."""
 
     _param = "%s"
+
+    def __init__(self, dsn: str) -> None:
+        import psycopg
+
+        self._dsn = dsn
+        self._errors = (psycopg.OperationalError, psycopg.InterfaceError)
+        super().__init__(
+            psycopg.connect(dsn, autocommit=True, connect_timeout=10, application_name=APP_NAME)
+        )
 
     @contextlib.contextmanager
     def _transaction(self) -> Generator[None]:
         with self._conn.transaction():
             yield
 
+    async def _call(self, fn: Callable[[Any], T]) -> T:
+        import psycopg
+
+        def locked() -> T:
+            with self._lock:
+                try:
+                    return fn(self._conn)
+                except self._errors:
+                    if self._conn is None or not self._conn.closed:
+                        raise
+                    self._conn = psycopg.connect(
+                        self._dsn, autocommit=True, connect_timeout=10, application_name=APP_NAME
+                    )
+                    return fn(self._conn)
+
+        return await anyio.to_thread.run_sync(locked)
+
 
 def open_thread_db(store: Store) -> ThreadDB:
     """The thread DB beside ``store``: its SQLite file, its PostgreSQL database, or memory."""
     if isinstance(store, SQLiteStore) and store.path != ":memory:":
         path = store.path
-    else:
-        dsn = getattr(store, "dsn", None)
-        if isinstance(dsn, str) and type(store).__name__ == "PostgresStore":
-            import psycopg
+    elif type(store).__name__ == "PostgresStore":
+        from ..store.postgres import PostgresStore
 
-            return _PgThreadDB(psycopg.connect(dsn, autocommit=True))
+        assert isinstance(store, PostgresStore)
+        return _PgThreadDB(store.dsn)
+    else:
         path = ":memory:"
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     return ThreadDB(conn)

@@ -79,8 +79,24 @@ def test_a_restarted_server_on_postgres_finds_the_threads_run(
         assert after[-1]["result"] == "done: manager: use sqlite"
         assert messages[-1]["content"] == "done: manager: use sqlite"
         assert second.notes() == ["specialist started"]
+        _drop_web_connections(dsn)  # the database drops the server's connection: reopened
+        with second.client() as c:
+            _, hello = post_run(c, run_input("t2", "r1", "hello"))
+            assert hello[-1]["result"] == "Hello! You said: hello"
+            assert len(c.get("/threads/t2/messages").json()["messages"]) == 2
     finally:
         second.stop()
+
+
+def _drop_web_connections(dsn: str) -> None:
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        dropped = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            ("hpd-agent-web",),
+        ).fetchall()
+    assert dropped == [(True,)]
 
 
 async def test_a_request_of_a_run_the_server_did_not_start_is_unknown(tmp_path: Path) -> None:
