@@ -306,6 +306,20 @@ def _add_serve_command(sub: Any) -> None:
         "--store", default=None, help="SQLite path or postgresql:// DSN (default hpd-agent-web.db)"
     )
     serve.add_argument("--token", default=None, help="bearer token (or HPD_AGENT_TOKEN)")
+    serve.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients may use besides loopback ones and --host (repeatable)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser origin (https://app.example) allowed to call the API (repeatable)",
+    )
     serve.set_defaults(func=_cmd_serve)
 
 
@@ -335,8 +349,18 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
     agent = _load_agent(args.agent)
-    app = web.create_app(agent, store=args.store, token=token, agent_ref=args.agent)
     host = args.host.strip("[]")
+    # The Host rule (docs/web.md): loopback names, the bound address and --allow-host; with a
+    # token and no --allow-host, any name (the token guards the server).
+    hosts = [*args.allow_host, host] if args.allow_host or token is None else None
+    app = web.create_app(
+        agent,
+        store=args.store,
+        token=token,
+        agent_ref=args.agent,
+        allowed_hosts=hosts,
+        allowed_origins=args.allow_origin,
+    )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

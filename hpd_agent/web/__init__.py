@@ -7,9 +7,8 @@ uvicorn. Needs the ``web`` extra: ``pip install "hpd-agent[web]"``. See docs/web
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import os
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import anyio
@@ -17,9 +16,10 @@ from starlette.applications import Starlette
 
 from ..agent import Agent
 from ..exceptions import UserError
-from ..store import SQLiteStore, Store, open_store
-from ._app import MAX_BODY, build_app
-from ._db import ThreadDB
+from ..store import Store, open_store
+from ._app import build_app
+from ._db import open_thread_db
+from ._guard import MAX_BODY, is_loopback
 from ._threads import Threads
 
 __all__ = ["DEFAULT_STORE", "MAX_BODY", "create_app", "is_loopback"]
@@ -28,22 +28,14 @@ DEFAULT_STORE = "hpd-agent-web.db"
 """The SQLite file a server uses when given no store (in the current directory)."""
 
 
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only listens on this machine (127.0.0.0/8, ::1, localhost)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def create_app(
     agent: Agent,
     *,
     store: Store | str | os.PathLike[str] | None = None,
     token: str | None = None,
     agent_ref: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] = (),
 ) -> Starlette:
     """An ASGI app serving ``agent``: AG-UI at ``POST /agent``, the inbox API, the page.
 
@@ -57,6 +49,11 @@ def create_app(
         token: When set, every route but the page and its static files needs
             ``Authorization: Bearer <token>`` (401 otherwise).
         agent_ref: How the agent was named on the command line (shown by the page).
+        allowed_hosts: Host names served besides the loopback ones (DNS rebinding guard;
+            any other ``Host`` gets 421). None: only loopback names without a token, any
+            name with one.
+        allowed_origins: Browser origins (``https://app.example``) allowed to call the API
+            besides the server's own page (any other ``Origin`` gets 403).
 
     Returns:
         The Starlette app.
@@ -65,7 +62,7 @@ def create_app(
         raise UserError(f"create_app needs an Agent, got {type(agent).__name__}")
     resolved = store if isinstance(store, Store) else open_store(store or DEFAULT_STORE)
     owns_store = not isinstance(store, Store)
-    db = ThreadDB(resolved.path if isinstance(resolved, SQLiteStore) else None)
+    db = open_thread_db(resolved)
     threads = Threads(agent, resolved, db)
 
     @contextlib.asynccontextmanager
@@ -80,7 +77,7 @@ def create_app(
             if owns_store:
                 await resolved.aclose()
 
-    app = build_app(threads, token, lifespan)
+    app = build_app(threads, token, lifespan, hosts=allowed_hosts, origins=allowed_origins)
     app.state.agent_name = agent.name
     app.state.agent_ref = agent_ref or agent.name
     app.state.threads = threads

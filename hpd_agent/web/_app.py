@@ -7,16 +7,16 @@ other routes answer, list and replay a thread's requests and events (see docs/we
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
-from ag_ui.core import MessagesSnapshotEvent, RunAgentInput, TextPart
+from ag_ui.core import MessagesSnapshotEvent, ResumeEntry, RunAgentInput, TextPart
 from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
@@ -24,15 +24,13 @@ from starlette.staticfiles import StaticFiles
 
 from ..exceptions import InvalidAnswerError, RequestError, UnknownRequestError
 from ..messages import AssistantMessage, Message, UserMessage
-from ..store import respond
+from ..store import Store, respond
+from ._guard import MAX_BODY, BodyError, HostOriginGuard, check_content_type, parse_body
 from ._requests import check_web_answer
 from ._resume import ResumeRefused, apply_resume
 from ._threads import Mode, Thread, Threads
 
 __all__ = ["MAX_BODY", "build_app"]
-
-MAX_BODY = 1 << 20
-"""Largest request body accepted (bytes); more gets 413."""
 
 STATIC = Path(__file__).parent / "static"
 _TERMINAL = ('data: {"type":"RUN_FINISHED"', 'data: {"type":"RUN_ERROR"')
@@ -64,18 +62,16 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 async def _json_body(request: Request) -> Any:
+    check_content_type(request.headers.get("content-type"))
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
-        raise _HTTPError(413, f"body over {MAX_BODY} bytes")
+        raise BodyError(413, f"body over {MAX_BODY} bytes")
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > MAX_BODY:
-            raise _HTTPError(413, f"body over {MAX_BODY} bytes")
-    try:
-        return json.loads(body)
-    except ValueError:
-        raise _HTTPError(400, "body is not JSON") from None
+            raise BodyError(413, f"body over {MAX_BODY} bytes")
+    return parse_body(bytes(body))
 
 
 async def _object_body(request: Request) -> dict[str, Any]:
@@ -116,6 +112,18 @@ def _mode(data: RunAgentInput) -> Mode:
     return "interrupt"
 
 
+async def _unsettled(store: Store, run_id: str, entries: list[ResumeEntry]) -> list[ResumeEntry]:
+    """The resume entries still to apply: those naming a request of ``run_id`` that was
+    settled by another path (the answer route, ``hpd-agent answer``, expiry) are dropped, the
+    store's outcome standing."""
+    out: list[ResumeEntry] = []
+    for entry in entries:
+        record = await store.get_request(entry.interrupt_id)
+        if record is None or record.run_id != run_id or record.status == "pending":
+            out.append(entry)
+    return out
+
+
 class _Routes:
     def __init__(self, threads: Threads, token: str | None) -> None:
         self.threads = threads
@@ -135,13 +143,13 @@ class _Routes:
                 return _error(401, "missing or wrong bearer token")
             try:
                 return await handler(request)
-            except _HTTPError as e:
+            except (_HTTPError, BodyError) as e:
                 return _error(e.status, str(e))
 
         return guarded
 
-    async def _thread(self, request: Request) -> Thread:
-        thread = await self.threads.get(request.path_params["thread_id"])
+    async def _thread(self, request: Request, *, view: bool = False) -> Thread:
+        thread = await self.threads.get(request.path_params["thread_id"], view=view)
         if thread is None:
             raise _HTTPError(404, "unknown thread")
         return thread
@@ -152,7 +160,7 @@ class _Routes:
             data = RunAgentInput.model_validate(await _json_body(request))
         except ValidationError as e:
             raise _HTTPError(400, f"not a RunAgentInput: {e.errors()[0]['msg']}") from None
-        thread = await self.threads.get_or_create(data.thread_id)
+        thread = await self.threads.claim(data.thread_id)
         if thread.running:
             message = "a run is in progress on this thread"
             return self._sse(_frames(self.threads.refusal(thread, data.run_id, message, "busy")))
@@ -161,9 +169,11 @@ class _Routes:
             start = await self._start(thread, data)
         except _Refused as e:
             thread.running = False
+            self.threads.release(thread)  # a refused input leaves nothing behind
             return self._sse(_frames(self.threads.refusal(thread, data.run_id, str(e), e.code)))
         except BaseException:
             thread.running = False
+            self.threads.release(thread)
             raise
         return self._sse(self._stream(thread, start))
 
@@ -174,16 +184,22 @@ class _Routes:
     async def _start(self, thread: Thread, data: RunAgentInput) -> int:
         threads, run_id = self.threads, data.run_id
         last = thread.run
-        if data.resume:
-            if last is None or last.status != "interrupted":
+        waiting = last is not None and last.status == "interrupted"
+        if data.resume or (data.resume is not None and waiting):
+            if last is None or not waiting:
                 raise _Refused("nothing to resume on this thread", "not_interrupted")
+            entries = await _unsettled(threads.store, last.run_id, data.resume)
             try:
-                await apply_resume(threads.store, last.run_id, data.resume)
+                if entries or await threads.store.list_requests(run_id=last.run_id):
+                    await apply_resume(threads.store, last.run_id, entries)
             except ResumeRefused as e:
                 raise _Refused(str(e), e.code) from None
             return await threads.resume(thread, run_id)
-        if last is not None and last.status == "interrupted":
-            message = "the thread's run waits for answers: send resume entries for its interrupts"
+        if waiting:
+            message = (
+                "the thread's run waits: send resume entries for its interrupts (an empty "
+                "resume list once they are answered elsewhere)"
+            )
             raise _Refused(message, "interrupted")
         prompt, history = _conversation(data)
         snapshot = MessagesSnapshotEvent(messages=list(data.messages))
@@ -215,7 +231,7 @@ class _Routes:
         return StreamingResponse(frames(), media_type="text/event-stream", headers=_SSE_HEADERS)
 
     async def messages(self, request: Request) -> Response:
-        thread = await self._thread(request)
+        thread = await self._thread(request, view=True)
         return JSONResponse({"messages": self.threads.messages(thread)})
 
     async def requests(self, request: Request) -> Response:
@@ -232,17 +248,24 @@ class _Routes:
         return await self._answer(request.path_params["thread_id"], request, body["answer"])
 
     async def answer_flat(self, request: Request) -> Response:
+        """The live-mode route: ``{"answer": ...}``, the thread found through the request's run
+        (a ``threadId``, when given, must be that thread)."""
         body = await _object_body(request)
-        if not {"answer", "threadId"} <= set(body):
-            raise _HTTPError(400, 'body must be {"threadId": ..., "answer": ...}')
+        if "answer" not in body:
+            raise _HTTPError(400, 'body must be {"answer": ...}')
         unknown = sorted(set(body) - {"answer", "threadId"})
         if unknown:
             raise _HTTPError(400, f"unknown fields {unknown}")
-        return await self._answer(str(body["threadId"]), request, body["answer"])
+        record = await self.threads.store.get_request(request.path_params["request_id"])
+        owner = None if record is None else await self.threads.thread_of(record.run_id)
+        given = body.get("threadId")
+        if owner is None or (given is not None and given != owner):
+            raise _HTTPError(404, "unknown request on this thread")
+        return await self._answer(owner, request, body["answer"])
 
     async def _answer(self, thread_id: str, request: Request, answer: Any) -> Response:
         request_id = request.path_params["request_id"]
-        thread = await self.threads.get(thread_id)
+        thread = await self.threads.get(thread_id, view=False)
         record = await self.threads.store.get_request(request_id)
         if thread is None or record is None or not thread.owns(record.run_id):
             raise _HTTPError(404, "unknown request on this thread")
@@ -271,8 +294,17 @@ async def _index(request: Request) -> Response:
     return FileResponse(page)
 
 
-def build_app(threads: Threads, token: str | None, lifespan: Any) -> Starlette:
-    """The app's routes over ``threads``, guarded by ``token`` when given."""
+def build_app(
+    threads: Threads,
+    token: str | None,
+    lifespan: Any,
+    *,
+    hosts: Sequence[str] | None = None,
+    origins: Sequence[str] = (),
+) -> Starlette:
+    """The app's routes over ``threads``, guarded by ``token`` when given, serving only the
+    loopback names and ``hosts`` (any Host with a token and no ``hosts``), refusing Origins
+    other than its own and ``origins``."""
     r = _Routes(threads, token)
     g = r.guard
     routes = [
@@ -285,4 +317,5 @@ def build_app(threads: Threads, token: str | None, lifespan: Any) -> Starlette:
         Route("/threads/{thread_id}/events", g(r.events), methods=["GET"]),
         Route("/threads/{thread_id}/messages", g(r.messages), methods=["GET"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan)
+    guard = Middleware(HostOriginGuard, hosts=hosts, origins=origins, token=token is not None)
+    return Starlette(routes=routes, lifespan=lifespan, middleware=[guard])

@@ -1,37 +1,61 @@
-"""Where the web package keeps its threads across restarts: two tables in a SQLite file.
+"""Where the web package keeps its threads across restarts: two tables beside the store's.
 
 ``hpd_web_runs`` maps a thread to the root runs it started (the run ids stay on the server)
 with their mode and status; ``hpd_web_events`` holds every AG-UI event sent on a thread, in
 order, so a restarted server still knows what each client saw. With a ``SQLiteStore`` they
-live in the store's own file; with any other store, in memory only (``ThreadDB(None)``).
+live in the store's own file, with a ``PostgresStore`` in its database (a connection of our
+own, from its DSN); with any other store in a private in-memory SQLite database (compact, so
+finished threads still leave the Python heap, but gone with the process).
 """
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
-__all__ = ["RunRow", "ThreadDB"]
+from ..store import SQLiteStore, Store
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS hpd_web_runs (
+__all__ = ["RunRow", "ThreadDB", "open_thread_db"]
+
+T = TypeVar("T")
+
+APP_NAME = "hpd-agent-web"
+"""The ``application_name`` of the web server's own PostgreSQL connection."""
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS hpd_web_runs (
     thread_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
     run_id TEXT NOT NULL UNIQUE,
     mode TEXT NOT NULL,
     status TEXT NOT NULL,
     PRIMARY KEY (thread_id, seq)
-);
-CREATE TABLE IF NOT EXISTS hpd_web_events (
+)""",
+    """CREATE TABLE IF NOT EXISTS hpd_web_events (
     thread_id TEXT NOT NULL,
     idx INTEGER NOT NULL,
     frame TEXT NOT NULL,
     PRIMARY KEY (thread_id, idx)
-);
-"""
+)""",
+)
+
+_PUT_RUN = (
+    "INSERT INTO hpd_web_runs (thread_id, seq, run_id, mode, status) VALUES (?,?,?,?,?)"
+    " ON CONFLICT (thread_id, seq) DO UPDATE SET status = excluded.status"
+)
+_ADD_EVENTS = (
+    "INSERT INTO hpd_web_events (thread_id, idx, frame) VALUES (?,?,?)"
+    " ON CONFLICT (thread_id, idx) DO NOTHING"
+)
+_RUNS = "SELECT run_id, mode, status FROM hpd_web_runs WHERE thread_id = ? ORDER BY seq"
+_FRAMES = "SELECT frame FROM hpd_web_events WHERE thread_id = ? ORDER BY idx"
+_OWNER = "SELECT thread_id FROM hpd_web_runs WHERE run_id = ?"
 
 
 @dataclass(slots=True)
@@ -44,71 +68,132 @@ class RunRow:
 
 
 class ThreadDB:
-    """Threads' runs and sent events in a SQLite file (or nowhere, with ``path=None``)."""
+    """Threads' runs and sent events over one DB-API connection (SQLite; see ``_PgThreadDB``)."""
 
-    def __init__(self, path: str | None) -> None:
-        self._conn: sqlite3.Connection | None = None
+    _param = "?"
+
+    def __init__(self, conn: Any) -> None:
+        self._conn: Any = conn
         self._lock = threading.Lock()
-        if path is not None:
-            conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-            conn.executescript(_SCHEMA)
-            self._conn = conn
+        with self._lock, self._transaction():
+            for sql in _TABLES:
+                conn.execute(sql)
 
-    async def _run(self, sql: str, rows: list[tuple[object, ...]]) -> None:
-        conn = self._conn
-        if conn is None or not rows:
+    @contextlib.contextmanager
+    def _transaction(self) -> Generator[None]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def _sql(self, sql: str) -> str:
+        return sql if self._param == "?" else sql.replace("?", self._param)
+
+    async def _call(self, fn: Callable[[Any], T]) -> T:
+        def locked() -> T:
+            with self._lock:
+                return fn(self._conn)
+
+        return await anyio.to_thread.run_sync(locked)
+
+    async def _write(self, sql: str, rows: list[tuple[object, ...]]) -> None:
+        if self._conn is None or not rows:
             return
 
-        def write() -> None:
-            with self._lock:
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    conn.executemany(sql, rows)
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
+        def write(conn: Any) -> None:
+            with self._transaction():
+                conn.cursor().executemany(self._sql(sql), rows)
 
-        await anyio.to_thread.run_sync(write)
+        await self._call(write)
 
     async def put_run(self, thread_id: str, seq: int, row: RunRow) -> None:
         """Insert or update a thread's run."""
-        await self._run(
-            "INSERT INTO hpd_web_runs (thread_id, seq, run_id, mode, status) VALUES (?,?,?,?,?)"
-            " ON CONFLICT (thread_id, seq) DO UPDATE SET status = excluded.status",
-            [(thread_id, seq, row.run_id, row.mode, row.status)],
-        )
+        await self._write(_PUT_RUN, [(thread_id, seq, row.run_id, row.mode, row.status)])
 
     async def add_events(self, thread_id: str, first: int, frames: list[str]) -> None:
         """Append frames ``first``, ``first + 1``, ... of a thread (already written: kept)."""
         rows: list[tuple[object, ...]] = [(thread_id, first + i, f) for i, f in enumerate(frames)]
-        await self._run(
-            "INSERT OR IGNORE INTO hpd_web_events (thread_id, idx, frame) VALUES (?,?,?)", rows
-        )
+        await self._write(_ADD_EVENTS, rows)
 
     async def load(self, thread_id: str) -> tuple[list[RunRow], list[str]] | None:
         """A thread's runs (oldest first) and frames, or None if it has none."""
-        conn = self._conn
-        if conn is None:
-            return None
 
-        def read() -> tuple[list[RunRow], list[str]]:
-            with self._lock:
-                runs = conn.execute(
-                    "SELECT run_id, mode, status FROM hpd_web_runs WHERE thread_id = ? ORDER BY seq",
-                    (thread_id,),
-                ).fetchall()
-                frames = conn.execute(
-                    "SELECT frame FROM hpd_web_events WHERE thread_id = ? ORDER BY idx",
-                    (thread_id,),
-                ).fetchall()
+        def read(conn: Any) -> tuple[list[RunRow], list[str]]:
+            runs = conn.execute(self._sql(_RUNS), (thread_id,)).fetchall()
+            frames = conn.execute(self._sql(_FRAMES), (thread_id,)).fetchall()
             return [RunRow(*r) for r in runs], [f for (f,) in frames]
 
-        runs, frames = await anyio.to_thread.run_sync(read)
+        runs, frames = await self._call(read)
         return (runs, frames) if runs else None
+
+    async def thread_of(self, run_id: str) -> str | None:
+        """The thread that started root run ``run_id``, or None."""
+
+        def read(conn: Any) -> str | None:
+            row = conn.execute(self._sql(_OWNER), (run_id,)).fetchone()
+            return None if row is None else str(row[0])
+
+        return await self._call(read)
 
     def close(self) -> None:
         """Close the connection."""
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+class _PgThreadDB(ThreadDB):
+    """The same tables in a PostgreSQL database (psycopg 3, autocommit connection); a
+    connection the server lost (a database restart) is opened again once per call."""
+
+    _param = "%s"
+
+    def __init__(self, dsn: str) -> None:
+        import psycopg
+
+        self._dsn = dsn
+        self._errors = (psycopg.OperationalError, psycopg.InterfaceError)
+        super().__init__(
+            psycopg.connect(dsn, autocommit=True, connect_timeout=10, application_name=APP_NAME)
+        )
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Generator[None]:
+        with self._conn.transaction():
+            yield
+
+    async def _call(self, fn: Callable[[Any], T]) -> T:
+        import psycopg
+
+        def locked() -> T:
+            with self._lock:
+                try:
+                    return fn(self._conn)
+                except self._errors:
+                    if self._conn is None or not self._conn.closed:
+                        raise
+                    self._conn = psycopg.connect(
+                        self._dsn, autocommit=True, connect_timeout=10, application_name=APP_NAME
+                    )
+                    return fn(self._conn)
+
+        return await anyio.to_thread.run_sync(locked)
+
+
+def open_thread_db(store: Store) -> ThreadDB:
+    """The thread DB beside ``store``: its SQLite file, its PostgreSQL database, or memory."""
+    if isinstance(store, SQLiteStore) and store.path != ":memory:":
+        path = store.path
+    elif type(store).__name__ == "PostgresStore":
+        from ..store.postgres import PostgresStore
+
+        assert isinstance(store, PostgresStore)
+        return _PgThreadDB(store.dsn)
+    else:
+        path = ":memory:"
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    return ThreadDB(conn)

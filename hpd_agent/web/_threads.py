@@ -89,27 +89,46 @@ class Threads:
         self._adapter: TypeAdapter[Any] = TypeAdapter(AguiEvent)
         self.task_group: TaskGroup | None = None
 
-    async def get(self, thread_id: str) -> Thread | None:
-        """The thread, loaded from the DB after a restart; None if unknown."""
-        thread = self._threads.get(thread_id)
-        if thread is not None:
-            return thread
+    @property
+    def active(self) -> int:
+        """Threads held in memory: those with a run going (or an input being started)."""
+        return len(self._threads)
+
+    async def _load(self, thread_id: str, *, view: bool = True) -> Thread | None:
         loaded = await self._db.load(thread_id)
         if loaded is None:
             return None
         runs, frames = loaded
-        thread = self._threads.setdefault(thread_id, Thread(thread_id, runs=runs))
-        for frame in frames:
-            thread.frames.append(frame)
+        thread = Thread(thread_id, runs=runs)
+        thread.frames = frames
+        for frame in frames if view else ():
             thread.view.fold(self._adapter.validate_json(frame.removeprefix("data: ")))
         thread.flushed = thread.published = len(frames)
         if runs[-1].status == "running":
             runs[-1].status = "interrupted"  # the server died under it: resumable
         return thread
 
-    async def get_or_create(self, thread_id: str) -> Thread:
-        """The thread, created empty if unknown."""
-        return await self.get(thread_id) or self._threads.setdefault(thread_id, Thread(thread_id))
+    async def get(self, thread_id: str, *, view: bool = True) -> Thread | None:
+        """The thread: the one in memory while a run goes, else loaded from the DB (a copy
+        nobody keeps, its ``view`` folded only if asked); None if unknown."""
+        return self._threads.get(thread_id) or await self._load(thread_id, view=view)
+
+    async def claim(self, thread_id: str) -> Thread:
+        """The thread, kept in memory (created empty if unknown) until ``release``."""
+        thread = self._threads.get(thread_id)
+        if thread is not None:
+            return thread
+        loaded = await self._load(thread_id) or Thread(thread_id)
+        return self._threads.setdefault(thread_id, loaded)  # another claim may have won
+
+    def release(self, thread: Thread) -> None:
+        """Forget ``thread`` unless a run goes on it (its state is all in the DB)."""
+        if not thread.running and self._threads.get(thread.thread_id) is thread:
+            del self._threads[thread.thread_id]
+
+    async def thread_of(self, run_id: str) -> str | None:
+        """The thread that started root run ``run_id``, or None."""
+        return await self._db.thread_of(run_id)
 
     # -- the log ---------------------------------------------------------------------------
     def append(self, thread: Thread, event: BaseEvent, *, publish: bool = True) -> None:
@@ -184,6 +203,7 @@ class Threads:
         thread.running = False
         thread.live = None
         self._publish(thread)
+        self.release(thread)  # followers keep their reference; the registry forgets it
 
     async def start(
         self,
