@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from hpd_agent.otel import instrument, uninstrument
+from hpd_agent.otel import instrument, restore_default
 
 
 @dataclass
@@ -79,4 +79,4 @@ def otel() -> Iterator[Telemetry]:
         tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=False
     )
     yield telemetry
-    uninstrument()
+    restore_default()
