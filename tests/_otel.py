@@ -51,6 +51,21 @@ class Telemetry:
 
         return children(None)
 
+    def recorded_values(self) -> list[str]:
+        """Every span name, status description, attribute and event value, and metric
+        attribute value, as text."""
+        values: list[str] = []
+        for span in self.spans:
+            values += [span.name, span.status.description or ""]
+            values += [str(v) for v in (span.attributes or {}).values()]
+            for event in span.events:
+                values.append(event.name)
+                values += [str(v) for v in (event.attributes or {}).values()]
+        for points in self.metrics().values():
+            for p in points:
+                values += [str(v) for v in p.attributes.values()]
+        return values
+
     def metrics(self) -> dict[str, list[Any]]:
         """Data points by metric name."""
         data = self.reader.get_metrics_data()
