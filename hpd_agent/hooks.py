@@ -478,8 +478,8 @@ def add_hook_factory(factory: HookFactory) -> None:
 
     This is how an integration takes part in runs nobody asked it into: the core never
     imports it, it registers itself. A factory is called once per root run, so it must
-    cost next to nothing when it has nothing to add (answer None); an exception from it
-    fails the run's start.
+    cost next to nothing when it has nothing to add (answer None). An exception from it is
+    logged to the ``hpd_agent.hooks`` logger and the run starts without its hook.
     """
     if all(f is not factory for f in _factories):
         _factories.append(factory)
@@ -490,7 +490,11 @@ def process_hooks() -> list[Hook]:
     factory hands it."""
     hooks = list(_installed)
     for factory in _factories:
-        hook = factory()
+        try:
+            hook = factory()
+        except Exception:  # an integration's bug must not stop the application's runs
+            _log.exception("hook factory %r raised; the run goes on without its hook", factory)
+            continue
         if hook is not None:
             hooks.append(hook)
     return hooks
