@@ -205,4 +205,4 @@ def name(text: str) -> str:
 
 def path_attribute(path: Sequence[str]) -> tuple[str, ...]:
     """``hpd_agent.agent.path``: agent names, root first, as a string array."""
-    return tuple(name(p) for p in path)
+    return tuple(map(name, path))
