@@ -11,8 +11,10 @@ Two workloads with scripted models (no network), the shapes of bench_hpd_agent.p
 Three modes, interleaved round by round in one process so drift on a shared machine hits
 them alike:
 
-- ``off``: ``instrument()`` never called (``off2``: the same again, a control: the gap
-  between the two is the noise floor of the machine at that moment);
+- ``off``: ``instrument()`` never called, no SDK set globally: the default tracing looks
+  once per root run whether an SDK is set, and sits the run out (``off2``: the same
+  again, a control: the gap between the two is the noise floor of the machine at that
+  moment);
 - ``noop``: ``instrument()`` with the global providers while no SDK is set (the API's
   no-ops): the hook sits the runs out, so this must cost what ``off`` costs;
 - ``sdk``: ``instrument()`` with an SDK ``TracerProvider`` whose processor hands every span
@@ -51,7 +53,7 @@ from opentelemetry.sdk.trace.export import (
 from hpd_agent import Agent, tool
 from hpd_agent.messages import Message, ToolCall, ToolResultMessage, Usage
 from hpd_agent.models import ModelRequestParams, ModelResponse
-from hpd_agent.otel import instrument, uninstrument
+from hpd_agent.otel import instrument, restore_default
 from hpd_agent.testing import FunctionModel
 
 U = Usage(requests=1, input_tokens=1, output_tokens=1)
@@ -106,7 +108,7 @@ def tree_agent() -> Agent:
 
 
 def set_mode(mode: str, sdk: tuple[TracerProvider, MeterProvider]) -> None:
-    uninstrument()
+    restore_default()
     if mode == "noop":
         instrument()
     elif mode == "sdk":
@@ -151,7 +153,7 @@ async def measure(
             set_mode(mode, sdk)
             samples["loop"][mode].append(await timed(loop_run, turns))
             samples["tree"][mode].append(await timed(tree_runs, trees))
-    uninstrument()
+    restore_default()
     return samples
 
 

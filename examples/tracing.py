@@ -1,7 +1,7 @@
 """Tracing: the span tree of a nested clarification, printed to the terminal.
 
-Manager -> Architect -> Engineer; the Engineer asks the human which language to use. With
-``hpd_agent.instrument()`` and an OpenTelemetry SDK, the run is one trace: an
+Manager -> Architect -> Engineer; the Engineer asks the human which language to use. With an
+OpenTelemetry SDK installed, the run is one trace: an
 ``invoke_agent`` span per agent, ``chat`` spans for model calls, ``execute_tool`` spans for
 tool calls (a sub-agent's span hangs under the call that ran it) and an ``await_human`` span
 for the time the human took. Here the spans go to an in-memory exporter and are drawn as a
@@ -114,7 +114,9 @@ async def main() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    # In an application: trace.set_tracer_provider(provider) once, then instrument().
+    # In an application: trace.set_tracer_provider(provider) once, and nothing else (runs
+    # trace to the global providers by default). Here the provider is passed instead, so
+    # the example leaves the process's global alone.
     instrument(tracer_provider=provider)
 
     human = ScriptedHuman({"language": "Rust"})

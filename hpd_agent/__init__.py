@@ -4,6 +4,10 @@ Agents are tools (``agent.as_tool()``); any agent at any depth can ask the human
 (``ask_user()``) or need permission (``requires_approval=True``); the request reaches the root
 run's one event stream, the asker waits, and the answer comes back by request id in the same
 turn.
+
+Importing the package also registers the default tracing (``hpd_agent.otel``): runs are
+traced as soon as the application installs an OpenTelemetry SDK, with no other call; the
+OpenTelemetry API itself is imported only then.
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from .handlers import BaseHandler, Handler
 from .hooks import Hook
 from .messages import Message, Usage
 from .models import Model
+from .otel import instrument
 from .permissions import Approve, Decision, Deny
 from .questions import QUESTION_KINDS, validate_answer
 from .run import Run, RunResult
@@ -72,7 +77,6 @@ from .version import __version__
 
 if TYPE_CHECKING:
     from .handlers.console import ConsoleHandler
-    from .otel import instrument
 
 
 def __getattr__(name: str) -> Any:
@@ -81,11 +85,6 @@ def __getattr__(name: str) -> Any:
         from .handlers.console import ConsoleHandler
 
         return ConsoleHandler
-    if name == "instrument":
-        # opentelemetry is imported only by programs that trace.
-        from .otel import instrument
-
-        return instrument
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

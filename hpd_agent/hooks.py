@@ -17,9 +17,11 @@ and observe two moments of a human request (question or permission):
 An exception from an observer never leaves a request open nor fails whoever ended it: see
 ``Hook``.
 
-Hooks come from three places, outermost first: the run's store (its journal must see a call
-before anyone else, so a replayed call reaches no other hook), ``Agent.run(hooks=...)``, and
-the process-wide ``install``-ed hooks. A method a hook does not override costs nothing: the
+Hooks come from four places, outermost first: the run's store (its journal must see a call
+before anyone else, so a replayed call reaches no other hook), ``Agent.run(hooks=...)``, the
+process-wide ``install``-ed hooks, and the hooks that registered factories hand each root run
+(``add_hook_factory``: how an integration takes part without being called, e.g. tracing
+once the application has installed an OpenTelemetry SDK). A method a hook does not override costs nothing: the
 loop only builds the chain for the methods some hook overrides, and with no hook at all it
 calls the model and the tool directly.
 """
@@ -41,13 +43,16 @@ __all__ = [
     "AgentOutcome",
     "CallNext",
     "Hook",
+    "HookFactory",
     "HookSet",
     "ModelCall",
     "StepCall",
     "ToolExecution",
     "ToolOutcome",
+    "add_hook_factory",
     "install",
     "installed",
+    "process_hooks",
     "uninstall",
 ]
 
@@ -459,3 +464,37 @@ def uninstall(hook: Hook) -> None:
 def installed() -> tuple[Hook, ...]:
     """The hooks added with ``install``, in order."""
     return tuple(_installed)
+
+
+HookFactory = Callable[[], Hook | None]
+"""Asked at the start of every root run for a hook to add to it; None adds nothing."""
+
+_factories: list[HookFactory] = []
+
+
+def add_hook_factory(factory: HookFactory) -> None:
+    """Ask ``factory`` at the start of every root run for a hook to add (innermost, after
+    the installed hooks); registering the same function twice has no effect.
+
+    This is how an integration takes part in runs nobody asked it into: the core never
+    imports it, it registers itself. A factory is called once per root run, so it must
+    cost next to nothing when it has nothing to add (answer None). An exception from it is
+    logged to the ``hpd_agent.hooks`` logger and the run starts without its hook.
+    """
+    if all(f is not factory for f in _factories):
+        _factories.append(factory)
+
+
+def process_hooks() -> list[Hook]:
+    """The process's hooks for a root run starting now: the installed ones, then what each
+    factory hands it."""
+    hooks = list(_installed)
+    for factory in _factories:
+        try:
+            hook = factory()
+        except Exception:  # an integration's bug must not stop the application's runs
+            _log.exception("hook factory %r raised; the run goes on without its hook", factory)
+            continue
+        if hook is not None:
+            hooks.append(hook)
+    return hooks

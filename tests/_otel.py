@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from hpd_agent.otel import instrument, uninstrument
+from hpd_agent.otel import instrument, restore_default
 
 
 @dataclass
@@ -51,6 +51,21 @@ class Telemetry:
 
         return children(None)
 
+    def recorded_values(self) -> list[str]:
+        """Every span name, status description, attribute and event value, and metric
+        attribute value, as text."""
+        values: list[str] = []
+        for span in self.spans:
+            values += [span.name, span.status.description or ""]
+            values += [str(v) for v in (span.attributes or {}).values()]
+            for event in span.events:
+                values.append(event.name)
+                values += [str(v) for v in (event.attributes or {}).values()]
+        for points in self.metrics().values():
+            for p in points:
+                values += [str(v) for v in p.attributes.values()]
+        return values
+
     def metrics(self) -> dict[str, list[Any]]:
         """Data points by metric name."""
         data = self.reader.get_metrics_data()
@@ -79,4 +94,4 @@ def otel() -> Iterator[Telemetry]:
         tracer_provider=tracer_provider, meter_provider=meter_provider, capture_content=False
     )
     yield telemetry
-    uninstrument()
+    restore_default()

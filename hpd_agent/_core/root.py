@@ -19,7 +19,7 @@ from ..coordinator import LOCAL_REQUESTS, Coordinator, OnUnhandled, check_on_unh
 from ..events import RunStarted
 from ..exceptions import UserError
 from ..handlers._base import Handler, serve
-from ..hooks import Hook, HookSet, installed
+from ..hooks import Hook, HookSet, process_hooks
 from ..messages import Message
 from ..run import Run, RunResult, finished_event
 from ..sessions import RunSession, SessionStore
@@ -191,7 +191,7 @@ class RootRun:
         return result
 
     def _configure(self, coordinator: Coordinator, session: RunSession | None) -> None:
-        everything = [h for h in (*self.hooks, *installed()) if h.active()]
+        everything = [h for h in (*self.hooks, *process_hooks()) if h.active()]
         if session is None:
             if everything:
                 coordinator.configure(HookSet(everything), LOCAL_REQUESTS)

@@ -16,12 +16,15 @@ from ..events import ClarificationRequest, PermissionRequest, RequestEvent
 from ..messages import AssistantMessage, Message, SystemMessage, ToolCall, UserMessage
 from ..models import Model, ModelResponse
 from ..permissions import Approve, Deny
+from ..text import printable
 
 __all__ = [
-    "CONTENT_ENV",
+    "NAME_LIMIT",
     "SCOPE",
+    "UNKNOWN_TOOL",
     "finish_reason",
     "input_messages_json",
+    "name",
     "output_messages_json",
     "provider_name",
     "request_kind",
@@ -33,7 +36,12 @@ __all__ = [
 SCOPE = "hpd_agent"
 """Instrumentation scope name of the tracer and meter."""
 
-CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+NAME_LIMIT = 128
+"""Longest name (agent, tool, model, provider, id) kept in a span name or attribute."""
+
+UNKNOWN_TOOL = "unknown_tool"
+"""What a call of a tool the agent does not have is named with capture off: the model chose
+that name, so it is content."""
 
 # -- attribute keys --------------------------------------------------------------------------
 OPERATION = "gen_ai.operation.name"
@@ -184,6 +192,17 @@ def output_messages_json(response: ModelResponse) -> str:
     return to_json([message])
 
 
+def name(text: str) -> str:
+    """``text`` fit for a span name or attribute: at most ``NAME_LIMIT`` characters (a longer
+    one is cut, ending in ``…``), controls and lone surrogates spelled out (an exporter could
+    not encode a lone surrogate)."""
+    if len(text) <= NAME_LIMIT and text.isprintable():
+        return text  # the usual name: nothing to do
+    cut = len(text) > NAME_LIMIT
+    text = printable(text[:NAME_LIMIT], one_line=True)
+    return text[: NAME_LIMIT - 1] + "…" if cut or len(text) > NAME_LIMIT else text
+
+
 def path_attribute(path: Sequence[str]) -> tuple[str, ...]:
     """``hpd_agent.agent.path``: agent names, root first, as a string array."""
-    return tuple(path)
+    return tuple(map(name, path))

@@ -10,9 +10,8 @@ by (run id, request id).
 
 from __future__ import annotations
 
-import importlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any
 
@@ -33,6 +32,7 @@ from ..hooks import (
 )
 from ..models import ModelResponse
 from . import _attributes as a
+from ._probe import global_metrics, global_tracing, records
 
 __all__ = ["OtelHook", "Telemetry"]
 
@@ -97,43 +97,15 @@ class Telemetry:
     def live(self) -> bool:
         """Whether any provider records anything (False while only the API's no-ops are in).
 
-        Asked once per root run, so it must cost next to nothing while no SDK is set: the
-        API's getters look the environment up on every call, so the globals behind them
-        are read directly. A provider that records never stops (the globals are set once).
+        Asked once per root run, so it costs next to nothing while no SDK is set (see
+        ``_probe``). A provider that records never stops (the globals are set once).
         """
         if not self._live:
-            self._live = _records(
-                self.tracer_provider
-                or _global(trace, "_TRACER_PROVIDER", trace.get_tracer_provider)
-            ) or _records(
-                self.meter_provider
-                or _global(_metrics_api, "_METER_PROVIDER", metrics.get_meter_provider)
+            tp, mp = self.tracer_provider, self.meter_provider
+            self._live = (records(tp) if tp is not None else global_tracing()) or (
+                records(mp) if mp is not None else global_metrics()
             )
         return self._live
-
-
-_metrics_api: Any = importlib.import_module("opentelemetry.metrics._internal")
-
-# The API's stand-ins for a provider. The meter's proxy has no public name.
-_NO_OPS: tuple[type, ...] = (
-    trace.ProxyTracerProvider,
-    trace.NoOpTracerProvider,
-    metrics.NoOpMeterProvider,
-    *[t for t in (getattr(_metrics_api, "_ProxyMeterProvider", None),) if isinstance(t, type)],
-)
-
-
-def _global(module: Any, name: str, getter: Callable[[], Any]) -> Any:
-    """The API's global provider (None while unset), or the getter's answer should the API
-    ever keep it elsewhere."""
-    try:
-        return getattr(module, name)
-    except AttributeError:
-        return getter()
-
-
-def _records(provider: object) -> bool:
-    return provider is not None and not isinstance(provider, _NO_OPS)
 
 
 class _Tally:
@@ -169,7 +141,7 @@ def _fail(span: Span, error: BaseException, capture: bool) -> str:
     The exception's message can quote content (a prompt, an argument), so it is recorded
     only with capture on; the class name always is.
     """
-    name = type(error).__name__
+    name = a.name(type(error).__name__)
     span.set_attribute(a.ERROR_TYPE, name)
     if capture:
         span.set_status(Status(StatusCode.ERROR, f"{name}: {error}"))
@@ -200,18 +172,18 @@ class OtelHook(Hook):
     ) -> AgentOutcome:
         """An ``invoke_agent`` span, current while the agent runs."""
         t = self.telemetry
-        name = invocation.agent_name
+        name = a.name(invocation.agent_name)
         attributes: Attributes = {
             a.OPERATION: "invoke_agent",
             a.AGENT_NAME: name,
-            a.CONVERSATION_ID: invocation.run_id,
+            a.CONVERSATION_ID: a.name(invocation.run_id),
             a.AGENT_PATH: a.path_attribute(invocation.agent_path),
-            a.REQUEST_MODEL: invocation.model.name,
+            a.REQUEST_MODEL: a.name(invocation.model.name),
         }
         if invocation.invocation_id:
-            attributes[a.INVOCATION_ID] = invocation.invocation_id
+            attributes[a.INVOCATION_ID] = a.name(invocation.invocation_id)
         if invocation.parent_invocation_id:
-            attributes[a.PARENT_INVOCATION_ID] = invocation.parent_invocation_id
+            attributes[a.PARENT_INVOCATION_ID] = a.name(invocation.parent_invocation_id)
         if invocation.resumed:
             attributes[a.RESUMED] = True
         span = t.tracer.start_span(
@@ -241,15 +213,15 @@ class OtelHook(Hook):
     ) -> ModelResponse:
         """A ``chat`` span (CLIENT), current during the request; usage and duration metrics."""
         t = self.telemetry
-        model = call.model.name
+        model = a.name(call.model.name)
         common: Attributes = {
             a.OPERATION: "chat",
-            a.PROVIDER: a.provider_name(call.model),
+            a.PROVIDER: a.name(a.provider_name(call.model)),
             a.REQUEST_MODEL: model,
         }
         attributes = dict(common)
         if call.invocation_id:
-            attributes[a.INVOCATION_ID] = call.invocation_id
+            attributes[a.INVOCATION_ID] = a.name(call.invocation_id)
         if t.capture:
             attributes[a.INPUT_MESSAGES] = a.input_messages_json(call.messages)
         span = t.tracer.start_span(f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes)
@@ -295,18 +267,20 @@ class OtelHook(Hook):
         """An ``execute_tool`` span, current while the tool (and any agent it runs) runs."""
         t = self.telemetry
         call = execution.call
+        # A tool the agent does not have was named by the model: content.
+        tool = a.name(call.name) if execution.known or t.capture else a.UNKNOWN_TOOL
         attributes: Attributes = {
             a.OPERATION: "execute_tool",
-            a.TOOL_NAME: call.name,
-            a.TOOL_CALL_ID: call.id,
+            a.TOOL_NAME: tool,
+            a.TOOL_CALL_ID: a.name(call.id),
             a.AGENT_PATH: a.path_attribute(execution.agent_path),
         }
         if execution.invocation_id:
-            attributes[a.INVOCATION_ID] = execution.invocation_id
+            attributes[a.INVOCATION_ID] = a.name(execution.invocation_id)
         if t.capture:
             attributes[a.TOOL_ARGUMENTS] = call.arguments
         span = t.tracer.start_span(
-            f"execute_tool {call.name}", kind=SpanKind.INTERNAL, attributes=attributes
+            f"execute_tool {tool}", kind=SpanKind.INTERNAL, attributes=attributes
         )
         context_token = otel_context.attach(trace.set_span_in_context(span))
         tally_token = _tally.set(None)
@@ -321,7 +295,7 @@ class OtelHook(Hook):
             _tally.reset(tally_token)
             otel_context.detach(context_token)
         if outcome.is_error:
-            error = outcome.error_type or "_OTHER"
+            error = a.name(outcome.error_type or "_OTHER")
             span.set_attribute(a.ERROR_TYPE, error)
             span.set_status(Status(StatusCode.ERROR, error))
         if t.capture:
@@ -333,14 +307,14 @@ class OtelHook(Hook):
     def request_opened(self, event: RequestEvent) -> None:
         """Start an ``await_human`` span under the asking tool call's span."""
         t = self.telemetry
-        kind = a.request_kind(event)
+        kind = a.name(a.request_kind(event))
         attributes: Attributes = {
-            a.REQUEST_ID: event.request_id,
+            a.REQUEST_ID: a.name(event.request_id),
             a.REQUEST_KIND: kind,
             a.AGENT_PATH: a.path_attribute(event.agent_path),
         }
         if event.invocation_id:
-            attributes[a.INVOCATION_ID] = event.invocation_id
+            attributes[a.INVOCATION_ID] = a.name(event.invocation_id)
         if t.capture:
             attributes[a.REQUEST_QUESTION] = a.request_question(event)
         span = t.tracer.start_span(

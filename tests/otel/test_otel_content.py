@@ -17,7 +17,7 @@ from hpd_agent.events import ClarificationRequest, PermissionRequest
 from hpd_agent.hooks import HookSet, installed
 from hpd_agent.messages import Message
 from hpd_agent.models import ModelRequestParams
-from hpd_agent.otel import instrument, uninstrument
+from hpd_agent.otel import instrument, restore_default, uninstrument
 from hpd_agent.testing import FunctionModel, ScriptedHuman, ScriptedModel, Step, text, tool_call
 
 __all__ = ["otel"]  # the fixture, imported for pytest
@@ -222,6 +222,8 @@ def test_without_an_sdk_the_hook_stays_out_of_runs() -> None:
         assert len(HookSet(installed()).hooks) == 1
     finally:
         uninstrument()
+        assert installed() == ()
+        restore_default()
     assert installed() == ()
 
 
