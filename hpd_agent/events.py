@@ -14,6 +14,7 @@ one pydantic ``TypeAdapter`` that turns any event into JSON and back.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ __all__ = [
     "ToolCallStarted",
     "dump_event",
     "event_adapter",
+    "invocation_id",
     "load_event",
 ]
 
@@ -257,6 +259,16 @@ Event = (
 
 RequestEvent = ClarificationRequest | PermissionRequest
 """The events that wait for ``respond``."""
+
+
+def invocation_id(path: str) -> str:
+    """The ``invocation_id`` of the agent call whose stable path is ``path``: a root run's
+    is ``invocation_id(run_id)``.
+
+    A digest, not the path: the path holds the run id, which may be a secret (the web
+    server's), and events leave the process.
+    """
+    return "inv_" + hashlib.blake2b(path.encode(), digest_size=8).hexdigest()
 
 
 @functools.cache

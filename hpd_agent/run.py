@@ -17,11 +17,10 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
 
-from ._core.context import invocation_id
 from ._core.output import output_text
 from ._values.fanout import first_leaf
 from .coordinator import Coordinator, OnUnhandled
-from .events import Event, RequestEvent, RunFinished, RunStatus
+from .events import Event, RequestEvent, RunFinished, RunStatus, invocation_id
 from .exceptions import RunNotFinishedError, UserError
 from .messages import Message, Usage
 from .text import error_text

@@ -19,7 +19,7 @@ import anyio
 from typing_extensions import TypeVar
 
 from ..coordinator import Coordinator
-from ..events import Event
+from ..events import Event, invocation_id
 from ..exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError
 from ..hooks import ModelCall, StepCall
 from ..messages import Message
@@ -53,15 +53,6 @@ _current: ContextVar[ToolContext | None] = ContextVar("hpd_agent_tool_context", 
 def current_context() -> ToolContext | None:
     """The ``ToolContext`` of the tool call running in this task, or None outside tools."""
     return _current.get()
-
-
-def invocation_id(scope_path: str) -> str:
-    """The ``invocation_id`` of the agent call whose stable path is ``scope_path``.
-
-    A digest, not the path: the path holds the run id, which may be a secret (the web
-    server's), and events leave the process.
-    """
-    return "inv_" + hashlib.blake2b(scope_path.encode(), digest_size=8).hexdigest()
 
 
 class Deadline:

@@ -20,7 +20,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
-from ..events import RequestEvent, RequestStatus
+from ..events import RequestEvent, RequestStatus, invocation_id
 from ..hooks import (
     AgentInvocation,
     AgentOutcome,
@@ -176,7 +176,8 @@ class OtelHook(Hook):
         attributes: Attributes = {
             a.OPERATION: "invoke_agent",
             a.AGENT_NAME: name,
-            a.CONVERSATION_ID: a.name(invocation.run_id),
+            # A digest of the run id: the web server's run ids are secrets.
+            a.CONVERSATION_ID: invocation_id(invocation.run_id),
             a.AGENT_PATH: a.path_attribute(invocation.agent_path),
             a.REQUEST_MODEL: a.name(invocation.model.name),
         }

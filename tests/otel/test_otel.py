@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from hpd_agent import Agent, Deny, ask_user, tool
-from hpd_agent.events import ClarificationRequest
+from hpd_agent.events import ClarificationRequest, invocation_id
 from hpd_agent.messages import Message, ToolResultMessage
 from hpd_agent.models import ModelRequestParams
 from hpd_agent.store.sqlite import SQLiteStore
@@ -93,7 +93,7 @@ async def test_depth3_question_tree_attributes_and_metrics(otel: Telemetry) -> N
         "hpd_agent.invocation_id": root_invocation,
         "gen_ai.operation.name": "invoke_agent",
         "gen_ai.agent.name": "Manager",
-        "gen_ai.conversation.id": result.run_id,
+        "gen_ai.conversation.id": invocation_id(result.run_id),
         "hpd_agent.agent.path": ("Manager",),
         "gen_ai.request.model": "manager-model",
         # its own two model calls only: the sub-agents report theirs on their own spans
@@ -415,7 +415,7 @@ async def test_resumed_run_has_spans_only_for_real_work(otel: Telemetry, tmp_pat
     ]
     root = otel.one("invoke_agent Orchestrator")
     assert root.attributes is not None and root.attributes["hpd_agent.resumed"] is True
-    assert root.attributes["gen_ai.conversation.id"] == first.run_id
+    assert root.attributes["gen_ai.conversation.id"] == invocation_id(first.run_id)
     nested = otel.one("invoke_agent Coder")
     assert nested.attributes is not None and "hpd_agent.resumed" not in nested.attributes
 
