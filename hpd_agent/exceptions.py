@@ -65,6 +65,7 @@ __all__ = [
     "RunLeasedError",
     "RunNotFinishedError",
     "ScriptExhaustedError",
+    "StepFailed",
     "StoreCorruptError",
     "StoreError",
     "StoreUnavailableError",
@@ -159,6 +160,29 @@ class QuestionNotAnswered(HpdAgentError):
         super().__init__(message)
         self.status = status
         self.request_id = request_id
+
+
+class StepFailed(HpdAgentError):
+    """A journaled step's function failed in an earlier life of the run, and its error
+    cannot be raised again as its own type.
+
+    A durable run journals a step that raises (the error's type and bounded message) as it
+    journals a result. When the run is resumed, that step raises again without calling its
+    function: as an error of the recorded type when that type is an ``Exception`` subclass
+    in a module already imported (the message is the recorded one; ``__init__`` is not
+    called), else as ``StepFailed``.
+
+    Attributes:
+        step: The step's name.
+        error_type: The qualified name of the recorded error's type (``"builtins.KeyError"``).
+        error_message: Its recorded message (bounded).
+    """
+
+    def __init__(self, message: str, *, step: str, error_type: str, error_message: str) -> None:
+        super().__init__(message)
+        self.step = step
+        self.error_type = error_type
+        self.error_message = error_message
 
 
 class StoreError(HpdAgentError):
