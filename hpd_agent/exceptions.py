@@ -41,6 +41,8 @@ HpdAgentError
 
 from __future__ import annotations
 
+from .text import bounded
+
 __all__ = [
     "AgentRunError",
     "ContextWindowExceededError",
@@ -116,12 +118,15 @@ class RunLeasedError(UserError):
 class RequestError(HpdAgentError):
     """An answer given to ``respond`` was refused. The request is left exactly as it was.
 
+    Its message is bounded (``hpd_agent.text.bounded``): a refused answer of megabytes
+    gives a message of a few KB, wherever it is shown.
+
     Attributes:
         request_id: The id the answer was addressed to.
     """
 
     def __init__(self, message: str, *, request_id: str) -> None:
-        super().__init__(message)
+        super().__init__(bounded(message))
         self.request_id = request_id
 
 
