@@ -41,7 +41,7 @@ from .events import (
 )
 from .exceptions import InvalidAnswerError, UserError
 from .permissions import to_decision
-from .text import bounded
+from .text import bounded, mend
 
 __all__ = [
     "QUESTION_KINDS",
@@ -277,7 +277,7 @@ class Question(RequestSpec):
     ) -> None:
         if not isinstance(question, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"a question must be text, got {type(question).__name__}")
-        self.question = question
+        self.question = mend(question)  # shown, stored and replayed alike (see text.mend)
         self.context = context
         self.options = tuple(options) if options else None
         self.data: dict[str, Any] | None = dict(data) if data is not None else None

@@ -60,7 +60,7 @@ async def test_half_a_surrogate_pair_is_written_and_replayed_as_shown(location: 
         first = await agent.run("hi \udc00", store=store, on_unhandled="interrupt")
         assert first.status == "interrupted"
         (pending,) = await store.list_requests(run_id=first.run_id)
-        assert pending.question == "Where? \ufffd"
+        assert first.pending[0].question == pending.question == "Where? \ufffd"
         await respond(store, pending.request_id, "yes \udc00")
         events: list[Event] = []
         async with agent.resume_stream(first.run_id, store=store) as run:
