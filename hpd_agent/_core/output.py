@@ -25,6 +25,9 @@ from ..text import bounded
 __all__ = ["OutputSpec", "output_spec", "output_text"]
 
 _FENCE = "```"
+_HEADER = re.compile(r"[a-zA-Z]*[ \t]*\n?")
+"""What may follow an opening fence before the block: every part optional and nothing after
+it, so the match never backtracks."""
 _MAX_STARTS = 64
 """Positions in prose tried as the start of a JSON value (bounds the work on odd text)."""
 _MAX_ERROR_CHARS = 2_000
@@ -162,13 +165,8 @@ def fenced(text: str) -> Iterator[str]:
     """
     pos = text.find(_FENCE)
     while pos >= 0:
-        start = pos + len(_FENCE)
-        while start < len(text) and text[start].isascii() and text[start].isalpha():
-            start += 1
-        while start < len(text) and text[start] in " \t":
-            start += 1
-        if start < len(text) and text[start] == "\n":
-            start += 1
+        header = _HEADER.match(text, pos + len(_FENCE))
+        start = header.end() if header is not None else pos + len(_FENCE)
         end = text.find(_FENCE, start)
         if end < 0:
             return
