@@ -301,7 +301,7 @@ def _add_serve_command(sub: Any) -> None:
     )
     serve.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
     serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port; 0 picks a free one")
+    serve.add_argument("--port", type=_port, default=8000, help="port; 0 picks a free one")
     serve.add_argument(
         "--store", default=None, help="SQLite path or postgresql:// DSN (default hpd-agent-web.db)"
     )
@@ -321,6 +321,17 @@ def _add_serve_command(sub: Any) -> None:
         help="a browser origin (https://app.example) allowed to call the API (repeatable)",
     )
     serve.set_defaults(func=_cmd_serve)
+
+
+def _port(text: str) -> int:
+    """A TCP port, 0 to 65535 (argparse turns a refusal into exit 2 with this message)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
+    return port
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -366,7 +377,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, args.port))
-    except OSError as e:
+    except (OSError, OverflowError) as e:
         print(f"error: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
         return 2
     sock.listen(128)

@@ -33,6 +33,7 @@ from .events import Event, RequestEvent
 from .exceptions import (
     NoUserAvailableError,
     QuestionNotAnswered,
+    RequestAlreadyAnsweredError,
     RequestCancelledError,
     RequestError,
     UserError,
@@ -238,7 +239,11 @@ class Coordinator:
         table = self.requests
         pending = self._open_for_answer(request_id)
         value = table.validate(pending, answer)
-        await self.backend.resolve(request_id, "answered", value)  # the store decides a race
+        pending.answering += 1
+        try:
+            await self.backend.resolve(request_id, "answered", value)  # the store decides a race
+        finally:
+            pending.answering -= 1
         pending.stored = True
         if pending.status == "pending":
             table.accept(pending, value)
@@ -282,8 +287,21 @@ class Coordinator:
         return value
 
     def cancel_request(self, request_id: str) -> None:
-        """End an open request without an answer; its asker sees "cancelled"."""
-        self.requests.finish(self.requests.check_open(request_id), "cancelled", None)
+        """End an open request without an answer; its asker sees "cancelled".
+
+        Raises:
+            RequestAlreadyAnsweredError: An answer is being written to the store: it came
+                first, so it decides (``respond`` returns it, the stream and the store say
+                "answered"); or the request has its answer already.
+            UnknownRequestError, RequestExpiredError, RequestCancelledError: As ``respond``.
+        """
+        pending = self.requests.check_open(request_id)
+        if pending.answering:
+            raise RequestAlreadyAnsweredError(
+                f"request {request_id} is being answered: its answer came first",
+                request_id=request_id,
+            )
+        self.requests.finish(pending, "cancelled", None)
 
     def stop_listening(self) -> None:
         """Nobody will answer from now on: resolve every open request as unavailable."""

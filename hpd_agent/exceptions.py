@@ -41,6 +41,8 @@ HpdAgentError
 
 from __future__ import annotations
 
+from .text import bounded
+
 __all__ = [
     "AgentRunError",
     "ContextWindowExceededError",
@@ -65,6 +67,7 @@ __all__ = [
     "RunLeasedError",
     "RunNotFinishedError",
     "ScriptExhaustedError",
+    "StepFailed",
     "StoreCorruptError",
     "StoreError",
     "StoreUnavailableError",
@@ -115,12 +118,15 @@ class RunLeasedError(UserError):
 class RequestError(HpdAgentError):
     """An answer given to ``respond`` was refused. The request is left exactly as it was.
 
+    Its message is bounded (``hpd_agent.text.bounded``): a refused answer of megabytes
+    gives a message of a few KB, wherever it is shown.
+
     Attributes:
         request_id: The id the answer was addressed to.
     """
 
     def __init__(self, message: str, *, request_id: str) -> None:
-        super().__init__(message)
+        super().__init__(bounded(message))
         self.request_id = request_id
 
 
@@ -159,6 +165,29 @@ class QuestionNotAnswered(HpdAgentError):
         super().__init__(message)
         self.status = status
         self.request_id = request_id
+
+
+class StepFailed(HpdAgentError):
+    """A journaled step's function failed in an earlier life of the run, and its error
+    cannot be raised again as its own type.
+
+    A durable run journals a step that raises (the error's type and bounded message) as it
+    journals a result. When the run is resumed, that step raises again without calling its
+    function: as an error of the recorded type when that type is an ``Exception`` subclass
+    in a module already imported (the message is the recorded one; ``__init__`` is not
+    called), else as ``StepFailed``.
+
+    Attributes:
+        step: The step's name.
+        error_type: The qualified name of the recorded error's type (``"builtins.KeyError"``).
+        error_message: Its recorded message (bounded).
+    """
+
+    def __init__(self, message: str, *, step: str, error_type: str, error_message: str) -> None:
+        super().__init__(message)
+        self.step = step
+        self.error_type = error_type
+        self.error_message = error_message
 
 
 class StoreError(HpdAgentError):

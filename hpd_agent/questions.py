@@ -41,6 +41,7 @@ from .events import (
 )
 from .exceptions import InvalidAnswerError, UserError
 from .permissions import to_decision
+from .text import bounded, mend
 
 __all__ = [
     "QUESTION_KINDS",
@@ -62,6 +63,19 @@ QUESTION_KINDS: tuple[str, ...] = ("text", "input", "choice", "confirm", "action
 
 
 # -- answer checks (work from the event's fields alone) ---------------------------------------
+_SHOWN_CHARS = 200
+"""Longest piece of an answer quoted in the message refusing it (an answer can be 5 MB)."""
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)`` for a refusal message, bounded (see ``hpd_agent.text.bounded``)."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more digits than Python converts to text
+        return f"<{type(value).__name__} too large to show>"
+    return bounded(text, _SHOWN_CHARS)
+
+
 def _match_option(answer: str, options: tuple[str, ...]) -> str:
     if answer in options:
         return answer
@@ -69,7 +83,7 @@ def _match_option(answer: str, options: tuple[str, ...]) -> str:
     for option in options:
         if option.strip().casefold() == folded:
             return option
-    raise ValueError(f"{answer!r} is not one of the options {list(options)}")
+    raise ValueError(f"{_shown(answer)} is not one of the options {list(options)}")
 
 
 def _check_text(answer: Any, options: tuple[str, ...] | None) -> str:
@@ -97,7 +111,9 @@ def _pick(answer: Any, options: tuple[str, ...]) -> str:
     if isinstance(answer, int):
         if 0 <= answer < len(options):
             return options[answer]
-        raise ValueError(f"index {answer} is out of range: there are {len(options)} options")
+        raise ValueError(
+            f"index {_shown(answer)} is out of range: there are {len(options)} options"
+        )
     if isinstance(answer, str):
         return _match_option(answer, options)
     raise TypeError(
@@ -134,7 +150,7 @@ def _yes_no(answer: Any, yes: frozenset[str], no: frozenset[str], what: str) -> 
             return True
         if word in no:
             return False
-        raise ValueError(f"expected {what}, got {answer!r}")
+        raise ValueError(f"expected {what}, got {_shown(answer)}")
     raise TypeError(f"expected {what} (a bool), got {type(answer).__name__}")
 
 
@@ -261,7 +277,7 @@ class Question(RequestSpec):
     ) -> None:
         if not isinstance(question, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"a question must be text, got {type(question).__name__}")
-        self.question = question
+        self.question = mend(question)  # shown, stored and replayed alike (see text.mend)
         self.context = context
         self.options = tuple(options) if options else None
         self.data: dict[str, Any] | None = dict(data) if data is not None else None

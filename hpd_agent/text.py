@@ -6,6 +6,11 @@ context or the terminal:
 - ``bounded`` caps a text's length (an exception message of 5 MB becomes its head and a
   note saying how much was cut), so one failing tool cannot bloat a journal row, an event
   stream or the next model request.
+- ``mend`` makes text encodable as UTF-8: a lone surrogate (half of a UTF-16 pair, which a
+  model can stream) becomes U+FFFD, and two halves that belong together become the one
+  character they encode. A model's text is mended as it arrives (``TextMender``), so the
+  stream, the result, the journal and a replay all show the same text, and no store write
+  can fail on it.
 - ``printable`` neutralises what a terminal would obey instead of show: escape sequences
   (ESC, CSI, OSC), BEL, backspace, carriage-return overwrites, other C0/C1 controls and the
   bidirectional overrides that reorder what is shown. Each becomes a visible ``\\xNN`` or
@@ -15,8 +20,9 @@ context or the terminal:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-__all__ = ["MAX_ERROR_CHARS", "bounded", "error_text", "printable"]
+__all__ = ["MAX_ERROR_CHARS", "TextMender", "bounded", "error_text", "mend", "printable"]
 
 MAX_ERROR_CHARS = 4_000
 """Longest error text (tool failure, agent or run error) kept in events, journals and the
@@ -63,6 +69,43 @@ def printable(text: str, *, one_line: bool = False) -> str:
     if _SURROGATE.search(text) is not None:
         text = _SURROGATE.sub(_visible, text)
     return text
+
+
+def mend(text: str) -> str:
+    """``text`` made encodable as UTF-8: surrogate halves that form a pair are joined into
+    their character, any other lone surrogate becomes U+FFFD; other text is unchanged."""
+    if _SURROGATE.search(text) is None:
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+
+
+class TextMender:
+    """Mends streamed text piece by piece (see ``mend``), passing each piece to ``sink``.
+
+    A piece that ends with the first half of a pair is held back until the next piece says
+    whether the second half follows, so the pieces passed on join to ``mend`` of the whole.
+    Call ``close`` when the stream ends.
+    """
+
+    __slots__ = ("_carry", "_sink")
+
+    def __init__(self, sink: Callable[[str], None]) -> None:
+        self._sink = sink
+        self._carry = ""
+
+    def __call__(self, piece: str) -> None:
+        text = self._carry + piece if self._carry else piece
+        self._carry = ""
+        if text and "\ud800" <= text[-1] <= "\udbff":
+            text, self._carry = text[:-1], text[-1]
+        if text:
+            self._sink(mend(text))
+
+    def close(self) -> None:
+        """Pass on a first half still held back, as U+FFFD (nothing followed it)."""
+        if self._carry:
+            self._carry = ""
+            self._sink("\ufffd")
 
 
 def bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:

@@ -8,6 +8,7 @@ into the root's coordinator, at any depth, with no wiring by the caller.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import inspect
 import math
@@ -33,6 +34,7 @@ from ..questions import (
     InputQuestion,
     TextQuestion,
 )
+from ..text import TextMender, mend
 from .requests import RequestSpec
 
 __all__ = [
@@ -481,7 +483,7 @@ async def request_model(
     quiescence.busy += 1
     try:
         if not coordinator.hooks.model_wrappers:
-            response = await model.request(messages, params)
+            response = await _mended_request(model, messages, params)
         else:
             call = ModelCall(
                 run_id=coordinator.run_id,
@@ -503,7 +505,25 @@ async def request_model(
 
 
 async def _call_model(call: ModelCall) -> ModelResponse:
-    return await call.model.request(call.messages, call.params)
+    return await _mended_request(call.model, call.messages, call.params)
+
+
+async def _mended_request(
+    model: Model, messages: Sequence[Message], params: ModelRequestParams
+) -> ModelResponse:
+    """The model's response with its text mended (``hpd_agent.text.mend``) as it streams
+    and as a whole, so every hook, event, journal entry and store sees the same text."""
+    mender = None if params.on_text is None else TextMender(params.on_text)
+    if mender is not None:
+        params = dataclasses.replace(params, on_text=mender)
+    response = await model.request(messages, params)
+    if mender is not None:
+        mender.close()
+    if response.text:
+        text = mend(response.text)
+        if text is not response.text:
+            response = dataclasses.replace(response, text=text)
+    return response
 
 
 async def _run_step(call: StepCall) -> Any:

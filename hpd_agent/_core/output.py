@@ -24,7 +24,10 @@ from ..text import bounded
 
 __all__ = ["OutputSpec", "output_spec", "output_text"]
 
-_FENCE = re.compile(r"```[a-zA-Z]*[ \t]*\n?(.*?)```", re.DOTALL)
+_FENCE = "```"
+_HEADER = re.compile(r"[a-zA-Z]*[ \t]*\n?")
+"""What may follow an opening fence before the block: every part optional and nothing after
+it, so the match never backtracks."""
 _MAX_STARTS = 64
 """Positions in prose tried as the start of a JSON value (bounds the work on odd text)."""
 _MAX_ERROR_CHARS = 2_000
@@ -136,8 +139,8 @@ def _candidates(answer: str) -> Iterator[str]:
     stripped = answer.strip()
     if stripped:
         yield stripped
-    for m in _FENCE.finditer(answer):
-        yield m.group(1).strip()
+    for body in fenced(answer):
+        yield body.strip()
     decoder = json.JSONDecoder()
     starts = 0
     for m in re.finditer(r"[{\[]", answer):
@@ -149,6 +152,26 @@ def _candidates(answer: str) -> Iterator[str]:
         except (ValueError, RecursionError):
             continue
         yield answer[m.start() : end]
+
+
+def fenced(text: str) -> Iterator[str]:
+    """The bodies of the fenced blocks in ``text``, in order, found in linear time.
+
+    A block opens with three backticks, an optional language word (ASCII letters), spaces
+    or tabs and an optional newline, and closes at the next three backticks. Each search
+    starts where the previous one ended, so every character is looked at a bounded number
+    of times; a block left open ends the scan (no later block could close either), where a
+    backtracking pattern would retry from every later position.
+    """
+    pos = text.find(_FENCE)
+    while pos >= 0:
+        header = _HEADER.match(text, pos + len(_FENCE))
+        start = header.end() if header is not None else pos + len(_FENCE)
+        end = text.find(_FENCE, start)
+        if end < 0:
+            return
+        yield text[start:end]
+        pos = text.find(_FENCE, end + len(_FENCE))
 
 
 def _is_json_error(error: pydantic.ValidationError) -> bool:

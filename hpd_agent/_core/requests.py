@@ -107,7 +107,7 @@ class LocalRequests:
 class PendingRequest:
     """One open request and its waiter."""
 
-    __slots__ = ("answer", "done", "event", "on_done", "spec", "status", "stored")
+    __slots__ = ("answer", "answering", "done", "event", "on_done", "spec", "status", "stored")
 
     def __init__(self, event: RequestEvent, spec: RequestSpec) -> None:
         self.event = event
@@ -117,6 +117,9 @@ class PendingRequest:
         self.done = anyio.Event()
         self.stored = False
         """True when the backend already holds this outcome (no need to write it)."""
+        self.answering = 0
+        """Answers being written to the backend now: until the backend decides, the request
+        cannot be cancelled here (``Coordinator.cancel_request`` refuses)."""
         self.on_done: Callable[[], object] | None = None
         """Called when the request ends here (stops a wait on the backend, in the same task)."""
 

@@ -333,6 +333,20 @@ def _model_entry_problem(value: Any) -> str | None:
     return None
 
 
+def _step_entry_problem(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return "a step entry must be an object with a result or an error"
+    entry = cast(dict[str, Any], value)
+    if "result" in entry:
+        return None
+    error = entry.get("error")
+    if isinstance(error, dict):
+        fields = cast(dict[str, Any], error)
+        if isinstance(fields.get("type"), str) and isinstance(fields.get("message"), str):
+            return None
+    return "a step entry must be an object with a result or an error (type and message)"
+
+
 def entry_problem(kind: str, value: Any) -> str | None:
     """Why a journal entry of ``kind`` holding ``value`` cannot be replayed, or None."""
     if kind == "model":
@@ -349,8 +363,7 @@ def entry_problem(kind: str, value: Any) -> str | None:
     if kind == "conversation":
         return None if isinstance(value, list) else "a conversation entry must be a list"
     if kind == "step":
-        ok = isinstance(value, dict) and "result" in value
-        return None if ok else "a step entry must be an object with a result"
+        return _step_entry_problem(value)
     return None  # a kind this check does not know: its reader checks it
 
 

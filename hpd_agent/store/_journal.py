@@ -32,6 +32,7 @@ from ..messages import Message, ToolCall, Usage, message_adapter
 from ..models._base import ModelResponse
 from ._base import JournalEntry, dump_json
 from ._protocol import Store, StoreCapabilities
+from ._steps import failure_value, replayed_failure
 
 __all__ = ["Journal"]
 
@@ -164,15 +165,23 @@ class Journal(Hook):
         return outcome
 
     async def wrap_step(self, step: StepCall, call_next: CallNext[StepCall, Any]) -> Any:
-        """Replay a recorded step's result (its function does not run), or run it and
-        record the result before the tool goes on."""
+        """Replay a recorded step (its function does not run): its result, or the error it
+        raised; or run it and record what it gave before the tool goes on."""
         entry = self.entry(step.key, "step")
         if entry is not None:
+            if "error" in entry.value:
+                raise replayed_failure(step.name, entry.value["error"])
             return entry.value["result"]
         await self.flush()
         if self.guard is not None:
             await self.guard()
-        value = await call_next(step)
+        try:
+            value = await call_next(step)
+        except Exception as e:
+            # A failed attempt is a fact too: a tool that catches it and tries again must
+            # see the same failure, then the same next attempt, when the run is replayed.
+            await self.put(JournalEntry(key=step.key, kind="step", value=failure_value(e)))
+            raise
         try:
             stored = json.loads(dump_json(value))
         except (TypeError, ValueError) as e:

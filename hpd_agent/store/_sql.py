@@ -24,6 +24,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from ..exceptions import StoreCorruptError, UserError
+from ..text import mend
 from ._base import (
     JournalEntry,
     RequestRecord,
@@ -150,7 +151,7 @@ def record_to_row(r: RequestRecord) -> tuple[Any, ...]:
         r.run_id,
         json.dumps(list(r.agent_path)),
         r.kind,
-        r.question,
+        mend(r.question),
         dump_json(r.payload),
         None if r.options is None else json.dumps(list(r.options)),
         r.status,

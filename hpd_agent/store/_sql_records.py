@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from ..exceptions import StoreCorruptError
+from ..text import mend
 from ._base import JournalEntry, RunRecord, RunState, dump_json
 from ._fence import Fence, current_fence
 
@@ -71,12 +72,12 @@ def run_to_row(r: RunRecord) -> tuple[Any, ...]:
     """The column values of a run, in ``RUN_COLUMNS`` order."""
     return (
         r.run_id,
-        r.agent_name,
-        r.prompt,
+        mend(r.agent_name),
+        mend(r.prompt),
         dump_json(list(r.history)),
         r.status,
-        r.output,
-        r.error,
+        None if r.output is None else mend(r.output),
+        None if r.error is None else mend(r.error),
         r.created_at,
         r.updated_at,
         r.agent_ref,

@@ -315,3 +315,12 @@ def test_version_and_usage() -> None:
     bad = _hpd("demo", "--no-such-flag")
     assert bad.returncode == 2
     assert "unrecognized arguments: --no-such-flag" in bad.stderr
+
+
+@pytest.mark.parametrize("port", ["99999", "-1", "65536", "eighty"])
+def test_serve_refuses_a_port_out_of_range_with_a_usage_error(port: str) -> None:
+    # Before: an OverflowError from bind(), reported as an internal error (exit 70).
+    out = _hpd("serve", "no_such_module:agent", f"--port={port}")
+    assert out.returncode == 2, out.stderr
+    assert "is not a port number (0-65535)" in out.stderr
+    assert "internal error" not in out.stderr and "Traceback" not in out.stderr

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
+from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent import Agent, ask_user
 from hpd_agent.events import ClarificationRequest, ClarificationResolved, Event
-from hpd_agent.exceptions import RequestCancelledError
-from hpd_agent.store import SQLiteStore, Store
+from hpd_agent.exceptions import RequestAlreadyAnsweredError, RequestCancelledError
+from hpd_agent.store import SQLiteStore, Store, open_store
 from hpd_agent.testing import ScriptedModel, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -27,12 +29,15 @@ def _asker() -> Agent:
     return Agent("A", model=model, tools=[ask_user()])
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store | None]:
     if request.param == "memory":
         yield None
         return
-    s = SQLiteStore(tmp_path / "runs.db")
+    if request.param == "postgres":
+        s: Store = open_store(str(request.getfixturevalue("fresh_postgres")))
+    else:
+        s = SQLiteStore(tmp_path / "runs.db")
     yield s
     anyio.run(s.aclose)
 
@@ -93,3 +98,87 @@ async def test_racing_answer_and_cancel_agree_everywhere(
         if store is not None:
             record = await store.get_request(resolved[0].request_id)
             assert record is not None and record.status == status
+
+
+async def _race_cancel_request(store: Store | None, answer_first: bool) -> None:
+    events: list[Event] = []
+    outcome: dict[str, object] = {}
+    with anyio.fail_after(10):
+        async with _asker().stream("go", store=store) as run, anyio.create_task_group() as tg:
+
+            async def answer(rid: str) -> None:
+                try:
+                    outcome["answer"] = await run.respond(rid, "red")
+                except RequestCancelledError:
+                    outcome["answer"] = "refused"
+
+            async for event in run:
+                events.append(event)
+                if isinstance(event, ClarificationRequest):
+                    rid = event.request_id
+                    if answer_first:
+                        tg.start_soon(answer, rid)
+                        await anyio.lowlevel.checkpoint()
+                    try:
+                        run.cancel_request(rid)
+                        outcome["cancel"] = "done"
+                    except RequestAlreadyAnsweredError:
+                        outcome["cancel"] = "refused"
+                    if not answer_first:
+                        tg.start_soon(answer, rid)
+    (resolved,) = [e for e in events if isinstance(e, ClarificationResolved)]
+    # One outcome: exactly one of the answer and the cancel was accepted, and the stream,
+    # the store and the asking tool all say which.
+    if resolved.status == "answered":
+        assert outcome == {"answer": "red", "cancel": "refused"}
+        assert "red" in (run.result.output or "") or run.result.status == "completed"
+    else:
+        assert resolved.status == "cancelled"
+        assert outcome == {"answer": "refused", "cancel": "done"}
+    if store is not None:
+        record = await store.get_request(resolved.request_id)
+        assert record is not None and record.status == resolved.status
+
+
+@pytest.mark.parametrize("answer_first", [True, False])
+async def test_an_answer_racing_the_cancel_of_its_request_has_one_outcome(
+    store: Store | None, answer_first: bool
+) -> None:
+    # Before: with a store, respond() returned the answer while the stream said the
+    # request was cancelled and the store said answered.
+    for _ in range(10):
+        await _race_cancel_request(store, answer_first)
+
+
+async def test_a_cancel_of_the_request_while_its_answer_is_written_has_one_outcome(
+    store: Store | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cancel arrives exactly while respond() writes the answer to the store (the window
+    # the race above can only hit by chance).
+    if store is None:
+        pytest.skip("in memory an answer is taken at once: there is no write to race")
+    events: list[Event] = []
+    cancel: list[str] = []
+    write = store.resolve
+
+    async def resolve(request_id: str, status: Any, answer: Any) -> Any:
+        if status == "answered" and not cancel:
+            try:
+                run.cancel_request(request_id)
+                cancel.append("done")
+            except RequestAlreadyAnsweredError:
+                cancel.append("refused")
+        return await write(request_id, status, answer)
+
+    monkeypatch.setattr(store, "resolve", resolve)
+    with anyio.fail_after(10):
+        async with _asker().stream("go", store=store) as run:
+            async for event in run:
+                events.append(event)
+                if isinstance(event, ClarificationRequest):
+                    answered = await run.respond(event.request_id, "red")
+    (resolved,) = [e for e in events if isinstance(e, ClarificationResolved)]
+    # The answer came first: it wins everywhere, and the cancel is refused.
+    assert (answered, cancel, resolved.status) == ("red", ["refused"], "answered")
+    record = await store.get_request(resolved.request_id)
+    assert record is not None and record.status == "answered"

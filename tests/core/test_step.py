@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hpd_agent import Agent, ToolContext, tool
+from hpd_agent import Agent, StepFailed, ToolContext, tool
 from hpd_agent.store import SQLiteStore
 from hpd_agent.testing import FunctionModel, ScriptedModel, text, tool_call
 
@@ -108,3 +108,83 @@ async def test_a_step_result_that_is_not_json_is_refused_in_a_durable_run(tmp_pa
         await store.aclose()
     messages = [m for m in result.messages if getattr(m, "kind", "") == "tool"]
     assert "cannot be journaled as JSON" in messages[0].content  # type: ignore[attr-defined]
+
+
+class _Gateway:
+    """A card gateway that drops the first ``failures`` connections; counts every charge."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.attempts = 0
+        self.charged = 0
+
+    def charge(self, amount: int) -> dict[str, object]:
+        self.attempts += 1
+        if self.attempts <= self.failures:
+            raise ConnectionError(f"gateway dropped attempt {self.attempts}")
+        self.charged += 1
+        return {"receipt": f"r-{amount}-{self.attempts}"}
+
+
+def _retrying_agent(gateway: _Gateway, seen: list[str]) -> Agent:
+    @tool
+    async def checkout(ctx: ToolContext, amount: int) -> str:
+        """Charge the card (retrying a dropped connection), then ask where to ship.
+
+        Args:
+            amount: What to charge.
+        """
+        receipt: dict[str, object] = {}
+        for _ in range(3):
+            try:
+                receipt = await ctx.step("charge", gateway.charge, amount)
+                break
+            except ConnectionError as e:
+                seen.append(f"{type(e).__name__}: {e}")
+                continue
+        address = await ctx.ask("Where should we ship it?")
+        return f"{receipt['receipt']} shipped to {address}"
+
+    def reply(messages: list[object], params: object) -> object:
+        last = messages[-1]
+        if getattr(last, "kind", "") == "tool":
+            return text(f"done: {last.content}")  # type: ignore[attr-defined]
+        return tool_call("checkout", amount=5)
+
+    return Agent("Shop", model=FunctionModel(reply), tools=[checkout])
+
+
+async def test_a_failed_step_is_journaled_and_replayed_as_the_same_failure(
+    tmp_path: Path,
+) -> None:
+    # Issue 22: the failed attempt used up index 0 but only successes were journaled, so
+    # the replay called the gateway again at index 0: charged twice, another receipt.
+    gateway = _Gateway(failures=2)
+    seen: list[str] = []
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        output = await _interrupt_then_resume(_retrying_agent(gateway, seen), store)
+    finally:
+        await store.aclose()
+    assert output == "done: r-5-3 shipped to Paris"  # the receipt the first run saw
+    assert (gateway.attempts, gateway.charged) == (3, 1)
+    # The replay raised the recorded failures again, as ConnectionError with their messages.
+    first = [f"ConnectionError: gateway dropped attempt {n}" for n in (1, 2)]
+    assert seen == first * 2
+
+
+async def test_a_failure_of_a_type_that_cannot_be_rebuilt_replays_as_step_failed(
+    tmp_path: Path,
+) -> None:
+    from hpd_agent.store._steps import failure_value, replayed_failure
+
+    class Local(Exception):
+        pass
+
+    value = failure_value(Local("x" * 10_000))["error"]
+    assert len(value["message"]) < 4_100 and value["type"].endswith("Local")
+    replayed = replayed_failure("charge", value)
+    assert isinstance(replayed, StepFailed)
+    assert (replayed.step, replayed.error_type) == ("charge", value["type"])
+    rebuilt = replayed_failure("charge", failure_value(TimeoutError("slow"))["error"])
+    assert type(rebuilt) is TimeoutError and str(rebuilt) == "slow"
