@@ -87,6 +87,31 @@ def test_example_runs_offline(name: str, args: tuple[str, ...]) -> None:
     assert "litellm" not in out.stderr
 
 
+@pytest.mark.parametrize(("answer", "chosen"), [("FastAPI", "FastAPI"), ("3", "Django")])
+def test_seed_scenario_takes_an_option_or_its_number(answer: str, chosen: str) -> None:
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "seed_scenario.py"), answer],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HPD_AGENT_ALLOW_MODEL_REQUESTS": "0"},
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"Result: Done. Built the auth system with {chosen}:" in out.stdout
+
+
+def test_seed_scenario_refuses_another_answer_in_one_line() -> None:
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "seed_scenario.py"), "Rails"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HPD_AGENT_ALLOW_MODEL_REQUESTS": "0"},
+        timeout=120,
+    )
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("error: invalid answer") and "'Rails' is not one" in out.stderr
+
+
 def _run_durable(cwd: Path, *args: str) -> str:
     done = subprocess.run(
         [sys.executable, str(ROOT / "examples" / "durable_run.py"), *args],
