@@ -10,6 +10,7 @@ built inside a factory function has none until the CLI is told (``--agent module
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import os
@@ -97,7 +98,8 @@ def _load_script(path_text: str) -> Any:
         return loaded
     if not path.is_file():
         raise ImportError(f"no script {path}")
-    name = SCRIPT_PREFIX + "".join(c if c.isalnum() else "_" for c in path.stem)
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:8]  # two scripts of one name
+    name = SCRIPT_PREFIX + "".join(c if c.isalnum() else "_" for c in path.stem) + "_" + digest
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path} as a Python script")
