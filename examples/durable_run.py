@@ -1,13 +1,21 @@
 """A run that stops at a question, survives its process, and resumes with the answer.
 
-Offline (scripted models stand in for LLMs). Run it twice:
+Offline (scripted models stand in for LLMs). Run it, answer, run it again:
 
-    python examples/durable_run.py            # starts, stops at the question, prints its id
-    hpd-agent pending --db durable.db         # the question is in the store
-    python examples/durable_run.py ANSWER     # answers it and resumes: nothing runs twice
+    python examples/durable_run.py                      # starts; stops at the question
+    hpd-agent pending --db durable.db                   # the question: 1. Express  2. FastAPI
+    hpd-agent answer REQUEST_ID 2 --db durable.db       # answered from another process
+    python examples/durable_run.py                      # continues: nothing runs twice
 
-The store is ``durable.db`` in the current directory; the resume removes it once the run is
-done, and a new first step starts over, so the pair can be run again and again.
+Other paths that work the same:
+
+    python examples/durable_run.py FastAPI              # answer (text or number) and continue
+    hpd-agent resume run_example --db durable.db        # continue with the CLI instead: it
+                                                        # finds `agent` in this file
+
+Running it while the question waits says so (the side effect is not done again). The store
+is ``durable.db`` in the current directory; once the run is done, running this script prints
+the result and removes the store, so the next run starts over.
 """
 
 from __future__ import annotations
@@ -61,34 +69,64 @@ def build() -> Agent:
     return Agent("Orchestrator", model=FunctionModel(orchestrator_turn), tools=[coder.as_tool()])
 
 
+agent = build()  # a global, so `hpd-agent resume` finds it (run_example records this file)
+
+
 def remove_store() -> None:
     for path in (DB, f"{DB}-wal", f"{DB}-shm", f"{DB}-journal"):
         Path(path).unlink(missing_ok=True)
 
 
-async def main(answer: str | None) -> None:
+async def answers_from(store: SQLiteStore, answer: str | None) -> dict[str, str]:
+    """The answer given on the command line, for the question that waits (if one does)."""
+    if answer is None:
+        return {}
+    waiting = await store.list_requests(run_id=RUN_ID)
+    if not waiting:
+        print("the question was answered already: continuing with that answer", file=sys.stderr)
+        return {}
+    request = waiting[0]
+    options = request.options or ()
+    if answer.isdecimal() and 1 <= int(answer) <= len(options):
+        answer = options[int(answer) - 1]  # 1 is the first option, as `hpd-agent pending` lists
+    return {request.request_id: answer}
+
+
+async def main(answer: str | None) -> bool:
+    """Start, continue or report the run; True once it is done."""
     store = SQLiteStore(DB)
     try:
-        if answer is None:
-            result = await build().run(
+        record = await store.get_run(RUN_ID)
+        if record is not None and record.status == "completed":  # e.g. by `hpd-agent resume`
+            print(record.output)
+            return True
+        if record is None:
+            result = await agent.run(
                 "Build an API", store=store, run_id=RUN_ID, on_unhandled="interrupt"
             )
-            for request in result.pending:
-                print(f"{result.status}: {request.request_id} waits for an answer")
         else:
-            (pending,) = await store.list_requests(run_id=RUN_ID)
-            result = await build().resume(RUN_ID, store=store, answers={pending.request_id: answer})
-            print(result.output)
+            answers = await answers_from(store, answer)
+            result = await agent.resume(
+                RUN_ID, store=store, answers=answers, on_unhandled="interrupt"
+            )
     finally:
         await store.aclose()
+    for request in result.pending:
+        print(f"{result.status}: {request.request_id} waits for an answer")
+        print(f"  answer with: hpd-agent answer {request.request_id} NUMBER --db {DB}")
+        print("  then run this script again (or pass the answer: durable_run.py FastAPI)")
+    if result.status == "completed":
+        print(result.output)
+        return True
+    return False
 
 
 if __name__ == "__main__":
-    answer = sys.argv[1] if len(sys.argv) > 1 else None
-    if answer is None:
-        remove_store()  # a new first step starts over, whatever an earlier one left
-    elif not Path(DB).exists():
-        sys.exit("no stopped run here: run `python examples/durable_run.py` first")
-    anyio.run(main, answer)
-    if answer is not None:
+    from hpd_agent.exceptions import HpdAgentError
+
+    try:
+        done = anyio.run(main, sys.argv[1] if len(sys.argv) > 1 else None)
+    except HpdAgentError as e:  # e.g. an answer that is not one of the options
+        sys.exit(f"error: {e}")
+    if done:
         remove_store()  # the run is done: nothing is left behind

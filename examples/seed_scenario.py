@@ -4,7 +4,8 @@ Orchestrator calls CodingAgent; CodingAgent answers with a question; Orchestrato
 user with ask_user; the answer comes back in the same turn; Orchestrator calls CodingAgent
 again with it. One root run, no model call repeated.
 
-Run: python examples/seed_scenario.py [answer]   (default answer: Express)
+Run: python examples/seed_scenario.py [ANSWER]
+(ANSWER: an option, Express, FastAPI or Django, or its number from 1; default: Express)
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ async def main(answer: str) -> None:
             elif isinstance(event, TextDelta):
                 print(f"[{who}] {event.text}")
             elif isinstance(event, ClarificationRequest):
+                options = event.options or ()
+                if answer.isdecimal() and 1 <= int(answer) <= len(options):
+                    answer = options[int(answer) - 1]  # numbered from 1, as people count
                 print(f"[{who}] asks: {event.question}  (user answers: {answer})")
                 await run.respond(event.request_id, answer)
     print(f"\nResult: {run.result.output}")
@@ -67,4 +71,9 @@ async def main(answer: str) -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1] if len(sys.argv) > 1 else "Express")
+    from hpd_agent.exceptions import InvalidAnswerError
+
+    try:
+        anyio.run(main, sys.argv[1] if len(sys.argv) > 1 else "Express")
+    except InvalidAnswerError as e:  # an answer that is not one of the options
+        sys.exit(f"error: {e}")

@@ -63,7 +63,7 @@ EXPECTED: dict[str, list[str]] = {
 
 
 def test_every_example_is_checked() -> None:
-    # durable_run.py runs twice (stop, then resume): its own test is below.
+    # durable_run.py runs twice (stop, then resume): its own tests are below.
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == sorted([*EXPECTED, "durable_run.py"])
 
 
@@ -85,6 +85,31 @@ def test_example_runs_offline(name: str, args: tuple[str, ...]) -> None:
     for needle in EXPECTED[name]:
         assert needle in out.stdout, f"{name}: {needle!r} not in output:\n{out.stdout}"
     assert "litellm" not in out.stderr
+
+
+@pytest.mark.parametrize(("answer", "chosen"), [("FastAPI", "FastAPI"), ("3", "Django")])
+def test_seed_scenario_takes_an_option_or_its_number(answer: str, chosen: str) -> None:
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "seed_scenario.py"), answer],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HPD_AGENT_ALLOW_MODEL_REQUESTS": "0"},
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert f"Result: Done. Built the auth system with {chosen}:" in out.stdout
+
+
+def test_seed_scenario_refuses_another_answer_in_one_line() -> None:
+    out = subprocess.run(
+        [sys.executable, str(EXAMPLES / "seed_scenario.py"), "Rails"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HPD_AGENT_ALLOW_MODEL_REQUESTS": "0"},
+        timeout=120,
+    )
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert out.stderr.startswith("error: invalid answer") and "'Rails' is not one" in out.stderr
 
 
 def _run_durable(cwd: Path, *args: str) -> str:
@@ -112,9 +137,10 @@ def test_durable_example_stops_then_resumes_without_repeating_side_effects(tmp_p
         assert list(tmp_path.iterdir()) == []
 
 
-def test_durable_example_first_step_twice_starts_over(tmp_path: Path) -> None:
+def test_durable_example_run_twice_before_answering_continues(tmp_path: Path) -> None:
+    # Every other path of durable_run.py (pending, answer, resume): tests/apps/test_durable_example.py
     assert "interrupted: req_" in _run_durable(tmp_path)
-    again = _run_durable(tmp_path)
-    assert again.count("[side effect]") == 1 and "interrupted: req_" in again
+    again = _run_durable(tmp_path)  # the question still waits: nothing is done twice
+    assert "[side effect]" not in again and "interrupted: req_" in again
     assert _run_durable(tmp_path, "express").strip() == "Done: scaffolded api, using Express"
     assert list(tmp_path.iterdir()) == []

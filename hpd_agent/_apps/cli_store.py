@@ -67,7 +67,11 @@ def add_store_commands(sub: Any) -> None:
 
     answer = sub.add_parser("answer", help="answer a pending request in a store")
     answer.add_argument("request_id")
-    answer.add_argument("text", help="the answer (with --json: a JSON value, e.g. true)")
+    answer.add_argument(
+        "text",
+        help="the answer: text, or an option's number as `pending` lists it (1 is the first); "
+        "with --json a JSON value, e.g. true, where an int is a 0-based option index",
+    )
     answer.add_argument("--db", required=True, help=db_help)
     answer.add_argument("--json", action="store_true", help="parse the answer as JSON")
     answer.add_argument("--sender", help="who answers (kept with the answer)")
@@ -86,7 +90,8 @@ def add_store_commands(sub: Any) -> None:
         action="append",
         default=[],
         metavar="REQUEST_ID=TEXT",
-        help="answer a pending request before resuming (repeatable)",
+        help="answer a pending request before resuming (repeatable; an option by its number, "
+        "1 is the first, or by its text)",
     )
     resume.add_argument(
         "--interrupt",
@@ -118,6 +123,11 @@ def _open(db: str) -> Store:
     return SQLiteStore(db, create=False)
 
 
+def _db_hint(db: str) -> str:
+    """``db`` as a command to copy shows it: a DSN (it may hold a password) as ``DSN``."""
+    return "DSN" if "://" in db else db
+
+
 def _show(text: str) -> str:
     """Stored text made safe for one line of the terminal (no escapes, no fake rows)."""
     return printable(text, one_line=True)
@@ -138,9 +148,42 @@ def _print_request(r: RequestRecord, as_json: bool) -> None:
         }
         print(json.dumps(item))  # ASCII JSON: controls and surrogates are escaped
         return
-    options = f"  [{' | '.join(r.options)}]" if r.options else ""
+    options = f"  {_numbered(r.options)}" if r.options else ""
     agent = "/".join(r.agent_path)
     print(_show(f"{r.request_id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}"))
+
+
+def _numbered(options: tuple[str, ...]) -> str:
+    """The options as a person picks them: ``1. Express  2. FastAPI``."""
+    return "  ".join(f"{n}. {option}" for n, option in enumerate(options, 1))
+
+
+def _typed_answer(record: RequestRecord | None, text: str) -> Any:
+    """A typed answer as a person means it: a number picks the option listed with it
+    (1 is the first, as ``pending`` shows); an option's text stays text. A question taking
+    several options takes them separated by commas (``1,3``)."""
+    if record is None or record.status != "pending" or not record.options:
+        return text  # refused or checked by the store, with its own message
+    data: dict[str, Any] = record.payload.get("data") or {}
+    if record.kind == "choice" and data.get("multiple"):
+        if text in record.options:
+            return [text]
+        return [_typed_option(record, part.strip()) for part in text.split(",")]
+    return _typed_option(record, text)
+
+
+def _typed_option(record: RequestRecord, text: str) -> str:
+    options = record.options or ()
+    if text in options or not text.strip().isdecimal():
+        return text
+    number = int(text)
+    if 1 <= number <= len(options):
+        return options[number - 1]
+    raise _Fail(
+        EXIT_USAGE,
+        f"request {record.request_id} has no option {number}: answer with a number from 1 to "
+        f"{len(options)} ({_show(_numbered(options))}) or an option's text",
+    )
 
 
 def _cmd_pending(args: argparse.Namespace) -> int:
@@ -163,6 +206,12 @@ def _cmd_pending(args: argparse.Namespace) -> int:
             _print_request(r, args.json)
         for e in errors:
             print(f"error: {_show(str(e))}", file=sys.stderr)
+        if records and not errors and not args.json:
+            print(
+                f"answer with: hpd-agent answer REQUEST_ID TEXT --db {_db_hint(args.db)} "
+                "(an option by its number, 1 is the first, or by its text)",
+                file=sys.stderr,
+            )
         if not records and not errors and not args.json:
             print("no pending requests", file=sys.stderr)
         return EXIT_STORE_CORRUPT if errors else 0
@@ -184,6 +233,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 
     from ..store import respond
 
+    # --json is programmatic: an int picks an option by its 0-based index, as store.respond.
     value: Any = _parse_json_answer(args.text) if args.json else args.text
     context = {"channel": "cli"}
     if args.sender:
@@ -192,7 +242,10 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     async def main() -> int:
         store = _open(args.db)
         try:
-            record = await respond(store, args.request_id, value, context=context)
+            typed = value
+            if not args.json:
+                typed = _typed_answer(await store.get_request(args.request_id), value)
+            record = await respond(store, args.request_id, typed, context=context)
         finally:
             await store.aclose()
         print(f"answered {record.request_id}: {json.dumps(record.answer)}")
@@ -201,19 +254,30 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     return anyio.run(main)
 
 
-def _load_agent(spec: str) -> Agent:
+_AGENT_FORMS = (
+    "--agent path/to/script.py:NAME (the script that started the run) or --agent "
+    "package.module:NAME, where NAME is the global holding the root Agent or a function "
+    "returning it"
+)
+
+
+def _load_agent(spec: str, recorded: bool = False) -> Agent:
     from .._values.refs import load_ref
     from ..agent import Agent
 
+    where = f"the agent the run recorded, {spec}" if recorded else f"--agent {spec!r}"
     try:
         target = load_ref(spec)
         agent = target if isinstance(target, Agent) else target()
     except ValueError:
-        raise _Fail(EXIT_AGENT, f"--agent must look like module:attribute, got {spec!r}") from None
+        raise _Fail(
+            EXIT_AGENT, f"--agent {spec!r} is not of the form: pass {_AGENT_FORMS}"
+        ) from None
     except Exception as e:  # the user's module: any error while importing or building it
-        raise _Fail(EXIT_AGENT, f"cannot load --agent {spec!r}: {type(e).__name__}: {e}") from None
+        hint = f"; pass {_AGENT_FORMS}" if recorded else ""
+        raise _Fail(EXIT_AGENT, f"cannot load {where}: {error_text(e)}{hint}") from None
     if not isinstance(agent, Agent):
-        raise _Fail(EXIT_AGENT, f"--agent {spec!r} gave {type(agent).__name__}, not an Agent")
+        raise _Fail(EXIT_AGENT, f"{where} gave {type(agent).__name__}, not an Agent")
     return agent
 
 
@@ -236,10 +300,11 @@ async def _agent_of(store: Store, run_id: str, given: str | None) -> Agent:
     if ref is None:
         raise _Fail(
             EXIT_AGENT,
-            f"run {run_id} does not record where its agent {record.agent_name!r} is defined: "
-            "pass --agent module:attribute",
+            f"run {run_id} does not record where its agent {record.agent_name!r} is defined "
+            f"(it was not a global of the module or script that started the run): "
+            f"pass {_AGENT_FORMS}",
         )
-    agent = _load_agent(ref)
+    agent = _load_agent(ref, recorded=given is None)
     if agent.name != record.agent_name:
         raise _Fail(
             EXIT_AGENT,
@@ -251,8 +316,8 @@ async def _agent_of(store: Store, run_id: str, given: str | None) -> Agent:
     return agent
 
 
-def _parse_answers(items: list[str]) -> dict[str, str]:
-    answers: dict[str, str] = {}
+def _parse_answers(items: list[str]) -> dict[str, Any]:
+    answers: dict[str, Any] = {}
     for item in items:
         request_id, sep, text = item.partition("=")
         if not sep:
@@ -274,6 +339,9 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         policy = "interrupt" if args.interrupt else None
         try:
             agent = await _agent_of(store, args.run_id, args.agent)
+            for request_id, text in answers.items():
+                typed = _typed_answer(await store.get_request(request_id), text)
+                answers[request_id] = typed
 
             async def resume(wait: bool) -> Any:
                 return await agent.resume(
@@ -338,9 +406,11 @@ class _StoreNotice:
 
         if isinstance(event, ClarificationRequest) and not event.replayed:
             agent = "/".join(event.agent_path)
+            options = f"  {_numbered(event.options)}" if event.options else ""
             print(
-                _show(f"waiting for {event.request_id} ({agent}): {event.question}")
-                + f"\n  answer with: hpd-agent answer {event.request_id} TEXT --db {self.db}",
+                _show(f"waiting for {event.request_id} ({agent}): {event.question}{options}")
+                + f"\n  answer with: hpd-agent answer {event.request_id} TEXT "
+                f"--db {_db_hint(self.db)}",
                 file=sys.stderr,
                 flush=True,
             )

@@ -1,26 +1,34 @@
-"""``module:attribute`` references to agents: finding an agent's, and loading one.
+"""References to agents: finding an agent's, and loading one.
 
 A durable run records which agent it belongs to (``RunRecord.agent_ref``) so that
 ``hpd-agent resume`` loads the same agent in another process, and refuses a different one.
-The reference is known when the root Agent is a global of the module that built it; an agent
+A reference is ``module:attribute`` (an importable module) or ``path/to/script.py:attribute``
+(a script run by path, ``python script.py``: its absolute path is recorded, not ``__main__``).
+It is known when the root Agent is a global of the module or script that built it; an agent
 built inside a factory function has none until the CLI is told (``--agent module:factory``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
-__all__ = ["caller_module", "load_ref", "module_ref"]
+__all__ = ["SCRIPT_PREFIX", "caller_module", "load_ref", "module_ref"]
+
+SCRIPT_PREFIX = "_hpd_agent_script_"
+"""The start of the module name ``load_ref`` gives a script it loads by path."""
 
 
 def caller_module() -> str | None:
-    """The importable name of the first module outside hpd_agent on the call stack.
+    """Where the first module outside hpd_agent on the call stack is found again.
 
-    ``__main__`` counts only when it was started with ``python -m NAME`` (then it is
-    ``NAME``): a script run by path cannot be imported back by name.
+    Its importable name; for ``__main__`` started with ``python -m NAME``, ``NAME``; for a
+    script run by path (or loaded by path with ``load_ref``), the script's absolute path.
     """
     frame = sys._getframe(1)  # pyright: ignore[reportPrivateUsage]
     while frame is not None:
@@ -31,22 +39,48 @@ def caller_module() -> str | None:
     if frame is None:
         return None
     name = str(frame.f_globals.get("__name__", ""))
-    if name == "__main__":
+    if name == "__main__" or name.startswith(SCRIPT_PREFIX):
         spec = frame.f_globals.get("__spec__")
-        return None if spec is None else str(spec.name)
+        if name == "__main__" and spec is not None and spec.name:
+            return str(spec.name)
+        return _script_path(frame.f_globals.get("__file__"))
     return name or None
 
 
+def _script_path(file: object) -> str | None:
+    if not isinstance(file, str) or not file.endswith(".py"):
+        return None
+    return os.path.abspath(file)
+
+
+def _is_path(module: str) -> bool:
+    return module.endswith(".py")
+
+
+def _script_module(path: str) -> Any:
+    """The loaded module running the script at ``path`` (``__main__`` or one of ours)."""
+    for name, found in list(sys.modules.items()):
+        if name != "__main__" and not name.startswith(SCRIPT_PREFIX):
+            continue
+        if _script_path(getattr(found, "__file__", None)) == path:
+            return found
+    return None
+
+
 def module_ref(obj: object, module: str | None) -> str | None:
-    """``"module:attribute"`` if ``obj`` is a global of ``module``, else None."""
+    """``"module:attribute"`` (or ``"/path/script.py:attribute"``) if ``obj`` is a global of
+    ``module``, else None."""
     if module is None:
         return None
-    found = sys.modules.get(module)
-    if found is None and module != "__main__":
-        main = sys.modules.get("__main__")
-        spec = getattr(main, "__spec__", None)
-        if spec is not None and spec.name == module:
-            found = main  # the module runs as __main__ (python -m): its globals live there
+    if _is_path(module):
+        found = _script_module(module)
+    else:
+        found = sys.modules.get(module)
+        if found is None and module != "__main__":
+            main = sys.modules.get("__main__")
+            spec = getattr(main, "__spec__", None)
+            if spec is not None and spec.name == module:
+                found = main  # the module runs as __main__ (python -m): its globals live there
     if found is None:
         return None
     for attribute, value in list(vars(found).items()):
@@ -55,21 +89,53 @@ def module_ref(obj: object, module: str | None) -> str | None:
     return None
 
 
+def _load_script(path_text: str) -> Any:
+    """The script at ``path_text`` imported as a module (its ``__main__`` block not run)."""
+    path = Path(path_text)
+    path = (path if path.is_absolute() else Path.cwd() / path).resolve()
+    loaded = _script_module(str(path))
+    if loaded is not None:
+        return loaded
+    if not path.is_file():
+        raise ImportError(f"no script {path}")
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:8]  # two scripts of one name
+    name = SCRIPT_PREFIX + "".join(c if c.isalnum() else "_" for c in path.stem) + "_" + digest
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a Python script")
+    module = importlib.util.module_from_spec(spec)
+    if str(path.parent) not in sys.path:
+        sys.path.insert(0, str(path.parent))  # as `python script.py` would: siblings import
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
 def load_ref(ref: str) -> Any:
-    """The object at ``"module:attribute"``, importing the module as ``python -m`` would:
-    the current directory is searched first.
+    """The object at ``"module:attribute"`` or ``"path/to/script.py:attribute"``.
+
+    A module is imported as ``python -m`` would (the current directory is searched first);
+    a script is loaded from its path (relative to the current directory), without running
+    its ``if __name__ == "__main__"`` block.
 
     Raises:
         ValueError: ``ref`` is not of that form.
-        ImportError, AttributeError: The module or attribute cannot be found.
+        ImportError, AttributeError: The module, script or attribute cannot be found.
     """
-    module_name, _, attribute = ref.partition(":")
+    module_name, _, attribute = ref.rpartition(":")
     if not module_name or not attribute:
-        raise ValueError(f"expected module:attribute, got {ref!r}")
-    cwd = os.getcwd()
-    if cwd not in sys.path and "" not in sys.path:
-        sys.path.insert(0, cwd)
-    target: Any = importlib.import_module(module_name)
+        raise ValueError(f"expected module:attribute or script.py:attribute, got {ref!r}")
+    if _is_path(module_name):
+        target: Any = _load_script(module_name)
+    else:
+        cwd = os.getcwd()
+        if cwd not in sys.path and "" not in sys.path:
+            sys.path.insert(0, cwd)
+        target = importlib.import_module(module_name)
     for part in attribute.split("."):
         target = getattr(target, part)
     return target

@@ -107,6 +107,57 @@ async def test_answer_exit_statuses(workdir: Path) -> None:
     assert again.returncode == 4 and "already answered" in again.stderr
 
 
+async def _options_request(db: Path, request_id: str, **kw: object) -> None:
+    store = SQLiteStore(db)
+    event = ClarificationRequest(
+        run_id="run_1",
+        agent_path=("A",),
+        depth=0,
+        request_id=request_id,
+        question="Framework?",
+        options=("Express", "FastAPI"),
+        **kw,  # type: ignore[arg-type]
+    )
+    await store.add_request(RequestRecord.from_event(event))
+    await store.aclose()
+
+
+async def test_options_are_numbered_from_1_where_a_person_types(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    await _options_request(db, "req_a")
+    await _options_request(db, "req_b")
+    await _options_request(db, "req_c", question_kind="choice", data={"multiple": True})
+    listed = await cli(workdir, "pending", "--db", str(db))
+    assert listed.returncode == 0
+    assert listed.stdout.splitlines()[0] == (
+        "req_a  run_1  A  text: Framework?  1. Express  2. FastAPI"
+    )
+    assert "an option by its number, 1 is the first" in listed.stderr
+    first = await cli(workdir, "answer", "req_a", "1", "--db", str(db))
+    assert first.returncode == 0 and first.stdout.strip() == 'answered req_a: "Express"'
+    out_of_range = await cli(workdir, "answer", "req_b", "3", "--db", str(db))
+    assert out_of_range.returncode == 2
+    assert one_line(out_of_range) == (
+        "error: request req_b has no option 3: answer with a number from 1 to 2 "
+        "(1. Express  2. FastAPI) or an option's text"
+    )
+    assert "Traceback" not in out_of_range.stderr
+    zero = await cli(workdir, "answer", "req_b", "0", "--db", str(db))
+    assert zero.returncode == 2 and "no option 0" in zero.stderr
+    by_text = await cli(workdir, "answer", "req_b", "fastapi", "--db", str(db))
+    assert by_text.returncode == 0 and by_text.stdout.strip() == 'answered req_b: "FastAPI"'
+    several = await cli(workdir, "answer", "req_c", "2, 1", "--db", str(db))
+    assert several.returncode == 0, several.stderr
+    assert several.stdout.strip() == 'answered req_c: ["FastAPI", "Express"]'
+
+
+async def test_a_json_answer_stays_programmatic_0_based(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    await _options_request(db, "req_a")
+    done = await cli(workdir, "answer", "req_a", "1", "--json", "--db", str(db))
+    assert done.returncode == 0 and done.stdout.strip() == 'answered req_a: "FastAPI"'
+
+
 async def test_resume_with_answer_completes_without_rerunning(workdir: Path) -> None:
     db = workdir / "runs.db"
     run_id, rid = await _interrupted_run(db)
@@ -447,5 +498,5 @@ async def test_pending_shows_controls_instead_of_obeying_them(workdir: Path) -> 
     assert "\x1b" not in line and "\x07" not in line and "\r" not in line
     assert line == (
         "req_evil  run_1  A  text: Deploy?\\x1b[2J\\x1b]0;owned\\x07\\nreq_fake  run_1  A  "
-        "text: Fake row\\r\\u202eok  [yes\\x1b[8m | no]"
+        "text: Fake row\\r\\u202eok  1. yes\\x1b[8m  2. no"
     )
