@@ -18,6 +18,7 @@ HpdAgentError
 │   └── InvalidAnswerError          the answer does not fit the question
 ├── QuestionNotAnswered             a question ended without an answer (tools see this)
 │   └── ClarifyInterrupted          (presets) a clarify loop's question; carries its state
+├── StepFailed                      a journaled step failed in an earlier life of the run
 ├── StoreError                      a durable store cannot be used
 │   ├── StoreUnavailableError       it cannot be opened (missing, not a database, unreachable)
 │   └── StoreCorruptError           it holds a row this version cannot read
