@@ -66,6 +66,7 @@ __all__ = [
     "Sessions",
     "Store",
     "StoreCapabilities",
+    "env_lease_ttl",
     "jsonable",
     "open_store",
     "refusal",
@@ -96,16 +97,8 @@ def open_store(
         UserError: A bad ``HPD_AGENT_LEASE_TTL``, or ``durability`` with a DSN.
     """
     text = os.fspath(location)
-    if lease_ttl is None and os.environ.get("HPD_AGENT_LEASE_TTL"):
-        try:
-            lease_ttl = float(os.environ["HPD_AGENT_LEASE_TTL"])
-        except ValueError:
-            from ..exceptions import UserError
-
-            raise UserError(
-                f"HPD_AGENT_LEASE_TTL must be a number of seconds, "
-                f"not {os.environ['HPD_AGENT_LEASE_TTL']!r}"
-            ) from None
+    if lease_ttl is None:
+        lease_ttl = env_lease_ttl()
     options: dict[str, Any] = {} if lease_ttl is None else {"lease_ttl": lease_ttl}
     if text.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresStore
@@ -121,6 +114,23 @@ def open_store(
     if durability is not None:
         options["durability"] = durability
     return SQLiteStore(text, **options)
+
+
+def env_lease_ttl() -> float | None:
+    """The lease TTL the environment variable ``HPD_AGENT_LEASE_TTL`` sets, or None.
+
+    Raises:
+        UserError: It is not a number.
+    """
+    value = os.environ.get("HPD_AGENT_LEASE_TTL")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        from ..exceptions import UserError
+
+        raise UserError(f"HPD_AGENT_LEASE_TTL must be a number of seconds, not {value!r}") from None
 
 
 def __getattr__(name: str) -> Any:
