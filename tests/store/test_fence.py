@@ -97,10 +97,13 @@ async def test_a_stalled_holder_writes_nothing_and_does_nothing_twice(
     stderr_path = tmp_path / "a.stderr"
     command = [sys.executable, "-m", "hpd_agent.cli", "resume", RUN, "--db", location]
     command += ["--agent", "fence_agents:build", "--answer", f"{question.request_id}=yes"]
-    with open(stderr_path, "wb") as stderr:
+    stderr = os.open(stderr_path, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
         a = await anyio.open_process(
             command, env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=stderr
         )
+    finally:
+        os.close(stderr)
     try:
         second = await _parked(store, a.pid)
         a.send_signal(signal.SIGSTOP)
