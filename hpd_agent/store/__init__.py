@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._answers import jsonable, respond
+from ._answers import CANCEL_REQUEST, jsonable, respond
 from ._backend import settlement
 from ._base import (
     JournalEntry,
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .postgres import PostgresStore
 
 __all__ = [
+    "CANCEL_REQUEST",
     "Journal",
     "JournalBatches",
     "JournalEntry",
