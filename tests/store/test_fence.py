@@ -140,3 +140,20 @@ async def test_a_stalled_holder_writes_nothing_and_does_nothing_twice(
     # Each model turn once too: A, woken, makes no model call once its lease is lost.
     assert durable_agents.read_lines("calls.txt") == [f"fence@{turn}" for turn in range(4)]
     await store.aclose()
+
+
+async def test_a_lost_lease_is_not_waited_out_and_retried() -> None:
+    """``resume(wait=...)`` waits out a refusal (nothing written); a lease lost while the
+    run was driven (``lost=True``: writes may have been made) is raised at once."""
+    from hpd_agent import RunLeasedError
+    from hpd_agent._core.lease_wait import wait_for_lease
+
+    tries: list[int] = []
+
+    async def reopen() -> None:
+        tries.append(1)
+        raise RunLeasedError("lost", run_id="r", holder="", expires_at=0.0, lost=True)
+
+    with anyio.fail_after(5), pytest.raises(RunLeasedError):
+        await wait_for_lease(reopen, True)
+    assert tries == [1]
