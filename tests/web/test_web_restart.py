@@ -16,23 +16,60 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
+import pytest
+from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 from conftest import Server, post_run, run_input, sse_events, start_server
 
+from hpd_agent.store import Store, open_store
 from hpd_agent.store._holder import new_holder
 
 LIVE = {"forwardedProps": {"hpd_agent": {"mode": "live"}}}
 SECRET = re.compile(r"run_[0-9a-f]{32}")
 
 
-def _killed_mid_question(folder: Path) -> dict[str, Any]:
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "web.db")
+    return str(request.getfixturevalue("fresh_postgres"))
+
+
+def _in_store(location: str, look: Callable[[Store], Awaitable[Any]]) -> Any:
+    async def main() -> Any:
+        store = open_store(location)
+        try:
+            return await look(store)
+        finally:
+            await store.aclose()
+
+    return anyio.run(main)
+
+
+async def _note_journaled(store: Store) -> bool:
+    for run in await store.list_runs():
+        if any(e.kind == "tool" for e in (await store.journal(run.run_id)).values()):
+            return True
+    return False
+
+
+async def _live_lease(store: Store) -> float:
+    (run,) = await store.list_runs()
+    lease = await store.get_lease(run.run_id)
+    assert lease is not None
+    return lease.expires_at
+
+
+def _killed_mid_question(folder: Path, location: str | None = None) -> dict[str, Any]:
     """A live run of ``deep`` whose server is SIGKILLed while its question waits (the note
     written and journaled): the announced request."""
-    first = start_server(folder)
+    where = location or str(folder / "web.db")
+    first = start_server(folder, "--store", where)
     try:
         with (
             first.client() as c,
@@ -43,7 +80,7 @@ def _killed_mid_question(folder: Path) -> dict[str, Any]:
                 text += chunk
                 events = sse_events(text)
                 asked = [e["value"] for e in events if e.get("name") == "hpd_agent.request"]
-                if asked and _journaled(folder / "web.db"):
+                if asked and _journaled(where):
                     break
             else:
                 raise AssertionError("the question was never announced")
@@ -52,21 +89,15 @@ def _killed_mid_question(folder: Path) -> dict[str, Any]:
     return asked[0]
 
 
-def _journaled(db: Path) -> bool:
-    """Whether the note's tool result is journaled (its side effect then is never redone)."""
+def _journaled(location: str) -> bool:
+    """Wait (bounded, on the store) until the note's tool result is journaled (its side
+    effect then is never redone)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        with contextlib.closing(sqlite3.connect(db)) as conn:
-            if conn.execute("SELECT 1 FROM hpd_journal WHERE kind = 'tool'").fetchall():
-                return True
+        if _in_store(location, _note_journaled):
+            return True
         time.sleep(0.05)
     raise AssertionError("the note's tool result was never journaled")
-
-
-def _lease(db: Path) -> tuple[str, str, float]:
-    with contextlib.closing(sqlite3.connect(db)) as conn:
-        (row,) = conn.execute("SELECT run_id, holder, expires_at FROM hpd_leases").fetchall()
-    return row
 
 
 def _resume(server: Server, request_id: str, run: str) -> list[dict[str, Any]]:
@@ -76,11 +107,11 @@ def _resume(server: Server, request_id: str, run: str) -> list[dict[str, Any]]:
     return events
 
 
-def test_resume_right_after_a_crash_restart_continues(tmp_path: Path) -> None:
-    asked = _killed_mid_question(tmp_path)
-    _, _, expires_at = _lease(tmp_path / "web.db")
+def test_resume_right_after_a_crash_restart_continues(tmp_path: Path, location: str) -> None:
+    asked = _killed_mid_question(tmp_path, location)
+    expires_at = _in_store(location, _live_lease)
     assert expires_at > time.time() + 5  # the dead server's lease is still live
-    second = start_server(tmp_path)
+    second = start_server(tmp_path, "--store", location)
     try:
         began = time.monotonic()
         after = _resume(second, asked["id"], "r2")
