@@ -341,8 +341,10 @@ class Agent:
         hooks: Sequence[Hook] = (),
         deps: Any = None,
         wait: bool | float = False,
+        answers: Mapping[str, Any] | None = None,
     ) -> Run:
         """``resume`` as a stream: iterate the events (replayed ones have ``replayed=True``).
+        ``answers`` as for ``resume``: written once the run's lease is taken.
 
         The run record is read when the run starts. An unknown run (or one started by an
         agent of another name) keeps the stream's shape: ``RunStarted``, then
@@ -351,7 +353,7 @@ class Agent:
         """
         if current_context() is not None:
             raise UserError("resume_stream() inside a tool call: resume the root run instead")
-        reopened = self._reopened(run_id, store, on_unhandled, max_age, hooks, deps, None, wait)
+        reopened = self._reopened(run_id, store, on_unhandled, max_age, hooks, deps, answers, wait)
         return reopened.stream()
 
     def _reopened(

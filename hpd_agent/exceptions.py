@@ -107,13 +107,19 @@ class RunLeasedError(UserError):
         holder: Who holds the lease (``host:pid:random``).
         expires_at: When the lease expires unless its holder renews it (seconds since the
             epoch); a holder that died is taken over after this.
+        lost: True when this process drove the run and lost its lease on the way (it may
+            have written before; the new holder continues the run): not to be retried as
+            a refusal. False when a ``resume`` was refused before it wrote anything.
     """
 
-    def __init__(self, message: str, *, run_id: str, holder: str, expires_at: float) -> None:
+    def __init__(
+        self, message: str, *, run_id: str, holder: str, expires_at: float, lost: bool = False
+    ) -> None:
         super().__init__(message)
         self.run_id = run_id
         self.holder = holder
         self.expires_at = expires_at
+        self.lost = lost
 
 
 class RequestError(HpdAgentError):

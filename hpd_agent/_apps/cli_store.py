@@ -112,15 +112,17 @@ def add_store_commands(sub: Any) -> None:
 
 def _open(db: str) -> Store:
     """The store at ``db``; an existing one only (a mistyped path must not make a new one)."""
-    from ..store import SQLiteStore
+    from ..store import SQLiteStore, env_lease_ttl
 
+    ttl = env_lease_ttl()
+    options: dict[str, Any] = {} if ttl is None else {"lease_ttl": ttl}
     if db.startswith(("postgresql://", "postgres://")):
         try:
             from ..store.postgres import PostgresStore
         except ImportError as e:
             raise _Fail(EXIT_STORE_UNAVAILABLE, str(e)) from None
-        return PostgresStore(db)
-    return SQLiteStore(db, create=False)
+        return PostgresStore(db, **options)
+    return SQLiteStore(db, create=False, **options)
 
 
 def _db_hint(db: str) -> str:
@@ -356,8 +358,8 @@ def _cmd_resume(args: argparse.Namespace) -> int:
 
             try:
                 result = await resume(False)
-            except RunLeasedError as e:  # refused before anything was written
-                if args.no_wait:
+            except RunLeasedError as e:
+                if args.no_wait or e.lost:  # waiting is for a refusal (nothing written)
                     raise
                 _say_waiting(e)
                 result = await resume(True)

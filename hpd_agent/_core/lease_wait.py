@@ -45,6 +45,8 @@ async def wait_for_lease(
         try:
             return await reopen()
         except RunLeasedError as e:
+            if e.lost:
+                raise  # it drove the run and lost it: not a refusal to wait out
             if first is None:
                 first = e
                 if deadline is None:

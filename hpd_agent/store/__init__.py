@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._answers import jsonable, respond
+from ._answers import CANCEL_REQUEST, jsonable, respond
 from ._backend import settlement
 from ._base import (
     JournalEntry,
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from .postgres import PostgresStore
 
 __all__ = [
+    "CANCEL_REQUEST",
     "Journal",
     "JournalBatches",
     "JournalEntry",
@@ -66,6 +67,7 @@ __all__ = [
     "Sessions",
     "Store",
     "StoreCapabilities",
+    "env_lease_ttl",
     "jsonable",
     "open_store",
     "refusal",
@@ -96,16 +98,8 @@ def open_store(
         UserError: A bad ``HPD_AGENT_LEASE_TTL``, or ``durability`` with a DSN.
     """
     text = os.fspath(location)
-    if lease_ttl is None and os.environ.get("HPD_AGENT_LEASE_TTL"):
-        try:
-            lease_ttl = float(os.environ["HPD_AGENT_LEASE_TTL"])
-        except ValueError:
-            from ..exceptions import UserError
-
-            raise UserError(
-                f"HPD_AGENT_LEASE_TTL must be a number of seconds, "
-                f"not {os.environ['HPD_AGENT_LEASE_TTL']!r}"
-            ) from None
+    if lease_ttl is None:
+        lease_ttl = env_lease_ttl()
     options: dict[str, Any] = {} if lease_ttl is None else {"lease_ttl": lease_ttl}
     if text.startswith(("postgresql://", "postgres://")):
         from .postgres import PostgresStore
@@ -121,6 +115,23 @@ def open_store(
     if durability is not None:
         options["durability"] = durability
     return SQLiteStore(text, **options)
+
+
+def env_lease_ttl() -> float | None:
+    """The lease TTL the environment variable ``HPD_AGENT_LEASE_TTL`` sets, or None.
+
+    Raises:
+        UserError: It is not a number.
+    """
+    value = os.environ.get("HPD_AGENT_LEASE_TTL")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        from ..exceptions import UserError
+
+        raise UserError(f"HPD_AGENT_LEASE_TTL must be a number of seconds, not {value!r}") from None
 
 
 def __getattr__(name: str) -> Any:

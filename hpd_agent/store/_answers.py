@@ -17,7 +17,19 @@ from ..questions import answer_for
 from ._base import RequestRecord, dump_json, refusal
 from ._protocol import Store
 
-__all__ = ["jsonable", "respond", "validate_stored"]
+__all__ = ["CANCEL_REQUEST", "jsonable", "respond", "validate_stored"]
+
+
+class _CancelRequest:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "CANCEL_REQUEST"
+
+
+CANCEL_REQUEST: Any = _CancelRequest()
+"""As a value of ``resume``'s ``answers``: cancel that request instead of answering it (the
+asking tool gets the cancelled text), written, like the answers, once the lease is taken."""
 
 
 def jsonable(value: Any) -> Any:

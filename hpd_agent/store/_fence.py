@@ -47,6 +47,7 @@ class Fence:
             run_id=self.run_id,
             holder="",
             expires_at=0.0,
+            lost=True,
         )
         if self.lost is None:
             self.lost = error

@@ -94,8 +94,8 @@ class Journal(Hook):
         self._many_now = None if self.holds_for is None else self.holds_for.journal_put_many_nowait
         self._held: list[JournalEntry] = []
         self.guard: Callable[[], Awaitable[None]] | None = None
-        """Called before a tool function or a step starts: cancels the run if its lease
-        is lost (``LeaseKeeper.guard``)."""
+        """Called before a model request, a tool function or a step starts: cancels the
+        run if its lease is lost (``LeaseKeeper.guard``)."""
 
     @property
     def replaying(self) -> bool:
@@ -117,6 +117,8 @@ class Journal(Hook):
             if recorded.text:
                 call.emit(call.text_event(recorded.text, replayed=True))
             return recorded
+        if self.guard is not None:
+            await self.guard()  # a model call is paid for: not made once the lease is lost
         response = await call_next(call)
         value = {
             "text": response.text,

@@ -130,6 +130,10 @@ class LeaseKeeper:
             if time.time() - (lease.expires_at - self.ttl) > self.ttl / 3:
                 await self._check(lease)
         hold = self._hold
+        if hold is not None and hold.lost is not None:
+            # The renewer thread marks the hold lost first and cancels the run's scope a
+            # moment later, through the loop: cancel it here, so nothing starts meanwhile.
+            hold.scope.cancel()
         if self.lost is not None or (hold is not None and hold.lost is not None):
             await anyio.lowlevel.checkpoint()  # raises: the run was cancelled here
 

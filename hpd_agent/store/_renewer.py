@@ -241,6 +241,7 @@ def taken_over(lease: Lease, now: Lease | None) -> RunLeasedError:
         run_id=lease.run_id,
         holder=other,
         expires_at=0.0 if now is None else now.expires_at,
+        lost=True,
     )
 
 
@@ -252,4 +253,5 @@ def unreachable(lease: Lease, error: Exception) -> RunLeasedError:
         run_id=lease.run_id,
         holder=lease.holder,
         expires_at=lease.expires_at,
+        lost=True,
     )

@@ -22,7 +22,7 @@ from ..hooks import Hook
 from ..messages import Message, message_adapter
 from ..run import RunResult
 from ..text import error_text
-from ._answers import respond, validate_stored
+from ._answers import CANCEL_REQUEST, respond, validate_stored
 from ._backend import StoreRequests
 from ._base import JournalEntry, RunRecord, RunState, check_entries, refusal
 from ._fence import fencing
@@ -252,6 +252,10 @@ async def _answer_all(store: Store, run_id: str, answers: dict[str, Any]) -> Non
             raise UserError(f"request {request_id} belongs to run {stored.run_id}, not {run_id}")
         if stored is None or stored.status != "pending":
             raise refusal(stored, request_id)
-        validate_stored(stored, answer)
+        if answer is not CANCEL_REQUEST:
+            validate_stored(stored, answer)
     for request_id, answer in answers.items():
-        await respond(store, request_id, answer, context={"channel": "resume"})
+        if answer is CANCEL_REQUEST:
+            await store.resolve(request_id, "cancelled")
+        else:
+            await respond(store, request_id, answer, context={"channel": "resume"})

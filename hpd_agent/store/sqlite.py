@@ -151,22 +151,28 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             _migrate(conn)
             # A separate file per connection for :memory:; a URI may name one too.
             shared = not (self.path == ":memory:" or self.path.startswith("file:"))
-            fast = self._connect(0.0) if shared and durability == "process" else None
+            fast = None
+            if shared and durability == "process":
+                fast = self._connect(0.0, setup_timeout=busy_timeout)
         except sqlite3.Error as e:
             conn.close()
-            raise StoreUnavailableError(
-                f"cannot open SQLite store {self.path!r}: {e} (is it a hpd-agent store?)"
-            ) from None
+            raise self._open_error(e, busy_timeout) from None
         super().__init__(conn, lease_ttl=lease_ttl)
         self._fast = fast
         self._fast_lock = threading.Lock()
         self._checkpointer = Checkpointer(self.path) if shared else None
         self._answers = AnswerWatch(self.path, poll_interval, self._run)
 
-    def _connect(self, busy_timeout: float) -> sqlite3.Connection:
+    def _connect(
+        self, busy_timeout: float, *, setup_timeout: float | None = None
+    ) -> sqlite3.Connection:
+        """A connection to the file whose statements wait ``busy_timeout`` for a lock; its
+        set-up (the pragmas) waits ``setup_timeout`` if longer (the fast connection, which
+        never waits afterwards, must still wait for a file another process holds locked)."""
+        wait = busy_timeout if setup_timeout is None else max(busy_timeout, setup_timeout)
         try:
             conn = sqlite3.connect(
-                self.path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+                self.path, timeout=wait, isolation_level=None, check_same_thread=False
             )
         except sqlite3.Error as e:
             raise StoreUnavailableError(f"cannot open SQLite store {self.path!r}: {e}") from None
@@ -176,12 +182,24 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             conn.execute(f"PRAGMA synchronous={sync}")
             # Checkpoints happen in the background (``Checkpointer``), never on a commit.
             conn.execute("PRAGMA wal_autocheckpoint=0")
+            if wait != busy_timeout:
+                conn.execute(f"PRAGMA busy_timeout={round(busy_timeout * 1000)}")
         except sqlite3.Error as e:
             conn.close()
-            raise StoreUnavailableError(
-                f"cannot open SQLite store {self.path!r}: {e} (is it a hpd-agent store?)"
-            ) from None
+            raise self._open_error(e, wait) from None
         return conn
+
+    def _open_error(self, error: sqlite3.Error, waited: float) -> StoreUnavailableError:
+        """Why the file could not be opened: locked by another process (it waited), or not
+        a store at all."""
+        if isinstance(error, sqlite3.OperationalError) and is_busy(error):
+            return StoreUnavailableError(
+                f"cannot open SQLite store {self.path!r}: another process held the file "
+                f"locked for longer than the busy timeout ({waited:g} s); try again"
+            )
+        return StoreUnavailableError(
+            f"cannot open SQLite store {self.path!r}: {error} (is it a hpd-agent store?)"
+        )
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"

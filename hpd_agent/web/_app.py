@@ -27,7 +27,7 @@ from ..messages import AssistantMessage, Message, UserMessage
 from ..store import Store, respond
 from ._guard import MAX_BODY, BodyError, HostOriginGuard, check_content_type, parse_body
 from ._requests import check_web_answer
-from ._resume import ResumeRefused, apply_resume
+from ._resume import ResumeRefused, check_resume
 from ._threads import Mode, Thread, Threads
 
 __all__ = ["MAX_BODY", "build_app"]
@@ -190,11 +190,10 @@ class _Routes:
                 raise _Refused("nothing to resume on this thread", "not_interrupted")
             entries = await _unsettled(threads.store, last.run_id, data.resume)
             try:
-                if entries or await threads.store.list_requests(run_id=last.run_id):
-                    await apply_resume(threads.store, last.run_id, entries)
+                answers = await check_resume(threads.store, last.run_id, entries)
             except ResumeRefused as e:
                 raise _Refused(str(e), e.code) from None
-            return await threads.resume(thread, run_id)
+            return await threads.resume(thread, run_id, answers)
         if waiting:
             message = (
                 "the thread's run waits: send resume entries for its interrupts (an empty "

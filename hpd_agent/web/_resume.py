@@ -1,21 +1,23 @@
 """Answers to an interrupted run's requests, carried by an AG-UI ``resume`` list.
 
 All or nothing: every entry is checked first (each names an open interrupt of this thread's
-run, every open interrupt is addressed once, each resolved payload fits its request), and only
-then are the answers written through the store. A refused resume changes nothing.
+run, every open interrupt is addressed once, each resolved payload fits its request). Nothing
+is written here: the checked answers go to ``resume_stream(answers=...)``, which writes them
+once it holds the run's lease (so a resume refused by another holder's lease changes nothing).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ag_ui.core import ResumeEntry
 
-from ..exceptions import InvalidAnswerError, RequestError
-from ..store import Store, respond
+from ..exceptions import InvalidAnswerError
+from ..store import CANCEL_REQUEST, Store
 from ._requests import check_web_answer
 
-__all__ = ["ResumeRefused", "apply_resume"]
+__all__ = ["ResumeRefused", "check_resume"]
 
 
 class ResumeRefused(Exception):
@@ -26,45 +28,37 @@ class ResumeRefused(Exception):
         self.code = code
 
 
-async def apply_resume(store: Store, run_id: str, entries: Sequence[ResumeEntry]) -> None:
-    """Check every entry against the run's open requests, then write them all.
+async def check_resume(store: Store, run_id: str, entries: Sequence[ResumeEntry]) -> dict[str, Any]:
+    """Check every entry against the run's open requests: the answers to give the run
+    (``CANCEL_REQUEST`` for a cancelled interrupt), nothing written.
 
     Raises:
         ResumeRefused: An unknown or repeated interrupt id, an open interrupt left out, or an
-            invalid payload; nothing was written.
+            invalid payload.
     """
     open_ = {r.request_id: r for r in await store.list_requests(run_id=run_id)}
-    seen: set[str] = set()
-    answers: list[tuple[str, str, object]] = []
+    answers: dict[str, Any] = {}
     for entry in entries:
         rid = entry.interrupt_id
         if rid not in open_:
             raise ResumeRefused(
                 f"unknown interrupt {rid!r}: not open on this thread", "unknown_interrupt"
             )
-        if rid in seen:
+        if rid in answers:
             raise ResumeRefused(f"interrupt {rid!r} is answered twice", "duplicate_interrupt")
-        seen.add(rid)
         if entry.status == "cancelled":
-            answers.append((rid, "cancelled", None))
+            answers[rid] = CANCEL_REQUEST
             continue
         try:
-            answers.append((rid, "answered", check_web_answer(open_[rid], entry.payload)))
+            answers[rid] = check_web_answer(open_[rid], entry.payload)
         except InvalidAnswerError as e:
             raise ResumeRefused(
                 f"invalid payload for interrupt {rid!r}: {e}", "invalid_payload"
             ) from None
-    missing = sorted(set(open_) - seen)
+    missing = sorted(set(open_) - set(answers))
     if missing:
         raise ResumeRefused(
             "resume must address every open interrupt; missing: " + ", ".join(missing),
             "missing_interrupts",
         )
-    for rid, status, value in answers:
-        try:
-            if status == "cancelled":
-                await store.resolve(rid, "cancelled")
-            else:
-                await respond(store, rid, value, context={"channel": "ag-ui"})
-        except RequestError as e:  # answered elsewhere meanwhile
-            raise ResumeRefused(str(e), "conflict") from None
+    return answers

@@ -36,7 +36,7 @@ from ..messages import Message
 from ..run import Run
 from ..store import RequestRecord, Store
 from ._db import RunRow, ThreadDB
-from ._finish import finish_events
+from ._finish import finish_events, public_error
 from ._requests import request_value
 from ._translate import Translator
 from ._view import ThreadView
@@ -228,15 +228,19 @@ class Threads:
         self._spawn(thread, run, agui_run_id, mode)
         return start
 
-    async def resume(self, thread: Thread, agui_run_id: str) -> int:
-        """Continue the thread's interrupted run (answers already in the store)."""
+    async def resume(self, thread: Thread, agui_run_id: str, answers: dict[str, Any]) -> int:
+        """Continue the thread's interrupted run, giving it ``answers`` (checked; written by
+        the run once it holds the lease). Another process's live lease is waited out until
+        it expires (a crashed holder on this machine is taken over at once)."""
         row = thread.run
         assert row is not None
         row.status = "running"
         await self._db.put_run(thread.thread_id, len(thread.runs), row)
         start = await self.begin(thread, agui_run_id)
         self.append(thread, thread.view.snapshot())
-        run = self.agent.resume_stream(row.run_id, store=self.store, on_unhandled="interrupt")
+        run = self.agent.resume_stream(
+            row.run_id, store=self.store, on_unhandled="interrupt", answers=answers, wait=True
+        )
         self._spawn(thread, run, agui_run_id, "interrupt")
         return start
 
@@ -268,14 +272,12 @@ class Threads:
                         await self.flush(thread)
             result = run.result
             status, output = result.status, result.output
-            error = None if result.error is None else str(result.error)
+            error = None if result.error is None else public_error(result.error, row.run_id)
         except Exception as e:  # the run failed: the client gets RUN_ERROR, never a hang
-            error = str(e) or type(e).__name__
+            error = public_error(e, row.run_id)
         finally:
             with anyio.CancelScope(shield=True):
-                row.status = status if status in ("completed", "interrupted") else "failed"
-                if status == "cancelled":
-                    row.status = "cancelled"
+                row.status = await self._row_status(row.run_id, status)
                 pending = await self.store.list_requests(run_id=row.run_id)
                 await self._db.put_run(thread.thread_id, len(thread.runs), row)
                 for out in translator.close():
@@ -292,6 +294,16 @@ class Threads:
                 ):
                     self.append(thread, out, publish=False)
                 await self._end(thread)
+
+    async def _row_status(self, run_id: str, status: str) -> str:
+        """The thread's record of how its run ended: a run that did not end in the store
+        (refused by another holder's lease, a failed attempt) stays resumable."""
+        if status in ("completed", "interrupted", "cancelled"):
+            return status
+        record = await self.store.get_run(run_id)
+        if record is not None and record.status in ("running", "interrupted"):
+            return "interrupted"
+        return "failed"
 
     async def _announce(self, thread: Thread, event: RequestEvent) -> None:
         record = await self.store.get_request(event.request_id) or RequestRecord.from_event(event)
