@@ -75,6 +75,8 @@ class LiteLLMModel(Model):
     ``ModelRateLimitError``, ``ModelTimeoutError``, ``ModelBadRequestError``,
     ``ContextWindowExceededError``, ...). Transient ones (rate limit, timeout, connection,
     5xx) are retried with exponential backoff, unless text was already streamed to the user;
+    a refused connection (nothing listening at ``api_base``) fails at once with a
+    ``ModelUnavailableError`` naming the address;
     a ``Retry-After`` header on a 429 or 503 sets the wait (capped at ``retry_max_delay``).
     A missing or rejected API key fails at once with a ``ModelAuthenticationError`` naming
     the environment variable to set.
@@ -157,7 +159,9 @@ class LiteLLMModel(Model):
                 return await self._whole(kwargs)
             except TransientModelError as e:
                 # Text already shown to the user cannot be taken back: retrying would repeat it.
-                if attempt >= self.max_retries or progress.emitted:
+                # A refused connection is nobody listening (a local server not started):
+                # retrying would only make the user wait for the same answer.
+                if attempt >= self.max_retries or progress.emitted or _refused(e):
                     raise
                 delay = self._delay(attempt, _retry_after(e.__cause__))
             await anyio.sleep(delay)
@@ -188,7 +192,8 @@ class LiteLLMModel(Model):
         try:
             response: Any = await litellm.acompletion(**kwargs)
         except Exception as e:
-            raise _map_error(self.model, e, api_key=kwargs.get("api_key")) from e
+            error = _mapped(self.model, e, kwargs)
+            raise error from (None if _refused(error) else e)
         choice = response.choices[0]
         message = choice.message
         raw_calls: list[Any] = list(message.tool_calls or [])
@@ -239,7 +244,8 @@ class LiteLLMModel(Model):
         except ModelError:
             raise
         except Exception as e:
-            raise _map_error(self.model, e, api_key=kwargs.get("api_key")) from e
+            error = _mapped(self.model, e, kwargs)
+            raise error from (None if _refused(error) else e)
         text = "".join(texts)
         return ModelResponse(
             text=text or None,
@@ -441,11 +447,43 @@ def _retry_after(error: BaseException | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _map_error(model: str, error: Exception, *, api_key: str | None = None) -> ModelError:
+def _mapped(model: str, error: Exception, kwargs: Mapping[str, Any]) -> ModelError:
+    """``_map_error`` for a request sent with ``kwargs``."""
+    return _map_error(model, error, api_key=kwargs.get("api_key"), api_base=kwargs.get("api_base"))
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether ``error`` says a connection was refused: it is raised without litellm's chain
+    of wrappers behind it (its one line names the address) and never retried."""
+    return bool(getattr(error, "_refused", False))
+
+
+def _address(error: BaseException, api_base: str | None) -> str:
+    """The address a refused connection went to: ``api_base``, else host:port if known."""
+    if api_base:
+        return str(api_base)
+    seen: set[int] = set()
+    todo: list[BaseException] = [error]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        host, port = getattr(e, "host", None), getattr(e, "port", None)
+        if isinstance(host, str) and port is not None:
+            return f"{host}:{port}"
+        todo.extend(x for x in (e.__cause__, e.__context__) if x is not None)
+    return "the provider's address"
+
+
+def _map_error(
+    model: str, error: Exception, *, api_key: str | None = None, api_base: str | None = None
+) -> ModelError:
     """Translate a litellm/openai exception into the matching ``ModelError`` subclass.
 
     ``api_key``: the key the request carried, if one was given (a rejection then names it
-    instead of the environment variable).
+    instead of the environment variable). ``api_base``: the endpoint it went to, if given (a
+    refused connection names it).
     """
     status: int | None = getattr(error, "status_code", None)
     detail = getattr(error, "message", None) or str(error) or type(error).__name__
@@ -467,6 +505,15 @@ def _map_error(model: str, error: Exception, *, api_key: str | None = None) -> M
         message = _auth_message(model, detail, api_key)
     elif status == 429 or isinstance(error, litellm.RateLimitError):
         kind = ModelRateLimitError
+    elif _caused_by(error, (ConnectionRefusedError,)):
+        # Before the timeout test: litellm wraps a refused connection as a 500 or a timeout.
+        refused = ModelUnavailableError(
+            f"{model}: nothing is listening at {_address(error, api_base)} (connection "
+            "refused): is the server running?",
+            provider=str(provider),
+        )
+        refused._refused = True  # pyright: ignore[reportAttributeAccessIssue]
+        return refused
     elif _caused_by(error, _timeout_types()):
         kind = ModelTimeoutError
         message = f"{model}: timed out: {detail}"
