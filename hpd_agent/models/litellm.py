@@ -64,6 +64,9 @@ if not os.environ.get("LITELLM_LOG"):
         logging.getLogger(_name).setLevel(logging.ERROR)
 
 
+_KEY_HINT = "or pass api_key=... to the model"
+
+
 class LiteLLMModel(Model):
     """A model served through litellm: ``"openai/gpt-4o-mini"``, ``"anthropic/..."``, ...
 
@@ -136,6 +139,17 @@ class LiteLLMModel(Model):
 
     def __repr__(self) -> str:
         return f"LiteLLMModel({self.model!r})"
+
+    def check_credentials(self, *, hint: str = _KEY_HINT) -> None:
+        """Raise ``ModelAuthenticationError`` now if no API key is set for the provider.
+
+        No request is made: the environment is read, as the first request would read it. A
+        model with ``api_base`` (a server of one's own) needs no key and always passes.
+
+        Args:
+            hint: The other way to give a key, said after the variable to set.
+        """
+        _check_credentials(self.model, dict(self.settings), hint=hint)
 
     async def request(
         self, messages: Sequence[Message], params: ModelRequestParams
@@ -375,7 +389,7 @@ def _key_variable(model: str) -> str:
     return _KEY_VARIABLES.get(provider, f"{provider.upper()}_API_KEY")
 
 
-def _check_credentials(model: str, kwargs: dict[str, Any]) -> None:
+def _check_credentials(model: str, kwargs: dict[str, Any], *, hint: str = _KEY_HINT) -> None:
     """Fail at once (no request, no retries) when the provider's API key is not set.
 
     With ``api_base`` and no key anywhere, a placeholder key goes instead: servers of one's
@@ -396,8 +410,7 @@ def _check_credentials(model: str, kwargs: dict[str, Any]) -> None:
         return
     names = missing[0] if len(missing) == 1 else " or ".join(missing)
     raise ModelAuthenticationError(
-        f"{model}: no API key: set the {names} environment variable "
-        "(or pass api_key=... to the model)",
+        f"{model}: no API key: set the {names} environment variable ({hint})",
         provider=_provider(model),
     )
 
