@@ -92,6 +92,7 @@ class _Loader:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        self._imported = threading.Event()
 
     def start(self, name: str) -> None:
         with self._lock:
@@ -105,16 +106,20 @@ class _Loader:
     def _load(self) -> None:
         try:
             module: Any = importlib.import_module(_LITELLM_MODULE)
-            module.preload()
         except BaseException as e:  # said at first use, in the thread that uses the model
             self._error = e
+            return
+        finally:
+            self._imported.set()
+        # What the first request would import: a request already on its way imports it too,
+        # each module once (the import lock makes the second importer wait for the first).
+        module.preload()
 
     def wait(self, name: str) -> None:
         """Wait for the background import, if one was started; raise what it raised."""
-        thread = self._thread
-        if thread is None:
+        if self._thread is None:
             return
-        thread.join()
+        self._imported.wait()
         if self._error is not None:
             error = self._error
             raise ModelError(
