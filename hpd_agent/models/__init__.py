@@ -84,7 +84,7 @@ def litellm_name(name: str, providers: Collection[str]) -> str:
 
 
 class _Loader:
-    """Imports ``hpd_agent.models.litellm`` (and so litellm, seconds of work) in a daemon
+    """Imports ``hpd_agent.models.litellm`` (and so litellm, seconds of work) in a
     thread, started when the first agent with a model string is built: by the agent's first
     request the import is done or under way, and the request waits only for what is left."""
 
@@ -98,8 +98,11 @@ class _Loader:
         with self._lock:
             if self._thread is not None or _LITELLM_MODULE in sys.modules:
                 return
+            # Not a daemon: the interpreter must not shut down while it holds an import
+            # lock (an exit handler that imports would wait for it forever), so a process
+            # that ends right after building an agent first lets the import finish.
             self._thread = threading.Thread(
-                target=self._load, name="hpd-agent: import litellm", daemon=True
+                target=self._load, name="hpd-agent: import litellm", daemon=False
             )
             self._thread.start()
 

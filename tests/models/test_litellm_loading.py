@@ -31,7 +31,7 @@ def test_building_an_agent_with_a_model_string_starts_importing_litellm() -> Non
         "assert 'litellm' not in sys.modules\n"
         "agent = Agent('Online', model='openai/gpt-4o-mini')\n"
         f"[thread] = {_THREAD}\n"
-        "assert thread.daemon\n"
+        "assert not thread.daemon  # the process exits after it, never during it\n"
         "thread.join()\n"
         "assert 'litellm' in sys.modules\n"
         "assert os.environ['LITELLM_LOCAL_MODEL_COST_MAP'] == 'True'\n"
@@ -63,3 +63,15 @@ def test_a_failed_background_import_is_said_at_first_use() -> None:
         "agent was built): ModuleNotFoundError: "
     ), said
     assert cause == "ModuleNotFoundError"
+
+
+def test_a_process_that_ends_right_after_building_the_agent_exits() -> None:
+    out = _python(
+        "import atexit, importlib\n"
+        "from hpd_agent import Agent\n"
+        "Agent('Online', model='openai/gpt-4o-mini')\n"
+        "atexit.register(lambda: importlib.import_module('litellm.proxy._types'))\n"
+        "print('built')\n"
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "built"
