@@ -30,7 +30,7 @@ from .exceptions import UserError
 from .handlers._base import Handler
 from .hooks import Hook
 from .messages import Message
-from .models._base import Model, infer_model
+from .models._base import Model, infer_model, prepare_model
 from .run import Run, RunResult
 from .sessions import RunSession, SessionStore
 from .tools import ApprovalPolicy, Tool
@@ -126,6 +126,7 @@ class Agent:
         self._model_source = model
         self._endpoint = {"api_base": api_base, "api_key": api_key}
         self._model: Model | None = model if isinstance(model, Model) else None
+        prepare_model(model)  # a model string: litellm starts loading in the background
         self.tools: Mapping[str, Tool] = _tool_map(name, tools)
         self._blueprint: Blueprint | None = None
         self.output_type = output_type

@@ -36,12 +36,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._apps.cli_store import EXIT_INTERRUPTED, add_store_commands, failure
+from ._apps.cli_store import EXIT_INTERRUPTED, EXIT_USAGE, _Fail, add_store_commands, failure
 from .text import bounded, printable
 
 if TYPE_CHECKING:
     import anyio
     from rich.console import Console
+
+    from .agent import Agent
 
 __all__ = ["main"]
 
@@ -89,6 +91,11 @@ def _parser() -> argparse.ArgumentParser:
         description="An interactive chat; history is kept between turns. /exit or Ctrl-D ends it.",
     )
     chat.add_argument("--model", help="a litellm model string (default: an offline model)")
+    chat.add_argument(
+        "--api-base",
+        metavar="URL",
+        help="with --model: an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1",
+    )
     chat.add_argument(
         "--yes", "-y", action="store_true", help="answer the agent's questions with defaults"
     )
@@ -184,6 +191,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             where = "files go to a temporary directory, removed at the end"
         orchestrator = demo_agents(args.model, workdir=str(workdir), pace=_pace())
         console.print(f"[bold]hpd-agent demo[/] [dim]({mode}; {where})[/]")
+        _check_credentials(orchestrator)
         _stdin_note(console, args.yes)
 
         async def main() -> None:
@@ -211,16 +219,21 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     from .handlers import ConsoleHandler
     from .messages import Message
 
+    if args.api_base and not args.model:
+        raise _Fail(EXIT_USAGE, "chat: --api-base goes with --model, e.g. --model openai/<name>")
     console = _console()
-    agent = chat_agent(args.model, pace=_pace())
+    agent = chat_agent(args.model, pace=_pace(), api_base=args.api_base)
     handler = ConsoleHandler(console, assume_yes=args.yes)
     mode = f"model {args.model}" if args.model else "offline model"
     console.print(f"[bold]hpd-agent chat[/] [dim]({mode}; /exit or Ctrl-D to leave)[/]")
+    _check_credentials(agent)  # a missing key is said now, not after the first message
     _stdin_note(console, args.yes)
 
     ctrl_c = _CtrlC(console)
+    failed = False
 
     async def main() -> None:
+        nonlocal failed
         history: list[Message] | None = None
         async with ctrl_c.watching():
             while True:
@@ -234,13 +247,27 @@ def _cmd_chat(args: argparse.Namespace) -> int:
                         result = await agent.run(line, handler=handler, history=history)
                     except HpdAgentError:
                         # The turn failed (the handler said so); the conversation so far is kept.
+                        failed = True
                         continue
+                    failed = False
                     history = result.messages
                     console.print()
         console.print("[dim]bye[/]")
 
     status = _run(console, main)
-    return EXIT_INTERRUPTED if ctrl_c.left else status
+    if ctrl_c.left:
+        return EXIT_INTERRUPTED
+    # The last turn failed: the chat ends in failure (a script piping into it can tell).
+    return 1 if failed and status == 0 else status
+
+
+def _check_credentials(agent: Agent) -> None:
+    """Raise ``ModelAuthenticationError`` if ``agent``'s litellm model has no key (no request)."""
+    from .models.litellm import LiteLLMModel
+
+    model = agent.model
+    if isinstance(model, LiteLLMModel):
+        model.check_credentials(hint="or, for a server of your own, pass --api-base URL")
 
 
 class _CtrlC:

@@ -36,7 +36,8 @@ HpdAgentError
     └── TransientModelError         worth retrying (LiteLLMModel retries these with backoff)
         ├── ModelRateLimitError     too many requests (429)
         ├── ModelTimeoutError       no answer in time, or the connection failed
-        └── ModelUnavailableError   the provider failed or is overloaded (5xx)
+        └── ModelUnavailableError   the provider failed or is overloaded (5xx), or nothing
+                                    listens at its address (refused: not retried)
 ```
 """
 
@@ -292,7 +293,11 @@ class ModelTimeoutError(TransientModelError):
 
 
 class ModelUnavailableError(TransientModelError):
-    """The provider failed or is overloaded (HTTP 5xx)."""
+    """The provider failed or is overloaded (HTTP 5xx), or nothing listens at its address.
+
+    A refused connection (a local server not started) fails at once, naming the address:
+    ``LiteLLMModel`` does not retry it.
+    """
 
 
 class ScriptExhaustedError(ModelError):

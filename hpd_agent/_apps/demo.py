@@ -503,16 +503,20 @@ def _chat(messages: Sequence[Message], info: ModelRequestParams) -> Step:
     )
 
 
-def chat_agent(model: str | None = None, *, pace: float = 0.0) -> Agent:
+def chat_agent(
+    model: str | None = None, *, pace: float = 0.0, api_base: str | None = None
+) -> Agent:
     """The agent of ``hpd-agent chat``: one assistant that can ask the user.
 
     Args:
         model: A litellm model string; None uses an offline model that remembers the chat.
         pace: Offline only: seconds between streamed words.
+        api_base: With ``model``: the endpoint of an OpenAI-compatible server.
     """
     return Agent(
         "Assistant",
         model=model if model else DemoModel(_chat, name="chat", pace=pace),
+        api_base=api_base if model else None,
         instructions=(
             "You are a helpful assistant. When the request is ambiguous or a choice is the "
             "user's, ask with ask_user instead of guessing."

@@ -7,11 +7,14 @@ of ``hpd_agent.testing`` serve tests and offline demos.
 
 from __future__ import annotations
 
+import importlib
 import re
+import sys
+import threading
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from ..exceptions import UserError
+from ..exceptions import ModelError, UserError
 from ._base import (
     Model,
     ModelRequestParams,
@@ -40,7 +43,9 @@ __all__ = [
 
 
 def _litellm_model(name: str, **endpoint: Any) -> Model:
-    # Imported on first use of a model string: importing litellm takes seconds.
+    # Imported on first use of a model string: importing litellm takes seconds. If building
+    # the agent started that import in the background, this waits for it to finish.
+    _loader.wait(name)
     from .litellm import LiteLLMModel, litellm
 
     providers = frozenset(str(getattr(p, "value", p)) for p in litellm.provider_list)
@@ -78,7 +83,57 @@ def litellm_name(name: str, providers: Collection[str]) -> str:
     )
 
 
-register_model_resolver(_litellm_model)
+class _Loader:
+    """Imports ``hpd_agent.models.litellm`` (and so litellm, seconds of work) in a
+    thread, started when the first agent with a model string is built: by the agent's first
+    request the import is done or under way, and the request waits only for what is left."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._imported = threading.Event()
+
+    def start(self, name: str) -> None:
+        with self._lock:
+            if self._thread is not None or _LITELLM_MODULE in sys.modules:
+                return
+            # Not a daemon: the interpreter must not shut down while it holds an import
+            # lock (an exit handler that imports would wait for it forever), so a process
+            # that ends right after building an agent first lets the import finish.
+            self._thread = threading.Thread(
+                target=self._load, name="hpd-agent: import litellm", daemon=False
+            )
+            self._thread.start()
+
+    def _load(self) -> None:
+        try:
+            module: Any = importlib.import_module(_LITELLM_MODULE)
+        except BaseException as e:  # said at first use, in the thread that uses the model
+            self._error = e
+            return
+        finally:
+            self._imported.set()
+        # What the first request would import: a request already on its way imports it too,
+        # each module once (the import lock makes the second importer wait for the first).
+        module.preload()
+
+    def wait(self, name: str) -> None:
+        """Wait for the background import, if one was started; raise what it raised."""
+        if self._thread is None:
+            return
+        self._imported.wait()
+        if self._error is not None:
+            error = self._error
+            raise ModelError(
+                f"model {name!r}: importing litellm failed (in the background, when the agent "
+                f"was built): {type(error).__name__}: {error}"
+            ) from error
+
+
+_LITELLM_MODULE = f"{__name__}.litellm"
+_loader = _Loader()
+register_model_resolver(_litellm_model, prepare=_loader.start)
 
 
 def __getattr__(name: str) -> Any:

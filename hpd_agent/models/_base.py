@@ -20,6 +20,7 @@ __all__ = [
     "ToolDefinition",
     "check_allow_model_requests",
     "infer_model",
+    "prepare_model",
     "register_model_resolver",
     "set_allow_model_requests",
 ]
@@ -171,17 +172,34 @@ ModelResolver = Callable[..., Model]
 """Turns a model string into a ``Model`` (see ``register_model_resolver``): called as
 ``resolver(name)``, or ``resolver(name, api_base=..., api_key=...)`` with those given."""
 
-_resolvers: list[ModelResolver] = []
+_resolvers: list[tuple[ModelResolver, Callable[[str], None] | None]] = []
 
 
-def register_model_resolver(resolver: ModelResolver) -> None:
+def register_model_resolver(
+    resolver: ModelResolver, *, prepare: Callable[[str], None] | None = None
+) -> None:
     """Make ``resolver`` the one that turns model strings into models (the last one wins).
 
     ``hpd_agent.models`` registers the litellm resolver, which imports litellm only on first
     use of a string model, so offline paths never pay for it. A resolver gets ``api_base``
     and ``api_key`` as keyword arguments when the agent was given them.
+
+    Args:
+        resolver: Turns a model string into a ``Model``.
+        prepare: Called with the model string when an agent is built with one, long before
+            the model is first used; it must return at once (litellm's starts importing
+            litellm in a background thread, so the first request does not wait for it).
     """
-    _resolvers.append(resolver)
+    _resolvers.append((resolver, prepare))
+
+
+def prepare_model(model: str | Model) -> None:
+    """Let the registered resolver get ready for ``model`` (see ``register_model_resolver``);
+    returns at once. Nothing happens for a ``Model`` object."""
+    if isinstance(model, str) and model and _resolvers:
+        prepare = _resolvers[-1][1]
+        if prepare is not None:
+            prepare(model)
 
 
 def infer_model(
@@ -209,5 +227,5 @@ def infer_model(
                 f"no model resolver is registered for {model!r}: import hpd_agent.models"
             )
         given = (("api_base", api_base), ("api_key", api_key))
-        return _resolvers[-1](model, **{k: v for k, v in given if v is not None})
+        return _resolvers[-1][0](model, **{k: v for k, v in given if v is not None})
     raise UserError(f"model must be a litellm model string or a Model, got {model!r}")

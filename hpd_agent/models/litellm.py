@@ -18,7 +18,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -55,6 +55,27 @@ from ._base import (  # noqa: E402
 
 __all__ = ["LiteLLMModel"]
 
+# What litellm imports lazily during a process's first request (about 0.8 s of it on a
+# 2-core VM: proxy types and the tokenizer's encoding), measured with `python -X importtime`.
+# ``preload`` imports them ahead of time, in the background thread that imports this module.
+_FIRST_REQUEST_MODULES = (
+    "litellm.proxy.openai_files_endpoints.common_utils",
+    "litellm.litellm_core_utils.default_encoding",
+    "litellm._service_logger",
+    "litellm.llms.openai_like.chat.handler",
+)
+
+
+def preload() -> None:
+    """Import what litellm would import during the first request; best effort (a module a
+    later litellm moved is skipped: the first request then imports whatever it needs)."""
+    for name in _FIRST_REQUEST_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+
+
 # Quiet by default: no "Give Feedback / Get Help" banners on errors, no debug logging. Our
 # own exceptions carry what the caller needs. Callbacks the user configured are left alone,
 # and LITELLM_LOG still sets litellm's log level.
@@ -62,6 +83,9 @@ litellm.suppress_debug_info = True
 if not os.environ.get("LITELLM_LOG"):
     for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
         logging.getLogger(_name).setLevel(logging.ERROR)
+
+
+_KEY_HINT = "or pass api_key=... to the model"
 
 
 class LiteLLMModel(Model):
@@ -75,6 +99,8 @@ class LiteLLMModel(Model):
     ``ModelRateLimitError``, ``ModelTimeoutError``, ``ModelBadRequestError``,
     ``ContextWindowExceededError``, ...). Transient ones (rate limit, timeout, connection,
     5xx) are retried with exponential backoff, unless text was already streamed to the user;
+    a refused connection (nothing listening at ``api_base``) fails at once with a
+    ``ModelUnavailableError`` naming the address;
     a ``Retry-After`` header on a 429 or 503 sets the wait (capped at ``retry_max_delay``).
     A missing or rejected API key fails at once with a ``ModelAuthenticationError`` naming
     the environment variable to set.
@@ -135,6 +161,17 @@ class LiteLLMModel(Model):
     def __repr__(self) -> str:
         return f"LiteLLMModel({self.model!r})"
 
+    def check_credentials(self, *, hint: str = _KEY_HINT) -> None:
+        """Raise ``ModelAuthenticationError`` now if no API key is set for the provider.
+
+        No request is made: the environment is read, as the first request would read it. A
+        model with ``api_base`` (a server of one's own) needs no key and always passes.
+
+        Args:
+            hint: The other way to give a key, said after the variable to set.
+        """
+        _check_credentials(self.model, dict(self.settings), hint=hint)
+
     async def request(
         self, messages: Sequence[Message], params: ModelRequestParams
     ) -> ModelResponse:
@@ -157,7 +194,9 @@ class LiteLLMModel(Model):
                 return await self._whole(kwargs)
             except TransientModelError as e:
                 # Text already shown to the user cannot be taken back: retrying would repeat it.
-                if attempt >= self.max_retries or progress.emitted:
+                # A refused connection is nobody listening (a local server not started):
+                # retrying would only make the user wait for the same answer.
+                if attempt >= self.max_retries or progress.emitted or _refused(e):
                     raise
                 delay = self._delay(attempt, _retry_after(e.__cause__))
             await anyio.sleep(delay)
@@ -188,7 +227,8 @@ class LiteLLMModel(Model):
         try:
             response: Any = await litellm.acompletion(**kwargs)
         except Exception as e:
-            raise _map_error(self.model, e, api_key=kwargs.get("api_key")) from e
+            error = _mapped(self.model, e, kwargs)
+            raise error from (None if _refused(error) else e)
         choice = response.choices[0]
         message = choice.message
         raw_calls: list[Any] = list(message.tool_calls or [])
@@ -239,7 +279,8 @@ class LiteLLMModel(Model):
         except ModelError:
             raise
         except Exception as e:
-            raise _map_error(self.model, e, api_key=kwargs.get("api_key")) from e
+            error = _mapped(self.model, e, kwargs)
+            raise error from (None if _refused(error) else e)
         text = "".join(texts)
         return ModelResponse(
             text=text or None,
@@ -369,7 +410,7 @@ def _key_variable(model: str) -> str:
     return _KEY_VARIABLES.get(provider, f"{provider.upper()}_API_KEY")
 
 
-def _check_credentials(model: str, kwargs: dict[str, Any]) -> None:
+def _check_credentials(model: str, kwargs: dict[str, Any], *, hint: str = _KEY_HINT) -> None:
     """Fail at once (no request, no retries) when the provider's API key is not set.
 
     With ``api_base`` and no key anywhere, a placeholder key goes instead: servers of one's
@@ -390,8 +431,7 @@ def _check_credentials(model: str, kwargs: dict[str, Any]) -> None:
         return
     names = missing[0] if len(missing) == 1 else " or ".join(missing)
     raise ModelAuthenticationError(
-        f"{model}: no API key: set the {names} environment variable "
-        "(or pass api_key=... to the model)",
+        f"{model}: no API key: set the {names} environment variable ({hint})",
         provider=_provider(model),
     )
 
@@ -441,11 +481,46 @@ def _retry_after(error: BaseException | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _map_error(model: str, error: Exception, *, api_key: str | None = None) -> ModelError:
+def _mapped(model: str, error: Exception, kwargs: Mapping[str, Any]) -> ModelError:
+    """``_map_error`` for a request sent with ``kwargs``."""
+    return _map_error(model, error, api_key=kwargs.get("api_key"), api_base=kwargs.get("api_base"))
+
+
+def _refused(error: BaseException) -> bool:
+    """Whether ``error`` says a connection was refused: it is raised without litellm's chain
+    of wrappers behind it (its one line names the address) and never retried."""
+    return bool(getattr(error, "_refused", False))
+
+
+def _address(error: BaseException, api_base: str | None) -> str:
+    """The address a refused connection went to: ``api_base``, else host:port if known."""
+    for e in _chain(error):
+        host, port = getattr(e, "host", None), getattr(e, "port", None)
+        if api_base is None and isinstance(host, str) and port is not None:
+            return f"{host}:{port}"
+    return str(api_base or "the provider's address")
+
+
+def _refused_error(model: str, error: Exception, api_base: str | None) -> ModelError:
+    """Nobody listens at the address (a local server not started): said in one line, and
+    marked so that it is raised without litellm's chain behind it and never retried."""
+    refused = ModelUnavailableError(
+        f"{model}: nothing is listening at {_address(error, api_base)} (connection refused): "
+        "is the server running?",
+        provider=str(getattr(error, "llm_provider", None) or model),
+    )
+    refused._refused = True  # pyright: ignore[reportAttributeAccessIssue]
+    return refused
+
+
+def _map_error(
+    model: str, error: Exception, *, api_key: str | None = None, api_base: str | None = None
+) -> ModelError:
     """Translate a litellm/openai exception into the matching ``ModelError`` subclass.
 
     ``api_key``: the key the request carried, if one was given (a rejection then names it
-    instead of the environment variable).
+    instead of the environment variable). ``api_base``: the endpoint it went to, if given (a
+    refused connection names it).
     """
     status: int | None = getattr(error, "status_code", None)
     detail = getattr(error, "message", None) or str(error) or type(error).__name__
@@ -467,6 +542,9 @@ def _map_error(model: str, error: Exception, *, api_key: str | None = None) -> M
         message = _auth_message(model, detail, api_key)
     elif status == 429 or isinstance(error, litellm.RateLimitError):
         kind = ModelRateLimitError
+    elif _caused_by(error, (ConnectionRefusedError,)):
+        # Before the timeout test: litellm wraps a refused connection as a 500 or a timeout.
+        return _refused_error(model, error, api_base)
     elif _caused_by(error, _timeout_types()):
         kind = ModelTimeoutError
         message = f"{model}: timed out: {detail}"
@@ -505,6 +583,11 @@ def _connection_types() -> tuple[type[BaseException], ...]:
 
 def _caused_by(error: BaseException, types: tuple[type[BaseException], ...]) -> bool:
     """Whether ``error`` or anything in its cause chain is one of ``types``."""
+    return any(isinstance(e, types) for e in _chain(error))
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """``error`` and every error linked to it (causes, contexts, litellm's originals)."""
     seen: set[int] = set()
     todo: list[BaseException] = [error]
     while todo:
@@ -512,12 +595,6 @@ def _caused_by(error: BaseException, types: tuple[type[BaseException], ...]) -> 
         if id(e) in seen:
             continue
         seen.add(id(e))
-        if isinstance(e, types):
-            return True
-        linked_errors: list[Any] = [
-            e.__cause__,
-            e.__context__,
-            getattr(e, "original_exception", None),
-        ]
-        todo.extend(x for x in linked_errors if isinstance(x, BaseException))
-    return False
+        yield e
+        linked: list[Any] = [e.__cause__, e.__context__, getattr(e, "original_exception", None)]
+        todo.extend(x for x in linked if isinstance(x, BaseException))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -225,6 +226,56 @@ def test_chat_on_a_litellm_model_keeps_history(tmp_path: Path) -> None:
     assert second[1]["content"] == "hello"
     assert second[2]["content"] == "Hi! I am the loopback model."
     assert {t["function"]["name"] for t in server.requests[0]["tools"]} == {"ask_user"}
+
+
+@pytest.mark.parametrize("command", ["chat", "demo"])
+def test_a_missing_key_is_said_at_start_and_fails(command: str, tmp_path: Path) -> None:
+    with OpenAIServer() as server:
+        # OPENAI_API_BASE would send it to the loopback server, if it were sent at all.
+        env = _env(OPENAI_API_BASE=server.url, HPD_AGENT_ALLOW_MODEL_REQUESTS="1")
+        extra = ["--workdir", str(tmp_path)] if command == "demo" else []
+        out = _hpd(command, "--model", "openai/gpt-4o-mini", *extra, stdin="hello\n", env=env)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "error: ModelAuthenticationError: openai/gpt-4o-mini: no API key: set the "
+        "OPENAI_API_KEY environment variable (or, for a server of your own, pass --api-base URL)"
+    ]
+    assert "you>" not in out.stdout and "Traceback" not in out.stdout + out.stderr
+    assert server.requests == []  # said before any message, without asking the network
+
+
+def test_chat_on_a_local_server_needs_no_key() -> None:
+    with OpenAIServer() as server:
+        server.push(("Hello from the local server.", []))
+        env = _env(HPD_AGENT_ALLOW_MODEL_REQUESTS="1")
+        out = _hpd(
+            "chat", "--model", "openai/served", "--api-base", server.url, stdin="hi\n", env=env
+        )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Assistant: Hello from the local server." in out.stdout
+    assert len(server.requests) == 1
+
+
+def test_chat_on_a_local_server_not_started_says_so_in_one_line() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        address = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # nothing listens once closed
+    env = _env(HPD_AGENT_ALLOW_MODEL_REQUESTS="1")
+    out = _hpd("chat", "--model", "openai/served", "--api-base", address, stdin="hi\n", env=env)
+    assert out.returncode == 1, out.stdout + out.stderr  # the last turn failed
+    said = [line for line in out.stdout.splitlines() if "nothing is listening" in line]
+    assert said == [
+        f"Run failed: ModelUnavailableError: openai/served: nothing is listening at {address} "
+        "(connection refused): is the server running?"
+    ], out.stdout
+    assert "Traceback" not in out.stdout + out.stderr
+    assert "timed out" not in out.stdout and "Connection error" not in out.stdout
+
+
+def test_chat_api_base_goes_with_a_model() -> None:
+    out = _hpd("chat", "--api-base", "http://127.0.0.1:9/v1", stdin="")
+    assert out.returncode == 2
+    assert "--api-base goes with --model" in out.stderr
 
 
 def _demo_on_a_model(body: dict[str, Any]) -> Reply:

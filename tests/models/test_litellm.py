@@ -26,7 +26,6 @@ from hpd_agent.exceptions import (
     ModelRateLimitError,
     ModelTimeoutError,
     ModelUnavailableError,
-    TransientModelError,
     UserError,
 )
 from hpd_agent.messages import UserMessage
@@ -320,22 +319,37 @@ async def test_retries_give_up_after_max_retries(
     assert len(server.requests) == 3
 
 
-async def test_unreachable_provider_is_a_transient_timeout_error(
-    allow_model_requests: None,
-) -> None:
+def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    # Nothing listens there now: connection refused.
-    model = LiteLLMModel(
-        "openai/gpt-4o-mini",
-        api_base=f"http://127.0.0.1:{port}/v1",
-        api_key="sk-test",
-        max_retries=0,
-    )
-    with pytest.raises(ModelTimeoutError) as info:
+        return s.getsockname()[1]  # nothing listens there once the socket is closed
+
+
+async def test_refused_connection_fails_at_once_naming_the_address(
+    allow_model_requests: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    address = f"http://127.0.0.1:{_free_port()}/v1"
+    model = LiteLLMModel("openai/gpt-4o-mini", api_base=address, api_key="sk-test", max_retries=3)
+    delays: list[int] = []
+    monkeypatch.setattr(model, "_delay", lambda attempt, *_: delays.append(attempt) or 0.0)
+    with pytest.raises(ModelUnavailableError) as info:
         await model.request([UserMessage(content="hi")], ModelRequestParams())
-    assert isinstance(info.value, TransientModelError)
+    assert delays == []  # not retried: nobody listens, waiting would not change that
+    message = str(info.value)
+    assert message == (
+        f"openai/gpt-4o-mini: nothing is listening at {address} (connection refused): "
+        "is the server running?"
+    )
+    # One line, not litellm's chain of wrappers (which called it a timeout).
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    assert not isinstance(info.value, ModelTimeoutError)
+
+
+async def test_refused_connection_fails_the_run_at_once(allow_model_requests: None) -> None:
+    address = f"http://127.0.0.1:{_free_port()}/v1"
+    agent = Agent("Local", model="openai/served", api_base=address)
+    with pytest.raises(ModelUnavailableError, match="nothing is listening at"):
+        await agent.run("hi")
 
 
 async def test_slow_provider_times_out(server: OpenAIServer, allow_model_requests: None) -> None:
