@@ -155,9 +155,7 @@ class Journal(Hook):
             return outcome
         if execution.side_effects and (self._held or self._confirm is not None):
             await self.flush()  # the tool is about to act on the responses before it
-        # The framework's own tools act only through model requests, requests and nested
-        # tool calls, each guarded or fenced itself: only a tool's own code needs the guard.
-        if execution.side_effects and self.guard is not None:
+        if self.guard is not None:
             await self.guard()
         outcome = await call_next(execution)
         value = {"result": outcome.text, "is_error": outcome.is_error}
