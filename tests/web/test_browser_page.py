@@ -70,6 +70,11 @@ def assert_fits(page: Page, *inside: Locator) -> None:
     """No horizontal scrolling; each of ``inside`` wholly within the viewport."""
     width, scroll = page.evaluate("[innerWidth, document.scrollingElement.scrollWidth]")
     assert scroll <= width, f"the page scrolls sideways: {scroll} > {width}"
+    if width < 900:  # one column: the inbox is part of the page, never a box that scrolls
+        inbox = page.evaluate(
+            "(e => [e.scrollHeight, e.clientHeight])(document.querySelector('.inbox'))"
+        )
+        assert inbox[0] <= inbox[1] + 1, f"the inbox scrolls inside itself: {inbox}"
     for item in inside:
         expect(item).to_be_in_viewport(ratio=1)
         box = item.bounding_box()
