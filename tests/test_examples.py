@@ -40,6 +40,13 @@ EXPECTED: dict[str, list[str]] = {
         "deleted: ['build/cache.bin', 'build/a.o', 'build/b.o']",
         "kept README.md as asked",
     ],
+    "served_agent.py": [
+        'question from Orchestrator > Coder > Clarifier: Which web framework for "Build a todo API"?',
+        "permission asked by Orchestrator > Coder: write_file",
+        "Result: Done. Built it with Express and wrote app.js.",
+        'question from Orchestrator > Coder > Clarifier: Which web framework for "Build a blog"?',
+        "workspace: ['app.js']",
+    ],
     "seed_scenario.py": [
         "[Orchestrator] asks: Which framework: Express, FastAPI or Django?",
         "Result: Done. Built the auth system with Express",

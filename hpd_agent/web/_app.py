@@ -216,6 +216,11 @@ class _Routes:
             if frame.startswith(_TERMINAL) and item[0] > start:
                 return
 
+    async def info(self, request: Request) -> Response:
+        """What the page shows of the agent it talks to: its name and description."""
+        agent = self.threads.agent
+        return JSONResponse({"name": agent.name, "description": agent.description})
+
     # -- threads ---------------------------------------------------------------------------
     async def events(self, request: Request) -> Response:
         thread = await self._thread(request)
@@ -310,6 +315,7 @@ def build_app(
         Route("/", _index, methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
         Route("/agent", g(r.agent), methods=["POST"]),
+        Route("/info", g(r.info), methods=["GET"]),
         Route("/threads/{thread_id}/requests/{request_id}", g(r.answer), methods=["POST"]),
         Route("/requests/{request_id}", g(r.answer_flat), methods=["POST"]),
         Route("/threads/{thread_id}/requests", g(r.requests), methods=["GET"]),

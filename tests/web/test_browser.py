@@ -8,31 +8,14 @@ Every wait is on page state (Playwright's auto-waiting ``expect``), never a slee
 from __future__ import annotations
 
 import os
-import queue
 import re
-import shutil
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from browser_agents import HOSTILE_URL, SIGN_IN_URL
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--headless=new",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ROOT = Path(__file__).resolve().parents[2]
-AGENT_REF = "tests.web.browser_agents:root"
+from browser_server import CHROMIUM, CHROMIUM_ARGS, Server
 
 try:
     from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
@@ -46,72 +29,6 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
     pytest.skip(f"the web extra is not installed: {exc}", allow_module_level=True)
 
 expect.set_options(timeout=30_000)
-SERVING = re.compile(r"Serving .* on (http://\S+)")
-
-
-class Server:
-    """``hpd-agent serve`` in a subprocess; ``url`` once it printed where it listens."""
-
-    def __init__(self, store: Path, *extra: str) -> None:
-        exe = shutil.which("hpd-agent", path=str(Path(sys.executable).parent))
-        command = [exe] if exe else [sys.executable, "-m", "hpd_agent.cli"]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        # The checked-out package, not whichever one the console script was installed from.
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-        env.pop("HPD_AGENT_TOKEN", None)
-        self.proc = subprocess.Popen(
-            [
-                *command,
-                "serve",
-                AGENT_REF,
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--store",
-                str(store),
-                *extra,
-            ],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        self.output: list[str] = []
-        lines: queue.Queue[str | None] = queue.Queue()
-        threading.Thread(target=self._pump, args=(lines,), daemon=True).start()
-        self.url = self._wait_for_url(lines)
-
-    def _pump(self, lines: queue.Queue[str | None]) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.output.append(line)
-            lines.put(line)
-        lines.put(None)
-
-    def _wait_for_url(self, lines: queue.Queue[str | None]) -> str:
-        while True:
-            try:
-                line = lines.get(timeout=60)
-            except queue.Empty:
-                self.stop()
-                raise AssertionError(
-                    "hpd-agent serve did not say where it listens within 60 s"
-                ) from None
-            if line is None:
-                raise AssertionError("hpd-agent serve exited:\n" + "".join(self.output))
-            found = SERVING.search(line)
-            if found:
-                return found.group(1).rstrip("/") + "/"
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +88,7 @@ def answer_database(page: Page) -> None:
 def wait_for_both_plan_questions(page: Page) -> None:
     expect(page.get_by_role("article")).to_have_count(2)
     expect(question(page, "Which database?")).to_contain_text(
-        " \u203a ".join(["Orchestrator", "Manager", "Specialist"])
+        " > ".join(["Orchestrator", "Manager", "Specialist"])
     )
     expect(question(page, "Which region?")).to_contain_text("Orchestrator")
 
@@ -201,9 +118,8 @@ def test_nested_agents_questions_from_two_depths_in_reverse_order_and_a_permissi
     expect(manager).to_have_attribute("data-depth", "1")
     expect(specialist).to_have_attribute("data-depth", "2")
     expect(manager.get_by_role("region", name="Agent Specialist")).to_be_visible()
-    expect(
-        manager.locator('[data-tool="Specialist"]').get_by_label("Arguments of Specialist")
-    ).to_contain_text('"query": "pick a database"')
+    # The agent call is drawn as the Specialist's node, labelled with the query it was given.
+    expect(specialist.locator(":scope > .agent-head .agent-call")).to_have_text("pick a database")
 
     wait_for_both_plan_questions(page)
     asked = [card.locator("h3").inner_text() for card in page.get_by_role("article").all()]
@@ -282,7 +198,7 @@ def test_two_calls_of_one_agent_are_two_nodes_each_asking_and_answered_in_place(
         expect(node.locator(":scope > .agent-body > .agent-text")).to_have_text([f"working on {q}"])
         # Its card names the call that asks and points at that node.
         expect(cards[q].locator(".agent-call")).to_have_text(q)
-        expect(cards[q]).to_contain_text("Orchestrator \u203a Writer")
+        expect(cards[q]).to_contain_text("Orchestrator > Writer")
         run = node.get_attribute("data-run")
         assert run and run.startswith("inv_")
         expect(cards[q]).to_have_attribute("data-subagent", run)

@@ -17,6 +17,7 @@ GUARDED = [
     ("GET", "/threads/t/requests"),
     ("GET", "/threads/t/events"),
     ("GET", "/threads/t/messages"),
+    ("GET", "/info"),
 ]
 
 
@@ -43,6 +44,8 @@ def test_the_right_token_is_let_in(guarded: Server) -> None:
         _, events = post_run(c, run_input("t", "r1", "hello"))
         assert events[-1]["result"] == "Hello! You said: hello"
         assert c.get("/threads/t/messages").status_code == 200
+        # What the page names the agent by (the header, the root of the tree).
+        assert c.get("/info").json() == {"name": "Orchestrator", "description": None}
 
 
 def test_non_loopback_host_without_token_refuses_to_start(tmp_path: Path) -> None:

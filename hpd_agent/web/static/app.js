@@ -32,6 +32,7 @@ class App {
     this.prompt = document.getElementById("prompt");
     this.sendButton = document.getElementById("send");
     this.threadLabel = document.getElementById("thread-id");
+    this.infoWanted = true; // the agent's name is still to be asked for (GET /info)
     this.transcript = new Transcript(document.getElementById("transcript"));
     this.inbox = new Inbox(document.getElementById("questions"), document.getElementById("question-count"),
       (request, answer) => this.answer(request, answer));
@@ -55,6 +56,9 @@ class App {
       }
     });
     document.getElementById("new-thread").addEventListener("click", () => this.open(randomId("thread-"), true));
+    document.getElementById("copy-thread").addEventListener("click", (e) => {
+      navigator.clipboard?.writeText(this.threadId).then(() => { e.target.textContent = "Copied"; }, () => {});
+    });
     window.addEventListener("hashchange", () => {
       const wanted = hashParams().get("thread");
       if (wanted && wanted !== this.threadId) this.open(wanted, false);
@@ -62,6 +66,7 @@ class App {
   }
 
   start() {
+    this.loadInfo();
     const threadId = hashParams().get("thread") || localStorage.getItem(THREAD_KEY);
     if (threadId) this.open(threadId, false);
     else this.open(randomId("thread-"), true);
@@ -75,6 +80,7 @@ class App {
     localStorage.setItem(THREAD_KEY, threadId);
     setHashThread(threadId);
     this.threadLabel.textContent = threadId;
+    document.getElementById("copy-thread").textContent = "Copy";
     this.transcript.reset();
     this.inbox.clear();
     this.history = [];
@@ -119,17 +125,40 @@ class App {
     }
   }
 
+  /** Shows the served agent's name and description (without asking for a token: a server
+   * that wants one is asked again after the first call that had it). */
+  async loadInfo() {
+    this.infoWanted = false;
+    let info;
+    try {
+      info = await (await this.api.fetch("info")).json();
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 401) this.infoWanted = true;
+      return;
+    }
+    if (!info || typeof info.name !== "string") return;
+    document.getElementById("agent-name").textContent = info.name;
+    document.title = info.name;
+    const description = document.getElementById("agent-description");
+    description.textContent = info.description || "";
+    description.hidden = !info.description;
+    this.transcript.setRootName(info.name);
+  }
+
   /** Runs `request`, asking for the token once when the server says 401. */
   async call(request) {
+    let result;
     try {
-      return await request();
+      result = await request();
     } catch (error) {
       if (!(error instanceof ApiError) || error.status !== 401) throw error;
       const token = window.prompt("This server needs a token (hpd-agent serve --token):");
       if (!token) throw error;
       sessionStorage.setItem(TOKEN_KEY, token.trim());
-      return request();
+      result = await request();
     }
+    if (this.infoWanted) this.loadInfo();
+    return result;
   }
 
   async send() {

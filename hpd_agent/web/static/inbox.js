@@ -1,7 +1,9 @@
 // The question inbox: every pending request of the thread, from any depth, each with the
 // control its kind needs. Answers go out in whatever order the person picks. A card names
 // the agent call that asks (its path and its query), so two parallel calls of one agent
-// asking at once are told apart; its answer goes to that call's request id.
+// asking at once are told apart; its answer goes to that call's request id. Each card says
+// what kind of answer it wants; a permission names its tool and lists the arguments once.
+import { argumentList } from "./args.js";
 import { el, prettyJSON, uid } from "./dom.js";
 import { customAnswerEditor } from "./schemaform.js";
 
@@ -45,6 +47,7 @@ export class Inbox {
     this.cards.set(request.id, card);
     this.list.append(card);
     this.update();
+    reveal(card);
     return true;
   }
 
@@ -87,20 +90,46 @@ export class Inbox {
   }
 }
 
-const KIND_LABELS = {
-  text: "Free text", input: "Value", choice: "Choice", confirm: "Yes or no",
-  action: "Action", custom: "Form", permission: "Permission",
-};
+/** Brings a new card into view unless the person is typing somewhere (a phone shows the
+ * inbox above the conversation, out of sight of the message box). */
+function reveal(card) {
+  const active = document.activeElement;
+  const typing = active && (active.tagName === "TEXTAREA" || active.tagName === "INPUT") && active.value;
+  if (typing) return;
+  const box = card.getBoundingClientRect();
+  if (box.top < 0 || box.bottom > window.innerHeight) card.scrollIntoView({ block: "nearest" });
+}
+
+/** What the card asks for, by the request's kind (a question with options is a choice). */
+export function kindLabel(request) {
+  const options = Array.isArray(request.options) && request.options.length > 0;
+  switch (request.kind) {
+    case "permission": return "Permission";
+    case "choice": return (request.responseSchema || {}).type === "array" ? "Choose any" : "Choose one";
+    case "text": return options ? "Choose one" : "Question";
+    case "confirm": return "Yes or no";
+    case "input": return "Value needed";
+    case "action": return "Action needed";
+    case "custom": return "Form";
+    default: return "Question";
+  }
+}
 
 function titleOf(request) {
-  if (request.kind === "permission") return request.question || `Allow ${request.toolName || "this tool"}?`;
+  // A permission's own text embeds its arguments as JSON: the card lists them instead.
+  if (request.kind === "permission") return `Allow ${request.toolName || "this tool"}?`;
   return request.question || "(no question text)";
+}
+
+/** An agent path as people read it ("Orchestrator > Coder > Clarifier"). */
+export function pathText(path) {
+  return Array.isArray(path) ? path.join(" > ") : String(path || "");
 }
 
 function buildCard(request, call, submit) {
   const titleId = uid("question");
   const error = el("p", { class: "answer-error", role: "alert" });
-  const path = Array.isArray(request.agentPath) ? request.agentPath.join(" › ") : String(request.agentPath || "");
+  const path = pathText(request.agentPath);
   const answer = (value) => submit(value, error);
   const widget = (WIDGETS[request.kind] || WIDGETS.custom)(request, answer, error);
   const expires = request.expiresAt ? new Date(request.expiresAt) : null;
@@ -109,9 +138,9 @@ function buildCard(request, call, submit) {
     "data-subagent": request.subagentRunId || undefined,
   },
   el("header", { class: "question-head" },
-    el("span", { class: "agent-path", title: "Asked by" }, path),
-    el("span", { class: "agent-call", title: "The call that asks" }, call),
-    el("span", { class: "kind" }, KIND_LABELS[request.kind] || request.kind)),
+    el("span", { class: "kind" }, kindLabel(request)),
+    el("span", { class: "agent-path", title: "Asked by" }, path)),
+  el("p", { class: "agent-call", title: "The task of the call that asks" }, call),
   el("h3", { id: titleId }, titleOf(request)),
   request.context ? el("p", { class: "context" }, request.context) : null,
   expires && !Number.isNaN(expires.getTime())
@@ -222,12 +251,10 @@ const WIDGETS = {
   },
   permission(request, answer) {
     const reasonId = uid("reason");
-    const reason = el("input", { type: "text", id: reasonId });
+    const reason = el("input", { type: "text", id: reasonId, placeholder: "optional" });
     const args = request.arguments !== undefined && request.arguments !== null
-      ? el("pre", { class: "tool-args", "aria-label": `Arguments of ${request.toolName || "the tool"}` },
-        prettyJSON(request.arguments)) : null;
-    return el("div", { class: "permission" },
-      el("p", { class: "tool-line" }, "Tool: ", el("code", {}, request.toolName || "?")), args,
+      ? argumentList(request.arguments, `Arguments of ${request.toolName || "the tool"}`) : null;
+    return el("div", { class: "permission" }, args,
       el("div", { class: "options", role: "group", "aria-label": "Decision" },
         el("button", { type: "button", class: "approve", onclick: () => answer({ kind: "approve", scope: "once" }) }, "Approve once"),
         el("button", { type: "button", class: "approve", onclick: () => answer({ kind: "approve", scope: "run" }) }, "Approve for this run")),

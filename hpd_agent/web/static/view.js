@@ -1,14 +1,30 @@
 // The transcript: user prompts, and per run the tree of agents with their streamed text and
 // tool calls, rebuilt from AG-UI events alone (live, or replayed after a reload). Every agent
 // call is its own node, keyed by its subagentRunId (the call's invocation id): two parallel
-// calls of one agent are two nodes, each labelled with its query.
+// calls of one agent are two nodes, each labelled with its query. A call of an agent as a
+// tool is drawn as that agent's node alone (its query on the node, its answer as its own
+// text, once); other tool calls are one line each, their arguments, result and id folded
+// away in a <details>.
+import { argumentList, brief, fillArguments } from "./args.js";
 import { el, prettyJSON } from "./dom.js";
+
+const UNNAMED = "Agent"; // the root agent's label until the server says its name
 
 export class Transcript {
   /** @param {HTMLElement} root where the conversation is drawn. */
   constructor(root) {
     this.root = root;
+    this.rootName = UNNAMED;
+    this.rootNamed = false;
     this.reset();
+  }
+
+  /** Names the root agent (the server's GET /info, else the first agent of a request path). */
+  setRootName(name) {
+    if (!name) return;
+    this.rootName = name;
+    this.rootNamed = true;
+    for (const node of this.roots) renameNode(node, name);
   }
 
   reset() {
@@ -19,6 +35,7 @@ export class Transcript {
     this.shownUsers = new Set(); // ids of user messages already drawn
     this.queuedUsers = []; // user messages (from GET /messages) awaiting their run
     this.run = null; // the current run's root agent node
+    this.roots = []; // every run's root agent node
   }
 
   /** User messages of the thread, drawn one per replayed run that does not carry its input. */
@@ -75,10 +92,11 @@ export class Transcript {
       ? input.messages.filter((m) => m.role === "user") : [];
     if (users.length) this.addUserMessage(users[users.length - 1]);
     else if (this.queuedUsers.length) this.addUserMessage(this.queuedUsers[0]);
-    const node = this.agentNode({ name: "Assistant", depth: 0, runId });
+    const node = this.agentNode({ name: this.rootName, depth: 0, runId });
     node.section.classList.add("root-agent");
     this.root.append(node.section);
     this.run = node;
+    this.roots.push(node);
     setStatus(node, "working");
   }
 
@@ -98,19 +116,39 @@ export class Transcript {
     if (!call) {
       const owner = this.ownerOf(event);
       const name = event.toolCallName || "tool";
-      const args = el("pre", { class: "tool-args", "aria-label": `Arguments of ${name}` });
+      const args = argumentList({}, `Arguments of ${name}`);
       const result = el("pre", { class: "tool-result", "aria-label": `Result of ${name}`, hidden: true });
+      const outcome = el("span", { class: "tool-brief" });
+      const waiting = el("span", { class: "tool-waiting" });
       const nested = el("div", { class: "tool-nested" });
+      const details = el("details", { class: "tool-details" },
+        el("summary", { class: "tool-head" }, el("span", { class: "tool-icon", "aria-hidden": "true" }, "⚙"),
+          el("span", { class: "tool-name" }, name), outcome, waiting),
+        args, result, el("p", { class: "tool-id" }, "Call id ", el("code", {}, event.toolCallId)));
       const section = el("div", { class: "tool-call", "data-tool": name, "data-tool-call": event.toolCallId },
-        el("div", { class: "tool-head" }, el("span", { class: "tool-icon", "aria-hidden": "true" }, "⚙"),
-          el("span", { class: "tool-name" }, name)),
-        args, nested, result);
+        details, nested);
       owner.body.append(section);
-      call = { section, args, result, nested, argText: "" };
+      call = { section, details, args, result, nested, outcome, waiting, agent: null, argText: "" };
       this.tools.set(event.toolCallId, call);
     }
     return call;
   }
+}
+
+function renameNode(node, name) {
+  node.name = name;
+  node.section.dataset.agent = name;
+  const label = node.description ? `Agent ${name}: ${node.description}` : `Agent ${name}`;
+  node.section.setAttribute("aria-label", label);
+  node.toggle.querySelector(".agent-name").textContent = name;
+}
+
+/** Whether agent `node` already said `content` in its own words (its answer, streamed). */
+function said(node, content) {
+  const words = Array.from(node.body.children)
+    .filter((child) => child.classList.contains("agent-text"))
+    .map((child) => child.textContent).join("\n");
+  return words.trim().includes(content.trim());
 }
 
 function setStatus(node, status, detail) {
@@ -150,7 +188,6 @@ const HANDLERS = {
   TOOL_CALL_ARGS(event) {
     const call = this.toolFor(event);
     call.argText += event.delta;
-    call.args.textContent = call.argText;
   },
   TOOL_CALL_CHUNK(event) {
     if (!event.toolCallId) return;
@@ -158,14 +195,23 @@ const HANDLERS = {
   },
   TOOL_CALL_END(event) {
     const call = this.toolFor(event);
-    call.args.textContent = prettyJSON(call.argText);
+    fillArguments(call.args, call.argText);
     call.section.classList.add("called");
   },
   TOOL_CALL_RESULT(event) {
     const call = this.toolFor(event);
-    call.result.hidden = false;
-    call.result.textContent = typeof event.content === "string" ? event.content : prettyJSON(event.content);
+    const content = typeof event.content === "string" ? event.content : prettyJSON(event.content);
     call.section.classList.add("done");
+    if (call.agent) {
+      // An agent's answer is its own last words: shown once, in its node.
+      if (!said(call.agent, content)) {
+        call.agent.body.append(el("p", { class: "agent-text agent-answer" }, content));
+      }
+      return;
+    }
+    call.result.hidden = false;
+    call.result.textContent = content;
+    call.outcome.textContent = brief(content);
   },
   SUBAGENT_STARTED(event) {
     const parent = (event.parentSubagentRunId && this.agents.get(event.parentSubagentRunId)) || this.ownerOf({});
@@ -173,6 +219,12 @@ const HANDLERS = {
       name: event.name, depth: parent.depth + 1, runId: event.subagentRunId, description: event.description,
     });
     const call = event.parentToolCallId && this.tools.get(event.parentToolCallId);
+    if (call) {
+      // The call is the agent's node now: its query labels the node, its answer is its text.
+      call.agent = node;
+      call.section.classList.add("agent-call-box");
+      call.details.remove();
+    }
     (call ? call.nested : parent.body).append(node.section);
     this.agents.set(event.subagentRunId, node);
     setStatus(node, "working");
@@ -206,11 +258,12 @@ export function markAsking(transcript, request, asking) {
   const count = Math.max(0, Number(node.section.dataset.asking || 0) + (asking ? 1 : -1));
   node.section.dataset.asking = String(count);
   node.section.classList.toggle("asking", count > 0);
-  const path = request.agentPath;
-  if (node === transcript.run && Array.isArray(path) && path.length && node.name === "Assistant") {
-    node.name = path[0];
-    node.section.dataset.agent = path[0];
-    node.section.setAttribute("aria-label", `Agent ${path[0]}`);
-    node.toggle.querySelector(".agent-name").textContent = path[0];
+  const call = request.toolCallId && transcript.tools.get(request.toolCallId);
+  if (call) {
+    call.section.classList.toggle("asking", asking);
+    const what = request.kind === "permission" ? "your permission" : "your answer";
+    call.waiting.textContent = asking ? `waiting for ${what}` : "";
   }
+  const path = request.agentPath;
+  if (!transcript.rootNamed && Array.isArray(path) && path.length) transcript.setRootName(path[0]);
 }
