@@ -15,7 +15,7 @@ journal key concerned), never a traceback, and its own exit status:
 | 7 | the answer does not fit the question |
 | 8 | the store cannot be opened: no such file (only a run creates one), no such directory, not a database, server unreachable |
 | 9 | the store holds data this version cannot read (a corrupt request row, a payload of the wrong kind, a garbage journal entry); ``pending`` still lists every readable request |
-| 10 | the run's agent cannot be found or loaded, or ``--agent`` is not the agent the run belongs to |
+| 10 | the run's agent (or the agent ``serve`` is given) cannot be found or loaded, or ``--agent`` is not the agent the run belongs to |
 | 11 | ``resume``: no run has that id |
 | 12 | ``resume --answer``: no request has that id |
 | 13 | ``resume``: another process drives the run (the message names the lease's holder and when it expires; if that process died, resume again after then) |
@@ -36,6 +36,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._apps.cli_parser import CommandParser
 from ._apps.cli_store import EXIT_INTERRUPTED, EXIT_USAGE, _Fail, add_store_commands, failure
 from .text import bounded, printable
 
@@ -52,9 +53,13 @@ _DEMO_PACE = 0.02
 
 _EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
 
+# hpd-agent is not on PyPI yet: an extra is installed from the checkout.
+_INSTALL_WEB = 'pip install -e ".[web]" in the hpd-agent checkout (it is not on PyPI yet)'
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # Its subcommands are CommandParsers too: each reports its own mistakes, with a hint.
+    parser = CommandParser(
         prog="hpd-agent", description="Nested multi-agent orchestration with a human in the loop."
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -369,7 +374,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from . import web
     except ImportError as e:
         print(
-            f'error: serve needs the web extra ({e}): pip install "hpd-agent[web]"', file=sys.stderr
+            f"error: serve needs the web extra ({e}): {_INSTALL_WEB}",
+            file=sys.stderr,
         )
         return 2
     token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
@@ -386,7 +392,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
-    agent = _load_agent(args.agent)
+    agent = _load_agent(args.agent, served=True)
     host = args.host.strip("[]")
     # The Host rule (docs/web.md): loopback names, the bound address and --allow-host; with a
     # token and no --allow-host, any name (the token guards the server).

@@ -37,6 +37,7 @@ from ..events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    format_path,
 )
 from ..permissions import Approve, Decision, Deny
 from ..text import printable
@@ -194,7 +195,7 @@ class ConsoleHandler(BaseHandler):
     def _who(self, event: Event) -> str:
         """Who produced ``event``: its agent path, plus the call's number and query when
         another call of the same agent runs beside it."""
-        key = event.invocation_id or "/".join(event.agent_path)
+        key = event.invocation_id or format_path(event.agent_path)
         return self._calls.label(key, event.agent_path)[0]
 
     def _line(self, markup: str) -> None:
@@ -208,7 +209,7 @@ class ConsoleHandler(BaseHandler):
     async def on_event(self, event: Event) -> None:
         """Print one event: text as it streams, tool calls, outcomes."""
         # Text and state are kept by agent call: parallel calls of one agent share a path.
-        key = event.invocation_id or "/".join(event.agent_path)
+        key = event.invocation_id or format_path(event.agent_path)
         if isinstance(event, TextDelta):
             # Newlines and tabs stay (layout); escape sequences and other controls show.
             self._out.text(key, event.agent_path, printable(event.text))
