@@ -21,7 +21,7 @@ journal key concerned), never a traceback, and its own exit status:
 | 13 | ``resume``: another process drives the run (the message names the lease's holder and when it expires; if that process died, resume again after then) |
 | 70 | an internal error (a bug in hpd-agent): its one line says what; ``HPD_AGENT_DEBUG=1`` shows the traceback |
 | 75 | ``resume --interrupt``: stopped with questions pending (listed on stdout); not an error |
-| 130 | interrupted (Ctrl-C) |
+| 130 | interrupted: Ctrl-C, or Ctrl-D (end of input) at a question in a terminal |
 """
 
 from __future__ import annotations
@@ -198,24 +198,29 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         console.print(f"[bold]hpd-agent demo[/] [dim]({mode}; {where})[/]")
         _check_credentials(orchestrator)
         _stdin_note(console, args.yes)
+        cancelled = False
 
         async def main() -> None:
             from .exceptions import HpdAgentError
 
+            nonlocal cancelled
             try:
                 result = await orchestrator.run(prompt, handler=handler)
             except HpdAgentError:
                 raise _Shown from None
+            cancelled = result.status == "cancelled"  # Ctrl-D at a question, in a terminal
             files = sorted(
                 [p.name async for p in anyio.Path(workdir).iterdir() if await p.is_file()]
             )
             kept = f"in {workdir}" if args.workdir else "(removed with the temporary directory)"
+            ended = "" if cancelled else f"Run {result.status}. "  # "Run cancelled." was said
             console.print(
-                f"\n[dim]Run {result.status}. Files written: {', '.join(files) or 'none'} {kept} · "
+                f"\n[dim]{ended}Files written: {', '.join(files) or 'none'} {kept} · "
                 f"{result.usage.requests} model requests, {result.usage.total_tokens} tokens[/]"
             )
 
-        return _run(console, main)
+        status = _run(console, main)
+        return EXIT_INTERRUPTED if cancelled and status == 0 else status
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
@@ -235,10 +240,10 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     _stdin_note(console, args.yes)
 
     ctrl_c = _CtrlC(console)
-    failed = False
+    failed = cancelled = False
 
     async def main() -> None:
-        nonlocal failed
+        nonlocal failed, cancelled
         history: list[Message] | None = None
         async with ctrl_c.watching():
             while True:
@@ -255,12 +260,16 @@ def _cmd_chat(args: argparse.Namespace) -> int:
                         failed = True
                         continue
                     failed = False
-                    history = result.messages
+                    # Ctrl-D at the agent's question (a terminal): the turn is cancelled,
+                    # and the chat ends at the next prompt (input is closed).
+                    cancelled = result.status == "cancelled"
+                    if not cancelled:
+                        history = result.messages
                     console.print()
         console.print("[dim]bye[/]")
 
     status = _run(console, main)
-    if ctrl_c.left:
+    if ctrl_c.left or (cancelled and status == 0):
         return EXIT_INTERRUPTED
     # The last turn failed: the chat ends in failure (a script piping into it can tell).
     return 1 if failed and status == 0 else status
