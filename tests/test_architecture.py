@@ -423,15 +423,7 @@ def test_agent_paths_are_shown_one_way() -> None:
 
     assert format_path(("Orchestrator", "CodingAgent")) == "Orchestrator > CodingAgent"
     assert PATH_SEPARATOR == " > "
-    found: list[str] = []
-    for path in _shown_path_sources():
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            if _ANGLE_QUOTE in line or _PATH_JOIN.search(line):
-                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
-    assert found == []
-
-
-def test_the_path_check_sees_a_hand_joined_path() -> None:
+    # The check sees a path joined by hand, whatever the separator.
     for line in [
         "'/'.join(ctx.agent_path)",
         f'f"{{" {_ANGLE_QUOTE} ".join(event.agent_path)}}"',
@@ -439,3 +431,9 @@ def test_the_path_check_sees_a_hand_joined_path() -> None:
     ]:
         assert _PATH_JOIN.search(line), line
     assert not _PATH_JOIN.search("format_path(event.agent_path)")
+    found: list[str] = []
+    for path in _shown_path_sources():
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if _ANGLE_QUOTE in line or _PATH_JOIN.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert found == []
