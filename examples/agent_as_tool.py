@@ -11,7 +11,13 @@ from __future__ import annotations
 import anyio
 
 from hpd_agent import Agent
-from hpd_agent.events import AgentFinished, AgentStarted, ToolCallFinished, ToolCallStarted
+from hpd_agent.events import (
+    AgentFinished,
+    AgentStarted,
+    ToolCallFinished,
+    ToolCallStarted,
+    format_path,
+)
 from hpd_agent.testing import ScriptedModel, text, tool_call
 
 research = Agent(
@@ -37,7 +43,7 @@ orchestrator = Agent(
 async def main() -> None:
     async with orchestrator.stream("Which database should I use?") as run:
         async for event in run:
-            path = " > ".join(event.agent_path)
+            path = format_path(event.agent_path)
             match event:
                 case AgentStarted():
                     print(f"[{path}] started on: {event.input}")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import anyio
 
 from hpd_agent import Agent, ask_user
-from hpd_agent.events import ClarificationRequest
+from hpd_agent.events import ClarificationRequest, format_path
 from hpd_agent.messages import Message, ToolResultMessage
 from hpd_agent.models import ModelRequestParams
 from hpd_agent.testing import FunctionModel, ScriptedHuman, Step, text, tool_call
@@ -60,7 +60,7 @@ class LoggingHuman(ScriptedHuman):
     async def on_event(self, event: object) -> None:
         if isinstance(event, ClarificationRequest):
             print(
-                f"question from {' > '.join(event.agent_path)} (depth {event.depth}): {event.question}"
+                f"question from {format_path(event.agent_path)} (depth {event.depth}): {event.question}"
             )
 
 

@@ -15,7 +15,7 @@ import sys
 import anyio
 
 from hpd_agent import Agent, ask_user
-from hpd_agent.events import ClarificationRequest, TextDelta, ToolCallStarted
+from hpd_agent.events import ClarificationRequest, TextDelta, ToolCallStarted, format_path
 from hpd_agent.messages import ToolResultMessage, UserMessage
 from hpd_agent.testing import FunctionModel, text, tool_call
 
@@ -55,7 +55,7 @@ async def main(answer: str) -> None:
     )
     async with orchestrator.stream("Build an auth system") as run:
         async for event in run:
-            who = "/".join(event.agent_path)
+            who = format_path(event.agent_path)
             if isinstance(event, ToolCallStarted):
                 print(f"[{who}] -> {event.tool_name}({event.arguments})")
             elif isinstance(event, TextDelta):

@@ -26,6 +26,7 @@ except ImportError:
     sys.exit("This example needs the OpenTelemetry SDK: pip install opentelemetry-sdk")
 
 from hpd_agent import Agent, ask_user, instrument
+from hpd_agent.events import format_path
 from hpd_agent.messages import Message, ToolResultMessage
 from hpd_agent.models import ModelRequestParams
 from hpd_agent.testing import FunctionModel, ScriptedHuman, Step, text, tool_call
@@ -88,7 +89,8 @@ def describe(span: ReadableSpan) -> str:
     for label, key in SHOWN.get(span.name.split(" ")[0], ()):
         value = attributes.get(key)
         if isinstance(value, tuple):
-            value = "/".join(map(str, value))
+            names = map(str, value)
+            value = format_path(names) if key == "hpd_agent.agent.path" else ", ".join(names)
         fields.append(f"{label}={value}")
     ms = ((span.end_time or 0) - (span.start_time or 0)) / 1e6
     return f"{span.name}  ({', '.join(fields)})  {ms:.2f} ms"

@@ -15,13 +15,13 @@ journal key concerned), never a traceback, and its own exit status:
 | 7 | the answer does not fit the question |
 | 8 | the store cannot be opened: no such file (only a run creates one), no such directory, not a database, server unreachable |
 | 9 | the store holds data this version cannot read (a corrupt request row, a payload of the wrong kind, a garbage journal entry); ``pending`` still lists every readable request |
-| 10 | the run's agent cannot be found or loaded, or ``--agent`` is not the agent the run belongs to |
+| 10 | the run's agent (or the agent ``serve`` is given) cannot be found or loaded, or ``--agent`` is not the agent the run belongs to |
 | 11 | ``resume``: no run has that id |
 | 12 | ``resume --answer``: no request has that id |
 | 13 | ``resume``: another process drives the run (the message names the lease's holder and when it expires; if that process died, resume again after then) |
 | 70 | an internal error (a bug in hpd-agent): its one line says what; ``HPD_AGENT_DEBUG=1`` shows the traceback |
 | 75 | ``resume --interrupt``: stopped with questions pending (listed on stdout); not an error |
-| 130 | interrupted (Ctrl-C) |
+| 130 | interrupted: Ctrl-C, or Ctrl-D (end of input) at a question in a terminal |
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ._apps.cli_parser import CommandParser
 from ._apps.cli_store import EXIT_INTERRUPTED, EXIT_USAGE, _Fail, add_store_commands, failure
 from .text import bounded, printable
 
@@ -52,9 +53,13 @@ _DEMO_PACE = 0.02
 
 _EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
 
+# hpd-agent is not on PyPI yet: an extra is installed from the checkout.
+_INSTALL_WEB = 'pip install -e ".[web]" in the hpd-agent checkout (it is not on PyPI yet)'
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    # Its subcommands are CommandParsers too: each reports its own mistakes, with a hint.
+    parser = CommandParser(
         prog="hpd-agent", description="Nested multi-agent orchestration with a human in the loop."
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
@@ -193,24 +198,29 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         console.print(f"[bold]hpd-agent demo[/] [dim]({mode}; {where})[/]")
         _check_credentials(orchestrator)
         _stdin_note(console, args.yes)
+        cancelled = False
 
         async def main() -> None:
             from .exceptions import HpdAgentError
 
+            nonlocal cancelled
             try:
                 result = await orchestrator.run(prompt, handler=handler)
             except HpdAgentError:
                 raise _Shown from None
+            cancelled = result.status == "cancelled"  # Ctrl-D at a question, in a terminal
             files = sorted(
                 [p.name async for p in anyio.Path(workdir).iterdir() if await p.is_file()]
             )
             kept = f"in {workdir}" if args.workdir else "(removed with the temporary directory)"
+            ended = "" if cancelled else f"Run {result.status}. "  # "Run cancelled." was said
             console.print(
-                f"\n[dim]Run {result.status}. Files written: {', '.join(files) or 'none'} {kept} · "
+                f"\n[dim]{ended}Files written: {', '.join(files) or 'none'} {kept} · "
                 f"{result.usage.requests} model requests, {result.usage.total_tokens} tokens[/]"
             )
 
-        return _run(console, main)
+        status = _run(console, main)
+        return EXIT_INTERRUPTED if cancelled and status == 0 else status
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
@@ -230,10 +240,10 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     _stdin_note(console, args.yes)
 
     ctrl_c = _CtrlC(console)
-    failed = False
+    failed = cancelled = False
 
     async def main() -> None:
-        nonlocal failed
+        nonlocal failed, cancelled
         history: list[Message] | None = None
         async with ctrl_c.watching():
             while True:
@@ -250,12 +260,16 @@ def _cmd_chat(args: argparse.Namespace) -> int:
                         failed = True
                         continue
                     failed = False
-                    history = result.messages
+                    # Ctrl-D at the agent's question (a terminal): the turn is cancelled,
+                    # and the chat ends at the next prompt (input is closed).
+                    cancelled = result.status == "cancelled"
+                    if not cancelled:
+                        history = result.messages
                     console.print()
         console.print("[dim]bye[/]")
 
     status = _run(console, main)
-    if ctrl_c.left:
+    if ctrl_c.left or (cancelled and status == 0):
         return EXIT_INTERRUPTED
     # The last turn failed: the chat ends in failure (a script piping into it can tell).
     return 1 if failed and status == 0 else status
@@ -369,7 +383,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from . import web
     except ImportError as e:
         print(
-            f'error: serve needs the web extra ({e}): pip install "hpd-agent[web]"', file=sys.stderr
+            f"error: serve needs the web extra ({e}): {_INSTALL_WEB}",
+            file=sys.stderr,
         )
         return 2
     token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
@@ -386,7 +401,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
-    agent = _load_agent(args.agent)
+    agent = _load_agent(args.agent, served=True)
     host = args.host.strip("[]")
     # The Host rule (docs/web.md): loopback names, the bound address and --allow-host; with a
     # token and no --allow-host, any name (the token guards the server).

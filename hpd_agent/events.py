@@ -17,6 +17,7 @@ import functools
 import hashlib
 import json
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
@@ -26,6 +27,7 @@ from ._values.arguments import split_arguments
 from .messages import Usage
 
 __all__ = [
+    "PATH_SEPARATOR",
     "AgentFinished",
     "AgentStarted",
     "ClarificationRequest",
@@ -42,9 +44,13 @@ __all__ = [
     "ToolCallStarted",
     "dump_event",
     "event_adapter",
+    "format_path",
     "invocation_id",
     "load_event",
 ]
+
+PATH_SEPARATOR = " > "
+"""How an agent path is written for people: ``Orchestrator > CodingAgent > Clarifier``."""
 
 RunStatus = Literal["completed", "failed", "cancelled", "interrupted", "rejected"]
 """How a run (or one agent's part of it) ended."""
@@ -259,6 +265,15 @@ Event = (
 
 RequestEvent = ClarificationRequest | PermissionRequest
 """The events that wait for ``respond``."""
+
+
+def format_path(path: Iterable[str]) -> str:
+    """An agent path as people read it, root first: ``"Orchestrator > CodingAgent"``.
+
+    The one way a path is shown to a person (the console, the CLI, error messages).
+    Programs get the path as a list of names (``agent_path`` in JSON), never this text.
+    """
+    return PATH_SEPARATOR.join(path)
 
 
 def invocation_id(path: str) -> str:

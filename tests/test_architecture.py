@@ -401,3 +401,39 @@ def test_the_integration_surface_is_public(module: str, names: list[str]) -> Non
     mod = importlib.import_module(module)
     for name in names:
         assert name in mod.__all__, f"{module}.{name}"
+
+
+# A literal separator joined over an agent path: '/'.join(ctx.agent_path), '.'.join(path)...
+_PATH_JOIN = re.compile(
+    r"""(["'])[^"'\n]*\1\s*\.join\(\s*(?:map\(\s*str\s*,\s*)?[\w.]*agent_path\b"""
+)
+
+
+_ANGLE_QUOTE = "\u203a"  # the other way paths were once written
+
+
+def _shown_path_sources() -> list[Path]:
+    sources = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return sources + sorted(PACKAGE.rglob("*.py")) + sorted((ROOT / "examples").glob("*.py"))
+
+
+def test_agent_paths_are_shown_one_way() -> None:
+    """People read an agent path as ``A > B`` (``format_path``); programs get a list."""
+    from hpd_agent.events import PATH_SEPARATOR, format_path
+
+    assert format_path(("Orchestrator", "CodingAgent")) == "Orchestrator > CodingAgent"
+    assert PATH_SEPARATOR == " > "
+    # The check sees a path joined by hand, whatever the separator.
+    for line in [
+        "'/'.join(ctx.agent_path)",
+        f'f"{{" {_ANGLE_QUOTE} ".join(event.agent_path)}}"',
+        '".".join(map(str, r.agent_path))',
+    ]:
+        assert _PATH_JOIN.search(line), line
+    assert not _PATH_JOIN.search("format_path(event.agent_path)")
+    found: list[str] = []
+    for path in _shown_path_sources():
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if _ANGLE_QUOTE in line or _PATH_JOIN.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert found == []

@@ -148,3 +148,35 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
         done = _run(snippet, tmp_path, _env())
     assert done.returncode == 0, f"{snippet.id} failed:\n{done.stdout}\n{done.stderr}"
     assert "Traceback" not in done.stderr, done.stderr
+
+
+def test_the_guide_teaches_a_journaled_step_in_a_block_that_runs() -> None:
+    """``ctx.step`` (a side effect before a question) is taught in the guide, not only in
+    durability.md: a runnable block that resumes a run and shows the effect ran once."""
+    guide = [s for s in SNIPPETS if s.path.name == "guide.md" and s.mark is None]
+    taught = [s for s in guide if "await ctx.step(" in s.code and ".resume(" in s.code]
+    assert taught, "no runnable guide block uses ctx.step across a resume"
+    heading = "## A tool that acts, then asks: `ctx.step`"
+    assert heading in (ROOT / "docs" / "guide.md").read_text()
+
+
+_PUBLISHED_INSTALL = re.compile(r"""pip install\s+["']?hpd-agent\b""")
+
+
+def test_extras_are_installed_from_the_checkout_until_the_package_is_published() -> None:
+    code = [*(ROOT / "hpd_agent").rglob("*.py"), *(ROOT / "examples").rglob("*.py")]
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in [*DOCS, *sorted(code)]
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if _PUBLISHED_INSTALL.search(line)
+    ]
+    assert found == []
+    readme = (ROOT / "README.md").read_text()
+    assert '.venv/bin/pip install -e ".[web]"' in readme
+    # The README's two first-screen commands stay as they are.
+    bash = re.findall(r"```bash\n(.*?)```", readme, re.DOTALL)
+    assert bash[:2] == [
+        "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/hpd-agent demo\n",
+        '.venv/bin/pip install -e ".[dev]" && .venv/bin/python -m pytest\n',
+    ]

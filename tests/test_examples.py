@@ -56,7 +56,7 @@ EXPECTED: dict[str, list[str]] = {
         "Result: Manager reports: Architect reports: Service scaffolded in Rust.",
         "13 spans",
         "└─ invoke_agent Manager  (path=Manager, tokens in=200, out=15)",
-        "│  └─ invoke_agent Architect  (path=Manager/Architect,",
+        "│  └─ invoke_agent Architect  (path=Manager > Architect,",
         "│     │     ├─ execute_tool ask_user  (call=call_1)",
         "│     │     │  └─ await_human text  (outcome=answered)",
     ],

@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from .._core.output import output_text
+from ..events import format_path
 from ..text import error_text, printable
 
 if TYPE_CHECKING:
@@ -151,7 +152,7 @@ def _print_request(r: RequestRecord, as_json: bool) -> None:
         print(json.dumps(item))  # ASCII JSON: controls and surrogates are escaped
         return
     options = f"  {_numbered(r.options)}" if r.options else ""
-    agent = "/".join(r.agent_path)
+    agent = format_path(r.agent_path)
     print(_show(f"{r.request_id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}"))
 
 
@@ -263,20 +264,29 @@ _AGENT_FORMS = (
 )
 
 
-def _load_agent(spec: str, recorded: bool = False) -> Agent:
+_SERVE_FORMS = (
+    "serve MODULE:ATTR, e.g. package.module:NAME or path/to/script.py:NAME, where NAME is the "
+    "global holding the Agent or a function returning it (importable from the current directory)"
+)
+
+
+def _load_agent(spec: str, recorded: bool = False, *, served: bool = False) -> Agent:
+    """The agent at ``spec``; ``served``: named by ``serve MODULE:ATTR``, not ``--agent``."""
     from .._values.refs import load_ref
     from ..agent import Agent
 
-    where = f"the agent the run recorded, {spec}" if recorded else f"--agent {spec!r}"
+    if served:
+        where, given, forms = f"the agent {spec!r}", repr(spec), _SERVE_FORMS
+    else:
+        where = f"the agent the run recorded, {spec}" if recorded else f"--agent {spec!r}"
+        given, forms = f"--agent {spec!r}", _AGENT_FORMS
     try:
         target = load_ref(spec)
         agent = target if isinstance(target, Agent) else target()
     except ValueError:
-        raise _Fail(
-            EXIT_AGENT, f"--agent {spec!r} is not of the form: pass {_AGENT_FORMS}"
-        ) from None
+        raise _Fail(EXIT_AGENT, f"{given} is not of the form: pass {forms}") from None
     except Exception as e:  # the user's module: any error while importing or building it
-        hint = f"; pass {_AGENT_FORMS}" if recorded else ""
+        hint = f"; pass {forms}" if recorded or served else ""
         raise _Fail(EXIT_AGENT, f"cannot load {where}: {error_text(e)}{hint}") from None
     if not isinstance(agent, Agent):
         raise _Fail(EXIT_AGENT, f"{where} gave {type(agent).__name__}, not an Agent")
@@ -407,7 +417,7 @@ class _StoreNotice:
         from ..events import ClarificationRequest
 
         if isinstance(event, ClarificationRequest) and not event.replayed:
-            agent = "/".join(event.agent_path)
+            agent = format_path(event.agent_path)
             options = f"  {_numbered(event.options)}" if event.options else ""
             print(
                 _show(f"waiting for {event.request_id} ({agent}): {event.question}{options}")

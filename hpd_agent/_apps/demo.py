@@ -416,6 +416,8 @@ class DemoConsole(ConsoleHandler):
             return  # the question itself is shown when it is asked
         if isinstance(event, ToolCallFinished) and not event.is_error:
             if event.tool_name == "ask_user":
+                if self.left:
+                    return  # the run is being cancelled: no turn goes on
                 self._line(
                     f"  [green]↳[/] {escape(self._short(event.result))} [dim]goes back into[/] "
                     f"{self._label(event.agent_path)}[dim]'s turn, which goes on[/]"

@@ -20,7 +20,7 @@ import anyio
 from typing_extensions import TypeVar
 
 from ..coordinator import Coordinator
-from ..events import Event, invocation_id
+from ..events import Event, format_path, invocation_id
 from ..exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError
 from ..hooks import ModelCall, StepCall
 from ..messages import Message
@@ -151,7 +151,7 @@ class ToolContext(Generic[DepsT]):
         self._steps = 0
 
     def __repr__(self) -> str:
-        return f"ToolContext({self.tool_name!r}, path={'/'.join(self.agent_path)!r})"
+        return f"ToolContext({self.tool_name!r}, path={format_path(self.agent_path)!r})"
 
     async def ask(
         self,

@@ -14,7 +14,7 @@ from ..events import (
     PermissionResolved,
     RequestEvent,
 )
-from ..exceptions import InvalidAnswerError, RequestError
+from ..exceptions import InvalidAnswerError, RequestError, RunCancelledError
 
 if TYPE_CHECKING:
     from ..run import Run
@@ -30,7 +30,9 @@ class Handler(Protocol):
 
     ``on_request`` runs in its own task for each request, so several questions (from
     parallel sub-agents) can be handled at once, or queued by the handler, while the other
-    agents keep working and ``on_event`` keeps receiving their events.
+    agents keep working and ``on_event`` keeps receiving their events. ``on_request`` raising
+    ``RunCancelledError`` cancels the whole run (the human left): every pending request ends
+    cancelled, nothing is answered for them, and the run ends ``"cancelled"``.
     """
 
     async def on_event(self, event: Event) -> None:
@@ -119,7 +121,11 @@ async def _answer(
 ) -> None:
     with scope:
         for _ in range(_MAX_INVALID_ANSWERS):
-            answer = await handler.on_request(request)
+            try:
+                answer = await handler.on_request(request)
+            except RunCancelledError:
+                run.cancel()  # the handler's way to say the human left: end it all, answer none
+                return
             try:
                 await run.respond(request.request_id, answer)
                 return
@@ -136,7 +142,8 @@ async def serve(run: Run, handler: Handler) -> None:
 
     A handler's answer that ``respond`` refuses as invalid is asked for again (up to three
     times, then the request is cancelled); a request resolved otherwise (expired,
-    cancelled) stops its handler task.
+    cancelled) stops its handler task. A handler that raises ``RunCancelledError`` cancels
+    the run.
     """
     answering: dict[str, anyio.CancelScope] = {}
     async with anyio.create_task_group() as tg:

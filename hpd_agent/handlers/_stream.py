@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.markup import escape
 
+from ..events import PATH_SEPARATOR, format_path
 from ..text import printable
 
 __all__ = ["Calls", "StreamWriter", "esc", "path_label"]
@@ -34,7 +35,7 @@ def path_label(path: tuple[str, ...]) -> str:
     parts = [
         f"[bold {_PALETTE[sum(map(ord, name)) % len(_PALETTE)]}]{esc(name)}[/]" for name in path
     ]
-    return " > ".join(parts)
+    return PATH_SEPARATOR.join(parts)
 
 
 @dataclass(slots=True)
@@ -96,7 +97,7 @@ class Calls:
     @staticmethod
     def _relabel(call: _Call, *, numbered: bool) -> None:
         call.markup = path_label(call.path)
-        call.width = len(" > ".join(call.path))
+        call.width = len(format_path(call.path))
         if not numbered:
             return
         query = call.query

@@ -5,6 +5,11 @@ and results in one line each, and asks the human the run's questions and permiss
 requests. Questions from parallel sub-agents are queued and asked one at a time; the line
 the human types is read off the event loop (a daemon reader thread), so the other agents
 keep working and streaming while a question waits.
+
+End of input means two things. In a terminal, Ctrl-D at a question is the human leaving:
+the run is cancelled, and nothing is answered or approved in their name. From a pipe or a
+file, it is the end of a script of answers: the questions after it get their defaults
+(``default_answer``), as with ``--yes``, and the run goes on.
 """
 
 from __future__ import annotations
@@ -12,10 +17,11 @@ from __future__ import annotations
 import builtins
 import contextlib
 import json
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.from_thread
@@ -37,7 +43,9 @@ from ..events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
+    format_path,
 )
+from ..exceptions import RunCancelledError
 from ..permissions import Approve, Decision, Deny
 from ..text import printable
 from ._base import BaseHandler
@@ -157,11 +165,16 @@ class ConsoleHandler(BaseHandler):
     Args:
         console: Where to print (a ``rich.console.Console``); the terminal by default.
         input: Reads one line given a prompt, like the builtin ``input`` (the default);
-            raising ``EOFError`` means input is closed: the remaining requests get
-            ``default_answer`` and the run goes on.
+            raising ``EOFError`` means input is closed (see ``end_of_input``).
         assume_yes: Never read: answer every request with ``default_answer`` (``--yes``).
         show_tool_results: Print a one-line summary of each tool result.
         max_chars: Longest argument or result summary printed.
+        end_of_input: What closed input does to a question: ``"cancel"`` cancels the run
+            (``on_request`` raises ``RunCancelledError``), so nothing is answered or
+            approved for the human; ``"defaults"`` answers it and every later one with
+            ``default_answer`` and the run goes on. None (the default): ``"cancel"`` when
+            reading a terminal (the builtin ``input`` on a TTY: Ctrl-D), else ``"defaults"``
+            (answers piped in, then the defaults).
     """
 
     def __init__(
@@ -172,9 +185,15 @@ class ConsoleHandler(BaseHandler):
         assume_yes: bool = False,
         show_tool_results: bool = True,
         max_chars: int = 160,
+        end_of_input: Literal["cancel", "defaults"] | None = None,
     ) -> None:
         self.console = console or Console(highlight=False)
         self.assume_yes = assume_yes
+        if end_of_input is None:
+            end_of_input = "cancel" if input is None and _is_terminal() else "defaults"
+        self.end_of_input: Literal["cancel", "defaults"] = end_of_input
+        self.left = False
+        """True once closed input cancelled the run (``end_of_input="cancel"``)."""
         self.show_tool_results = show_tool_results
         self.max_chars = max_chars
         self._reader = _LineReader(input or builtins.input)
@@ -194,7 +213,7 @@ class ConsoleHandler(BaseHandler):
     def _who(self, event: Event) -> str:
         """Who produced ``event``: its agent path, plus the call's number and query when
         another call of the same agent runs beside it."""
-        key = event.invocation_id or "/".join(event.agent_path)
+        key = event.invocation_id or format_path(event.agent_path)
         return self._calls.label(key, event.agent_path)[0]
 
     def _line(self, markup: str) -> None:
@@ -208,7 +227,7 @@ class ConsoleHandler(BaseHandler):
     async def on_event(self, event: Event) -> None:
         """Print one event: text as it streams, tool calls, outcomes."""
         # Text and state are kept by agent call: parallel calls of one agent share a path.
-        key = event.invocation_id or "/".join(event.agent_path)
+        key = event.invocation_id or format_path(event.agent_path)
         if isinstance(event, TextDelta):
             # Newlines and tabs stay (layout); escape sequences and other controls show.
             self._out.text(key, event.agent_path, printable(event.text))
@@ -291,13 +310,14 @@ class ConsoleHandler(BaseHandler):
             try:
                 self._end_line()
                 show()
-                if self.assume_yes or self._reader.closed:
+                if self.assume_yes:
                     return self._auto(request)
+                if self._reader.closed:
+                    return self._closed(request, said=True)
                 while True:
                     line = await self.prompt("> ")
                     if line is None:
-                        self._line("[yellow]Input closed: answering with defaults from now on.[/]")
-                        return self._auto(request)
+                        return self._closed(request, said=False)
                     try:
                         answer = parse(line.strip())
                     except _Reply as again:
@@ -307,6 +327,20 @@ class ConsoleHandler(BaseHandler):
                     return answer if follow_up is None else await follow_up(answer)
             finally:
                 self._asking = None
+
+    def _closed(self, request: ClarificationRequest | PermissionRequest, *, said: bool) -> Any:
+        """Input is closed: cancel the run (a terminal), or answer with the default."""
+        if self.end_of_input == "cancel":
+            if not self.left:
+                self.left = True
+                self._line(
+                    "[bold yellow]Input closed (Ctrl-D): you left, so the run is cancelled; "
+                    "nothing is answered or approved for you.[/]"
+                )
+            raise RunCancelledError("input closed: the human left")
+        if not said:
+            self._line("[yellow]Input closed: answering with defaults from now on.[/]")
+        return self._auto(request)
 
     def _auto(self, request: ClarificationRequest | PermissionRequest) -> Any:
         answer = default_answer(request)
@@ -389,6 +423,13 @@ class ConsoleHandler(BaseHandler):
             return decision
 
         return await self._ask(request, show, _parse_permission, reason)
+
+
+def _is_terminal() -> bool:
+    try:
+        return sys.stdin.isatty()
+    except (AttributeError, ValueError):  # no stdin at all, or a closed one
+        return False
 
 
 def _arguments(event: ToolCallStarted) -> str:

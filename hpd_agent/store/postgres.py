@@ -1,9 +1,9 @@
 """``PostgresStore``: the store for many workers on many machines (psycopg 3).
 
-Needs the ``postgres`` extra (``pip install "hpd-agent[postgres]"``). psycopg's synchronous
-API runs in worker threads (``anyio.to_thread``, through the store's own limiters, so it
-never queues behind blocked sync tools), so the store works on asyncio and trio
-alike. When the server is on this machine (a Unix socket or a loopback address), a short
+Needs the ``postgres`` extra (``pip install -e ".[postgres]"`` in the checkout). psycopg's
+synchronous API runs in worker threads (``anyio.to_thread``, through the store's own
+limiters, so it never queues behind blocked sync tools), so the store works on asyncio and
+trio alike. When the server is on this machine (a Unix socket or a loopback address), a short
 statement about one row runs on the event loop instead, on a connection of its own whose
 statements give up after a few milliseconds (``lock_timeout``, ``statement_timeout``): a
 round trip there costs less than handing the statement to a thread; a statement that gives
@@ -52,7 +52,9 @@ from ._waiters import Wakeup
 try:
     import psycopg
 except ImportError as e:  # pragma: no cover - depends on the installed extras
-    raise ImportError('PostgresStore needs psycopg 3: pip install "hpd-agent[postgres]"') from e
+    raise ImportError(
+        'PostgresStore needs psycopg 3: pip install -e ".[postgres]" in the hpd-agent checkout'
+    ) from e
 
 __all__ = ["CHANNEL", "RENEWER_NAME", "PostgresStore"]
 

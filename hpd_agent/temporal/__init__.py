@@ -1,6 +1,6 @@
 """Scale-out on Temporal: agent trees as durable workflows, questions as workflow updates.
 
-``pip install "hpd-agent[temporal]"``. The core never imports this package, and this
+``pip install -e ".[temporal]"`` in the checkout (not on PyPI yet). The core never imports this package, and this
 package imports ``temporalio`` only when one of its names is first used (so the CLI, which
 wires ``--temporal`` options, works without the extra).
 
@@ -66,7 +66,8 @@ def __getattr__(name: str) -> Any:
         import temporalio  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError as e:
         raise ImportError(
-            'hpd_agent.temporal needs the temporal extra: pip install "hpd-agent[temporal]"'
+            "hpd_agent.temporal needs the temporal extra: "
+            'pip install -e ".[temporal]" in the hpd-agent checkout (it is not on PyPI yet)'
         ) from e
     value = getattr(importlib.import_module(where, __name__), name)
     globals()[name] = value

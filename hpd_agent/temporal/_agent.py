@@ -38,6 +38,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from ..agent import Agent
+from ..events import format_path
 from ..exceptions import ModelError, UserError
 from ..hooks import CallNext, Hook, ModelCall, StepCall, ToolExecution, ToolOutcome
 from ..messages import Message
@@ -248,7 +249,7 @@ class _ActivityHook(Hook):
                 result_type=dict,
                 start_to_close_timeout=timeout,
                 retry_policy=owner.retry_policy,
-                summary=f"{'/'.join(execution.agent_path)}.{tool.name}",
+                summary=f"{format_path(execution.agent_path)}: {tool.name}",
             )
         except ActivityError as e:
             cause = e.cause or e

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..events import format_path
 from ..exceptions import StoreUnavailableError
 from ..text import printable
 
@@ -104,7 +105,7 @@ def _pending(args: argparse.Namespace, failure: Failure) -> int:
                 print(json.dumps(item))  # ASCII JSON: controls are escaped
                 continue
             options = f"  [{' | '.join(r.options)}]" if r.options else ""
-            agent = "/".join(r.agent_path)
+            agent = format_path(r.agent_path)
             print(_show(f"{r.request_id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}"))
         if not records and not args.json:
             print("no pending requests", file=sys.stderr)
@@ -142,7 +143,10 @@ def _session(
     try:
         import temporalio  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:
-        return _usage('--temporal needs the temporal extra: pip install "hpd-agent[temporal]"')
+        return _usage(
+            "--temporal needs the temporal extra: "
+            'pip install -e ".[temporal]" in the hpd-agent checkout (it is not on PyPI yet)'
+        )
     import asyncio
 
     async def connected() -> int:

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import ClarificationRequest, PermissionRequest, RequestEvent
+from ..events import ClarificationRequest, PermissionRequest, RequestEvent, format_path
 from ..handlers._base import BaseHandler
 from ..permissions import Approve, Decision, Deny
 
@@ -36,7 +36,7 @@ class _Rule:
             return False
         if self.agent is not None and self.agent not in (
             request.agent_name,
-            "/".join(request.agent_path),
+            format_path(request.agent_path),
         ):
             return False
         if isinstance(request, ClarificationRequest):
@@ -65,9 +65,10 @@ class ScriptedHuman(BaseHandler):
     """Answers questions and permission requests by rules, and records what it was asked.
 
     Questions match by a case-insensitive substring (or a compiled regex) of the question,
-    optionally narrowed to a question kind and to an agent (its name or its full path joined
-    with ``/``). Every kind has a shortcut: ``provide`` (input, by argument name), ``choose``,
-    ``confirm``, ``complete_action`` (by URL) and ``answer_custom`` (by name). Rules are
+    optionally narrowed to a question kind and to an agent (its name, or its full path as
+    people read it, ``"Root > Coder"``). Every kind has a shortcut: ``provide`` (input, by
+    argument name), ``choose``, ``confirm``, ``complete_action`` (by URL) and
+    ``answer_custom`` (by name). Rules are
     tried in the order they were added; one with ``times`` stops matching once used up, so
     ``answer("plan", "shorter", times=1).answer("plan", "approve")`` scripts a dialogue.
     Permission rules match the tool name. A request no rule matches fails the run with
@@ -115,7 +116,8 @@ class ScriptedHuman(BaseHandler):
             match: A case-insensitive substring of the question, or a compiled regex.
             reply: The answer, or a function of the request that returns it.
             kind: Only questions of this kind (``"text"``, ``"choice"``, ...); None: any.
-            agent: Only questions from this agent (its name or its path joined with ``/``).
+            agent: Only questions from this agent: its name, or its path written
+                ``"Root > Coder"`` (``hpd_agent.events.format_path``).
             times: Use the rule this many times at most; None: every time.
         """
         return self._add_question(match, reply, kind=kind, agent=agent, times=times)
@@ -266,7 +268,7 @@ class ScriptedHuman(BaseHandler):
             else f"permission for {request.tool_name!r}"
         )
         raise UnexpectedRequestError(
-            f"ScriptedHuman has no rule for {what} from {'/'.join(request.agent_path)}"
+            f"ScriptedHuman has no rule for {what} from {format_path(request.agent_path)}"
         )
 
     async def on_clarification(self, request: ClarificationRequest) -> Any:

@@ -1,7 +1,8 @@
 """Serve an agent over HTTP: the AG-UI endpoint, the question inbox API and the web page.
 
 ``create_app(agent)`` is a Starlette (ASGI) app; ``hpd-agent serve MODULE:ATTR`` runs one with
-uvicorn. Needs the ``web`` extra: ``pip install "hpd-agent[web]"``. See docs/web.md.
+uvicorn. Needs the ``web`` extra: ``pip install -e ".[web]"`` in the checkout (hpd-agent is
+not on PyPI yet). See docs/web.md.
 """
 
 from __future__ import annotations

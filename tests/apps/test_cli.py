@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -133,6 +134,72 @@ def test_ctrl_c_cancels_the_demo_cleanly(terminal: Any, tmp_path: Path) -> None:
     terminal.close()
     assert terminal.exitstatus == 130
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_d_at_a_question_in_a_terminal_cancels_and_answers_nothing(
+    terminal: Any, tmp_path: Path
+) -> None:
+    terminal.expect(FRAMEWORK_Q)
+    terminal.expect(r"\n> ")
+    terminal.sendeof()  # Ctrl-D: the person left
+    terminal.expect(pexpect.EOF)
+    out = ANSI.sub("", terminal.before)
+    terminal.close()
+    assert terminal.exitstatus == 130, out  # interrupted, as with Ctrl-C
+    assert "Input closed (Ctrl-D): you left, so the run is cancelled" in out
+    assert "Run cancelled." in out
+    assert "answered automatically" not in out and "Input closed: answering" not in out
+    assert "wants to run" not in out and "goes back into" not in out
+    assert "Traceback" not in out
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_d_at_the_permission_prompt_approves_nothing(terminal: Any, tmp_path: Path) -> None:
+    terminal.expect(FRAMEWORK_Q)
+    terminal.expect(r"\n> ")
+    terminal.sendline("FastAPI")
+    terminal.expect(STORE_Q)
+    terminal.expect(r"\n> ")
+    terminal.sendline("SQLite")
+    terminal.expect(r"wants to run .*write_file")
+    terminal.expect(r"\n> ")
+    terminal.sendeof()
+    terminal.expect(pexpect.EOF)
+    out = ANSI.sub("", terminal.before)
+    terminal.close()
+    assert terminal.exitstatus == 130, out
+    assert "answered automatically" not in out and "approved for the run" not in out
+    assert "Input closed (Ctrl-D)" in out and "Run cancelled." in out
+    assert list(tmp_path.iterdir()) == []  # write_file never ran
+
+
+def test_ctrl_d_at_a_question_in_chat_cancels_the_turn_and_leaves() -> None:
+    chat = pexpect.spawn(
+        sys.executable,
+        ["-m", "hpd_agent.cli", "chat"],
+        cwd=str(ROOT),
+        env=_env(),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 140),
+    )
+    chat.logfile_read = screen = io.StringIO()
+    try:
+        chat.expect("you> ")
+        chat.sendline("what is hpd?")
+        chat.expect("Do you want a short or a detailed answer")
+        chat.expect(r"\n> ")
+        chat.sendeof()
+        chat.expect("bye")
+        chat.expect(pexpect.EOF)
+        chat.close()
+        out = ANSI.sub("", screen.getvalue())
+        assert chat.exitstatus == 130, out
+        assert "Input closed (Ctrl-D): you left, so the run is cancelled" in out
+        assert "answered automatically" not in out and "You wanted a" not in out
+        assert "Traceback" not in out
+    finally:
+        chat.close(force=True)
 
 
 def test_ctrl_c_in_chat_cancels_the_turn_then_leaves_at_the_prompt() -> None:

@@ -71,7 +71,7 @@ async def test_pending_lists_requests(workdir: Path) -> None:
     listed = await cli(workdir, "pending", "--db", str(db))
     assert listed.returncode == 0
     assert listed.stdout.splitlines() == [
-        f"{rid}  {run_id}  Orchestrator/CodingAgent  text: {durable_agents.QUESTION}"
+        f"{rid}  {run_id}  Orchestrator > CodingAgent  text: {durable_agents.QUESTION}"
     ]
     as_json = await cli(workdir, "pending", "--db", str(db), "--json", "--run", run_id)
     (line,) = as_json.stdout.splitlines()
@@ -202,7 +202,7 @@ def _resume_and_answer_from_another_terminal(
     try:
         assert resume.stderr is not None
         notice = resume.stderr.readline()  # blocks until the question is announced
-        assert notice.startswith(f"waiting for {rid} (Orchestrator/CodingAgent)")
+        assert notice.startswith(f"waiting for {rid} (Orchestrator > CodingAgent)")
         answered = subprocess.run(
             [sys.executable, "-m", "hpd_agent.cli", "answer", rid, "Falcon", "--db", str(db)],
             env=_env(workdir),

@@ -136,3 +136,21 @@ async def test_request_resolved_elsewhere_stops_the_handler_task() -> None:
     result = await Agent("A", model=model, tools=[ask_user(timeout=0.01)]).run("go", handler=Slow())
     assert result.output == "moved on"
     assert stopped.is_set()
+
+
+async def test_a_handler_that_raises_run_cancelled_cancels_the_run() -> None:
+    from hpd_agent import RunCancelledError
+    from hpd_agent.events import ClarificationResolved
+
+    class Leaves(Recorder):
+        async def on_clarification(self, request: ClarificationRequest) -> Any:
+            raise RunCancelledError("the human left")
+
+    agent, model = picker()
+    handler = Leaves([])
+    result = await agent.run("go", handler=handler)
+    assert result.status == "cancelled"
+    resolved = [e for e in handler.events if isinstance(e, ClarificationResolved)]
+    assert [e.status for e in resolved] == ["cancelled"]  # ended, never answered
+    assert handler.events[-1].kind == "run_finished"
+    assert len(model.requests) == 1  # the model never saw an answer

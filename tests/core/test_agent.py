@@ -234,7 +234,7 @@ async def test_agent_run_inside_custom_tool_is_nested() -> None:
         model=ScriptedModel([tool_call("delegate", topic="x"), text("ok")]),
         tools=[delegate],
     )
-    human = ScriptedHuman().answer("Name?", "Ada", agent="Root/Helper")
+    human = ScriptedHuman().answer("Name?", "Ada", agent="Root > Helper")
     result = await root.run("go", handler=human)
     assert result.output == "ok"
     assert human.asked[0].agent_path == ("Root", "Helper")

@@ -98,7 +98,7 @@ async def test_sub_agent_tool_and_sub_agent_itself_can_require_approval() -> Non
     sub = Agent("Coder", model=sub_model, tools=[write_file])  # type: ignore[list-item]
     root_model = ScriptedModel([tool_call("Coder", query="write"), text("root ok")])
     root = Agent("Root", model=root_model, tools=[sub.as_tool(requires_approval=True)])
-    human = ScriptedHuman().approve("Coder").approve("write_file", agent="Root/Coder")
+    human = ScriptedHuman().approve("Coder").approve("write_file", agent="Root > Coder")
     result = await root.run("go", handler=human)
     assert result.output == "root ok"
     assert written == ["deep"]

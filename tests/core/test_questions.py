@@ -306,7 +306,7 @@ async def test_a_sub_agent_tool_asks_a_typed_question_from_depth_one() -> None:
         model=ScriptedModel([tool_call("Cleaner", query="clean up"), text("ok")]),
         tools=[worker.as_tool()],
     )
-    human = ScriptedHuman().confirm("Delete", True, agent="Boss/Cleaner")
+    human = ScriptedHuman().confirm("Delete", True, agent="Boss > Cleaner")
     result = await boss.run("tidy", handler=human)
     assert result.status == "completed"
     (request,) = human.asked

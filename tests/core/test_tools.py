@@ -193,6 +193,20 @@ def _ctx() -> ToolContext:
     )
 
 
+def test_a_tool_context_shows_its_agent_path_as_people_read_it() -> None:
+    from hpd_agent.coordinator import Coordinator
+
+    ctx = ToolContext(
+        coordinator=Coordinator("run_x"),
+        agent_path=("Root", "Coder"),
+        tool_name="t",
+        tool_call_id="c1",
+        call_path="run_x@0:c1",
+        scope_path="run_x",
+    )
+    assert repr(ctx) == "ToolContext('t', path='Root > Coder')"
+
+
 def test_results_with_lone_surrogates_become_storable_text() -> None:
     assert result_to_text("bad \ud800 text") == "bad \\ud800 text"
     as_text = result_to_text({"k": "\udfff"})

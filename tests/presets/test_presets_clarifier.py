@@ -337,7 +337,7 @@ async def test_a_nested_agent_with_a_clarifier_asks_from_its_depth() -> None:
     researcher, main = _researcher(clarifier)
     boss_model = ScriptedModel([tool_call("Researcher", query="dig"), text("summary")])
     boss = Agent("Boss", model=boss_model, tools=[researcher.as_tool()])
-    human = ScriptedHuman().answer("proposed plan", "no", agent="Boss/Researcher/Clarifier")
+    human = ScriptedHuman().answer("proposed plan", "no", agent="Boss > Researcher > Clarifier")
     result = await boss.run("go", handler=human)
     assert result.status == "completed"
     assert main.requests == []

@@ -60,3 +60,12 @@ def test_replies_can_be_computed_and_rules_used_up_in_order() -> None:
     assert human.reply_for(_q("text", "The plan?")) == "shorter"
     assert human.reply_for(_q("text", "The plan?")) == "ok (q)"
     assert [a for _, a in human.answered] == ["shorter", "ok (q)"]
+
+
+def test_agent_paths_are_written_for_people_with_one_separator() -> None:
+    # A rule names an agent by its name or by its path as people read it...
+    human = ScriptedHuman().answer("?", "by path", agent="A > B")
+    assert human.reply_for(_q("text", "Where?")) == "by path"
+    # ...and a request no rule matches names its asker the same way.
+    with pytest.raises(UnexpectedRequestError, match=r"from A > B$"):
+        ScriptedHuman().reply_for(_q("text", "Where?"))

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-pytest.importorskip("starlette", reason='needs the web extra: pip install "hpd-agent[web]"')
+pytest.importorskip("starlette", reason='needs the web extra: pip install -e ".[web]"')
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT = "tests.web.agents:root"

@@ -19,7 +19,8 @@ def test_missing_web_extra_says_how_to_install_it() -> None:
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2
-    assert 'pip install "hpd-agent[web]"' in done.stderr
+    # From the checkout: the package is not published yet.
+    assert 'pip install -e ".[web]"' in done.stderr
     assert "Traceback" not in done.stderr
 
 
@@ -28,5 +29,7 @@ def test_unknown_agent_is_a_clear_error(tmp_path: Path) -> None:
     command[command.index("tests.web.agents:root")] = "tests.web.agents:nobody"
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 10  # the CLI's "agent cannot be loaded" status
-    assert "cannot load --agent 'tests.web.agents:nobody'" in done.stderr
+    assert "cannot load the agent 'tests.web.agents:nobody'" in done.stderr
+    # serve takes its agent as MODULE:ATTR; it has no --agent option to speak of.
+    assert "--agent" not in done.stderr and "serve MODULE:ATTR" in done.stderr
     assert "Traceback" not in done.stderr
