@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import anyio
 
 from hpd_agent import Agent, ask_user, tool
-from hpd_agent.events import ClarificationRequest, PermissionRequest
+from hpd_agent.events import ClarificationRequest, PermissionRequest, format_path
 from hpd_agent.messages import Message, ToolResultMessage, UserMessage
 from hpd_agent.models import ModelRequestParams
 from hpd_agent.testing import FunctionModel, ScriptedHuman, Step, text, tool_call
@@ -114,9 +114,9 @@ agent = Agent(
 class PrintingHuman(ScriptedHuman):
     async def on_event(self, event: object) -> None:
         if isinstance(event, ClarificationRequest):
-            print(f"question from {' > '.join(event.agent_path)}: {event.question}")
+            print(f"question from {format_path(event.agent_path)}: {event.question}")
         elif isinstance(event, PermissionRequest):
-            print(f"permission asked by {' > '.join(event.agent_path)}: {event.tool_name}")
+            print(f"permission asked by {format_path(event.agent_path)}: {event.tool_name}")
 
 
 async def main() -> None:
