@@ -73,6 +73,23 @@ def dump_json(value: Any) -> str:
         return json.dumps(to_jsonable_python(value), ensure_ascii=True)
 
 
+def permission_question(tool_name: str, arguments: Mapping[str, Any]) -> str:
+    """A permission request as one line a person reads: ``Allow deploy? (target: prod)``.
+
+    Each argument is shown once as ``name: value``; a long or multi-line value is cut, since
+    the full arguments stay in the record's payload for whoever needs them.
+    """
+    shown = ", ".join(f"{name}: {_argument(value)}" for name, value in arguments.items())
+    return f"Allow {tool_name}?" + (f" ({shown})" if shown else "")
+
+
+def _argument(value: Any, limit: int = 60) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+
 @dataclass(frozen=True, kw_only=True, slots=True, init=False)
 class RequestRecord:
     """One request as a store keeps it.
@@ -178,7 +195,7 @@ class RequestRecord:
             kind, question, options = event.question_kind, event.question, event.options
         else:
             kind = "permission"
-            question = f"May {event.tool_name} run with {json.dumps(event.arguments)}?"
+            question = permission_question(event.tool_name, event.arguments)
             options = None
         return cls(
             request_id=event.request_id,

@@ -286,7 +286,8 @@ async def test_answer_a_permission_request(workdir: Path) -> None:
     )
     await store.add_request(RequestRecord.from_event(event))
     listed = await cli(workdir, "pending", "--db", str(db))
-    assert 'permission: May deploy run with {"target": "prod"}?' in listed.stdout
+    # One readable line: the tool, then each argument once as name: value (no raw JSON).
+    assert "permission: Allow deploy? (target: prod)" in listed.stdout
     refused = await cli(workdir, "answer", "req_perm", "maybe", "--db", str(db))
     assert refused.returncode == 7 and "neither an approval nor a denial" in refused.stderr
     ok = await cli(workdir, "answer", "req_perm", "always", "--db", str(db))
