@@ -21,7 +21,7 @@ from typing_extensions import TypeVar
 
 from ..coordinator import Coordinator
 from ..events import Event, invocation_id
-from ..exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError
+from ..exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError, UserError
 from ..hooks import ModelCall, StepCall
 from ..messages import Message
 from ..models._base import Model, ModelRequestParams, ModelResponse
@@ -357,6 +357,33 @@ class ToolContext(Generic[DepsT]):
             name=name, question=question, payload=payload, schema=schema, context=context
         )
         return await self.request(spec, timeout=timeout)
+
+    def on_behalf_of(self, *names: str, key: str) -> ToolContext[DepsT]:
+        """A frame of this call for questions relayed for other agents (a remote agent over
+        A2A): ``agent_path`` = this path + ``names``; request ids from this call's path,
+        ``names`` and ``key`` (not a count), so a relayed question keeps its id on resume.
+
+        Args:
+            *names: The agent names to append (at least one).
+            key: What the question is, stable across a resume (e.g. the remote's request id).
+
+        Raises:
+            UserError: No name, or a name that is not non-empty text.
+        """
+        if not names or not all(isinstance(n, str) and n for n in names):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"on_behalf_of needs agent names (non-empty text), got {names!r}")
+        below = f"{self.call_path}>{'/'.join(names)}"
+        return ToolContext(
+            coordinator=self.coordinator,
+            agent_path=(*self.agent_path, *names),
+            tool_name=self.tool_name,
+            tool_call_id=self.tool_call_id,
+            call_path=f"{below}#{key}",
+            scope_path=self.scope_path,
+            deadlines=self.deadlines,
+            deps=self.deps,
+            invocation=invocation_id(below),
+        )
 
     def next_request_id(self) -> str:
         """A request id for the next request of this call, stable across replays."""
