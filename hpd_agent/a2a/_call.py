@@ -72,6 +72,7 @@ _ENDED = {
     TaskState.TASK_STATE_CANCELED: "was canceled",
 }
 
+
 class RemoteCall:
     """One call of a remote agent's tool (see the module's docstring).
 

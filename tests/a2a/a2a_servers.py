@@ -312,3 +312,46 @@ def a2a_server(
 
 def parts_text(parts: Sequence[Part]) -> str:
     return "\n".join(get_text_parts(parts))
+
+
+@dataclass
+class Scripted(AgentExecutor):
+    """Waits, execution after execution, for the questions of ``rounds`` (each round's
+    pending list, described as hpd_agent's own server does: metadata ``requests``), then
+    completes. A question asked again in a later round with a ``refused`` text is an
+    answer refused: the status message says so."""
+
+    rounds: list[list[Pending]]
+    refused: str = ""
+    answered: list[tuple[str, Any]] = field(default_factory=list[tuple[str, Any]])
+    _round: int = 0
+
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        updater, new = await _updater(context, event_queue)
+        await updater.start_work()
+        if not new:
+            request_id = _metadata(context).get("request_id")
+            self.answered.append((str(request_id), _answer_of(context)))
+        if self._round < len(self.rounds):
+            pending = self.rounds[self._round]
+            self._round += 1
+            await updater.requires_input(self._status(updater, pending))
+            return
+        text = ", ".join(f"{rid}={answer}" for rid, answer in self.answered)
+        await updater.add_artifact([new_text_part(text)], name="result")
+        await updater.complete()
+
+    def _status(self, updater: TaskUpdater, pending: list[Pending]) -> Any:
+        requests = [
+            {"request_id": p.request_id, "question": p.question, "agent_path": p.agent_path}
+            for p in pending
+        ]
+        first = pending[0]
+        text = f"{self.refused} {first.question}".strip() if self.answered else first.question
+        metadata = {"request_id": first.request_id, "agent_path": first.agent_path}
+        if len(pending) > 1:
+            metadata["requests"] = requests
+        return updater.new_agent_message([new_text_part(text)], metadata)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        pass

@@ -18,10 +18,18 @@ from a2a_servers import (
     ManyPending,
     NeedsAuth,
     Pending,
+    Scripted,
     a2a_server,
 )
 
-from hpd_agent import Agent, ClarificationRequest, ToolContext, UserError, tool
+from hpd_agent import (
+    Agent,
+    ClarificationRequest,
+    ClarificationResolved,
+    ToolContext,
+    UserError,
+    tool,
+)
 from hpd_agent.a2a import RemoteAgent, RemoteAgentError
 from hpd_agent.messages import ToolResultMessage
 from hpd_agent.testing import ScriptedHuman, ScriptedModel, text, tool_call
@@ -252,7 +260,7 @@ async def test_a_remote_that_cannot_be_reached_is_an_error_result() -> None:
 async def test_in_async_code_the_card_is_read_first_or_a_name_given() -> None:
     with a2a_server(Ending("completed", "ok")) as server:
         remote = RemoteAgent(server.url)
-        with pytest.raises(UserError, match="await remote.read_card"):
+        with pytest.raises(UserError, match=r"await remote\.read_card"):
             remote.as_tool()
         named = RemoteAgent(server.url, name="My Planner!").as_tool()
         card = await remote.read_card()
@@ -303,3 +311,59 @@ def test_remote_agent_error_is_an_hpd_agent_error() -> None:
 
     error = RemoteAgentError("x", state="failed", task_id="t")
     assert isinstance(error, HpdAgentError) and error.state == "failed" and error.task_id == "t"
+
+
+async def test_an_answer_the_remote_refuses_is_asked_again_as_a_new_question() -> None:
+    # The remote asks "r1", refuses the answer and asks "r1" again (the same request id,
+    # a new status saying why): a new question with an id of its own, not a replay.
+    executor = Scripted(
+        [[Pending("r1", "Which city?", ["Planner"])], [Pending("r1", "Which city?", ["Planner"])]],
+        refused="Not a city we serve.",
+    )
+    with a2a_server(executor) as server:
+        agent, _ = _orchestrator(await _tool(server))
+        human = ScriptedHuman().answer("Not a city", "Rome").answer("Which city?", "Atlantis")
+        result = await agent.run("go", handler=human)
+    assert [r.question for r in human.asked] == [  # type: ignore[union-attr]
+        "Which city?",
+        "Not a city we serve. Which city?",
+    ]
+    assert len({r.request_id for r in human.asked}) == 2
+    assert executor.answered == [("r1", "Atlantis"), ("r1", "Rome")]
+    assert _tool_results(result.messages) == ["r1=Atlantis, r1=Rome"]
+
+
+async def test_a_question_the_remote_no_longer_asks_is_withdrawn() -> None:
+    # Round 1 waits for a and b; once a is answered the remote waits for c only (b was
+    # settled on its side): b's question ends as cancelled, c is asked.
+    executor = Scripted(
+        [
+            [
+                Pending("a", "Question a?", ["Planner", "A"]),
+                Pending("b", "Question b?", ["Planner", "B"]),
+            ],
+            [Pending("c", "Question c?", ["Planner", "C"])],
+        ]
+    )
+    with a2a_server(executor) as server:
+        agent, _ = _orchestrator(await _tool(server))
+        ended: dict[str, str] = {}
+        questions: dict[str, ClarificationRequest] = {}
+        order: list[str] = []
+        async with agent.stream("go") as run:
+            async for event in run:
+                if isinstance(event, ClarificationRequest):
+                    questions[event.question] = event
+                    order.append(f"asked {event.question}")
+                    if event.question in ("Question a?", "Question c?"):
+                        await run.respond(event.request_id, event.question[-2])
+                elif isinstance(event, ClarificationResolved):
+                    ended[event.request_id] = event.status
+                    order.append(f"{event.status} {event.request_id}")
+    assert run.result.status == "completed"
+    b = questions["Question b?"].request_id
+    assert ended[b] == "cancelled"
+    assert ended[questions["Question a?"].request_id] == "answered"
+    # Withdrawn as soon as the remote stopped asking it, not at the task's end.
+    assert order.index(f"cancelled {b}") < order.index("asked Question c?")
+    assert executor.answered == [("a", "a"), ("c", "c")]
