@@ -199,6 +199,7 @@ class RemoteCall:
                 await self._cancel_remote()
                 raise self._error("the remote agent needs authentication and gave no URL")
             self.relay.relay(tg, questions, send)
+            await self._close_events()  # the questions go out meanwhile
             question, answer = await receive.receive()
             if not self.relay.take(question):
                 continue  # withdrawn meanwhile: the remote no longer waits for it
@@ -231,7 +232,8 @@ class RemoteCall:
             delay = min(delay * 2, _MAX_POLL)
 
     async def _read_events(self) -> int:
-        """Read the open stream until the task settles or the stream ends; events read."""
+        """Read the open stream until the task settles (the stream is left open) or the
+        stream ends (it is closed); the number of events read."""
         assert self.events is not None
         seen = 0
         try:
@@ -239,13 +241,14 @@ class RemoteCall:
                 seen += 1
                 self.view.take(event)
                 if self._settled():
-                    break
+                    # Left open: closed while what it settled on is acted on (a question
+                    # asked meanwhile), or when the call ends.
+                    return seen
         except A2AError:
             if not self.reattached:
                 raise
             # A subscription refused (the task ended between GetTask and it): look again.
-        finally:
-            await self._close_events()
+        await self._close_events()
         return seen
 
     def _settled(self) -> bool:

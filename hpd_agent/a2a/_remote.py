@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
 import anyio
+import anyio.lowlevel
 import anyio.to_thread
 import httpx
 from a2a.client import A2ACardResolver, Client, ClientConfig, ClientFactory
@@ -27,6 +28,9 @@ __all__ = ["RemoteAgent"]
 
 _TIMEOUT = httpx.Timeout(30.0, read=None)
 """Connecting and sending give up after 30 s; reading waits (a task may work for long)."""
+_LIMITS = httpx.Limits()
+"""No idle connection kept: a call's streams end early (at the state waited for), which
+closes their connections anyway."""
 _NOT_A_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
 _ssl_context: ssl.SSLContext | None = None
 
@@ -75,6 +79,7 @@ class RemoteAgent:
         self.headers = dict(headers or {})
         self._name = name
         self._card: AgentCard | None = None
+        self._calls: tuple[anyio.lowlevel.EventLoopToken, Client] | None = None
 
     def __repr__(self) -> str:
         return f"RemoteAgent({self.url!r}, name={self.name!r})"
@@ -173,10 +178,11 @@ class RemoteAgent:
                 is canceled).
         """
         card = await self.read_card()
-        agent_name = self._name or card.name
-        async with self._client(card) as client:
-            call = RemoteCall(agent_name, ctx, client, streaming=card.capabilities.streaming)
-            return await call.run(query)
+        client = await self._client(card)
+        call = RemoteCall(
+            self._name or card.name, ctx, client, streaming=card.capabilities.streaming
+        )
+        return await call.run(query)
 
     # -- connections -----------------------------------------------------------------------
     @asynccontextmanager
@@ -188,9 +194,15 @@ class RemoteAgent:
             with anyio.CancelScope(shield=True):
                 await http.aclose()
 
-    @asynccontextmanager
-    async def _client(self, card: AgentCard) -> AsyncGenerator[Client]:
-        async with self._http() as http:
+    async def _client(self, card: AgentCard) -> Client:
+        """An a2a-sdk client over this event loop's HTTP client (made once per loop: a
+        remote agent serves many calls; none keeps a connection open between requests, so
+        a client left behind by a finished loop holds no socket)."""
+        token = anyio.lowlevel.current_token()
+        if self._calls is None or self._calls[0] != token:
+            http = httpx.AsyncClient(
+                headers=self.headers, timeout=_TIMEOUT, verify=await _ssl(), limits=_LIMITS
+            )
             config = ClientConfig(streaming=True, httpx_client=http)
             try:
                 client = ClientFactory(config).create(card)
@@ -199,7 +211,8 @@ class RemoteAgent:
                     f"the agent card at {self.url} offers no interface this client speaks "
                     f"(JSON-RPC): {e}"
                 ) from None
-            yield client
+            self._calls = (token, client)
+        return self._calls[1]
 
     def _read_card_now(self) -> None:
         loop = _running_loop()
