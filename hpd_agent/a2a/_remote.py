@@ -28,7 +28,7 @@ __all__ = ["RemoteAgent"]
 
 _TIMEOUT = httpx.Timeout(30.0, read=None)
 """Connecting and sending give up after 30 s; reading waits (a task may work for long)."""
-_LIMITS = httpx.Limits()
+_LIMITS = httpx.Limits(max_keepalive_connections=0)
 """No idle connection kept: a call's streams end early (at the state waited for), which
 closes their connections anyway."""
 _NOT_A_NAME = re.compile(r"[^a-zA-Z0-9_-]+")
