@@ -42,7 +42,6 @@ from a2a.utils.errors import A2AError
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from ..exceptions import QuestionNotAnswered
 from ..text import bounded, error_text
 from ..tools import ToolContext
 from ._error import RemoteAgentError
@@ -93,6 +92,8 @@ class RemoteCall:
         self.reattached = False
         """Whether ``events`` is a subscription (re-attaching), not a message's response."""
         self.relay = Relay(name, ctx)
+        self.cancelled = False
+        """Whether the remote task was asked to cancel (or cannot be: unreachable)."""
 
     async def run(self, query: str) -> str:
         """Send ``query`` (or re-attach to the task it started) and follow the task to its
@@ -109,11 +110,15 @@ class RemoteCall:
             if coordinator.cancelling or not coordinator.backend.durable:
                 await self._cancel_remote()
             raise
-        except QuestionNotAnswered:
+        except (A2AError, httpx.HTTPError) as e:
+            error = self._unreachable(e)
+            await self._cancel_remote()  # it refused a call: it would wait for nothing
+            raise error from None
+        except Exception:
+            # A question unanswered, the user declining to sign in, the run failing:
+            # nothing will follow the task now.
             await self._cancel_remote()
             raise
-        except (A2AError, httpx.HTTPError) as e:
-            raise self._unreachable(e) from None
         finally:
             await self._close_events()
 
@@ -151,7 +156,6 @@ class RemoteCall:
         self.relay.answered(question)
         if question.auth:
             if answer is not True:
-                await self._cancel_remote()
                 raise self._error("the user did not sign in where the remote agent asked")
             self.view.take_task(await self._get_task())
             if self.view.state != TaskState.TASK_STATE_AUTH_REQUIRED:
@@ -196,7 +200,6 @@ class RemoteCall:
                 return self._ended()
             questions = self.relay.open_questions(self.view)
             if any(q.auth and "url" not in q.details for q in questions):
-                await self._cancel_remote()
                 raise self._error("the remote agent needs authentication and gave no URL")
             self.relay.relay(tg, questions, send)
             await self._close_events()  # the questions go out meanwhile
@@ -276,6 +279,8 @@ class RemoteCall:
         )
 
     def _unreachable(self, error: BaseException) -> RemoteAgentError:
+        if isinstance(error, httpx.TransportError):
+            self.cancelled = True  # it cannot be reached: no use asking it to cancel
         return RemoteAgentError(
             bounded(
                 f"the remote agent {self.name!r} could not be reached or refused the call: "
@@ -291,8 +296,9 @@ class RemoteCall:
         """Cancel the remote task (shielded: this is what a cancellation does); a task that
         has ended already, or a remote gone, is left as it is."""
         task_id = self.view.task_id
-        if not task_id:
+        if not task_id or self.view.terminal or self.cancelled:
             return
+        self.cancelled = True
         with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WITHIN):
             await self._close_events()
             with contextlib.suppress(A2AError, httpx.HTTPError):
