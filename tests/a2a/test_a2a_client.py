@@ -367,3 +367,38 @@ async def test_a_question_the_remote_no_longer_asks_is_withdrawn() -> None:
     # Withdrawn as soon as the remote stopped asking it, not at the task's end.
     assert order.index(f"cancelled {b}") < order.index("asked Question c?")
     assert executor.answered == [("a", "a"), ("c", "c")]
+
+
+async def test_typed_questions_keep_their_kind_and_answers_go_back_as_data() -> None:
+    schema = {"type": "object", "properties": {"nights": {"type": "integer"}}}
+    questions = [
+        (
+            "Which days?",
+            {"question_kind": "choice", "options": ["fri", "sat", "sun"], "multiple": True},
+        ),
+        ("Dates?", {"question_kind": "custom", "name": "dates", "schema": schema}),
+        ("Your e-mail?", {"question_kind": "input", "argument": "email"}),
+        ("Garbage kind?", {"question_kind": "nonsense", "options": "not a list"}),
+    ]
+    executor = Asking(questions)
+    with a2a_server(executor) as server:
+        agent, _ = _orchestrator(await _tool(server))
+        human = (
+            ScriptedHuman()
+            .choose("Which days?", ["fri", "sun"])
+            .answer_custom("dates", {"nights": 2})
+            .provide("email", " a@b.c ")
+            .answer("Garbage kind?", "plain")
+        )
+        result = await agent.run("go", handler=human)
+    kinds = [(r.question_kind, r.options, r.data) for r in human.asked]  # type: ignore[union-attr]
+    assert kinds == [
+        ("choice", ("fri", "sat", "sun"), {"multiple": True}),
+        ("custom", None, {"name": "dates", "payload": {}, "schema": schema}),
+        ("input", None, {"argument": "email", "tool": "Planner"}),
+        ("text", None, None),  # an unknown kind and bad options: plain text
+    ]
+    assert executor.answers == [["fri", "sun"], {"nights": 2}, "a@b.c", "plain"]
+    assert _tool_results(result.messages) == [
+        "plan a trip -> ['fri', 'sun'], {'nights': 2.0}, a@b.c, plain"
+    ]
