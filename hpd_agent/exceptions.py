@@ -39,6 +39,9 @@ HpdAgentError
         └── ModelUnavailableError   the provider failed or is overloaded (5xx), or nothing
                                     listens at its address (refused: not retried)
 ```
+
+Integrations add theirs under the same root: ``hpd_agent.a2a.RemoteAgentError`` (a remote
+agent's task failed, was rejected or canceled, or the remote could not be reached).
 """
 
 from __future__ import annotations

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
-import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Generic, Literal, overload
@@ -21,7 +20,7 @@ from typing_extensions import TypeVar
 
 from ..coordinator import Coordinator
 from ..events import Event, format_path, invocation_id
-from ..exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError
+from ..exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError, UserError
 from ..hooks import ModelCall, StepCall
 from ..messages import Message
 from ..models._base import Model, ModelRequestParams, ModelResponse
@@ -35,6 +34,7 @@ from ..questions import (
     TextQuestion,
 )
 from ..text import TextMender, mend
+from .deadline import Deadline
 from .requests import RequestSpec
 
 __all__ = [
@@ -55,34 +55,6 @@ _current: ContextVar[ToolContext | None] = ContextVar("hpd_agent_tool_context", 
 def current_context() -> ToolContext | None:
     """The ``ToolContext`` of the tool call running in this task, or None outside tools."""
     return _current.get()
-
-
-class Deadline:
-    """A cancel scope's deadline that stops running while a human is being waited for.
-
-    Several questions may wait under one deadline at once (parallel sub-agents), so pauses
-    are counted and the clock restarts only when the last one ends.
-    """
-
-    __slots__ = ("_pauses", "_remaining", "scope")
-
-    def __init__(self, scope: anyio.CancelScope) -> None:
-        self.scope = scope
-        self._pauses = 0
-        self._remaining = math.inf
-
-    def pause(self) -> None:
-        """Stop the clock (nested pauses are counted)."""
-        if self._pauses == 0:
-            self._remaining = self.scope.deadline - anyio.current_time()
-            self.scope.deadline = math.inf
-        self._pauses += 1
-
-    def resume(self) -> None:
-        """Restart the clock with the time that was left when it stopped."""
-        self._pauses -= 1
-        if self._pauses == 0:
-            self.scope.deadline = anyio.current_time() + self._remaining
 
 
 class ToolContext(Generic[DepsT]):
@@ -357,6 +329,33 @@ class ToolContext(Generic[DepsT]):
             name=name, question=question, payload=payload, schema=schema, context=context
         )
         return await self.request(spec, timeout=timeout)
+
+    def on_behalf_of(self, *names: str, key: str) -> ToolContext[DepsT]:
+        """A frame of this call for questions relayed for other agents (a remote agent over
+        A2A): ``agent_path`` = this path + ``names``; request ids from this call's path,
+        ``names`` and ``key`` (not a count), so a relayed question keeps its id on resume.
+
+        Args:
+            *names: The agent names to append (at least one).
+            key: What the question is, stable across a resume (e.g. the remote's request id).
+
+        Raises:
+            UserError: No name, or a name that is not non-empty text.
+        """
+        if not names or not all(isinstance(n, str) and n for n in names):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"on_behalf_of needs agent names (non-empty text), got {names!r}")
+        below = f"{self.call_path}>{'/'.join(names)}"
+        return ToolContext(
+            coordinator=self.coordinator,
+            agent_path=(*self.agent_path, *names),
+            tool_name=self.tool_name,
+            tool_call_id=self.tool_call_id,
+            call_path=f"{below}#{key}",
+            scope_path=self.scope_path,
+            deadlines=self.deadlines,
+            deps=self.deps,
+            invocation=invocation_id(below),
+        )
 
     def next_request_id(self) -> str:
         """A request id for the next request of this call, stable across replays."""

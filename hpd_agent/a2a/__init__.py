@@ -1,0 +1,31 @@
+"""A2A (Agent2Agent) both ways: a remote agent as one more sub-agent, whose ``input-required``
+is one more question at the root. Needs the ``a2a`` extra: ``pip install "hpd-agent[a2a]"``.
+
+Client: ``RemoteAgent(url).as_tool()`` calls an agent another process serves over A2A like
+an agent called as a tool; its questions reach the human at the root of the run, tagged
+with the remote's agent path, and a durable run re-attaches to the remote task on resume.
+
+```python
+from hpd_agent import Agent
+from hpd_agent.a2a import RemoteAgent
+
+planner = RemoteAgent("http://127.0.0.1:8001")
+orchestrator = Agent("Orchestrator", model=..., tools=[planner.as_tool()])
+```
+
+``import hpd_agent`` never imports this package (nor ``a2a``). See docs/a2a.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+if importlib.util.find_spec("a2a") is None:  # pragma: no cover - an install without the extra
+    raise ImportError('hpd_agent.a2a needs the a2a extra: pip install "hpd-agent[a2a]"')
+
+from ._error import RemoteAgentError
+from ._remote import RemoteAgent
+
+# -- server: create_app(agent, *, store=None, url=None, token=None) goes here ------------------
+
+__all__ = ["RemoteAgent", "RemoteAgentError"]

@@ -1,0 +1,74 @@
+"""A remote agent's question as the question the human is asked (``question_spec``)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from ..exceptions import UserError
+from ..questions import (
+    ActionQuestion,
+    ChoiceQuestion,
+    ConfirmQuestion,
+    CustomQuestion,
+    InputQuestion,
+    Question,
+    TextQuestion,
+)
+from ._wire import RemoteQuestion
+
+__all__ = ["question_spec"]
+
+
+def question_spec(question: RemoteQuestion, tool_name: str) -> Question:
+    """The question of the kind the remote named, with its options, schema and details.
+
+    What the remote sent is untrusted: details that do not fit the kind (a custom schema
+    that is not a valid JSON schema, an action with no URL) make it a plain text question,
+    which any answer fits.
+    """
+    try:
+        return _typed(question, tool_name)
+    except UserError:
+        return TextQuestion(question=question.question, context=_context(question))
+
+
+def _typed(question: RemoteQuestion, tool_name: str) -> Question:
+    details = question.details
+    text = question.question
+    context = _context(question)
+    kind = question.kind
+    if kind == "choice" and question.options:
+        multiple = details.get("multiple") is True
+        return ChoiceQuestion(
+            question=text, options=question.options, multiple=multiple, context=context
+        )
+    if kind == "confirm":
+        return ConfirmQuestion(question=text, context=context)
+    if kind == "action":
+        return ActionQuestion(
+            url=_string(details.get("url")) or "",
+            label=_string(details.get("label")),
+            question=text,
+            context=context,
+        )
+    if kind == "input":
+        argument = _string(details.get("argument")) or "value"
+        return InputQuestion(argument=argument, tool=tool_name, question=text, context=context)
+    if kind == "custom":
+        payload = details.get("payload")
+        return CustomQuestion(
+            name=_string(details.get("name")) or "custom",
+            question=text,
+            payload=cast(dict[str, Any], payload) if isinstance(payload, dict) else None,
+            schema=question.schema,
+            context=context,
+        )
+    return TextQuestion(question=text, options=question.options, context=context)
+
+
+def _context(question: RemoteQuestion) -> str | None:
+    return _string(question.details.get("context"))
+
+
+def _string(value: Any) -> str | None:
+    return value[:2_000] if isinstance(value, str) and value else None
