@@ -151,6 +151,7 @@ class Waiters:
         key = (request_id, thread)
         with self._lock:
             self._count[key] = self._count.get(key, 0) + 1
+        led = False  # the last wait below was as the leader (which hands the watch on)
         try:
             while True:
                 with self._lock:
@@ -170,15 +171,16 @@ class Waiters:
                     lead = self._leader is None
                     if lead:
                         self._leader = key
+                led = lead
                 if lead:
                     await self._lead(event, key)
                 else:
                     await event.wait()
         finally:
-            self._leave(key)
+            self._leave(key, led)
 
-    def _leave(self, key: _Key) -> None:
-        """One waiter of ``key`` stopped waiting."""
+    def _leave(self, key: _Key, led: bool) -> None:
+        """One waiter of ``key`` stopped waiting (``led``: right after leading)."""
         request_id, thread = key
         with self._lock:
             left = self._count[key] - 1
@@ -194,9 +196,10 @@ class Waiters:
                         del self._events[request_id]
                         self._settled.pop(request_id, None)
             leaderless = self._leader is None
-        if leaderless:
+        if leaderless and not led:
             # This waiter may have been woken to take over just as its own request was
-            # resolved: pass the watch on, or the others would wait unwatched.
+            # resolved: pass the watch on, or the others would wait unwatched. (A leader
+            # passed it on already: a waiter on another loop may be taking it over now.)
             self._hand_over(key)
 
     async def _lead(self, event: Wakeup, key: _Key) -> None:

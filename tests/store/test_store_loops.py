@@ -106,7 +106,7 @@ def test_a_leader_on_one_loop_hands_the_watch_to_a_waiter_on_another(store: Stor
     answer_a.set()
     assert first.outcome().answer == "A"
     # Woken to take the watch over, it looks again (and, its request pending, leads).
-    _until(lambda: fetched.get("req_b") == 2, "the trio waiter took the watch over")
+    _until(lambda: fetched.get("req_b", 0) >= 2, "the trio waiter took the watch over")
     anyio.run(store.resolve, "req_b", "answered", "B")  # from a third loop
     assert second.outcome().answer == "B"
 
