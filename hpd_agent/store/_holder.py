@@ -56,10 +56,25 @@ def _started(pid: int) -> str | None:
     return fields[19]  # field 22 of the whole line
 
 
+_OWN_START: dict[int, str | None] = {}
+"""``_started`` of this process, by pid, read once: a process's start time never changes,
+and reading ``/proc`` costs tens of microseconds, once per run otherwise. A forked child
+has another pid, so it reads its own."""
+
+
+def _own_start() -> str | None:
+    pid = os.getpid()
+    try:
+        return _OWN_START[pid]
+    except KeyError:
+        started = _OWN_START[pid] = _started(pid)
+        return started
+
+
 def new_holder() -> str:
     """A holder id for one session (module doc)."""
     base = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-    place, started = _place(), _started(os.getpid())
+    place, started = _place(), _own_start()
     return base if place is None or started is None else f"{base}:{place}:{started}"
 
 

@@ -102,20 +102,19 @@ class LeaseKeeper:
         self.fence = Fence(lease.run_id, lease.fence) if lease.fence else None
         """The session's fencing token (``_fence``); None from a store that keeps none."""
 
-    @contextlib.asynccontextmanager
-    async def held(self) -> AsyncGenerator[None]:
+    def held(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Keep the lease alive around the run; cancel the run if it is lost (module doc).
         The run's writes are fenced meanwhile (``_fence``)."""
         if self.leases is None:
-            keeping = self._held_by_task()
-        else:
-            keeping = self._held_by_renewer(self.leases.lease_renewer())
-        with fencing(self.fence):
-            async with keeping:
-                yield
+            return self._held_by_task()
+        return self._held_by_renewer(self.leases.lease_renewer())
+
+    def _raise_if_fenced_out(self) -> None:
+        """After the run: ``RunLeasedError`` if a write of it was refused, though the run
+        got to its end."""
         if self.fence is not None and self.fence.lost is not None:
             self.lost = self.fence.lost
-            raise self.lost  # a write was refused, though the run got to its end
+            raise self.lost
 
     async def guard(self) -> None:
         """Before a tool function or a journaled step starts: cancel the run if its lease
@@ -188,7 +187,7 @@ class LeaseKeeper:
         self._renewer = renewer
         renewer.register(hold)
         try:
-            with hold.scope:
+            with fencing(self.fence), hold.scope:
                 yield
         except anyio.get_cancelled_exc_class():
             raise
@@ -206,6 +205,7 @@ class LeaseKeeper:
         if hold.lost is not None:
             self.lost = hold.lost
             raise hold.lost
+        self._raise_if_fenced_out()
 
     @contextlib.asynccontextmanager
     async def _held_by_task(self) -> AsyncGenerator[None]:
@@ -215,7 +215,8 @@ class LeaseKeeper:
                 self._scope = tg.cancel_scope
                 tg.start_soon(self._keep_alive, tg.cancel_scope)
                 try:
-                    yield
+                    with fencing(self.fence):
+                        yield
                 except anyio.get_cancelled_exc_class():
                     raise
                 except BaseException as e:
@@ -230,6 +231,7 @@ class LeaseKeeper:
             raise self.lost
         if failure is not None:
             raise failure
+        self._raise_if_fenced_out()
 
     async def _keep_alive(self, run_scope: anyio.CancelScope) -> None:
         run_id, holder = self.lease.run_id, self.lease.holder

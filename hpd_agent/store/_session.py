@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -85,16 +85,14 @@ class StoreSession:
     def resumed(self) -> bool:
         return self.journal.replaying
 
-    @contextlib.asynccontextmanager
-    async def held(self) -> AsyncGenerator[None]:
+    def held(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Held around the whole run: renews the run's lease, releases it at the end.
 
         Raises:
             RunLeasedError: The lease was lost to another holder meanwhile; the run's work
                 was cancelled (see ``hpd_agent.store._lease``).
         """
-        async with self.keeper.held():
-            yield
+        return self.keeper.held()
 
     async def attach(self, coordinator: Coordinator) -> None:
         """Bring back approvals "for the run" an earlier life got.

@@ -212,7 +212,8 @@ class Dialect:
             lock the row for the transaction (empty when the transaction holds the lock).
         share_row: Appended to the ``SELECT`` that checks a lease's fencing token before a
             write, so a takeover waits for the write's commit (see ``_fence``).
-        next_fence: A query giving the next fencing token (one row, one number).
+        next_fence: A query giving the store's next fencing token (one row, one number);
+            empty for tokens counted per run (``SQLLeases._next_fence``).
     """
 
     mark: str

@@ -20,10 +20,11 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from ._base import JournalEntry, Lease, RunRecord
-from ._fence import Fence, current_fence
+from ._fence import current_fence
 from ._holder import holder_gone
 from ._lease import leased
 from ._renewer import LeaseRenewer, RenewIO
@@ -73,6 +74,10 @@ class _Rows(Protocol):
 
     def fetchone(self) -> Sequence[Any] | None:
         """The next row, or None."""
+        ...
+
+    def fetchall(self) -> Sequence[Sequence[Any]]:
+        """The remaining rows."""
         ...
 
 
@@ -140,12 +145,10 @@ class SQLLeases(ABC, Generic[C]):
         """A write transaction."""
 
     @abstractmethod
-    def _journal_rows(self, run_id: str, entries: Sequence[JournalEntry]) -> Callable[[C], None]:
+    def _journal_rows(
+        self, run_id: str, entries: Sequence[JournalEntry], *, fenced: bool = True
+    ) -> Callable[[C], None]:
         """Writes ``entries`` in the caller's transaction (``SQLRecords``)."""
-
-    @abstractmethod
-    def _check_fence(self, conn: C, fence: Fence | None) -> None:
-        """In a write transaction: refuse (``Fence.refuse``) unless ``fence`` holds."""
 
     @abstractmethod
     async def _point(self, fn: Callable[[C], T]) -> T:
@@ -170,8 +173,9 @@ class SQLLeases(ABC, Generic[C]):
 
     def _take_in(self, conn: C, run_id: str, holder: str, ttl: float) -> Lease:
         """In a transaction: take the lease, or raise ``RunLeasedError`` (the transaction
-        then rolls back, having changed nothing). Each take gets the next fencing token.
-        A live lease is taken over only from a holder known to be gone (``_holder``)."""
+        then rolls back, having changed nothing). Each take gets a new fencing token
+        (``_next_fence``). A live lease is taken over only from a holder known to be gone
+        (``_holder``)."""
         # In the transaction (SQLite: the write lock; PostgreSQL: the conditional
         # statements wait for a racing taker's commit): exactly one taker wins.
         spelling = self._spelling()
@@ -179,23 +183,43 @@ class SQLLeases(ABC, Generic[C]):
         insert = spelling.insert(
             "hpd_leases", "run_id, holder, expires_at, fence", "run_id", overwrite=False
         )
-        update = f"UPDATE hpd_leases SET holder = {mark}, expires_at = {mark}, fence = {mark} "
-        take_over = f"{update}WHERE run_id = {mark} AND (holder = {mark} OR expires_at <= {mark})"
         now = time.time()
-        found = self._query(conn, spelling.next_fence).fetchone()
-        fence = int(found[0]) if found is not None else 0
+        fence, bump = self._next_fence(conn, now)
         lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl, fence=fence)
-        taken = (holder, lease.expires_at, fence)
         if self._query(conn, insert, (run_id, holder, lease.expires_at, fence)).rowcount == 1:
             return lease
-        if self._query(conn, take_over, (*taken, run_id, holder, now)).rowcount == 1:
-            return lease
-        current = self._lease(conn, run_id)
-        if current is not None and holder_gone(current.holder):
-            gone = f"{update}WHERE run_id = {mark} AND holder = {mark}"
-            if self._query(conn, gone, (*taken, run_id, current.holder)).rowcount == 1:
-                return lease
-        raise leased(current or lease, now=now)
+        update = f"UPDATE hpd_leases SET holder = {mark}, expires_at = {mark}, fence = {bump} "
+        taken = (holder, lease.expires_at, fence)
+        take_over = (
+            f"{update}WHERE run_id = {mark} AND (holder = {mark} OR expires_at <= {mark}) "
+            "RETURNING fence"
+        )
+        found = self._query(conn, take_over, (*taken, run_id, holder, now)).fetchall()
+        current = None
+        if not found:
+            current = self._lease(conn, run_id)
+            if current is not None and holder_gone(current.holder):
+                gone = f"{update}WHERE run_id = {mark} AND holder = {mark} RETURNING fence"
+                found = self._query(conn, gone, (*taken, run_id, current.holder)).fetchall()
+        if not found:
+            raise leased(current or lease, now=now)
+        return replace(lease, fence=int(found[0][0]))
+
+    def _next_fence(self, conn: C, now: float) -> tuple[int, str]:
+        """The fencing token of a take: (its value for a new lease row, how an update of
+        the run's row sets it, with that value as its argument).
+
+        With a counter for the whole store (``Dialect.next_fence``: PostgreSQL's sequence),
+        the counter's next value. Else the run's own: its row's last token plus one, and
+        never below the clock in microseconds (a row made anew starts above the tokens of
+        any earlier row of that run). Either way a run's token only grows from take to
+        take, and the SQLite take writes no row beyond the lease's own.
+        """
+        spelling = self._spelling()
+        if spelling.next_fence:
+            found = self._query(conn, spelling.next_fence).fetchone()
+            return (int(found[0]) if found is not None else 0), spelling.mark
+        return int(now * 1_000_000), f"max(COALESCE(fence, 0) + 1, {spelling.mark})"
 
     async def renew_lease(self, run_id: str, holder: str, ttl: float) -> bool:
         """Extend ``holder``'s lease; False if another holder has it now."""
@@ -330,14 +354,19 @@ class SQLLeases(ABC, Generic[C]):
             if await self._point(lambda conn: self._query(conn, sql, args).rowcount) != 1:
                 raise fence.refuse()
             return
-        write = self._journal_rows(record.run_id, journal)
+        # Fenced: the release is the check (only the lease of the session's token is given
+        # up; none given up, nothing is written), first in the transaction.
+        write = self._journal_rows(record.run_id, journal, fenced=False)
+        if fence is not None:
+            release += f" AND fence = {mark}"
+            key = (*key, fence.token)
 
         def close_in(conn: C) -> None:
             with self._transaction(conn):
-                self._check_fence(conn, fence)
+                if self._query(conn, release, key).rowcount != 1 and fence is not None:
+                    raise fence.refuse()
                 write(conn)
                 self._query(conn, put, row)
-                self._query(conn, release, key)
 
         await self._point(close_in)
 

@@ -201,6 +201,18 @@ class SQLRecords(ABC, Generic[C]):
         return checked
 
     # -- journal -------------------------------------------------------------------------
+    def _journal_fenced(self) -> str:
+        """The journal insert that writes its row only if the lease has the token (its
+        arguments: the row's, then the run id and the token)."""
+        fenced = self._journal_fenced_sql
+        if fenced is None:
+            sql = self._journal_sql or self._journal_insert()
+            marks = ",".join([self._spelling().mark] * 4)
+            fenced = self._journal_fenced_sql = sql.replace(
+                f"VALUES ({marks})", f"SELECT {marks} WHERE EXISTS ({self._fence_sql()})"
+            )
+        return fenced
+
     def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[C], object]:
         row = (run_id, entry.key, entry.kind, dump_json(entry.value))
         sql = self._journal_sql or self._journal_insert()
@@ -208,12 +220,7 @@ class SQLRecords(ABC, Generic[C]):
         if fence is None:
             return lambda conn: self._query(conn, sql, row)
         # One statement: the row is written only if the lease still has the token.
-        fenced = self._journal_fenced_sql
-        if fenced is None:
-            marks = ",".join([self._spelling().mark] * 4)
-            fenced = self._journal_fenced_sql = sql.replace(
-                f"VALUES ({marks})", f"SELECT {marks} WHERE EXISTS ({self._fence_sql()})"
-            )
+        fenced = self._journal_fenced()
         args = (*row, run_id, fence.token)
 
         def write(conn: C) -> object:
@@ -229,18 +236,35 @@ class SQLRecords(ABC, Generic[C]):
         )
         return sql
 
-    def _journal_rows(self, run_id: str, entries: Sequence[JournalEntry]) -> Callable[[C], None]:
-        """Writes ``entries`` in the caller's transaction (after checking the run's fence)."""
+    def _journal_rows(
+        self, run_id: str, entries: Sequence[JournalEntry], *, fenced: bool = True
+    ) -> Callable[[C], None]:
+        """Writes ``entries`` in the caller's transaction, checking the run's fence unless
+        the caller checks it in the same transaction itself (``fenced=False``)."""
         rows = [(run_id, e.key, e.kind, dump_json(e.value)) for e in entries]
         sql = self._journal_sql or self._journal_insert()
-        fence = current_fence(run_id)
+        fence = current_fence(run_id) if fenced else None
+        if fence is None or not rows:
 
-        def write(conn: C) -> None:
-            self._check_fence(conn, fence)
-            for row in rows:
+            def write(conn: C) -> None:
+                self._check_fence(conn, fence)
+                for row in rows:
+                    self._query(conn, sql, row)
+
+            return write
+        # The first row's own insert checks the fence (no statement of its own); the
+        # transaction then holds the lease row (SQLite: the write lock; PostgreSQL: the
+        # share lock) until the others are written.
+        first = (*rows[0], run_id, fence.token)
+        checked = self._journal_fenced()
+
+        def write_checked(conn: C) -> None:
+            if self._query(conn, checked, first).rowcount != 1:
+                raise fence.refuse()
+            for row in rows[1:]:
                 self._query(conn, sql, row)
 
-        return write
+        return write_checked
 
     def _journal_many(self, run_id: str, entries: Sequence[JournalEntry]) -> Callable[[C], None]:
         write = self._journal_rows(run_id, entries)

@@ -60,18 +60,11 @@ process, waits for the write lock, then finds the row no longer pending."""
 
 # BEGIN IMMEDIATE (see _transaction) takes the write lock for the whole transaction, so the
 # read before an update needs no row lock.
-_DIALECT = Dialect(
-    mark="?",
-    real="REAL",
-    on_conflict=False,
-    next_fence="INSERT INTO hpd_fences (one, n) VALUES (1, 1) "
-    "ON CONFLICT (one) DO UPDATE SET n = n + 1 RETURNING n",
-)
-_FENCES = (
-    "CREATE TABLE IF NOT EXISTS hpd_fences (one INTEGER PRIMARY KEY CHECK (one = 1), "
-    "n INTEGER NOT NULL)"
-)
-"""One row counting the takes of leases: their fencing tokens (see ``_fence``)."""
+# No ``next_fence``: a take's fencing token is the run's own (``SQLLeases._next_fence``),
+# set by the statement that takes, so a take writes no page but the lease's (a counter row
+# cost a page more per commit). A store file of an earlier version keeps its unused
+# ``hpd_fences`` table; its small counted tokens never equal these clock-sized ones.
+_DIALECT = Dialect(mark="?", real="REAL", on_conflict=False)
 
 
 def _check_path(path: str, create: bool) -> None:
@@ -146,7 +139,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         _check_path(self.path, create)
         conn = self._connect(busy_timeout)
         try:
-            for statement in schema(_DIALECT.real, clustered=" WITHOUT ROWID", fences=_FENCES):
+            for statement in schema(_DIALECT.real, clustered=" WITHOUT ROWID"):
                 conn.execute(statement)
             _migrate(conn)
             # A separate file per connection for :memory:; a URI may name one too.

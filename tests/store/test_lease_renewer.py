@@ -167,11 +167,6 @@ async def test_the_renewer_thread_ends_when_no_run_holds_a_lease(store: Store) -
     assert len(seen) == 1 and seen[0] is not first
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug, also on the code before issue 21: about 1 run in 5 one loop's run "
-    "does not end (a renewer shared by two event loops); see the stop note of issue 22",
-)
 def test_one_store_serves_runs_on_two_event_loops_at_once(tmp_path: Path) -> None:
     store = SQLiteStore(tmp_path / "runs.db", lease_ttl=0.3)
     both_asked = threading.Barrier(2, timeout=30)
