@@ -7,12 +7,21 @@ another process), so it is untrusted input. ``jsonschema`` would fetch a remote 
 refuses any ``$ref`` that is not a fragment of the schema itself (``#/...``) up front. The
 schema's size and nesting depth are bounded, so a hostile schema cannot exhaust memory or
 the recursion limit.
+
+``format`` is checked, not just annotated: ``email`` and ``date`` as ``jsonschema`` checks
+them, and ``date-time`` (RFC 3339) and ``uri`` (an absolute URI) here, without the optional
+packages ``jsonschema`` would want for them. These are the formats an MCP elicitation's
+string fields may carry.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime
+from functools import cache
 from typing import Any, NoReturn, cast
+from urllib.parse import urlsplit
 
 __all__ = [
     "MAX_SCHEMA_BYTES",
@@ -96,12 +105,52 @@ def _refuse(uri: str) -> NoReturn:
     raise NoSuchResource(ref=uri)
 
 
+_DATE_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
+)
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*", re.ASCII)
+
+
+def _is_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True  # format applies to strings only
+    if _DATE_TIME.fullmatch(value) is None:
+        return False
+    try:
+        datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+    except ValueError:  # e.g. month 13
+        return False
+    return True
+
+
+def _is_uri(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not value.isascii() or any(c.isspace() for c in value):
+        return False
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return False
+    return _SCHEME.fullmatch(parts.scheme) is not None and bool(parts.netloc or parts.path)
+
+
+@cache
+def _format_checker() -> Any:
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker()
+    checker.checks("date-time")(_is_date_time)  # pyright: ignore[reportUnknownMemberType]
+    checker.checks("uri")(_is_uri)  # pyright: ignore[reportUnknownMemberType]
+    return checker
+
+
 def _validator(schema: Any) -> Any:
     from jsonschema import validators  # lazily: only schema-checked questions need it
     from referencing import Registry
 
     cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
-    return cls(schema, registry=Registry(retrieve=_refuse))  # pyright: ignore[reportUnknownArgumentType]
+    return cls(schema, registry=Registry(retrieve=_refuse), format_checker=_format_checker())  # pyright: ignore[reportUnknownArgumentType]
 
 
 def schema_problem(schema: Any) -> str | None:
