@@ -4,7 +4,8 @@ Client: ``MCPTools.stdio(...)`` / ``MCPTools.http(...)`` go into ``Agent(tools=[
 beside plain tools. A server's question during a call (elicitation, on protocol 2025-11-25
 or 2026-07-28) reaches the root run's stream as a question of the calling tool: a form is
 a ``"custom"`` question whose ``data["name"]`` is ``ELICITATION``, a URL an ``"action"``
-question. See docs/mcp.md.
+question; answering with ``Decline()`` (``hpd_agent.Decline``, re-exported here) declines
+it. See docs/mcp.md.
 
 ``import hpd_agent`` does not import this package (nor the ``mcp`` SDK): import it where
 you use it.
@@ -12,6 +13,7 @@ you use it.
 
 from __future__ import annotations
 
+from ..questions import Decline
 from ._client_elicitation import ELICITATION
 from ._client_errors import MCPServerError, MCPToolError
 from ._tools import MCPTools, Mode, ServerTool
@@ -20,6 +22,7 @@ from ._tools import MCPTools, Mode, ServerTool
 
 __all__ = [
     "ELICITATION",
+    "Decline",
     "MCPServerError",
     "MCPToolError",
     "MCPTools",
