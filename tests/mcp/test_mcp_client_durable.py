@@ -6,10 +6,12 @@ the call is made again (at least once). Server side effects and model calls are 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp_client_harness import Target, stdio_children, target
 
@@ -156,3 +158,41 @@ async def test_a_finished_mcp_call_is_journaled_and_not_made_again(
     assert result.output == "4, yes"
     assert server.effects() == ["add"]  # exactly once: the resume replayed its result
     assert model.calls == 3
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_answer_or_a_decline_from_another_process_reaches_the_server(
+    mode: str, tmp_path: Path
+) -> None:
+    # The run waits (a store, nobody answering here); `hpd-agent answer` in another
+    # process answers through the store and the waiting call goes on.
+    db = tmp_path / "runs.db"
+    outputs: list[str] = []
+    with target("low", "stdio", mode, tmp_path) as server:
+        for cli_args in (['{"name": "Ada"}', "--json"], ["--decline"]):
+            agent, _ = asking_agent(server)
+            async with agent.stream("go", store=SQLiteStore(db)) as run:
+                async for event in run:
+                    if isinstance(event, ClarificationRequest):
+                        done = await anyio.run_process(
+                            [
+                                sys.executable,
+                                "-m",
+                                "hpd_agent.cli",
+                                "answer",
+                                event.request_id,
+                                *cli_args,
+                                "--db",
+                                str(db),
+                            ],
+                            check=False,
+                        )
+                        assert done.returncode == 0, done.stderr
+            outputs.append(str(run.result.output))
+    assert outputs == ['got: ask accept {"name": "Ada"}', "got: ask decline"]
+    assert server.effects() == [
+        "ask:start",
+        'ask:done accept {"name": "Ada"}',
+        "ask:start",
+        "ask:done decline",
+    ]
