@@ -107,6 +107,9 @@ class Connection:
         self.address = address
         self.client: Client | None = None
         self.serving: _Call | None = None
+        self.broken = False
+        """Set when a call found the connection gone: it is not used again (it stays
+        open, like the others, until the run ends)."""
 
     @property
     def session(self) -> ClientSession:
@@ -209,18 +212,23 @@ class Connections:
 
     @asynccontextmanager
     async def _lease(self) -> AsyncGenerator[Connection]:
-        if self._shared is not None:
-            yield self._shared
+        shared = self._shared
+        if shared is not None and not shared.broken:
+            yield shared
             return
-        connection = self._idle.pop() if self._idle else await self.open()
+        if shared is not None:  # broken: the next call opens a new one
+            self._shared = None
+            connection = await self.open()
+            if connection.modern:
+                yield connection
+                return
+        else:
+            connection = self._idle.pop() if self._idle else await self.open()
         try:
             yield connection
-        except _BROKEN:
-            raise  # not used again (it stays open until the run ends, like the others)
-        except BaseException:
-            self._idle.append(connection)  # the server answered, or the call was given up
-            raise
-        self._idle.append(connection)
+        finally:  # the server answered, or the call was given up: it serves the next
+            if not connection.broken:
+                self._idle.append(connection)
 
     async def call(
         self, ctx: ToolContext, name: str, arguments: dict[str, Any]
@@ -232,20 +240,11 @@ class Connections:
                 connection, too many rounds of input).
         """
         about = {"server": self.address.label, "tool": name}
-        try:
-            async with self._lease() as connection:
-                about["protocol"] = connection.protocol
-                if connection.modern:
-                    return await _rounds(ctx, connection, name, arguments, about)
-                return await _served(ctx, connection, name, arguments, about)
-        except MCPError as e:
-            raise MCPServerError(
-                f"{self.address.label} failed tools/call {name!r}: {e.message}"
-            ) from e
-        except _BROKEN as e:
-            raise MCPServerError(
-                f"{self.address.label}: the connection broke during {name!r}: {error_text(e)}"
-            ) from e
+        async with self._lease() as connection:
+            about["protocol"] = connection.protocol
+            if connection.modern:
+                return await _rounds(ctx, connection, name, arguments, about)
+            return await _served(ctx, connection, name, arguments, about)
 
 
 async def _served(
@@ -259,6 +258,10 @@ async def _served(
     call = connection.serving = _Call(ctx, about)
     try:
         result = await connection.session.call_tool(name, arguments)
+    except MCPError as e:
+        raise _refused(connection, name, e) from e
+    except _BROKEN as e:
+        raise _broken(connection, name, e) from e
     finally:
         connection.serving = None
         for scope in call.scopes:  # questions the server still has open end with the call
@@ -317,13 +320,36 @@ async def _send(
     responses: dict[str, types.InputResponse] | None,
     state: str | None,
 ) -> dict[str, Any]:
-    """One ``tools/call`` round, as JSON (what a journaled step keeps)."""
-    result = await connection.session.call_tool(
-        name,
-        arguments,
-        input_responses=responses,
-        request_state=state,
-        allow_input_required=True,
-    )
+    """One ``tools/call`` round, as JSON (what a journaled step keeps).
+
+    Raises:
+        MCPServerError: The server refused the round, or the connection broke (journaled
+            as such: a replay raises it again, with its message).
+    """
+    try:
+        result = await connection.session.call_tool(
+            name,
+            arguments,
+            input_responses=responses,
+            request_state=state,
+            allow_input_required=True,
+        )
+    except MCPError as e:
+        raise _refused(connection, name, e) from e
+    except _BROKEN as e:
+        raise _broken(connection, name, e) from e
     dumped: dict[str, Any] = result.model_dump(mode="json", by_alias=True, exclude_none=True)
     return dumped
+
+
+def _refused(connection: Connection, name: str, error: MCPError) -> MCPServerError:
+    if error.code == types.CONNECTION_CLOSED:  # the server went away (its process ended)
+        return _broken(connection, name, error)
+    label = connection.address.label
+    return MCPServerError(f"{label} failed tools/call {name!r}: {error.message}")
+
+
+def _broken(connection: Connection, name: str, error: BaseException) -> MCPServerError:
+    connection.broken = True
+    label = connection.address.label
+    return MCPServerError(f"{label}: the connection broke during {name!r}: {error_text(error)}")

@@ -15,6 +15,7 @@ the FastMCP one through the SDK's ``Resolve``/``Elicit`` resolvers.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -80,6 +81,7 @@ def low_server(log: Log, ephemeral: bool) -> Server[Any]:
             name="visit", description="Send the user to a page.", input_schema={"type": "object"}
         ),
         types.Tool(name="forms", description="Ask sampling.", input_schema={"type": "object"}),
+        types.Tool(name="crash", description="The server dies.", input_schema={"type": "object"}),
     ]
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -139,6 +141,9 @@ def low_server(log: Log, ephemeral: bool) -> Server[Any]:
                     input_requests={"go": types.ElicitRequest(params=form)}, request_state="v"
                 )
             return _text(f"visit {answers['go'].action}")
+        if name == "crash":
+            log.write("crash")
+            os._exit(3)
         if name == "forms":  # asks for sampling, which the client does not offer
             sample = types.CreateMessageRequest(
                 params=types.CreateMessageRequestParams(messages=[], max_tokens=5)

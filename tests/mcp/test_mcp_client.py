@@ -101,7 +101,7 @@ async def test_the_model_sees_each_server_tool_with_its_prefix_and_schema(server
     seen = {d.name: d for d in model.params[0].tools}
     if server.kind == "low":
         assert list(seen) == [
-            "srv_add", "srv_fail", "srv_ask", "srv_ask_two", "srv_visit", "srv_forms",
+            "srv_add", "srv_fail", "srv_ask", "srv_ask_two", "srv_visit", "srv_forms", "srv_crash",
         ]  # fmt: skip
         assert seen["srv_add"].description == "Add two numbers."
         assert seen["srv_add"].parameters == {
@@ -425,3 +425,21 @@ async def test_an_agent_using_two_servers_and_a_model_that_reads_the_answer(
         result = await agent.run("go")
         assert result.output == "42 HI"
         assert low.effects() == ["add"] and fast.effects() == ["shout"]
+
+
+@_combos(("low", "stdio", "auto"), ("low", "stdio", "legacy"))
+async def test_a_server_that_dies_mid_call_fails_that_call_and_the_next_gets_a_new_one(
+    server: Target,
+) -> None:
+    agent = Agent(
+        "A",
+        model=ScriptedModel([tool_call("crash"), tool_call("add", a=1, b=2), text("done")]),
+        tools=[server.tools()],
+    )
+    result = await agent.run("go")
+    crashed, added = [m for m in result.messages if isinstance(m, ToolResultMessage)]
+    assert crashed.is_error
+    assert "the connection broke during 'crash'" in crashed.content
+    assert (added.content, added.is_error) == ("3", False)
+    assert server.effects() == ["crash", "add"]
+    assert stdio_children() == []
