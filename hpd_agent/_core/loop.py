@@ -73,7 +73,6 @@ class _State:
         "ids",
         "invocation",
         "scope_path",
-        "services",
         "spec",
         "tool_chain",
         "usage",
@@ -103,8 +102,6 @@ class _State:
         """Tool-call ids already in this agent's conversation."""
         self.tool_chain: Callable[[ToolExecution], Awaitable[ToolOutcome]] | None = None
         """This run's tools behind the run's tool wrappers (built at the first call)."""
-        self.services: RunServices | None = None
-        """Where this call's toolsets are resolved and kept (with ``spec.toolsets`` only)."""
 
 
 async def run_agent(
@@ -120,29 +117,23 @@ async def run_agent(
     resumed: bool = False,
     deps: Any = None,
     parent_invocation: str | None = None,
-    services: RunServices | None = None,
 ) -> AgentOutcome:
     """Run one agent on ``messages`` (which it extends) until it gives a final answer.
 
     Emits ``AgentStarted``/``AgentFinished`` around the run; failures and cancellation are
     reported in ``AgentFinished`` and re-raised. ``deps`` is what its tools get as
     ``ctx.deps``. ``parent_invocation`` is the calling agent run's ``invocation_id``.
-    ``services`` keep what the agent's toolsets open: the root run's (``coordinator``'s),
-    else (an agent the root run could not see, run from inside a plain tool) its own,
-    closed when this call ends.
+    An agent with toolsets has them resolved first (``_with_toolsets``); a toolset that
+    cannot be resolved raises before the agent starts.
     """
-    if spec.toolsets and services is None:
-        services = coordinator.services
-        if services is None:
-            async with RunServices(coordinator.run_id) as own:
-                return await run_agent(
-                    spec, coordinator, agent_path=agent_path, scope_path=scope_path,
-                    messages=messages, input=input, deadlines=deadlines,
-                    tool_call_id=tool_call_id, resumed=resumed, deps=deps,
-                    parent_invocation=parent_invocation, services=own,
-                )  # fmt: skip
+    if spec.toolsets:
+        again = partial(
+            run_agent, coordinator=coordinator, agent_path=agent_path, scope_path=scope_path,
+            messages=messages, input=input, deadlines=deadlines, tool_call_id=tool_call_id,
+            resumed=resumed, deps=deps, parent_invocation=parent_invocation,
+        )  # fmt: skip
+        return await _with_toolsets(spec, coordinator, again)
     state = _State(spec, coordinator, agent_path, scope_path, deadlines, deps)
-    state.services = services
     for m in messages:
         if isinstance(m, AssistantMessage):
             state.ids.update(c.id for c in m.tool_calls)
@@ -214,7 +205,8 @@ async def _observed_run(
 ) -> AgentOutcome:
     """The turns of one agent's run, announced by ``AgentStarted``/``AgentFinished``: one
     coroutine for the whole loop (each suspension resumes through every frame of the chain)."""
-    coordinator, spec = state.coordinator, state.spec
+    coordinator = state.coordinator
+    spec = state.spec
     path, scope = state.agent_path, state.scope_path
     coordinator.emit(_agent_started(state, input, tool_call_id, parent_invocation))
     quiescence = coordinator.quiescence
@@ -222,8 +214,6 @@ async def _observed_run(
     wrapped = bool(coordinator.hooks.model_wrappers)
     first, limit, refused = 0, spec.max_turns, 0
     try:
-        if state.services is not None:
-            spec = state.spec = await _resolved(spec, state.services)
         while True:  # more than once only when an output_type check sends the model back
             for turn in range(first, limit):
                 params = _params(state, turn, on_text)
@@ -265,6 +255,21 @@ async def _observed_run(
     text = output if spec.output is None else output_text(output)
     coordinator.emit(_agent_finished(state, tool_call_id, "completed", output=text, truncated=cut))
     return AgentOutcome(output=output, messages=messages, usage=state.usage, truncated=cut)
+
+
+async def _with_toolsets(
+    spec: AgentSpec,
+    coordinator: Coordinator,
+    run: Callable[[AgentSpec], Awaitable[AgentOutcome]],
+) -> AgentOutcome:
+    """``run`` the agent with its toolsets' tools, as resolved for this root run (and kept
+    for it) in the run's ``RunServices``; an agent the root run could not see (run from
+    inside a plain tool function) gets services of its own, closed when this call ends."""
+    services = coordinator.services
+    if services is None:
+        async with RunServices(coordinator.run_id) as own:
+            return await run(await _resolved(spec, own))
+    return await run(await _resolved(spec, services))
 
 
 async def _resolved(spec: AgentSpec, services: RunServices) -> AgentSpec:
