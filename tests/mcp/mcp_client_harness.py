@@ -83,8 +83,9 @@ def target(
         yield Target(kind, transport, mode, log, url=url, ephemeral=ephemeral)
 
 
-def stdio_children() -> list[int]:
-    """Pids of this process's children that are stdio servers of ``mcp_client_servers``."""
+def stdio_children(marker: bytes = b"") -> list[int]:
+    """Pids of this process's children that are stdio servers of ``mcp_client_servers``
+    (or, with ``marker``, whose command line holds it)."""
     me = os.getpid()
     found: list[int] = []
     for entry in Path("/proc").iterdir():
@@ -96,6 +97,8 @@ def stdio_children() -> list[int]:
         except OSError:
             continue  # gone meanwhile
         ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        if ppid == me and SERVERS.name.encode() in b" ".join(cmdline) and b"stdio" in cmdline:
+        line = b" ".join(cmdline)
+        ours = marker in line if marker else SERVERS.name.encode() in line and b"stdio" in cmdline
+        if ppid == me and ours:
             found.append(int(entry.name))
     return found
