@@ -15,6 +15,7 @@ import re
 import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import mcp_types as types
 
@@ -78,7 +79,7 @@ class MCPTools(Toolset):
         """
         if not command:
             raise UserError("MCPTools.stdio needs a command")
-        label = "MCP server " + shlex.join([command, *args])
+        label = f"MCP server {_stdio_name(command, args)}"
         return cls(
             Address(
                 label=label,
@@ -111,13 +112,20 @@ class MCPTools(Toolset):
         if not url.startswith(("http://", "https://")):
             raise UserError(f"MCPTools.http needs an http(s) URL, got {url!r}")
         return cls(
-            Address(label=f"MCP server {url}", mode=mode, url=url, headers=dict(headers or {})),
+            Address(
+                label=f"MCP server {_http_name(url)}",
+                mode=mode,
+                url=url,
+                headers=dict(headers or {}),
+            ),
             prefix,
         )
 
     @property
     def label(self) -> str:
-        """The server, for messages (``MCP server <command or URL>``)."""
+        """The server, for messages and question payloads: ``MCP server`` and the command
+        with its first argument (``python server.py``), or the URL without credentials or
+        query; never the rest, which may hold secrets (an error text reaches the model)."""
         return self.address.label
 
     def __repr__(self) -> str:
@@ -168,6 +176,19 @@ class ServerTool(Tool):
         if result.is_error:
             raise MCPToolError(text or "the tool failed and said nothing more")
         return text
+
+
+def _stdio_name(command: str, args: Sequence[str]) -> str:
+    first = next((a for a in args if not a.startswith("-")), None)
+    parts = [os.path.basename(command), *([] if first is None else [first])]
+    return shlex.join(parts)
+
+
+def _http_name(url: str) -> str:
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def _tool_name(prefix: str | None, name: str) -> str:

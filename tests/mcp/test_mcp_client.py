@@ -443,3 +443,11 @@ async def test_a_server_that_dies_mid_call_fails_that_call_and_the_next_gets_a_n
     assert (added.content, added.is_error) == ("3", False)
     assert server.effects() == ["crash", "add"]
     assert stdio_children() == []
+
+
+def test_a_servers_label_keeps_secrets_out() -> None:
+    # The label names the server in errors (which the model reads) and in questions.
+    stdio = MCPTools.stdio("/usr/bin/npx", ["-y", "@acme/server", "--api-key", "s3cret"])
+    assert stdio.label == "MCP server npx @acme/server"
+    http = MCPTools.http("https://me:s3cret@mcp.example:8443/mcp?token=s3cret")
+    assert http.label == "MCP server https://mcp.example:8443/mcp"
