@@ -196,3 +196,16 @@ async def test_an_answer_or_a_decline_from_another_process_reaches_the_server(
         "ask:start",
         "ask:done decline",
     ]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+async def test_an_expired_question_cancels_the_elicitation(mode: str, tmp_path: Path) -> None:
+    with target("low", "stdio", mode, tmp_path) as server:
+        agent, _ = asking_agent(server)
+        store = SQLiteStore(tmp_path / "runs.db")
+        run_id, _ = await interrupted(agent, store)
+        # Resumed with max_age=0: the pending question is expired first; the server is
+        # told "cancel" (the retry on 2026-07-28, the reply on 2025-11-25).
+        result = await agent.resume(run_id, store=store, max_age=0)
+    assert result.output == "got: ask cancel"
+    assert server.effects()[-1] == "ask:done cancel"
