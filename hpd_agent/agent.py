@@ -33,7 +33,7 @@ from .messages import Message
 from .models._base import Model, infer_model, prepare_model
 from .run import Run, RunResult
 from .sessions import RunSession, SessionStore
-from .tools import ApprovalPolicy, Tool
+from .tools import ApprovalPolicy, Tool, Toolset
 
 __all__ = ["Agent", "Conversation", "RunOptions"]
 
@@ -68,7 +68,10 @@ class Agent:
             in ``as_tool``.
         model: A litellm model string (``"openai/gpt-4o-mini"``) or a ``Model``.
         instructions: The system prompt.
-        tools: ``Tool`` objects or plain functions (wrapped with ``@tool``).
+        tools: ``Tool`` objects, plain functions (wrapped with ``@tool``), and ``Toolset``s:
+            tools known only when a run starts, such as an MCP server's
+            (``hpd_agent.mcp.MCPTools``), resolved when a call of the agent starts, once per
+            root run.
         max_turns: Model turns allowed per run before ``MaxTurnsExceededError``.
         model_settings: Provider settings passed with every request (temperature, ...).
         description: What the agent does, shown to a parent model by ``as_tool``.
@@ -96,7 +99,7 @@ class Agent:
         *,
         model: str | Model,
         instructions: str = "",
-        tools: Sequence[Tool | Callable[..., Any]] = (),
+        tools: Sequence[Tool | Toolset | Callable[..., Any]] = (),
         max_turns: int = 25,
         model_settings: Mapping[str, Any] | None = None,
         description: str | None = None,
@@ -128,6 +131,8 @@ class Agent:
         self._model: Model | None = model if isinstance(model, Model) else None
         prepare_model(model)  # a model string: litellm starts loading in the background
         self.tools: Mapping[str, Tool] = _tool_map(name, tools)
+        self.toolsets: tuple[Toolset, ...] = tuple(t for t in tools if isinstance(t, Toolset))
+        """The agent's toolsets (their tools are known per run; ``Agent.tools`` has the rest)."""
         self._blueprint: Blueprint | None = None
         self.output_type = output_type
         self.deps_type = deps_type
@@ -153,6 +158,7 @@ class Agent:
                 max_turns=self.max_turns,
                 model_settings=self.model_settings,
                 output=self._output,
+                toolsets=self.toolsets,
             )
             told = "" if self._output is None else self._output.instructions()
             self._blueprint = Blueprint(
@@ -161,6 +167,7 @@ class Agent:
                 instructions="\n\n".join(p for p in (self.instructions, told) if p),
                 before=self.clarifier,
                 deps_type=self.deps_type,
+                hosts=_has_toolsets(self, [self]),
             )
         return self._blueprint
 
@@ -438,9 +445,27 @@ def _new_session(
     return opened
 
 
-def _tool_map(agent_name: str, tools: Sequence[Tool | Callable[..., Any]]) -> dict[str, Tool]:
+def _has_toolsets(agent: Agent, seen: list[Agent]) -> bool:
+    """Whether ``agent`` or one its tools run (``Tool.agent``, at any depth) has a toolset:
+    a root run of it then keeps the toolsets' resources for the whole run."""
+    if agent.toolsets:
+        return True
+    for t in agent.tools.values():
+        child = t.agent
+        if isinstance(child, Agent) and not any(child is a for a in seen):
+            seen.append(child)
+            if _has_toolsets(child, seen):
+                return True
+    return False
+
+
+def _tool_map(
+    agent_name: str, tools: Sequence[Tool | Toolset | Callable[..., Any]]
+) -> dict[str, Tool]:
     found: dict[str, Tool] = {}
     for t in tools:
+        if isinstance(t, Toolset):
+            continue  # resolved per run
         resolved = t if isinstance(t, Tool) else Tool(t)
         if resolved.name in found:
             raise UserError(f"agent {agent_name!r} has two tools named {resolved.name!r}")

@@ -29,6 +29,7 @@ from ._core.requests import (
     RequestTable,
     Settlement,
 )
+from ._core.services import RunServices
 from .events import Event, RequestEvent
 from .exceptions import (
     NoUserAvailableError,
@@ -113,6 +114,9 @@ class Coordinator:
         """Set when the run is cancelled on purpose (``Run.cancel``, leaving its block early).
         Only then do kept requests end as cancelled; any other cancellation (the process
         shutting down, an outer cancel scope) leaves them pending for a resume, like a crash."""
+        self.services: RunServices | None = None
+        """What the run keeps open for its toolsets (set by the root run when its agent tree
+        has a toolset); None for every other run."""
         self._requests_n = 0
         self._input_tokens = 0
         self._output_tokens = 0

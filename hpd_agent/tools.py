@@ -10,6 +10,11 @@ refused the same way, as that call's error result.
 A parameter annotated ``ToolContext`` (or ``ToolContext[MyDeps]``) is not part of the
 schema; the loop passes the call's context there (agent path, request helpers such as
 ``ctx.ask``, the run's ``ctx.deps``).
+
+A ``Toolset`` stands for tools known only once a run starts (an MCP server's, listed when
+it is reached): ``Agent(tools=[...])`` takes it beside plain tools, and each agent call
+resolves it into ``Tool`` objects, once per root run, keeping what it opens (a connection,
+a subprocess) in the root run's ``RunResources`` until the root run ends.
 """
 
 from __future__ import annotations
@@ -18,9 +23,11 @@ import inspect
 import json
 import re
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, cast, get_origin, get_type_hints, overload
+from typing import Any, Protocol, TypeVar, cast, get_origin, get_type_hints, overload
 
 import anyio.to_thread
 import pydantic
@@ -36,9 +43,11 @@ from .text import bounded
 __all__ = [
     "MAX_ARGUMENT_CHARS",
     "ApprovalPolicy",
+    "RunResources",
     "Tool",
     "ToolArgumentsError",
     "ToolContext",
+    "Toolset",
     "tool",
 ]
 
@@ -396,3 +405,59 @@ def tool(
     if function is not None:
         return wrap(function)
     return wrap
+
+
+_T = TypeVar("_T")
+
+
+class RunResources(Protocol):
+    """What a root run keeps open for its toolsets, closed when the root run ends.
+
+    A ``Toolset`` gets it in ``resolve``, and may keep it (its tools may open more later,
+    e.g. one connection per concurrent call). Everything entered here is exited when the
+    root run ends: completed, failed, interrupted or cancelled, before its ``RunFinished``.
+    """
+
+    @property
+    def run_id(self) -> str:
+        """The root run's id."""
+        ...
+
+    async def enter(self, resource: AbstractAsyncContextManager[_T]) -> _T:
+        """Enter ``resource`` for the rest of the root run and return what it gives.
+
+        It is entered and exited in a task the root run owns (not the caller's), so a
+        context manager holding a task group or a cancel scope (a client session, a
+        subprocess) may be entered from any tool call or agent call of the run. An error
+        while entering is raised here; one after (the resource failing on its own) does
+        not end the run: the resource's users see it fail.
+        """
+        ...
+
+
+class Toolset(ABC):
+    """Tools known only when a run starts: resolved per agent call, once per root run.
+
+    Pass one to ``Agent(tools=[...])`` beside plain tools (``hpd_agent.mcp.MCPTools`` is
+    one). When an agent call starts, its toolsets are resolved in order (each at most
+    once per root run, however many agents and calls share it) and their tools are added
+    to the agent's own for that call; a name used twice fails the agent call with
+    ``UserError``. What ``resolve`` opens goes into ``resources`` and is closed when the
+    root run ends.
+
+    An agent with a toolset cannot run on Temporal (``hpd_agent.temporal`` refuses it).
+    """
+
+    @property
+    def label(self) -> str:
+        """What the toolset is, for error messages (default: its class name)."""
+        return type(self).__name__
+
+    @abstractmethod
+    async def resolve(self, resources: RunResources) -> Sequence[Tool]:
+        """The tools for this root run.
+
+        Args:
+            resources: The root run's resources: enter there what must stay open while
+                the tools are used (``await resources.enter(client)``).
+        """

@@ -57,6 +57,8 @@ LAYERS: dict[str, int] = {
     "hpd_agent._core.resuming": 1,
     "hpd_agent._core.output": 1,
     "hpd_agent._core.sync": 1,
+    "hpd_agent._core.services": 1,
+    "hpd_agent._core.toolsets": 1,
     "hpd_agent.agent": 1,
     # 2 built on the public core: presets, test doubles
     "hpd_agent.presets": 2,
@@ -69,6 +71,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.otel": 4,
     "hpd_agent.web": 4,
     "hpd_agent.temporal": 4,
+    "hpd_agent.mcp": 4,
     "hpd_agent.a2a": 4,
     # 5 apps and the package faces that reach them
     "hpd_agent.handlers": 5,
@@ -238,7 +241,7 @@ def test_size_limits() -> None:
 
 
 def test_import_hpd_agent_stays_light() -> None:
-    heavy = ["rich", "litellm", "psycopg", "sqlite3", "starlette", "temporalio"]
+    heavy = ["rich", "litellm", "psycopg", "sqlite3", "starlette", "temporalio", "mcp"]
     code = f"import sys, hpd_agent\nprint([m for m in {heavy!r} if m in sys.modules])\n"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
@@ -394,7 +397,7 @@ def test_every_event_type_carries_an_invocation_id() -> None:
         ("hpd_agent.hooks", ["Hook", "CallNext", "AgentInvocation", "ModelCall", "StepCall"]),
         ("hpd_agent.sessions", ["RunSession", "SessionStore"]),
         ("hpd_agent.backend", ["RequestBackend", "Settlement", "Final"]),
-        ("hpd_agent.tools", ["Tool", "ToolContext"]),
+        ("hpd_agent.tools", ["Tool", "ToolContext", "Toolset", "RunResources"]),
         ("hpd_agent.text", ["error_text", "printable"]),
     ],
 )

@@ -33,9 +33,11 @@ from ..messages import (
 )
 from ..models._base import Model, ModelRequestParams, ModelResponse, ToolDefinition
 from ..text import error_text
-from ..tools import Tool, ToolArgumentsError, result_to_text
+from ..tools import Tool, ToolArgumentsError, Toolset, result_to_text
 from .context import Deadline, ToolContext, _current, invocation_id, request_model
 from .output import OutputSpec, output_text
+from .services import RunServices
+from .toolsets import resolve_tools
 
 __all__ = ["AgentOutcome", "AgentSpec", "run_agent"]
 
@@ -55,6 +57,8 @@ class AgentSpec:
     model_settings: Mapping[str, Any]
     output: OutputSpec | None = None
     """The check of the final answer (``Agent(output_type=...)``); None for plain text."""
+    toolsets: tuple[Toolset, ...] = ()
+    """Tools resolved when a call starts (``tools.Toolset``), added to ``tools`` per run."""
 
 
 class _State:
@@ -119,7 +123,16 @@ async def run_agent(
     Emits ``AgentStarted``/``AgentFinished`` around the run; failures and cancellation are
     reported in ``AgentFinished`` and re-raised. ``deps`` is what its tools get as
     ``ctx.deps``. ``parent_invocation`` is the calling agent run's ``invocation_id``.
+    An agent with toolsets has them resolved first (``_with_toolsets``); a toolset that
+    cannot be resolved raises before the agent starts.
     """
+    if spec.toolsets:
+        again = partial(
+            run_agent, coordinator=coordinator, agent_path=agent_path, scope_path=scope_path,
+            messages=messages, input=input, deadlines=deadlines, tool_call_id=tool_call_id,
+            resumed=resumed, deps=deps, parent_invocation=parent_invocation,
+        )  # fmt: skip
+        return await _with_toolsets(spec, coordinator, again)
     state = _State(spec, coordinator, agent_path, scope_path, deadlines, deps)
     for m in messages:
         if isinstance(m, AssistantMessage):
@@ -242,6 +255,32 @@ async def _observed_run(
     text = output if spec.output is None else output_text(output)
     coordinator.emit(_agent_finished(state, tool_call_id, "completed", output=text, truncated=cut))
     return AgentOutcome(output=output, messages=messages, usage=state.usage, truncated=cut)
+
+
+async def _with_toolsets(
+    spec: AgentSpec,
+    coordinator: Coordinator,
+    run: Callable[[AgentSpec], Awaitable[AgentOutcome]],
+) -> AgentOutcome:
+    """``run`` the agent with its toolsets' tools, as resolved for this root run (and kept
+    for it) in the run's ``RunServices``; an agent the root run could not see (run from
+    inside a plain tool function) gets services of its own, closed when this call ends."""
+    services = coordinator.services
+    if services is None:
+        async with RunServices(coordinator.run_id) as own:
+            return await run(await _resolved(spec, own))
+    return await run(await _resolved(spec, services))
+
+
+async def _resolved(spec: AgentSpec, services: RunServices) -> AgentSpec:
+    """``spec`` with its toolsets' tools, as resolved for this run (kept for the run)."""
+
+    async def merge() -> AgentSpec:
+        tools = await resolve_tools(spec.name, spec.tools, spec.toolsets, services)
+        definitions = tuple(t.definition for t in tools.values())
+        return dataclasses.replace(spec, tools=tools, tool_definitions=definitions, toolsets=())
+
+    return await services.once(spec, merge)
 
 
 def _too_many_turns(spec: AgentSpec) -> MaxTurnsExceededError:

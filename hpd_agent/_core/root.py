@@ -26,6 +26,7 @@ from ..sessions import RunSession, SessionStore
 from .context import invocation_id
 from .loop import run_agent
 from .runner import BeforeRunResult, Blueprint, before_run, first_messages
+from .services import RunServices
 
 __all__ = ["RootRun", "SessionOpener", "resolve_policy"]
 
@@ -177,7 +178,10 @@ class RootRun:
             coordinator.quiescence.scope = scope
             result: RunResult | None = None
             with scope:
-                result = await self._body(coordinator, prompt, history, session)
+                if bp.hosts:
+                    result = await self._hosted(coordinator, prompt, history, session)
+                else:
+                    result = await self._body(coordinator, prompt, history, session)
             if result is None:  # only "interrupt" cancels this scope
                 result = RunResult(
                     run_id=coordinator.run_id,
@@ -199,6 +203,22 @@ class RootRun:
         # The session's hooks (the journal) go first: a replayed call reaches no other hook.
         coordinator.configure(HookSet([*session.hooks, *everything]), session.backend)
         coordinator.conversations.keeper = session
+
+    async def _hosted(
+        self,
+        coordinator: Coordinator,
+        prompt: str,
+        history: Sequence[Message] | None,
+        session: RunSession | None,
+    ) -> RunResult:
+        """``_body`` with the run's ``RunServices`` open: its toolsets' resources are
+        closed when it ends (before ``RunFinished``), however it ends."""
+        async with RunServices(coordinator.run_id) as services:
+            coordinator.services = services
+            try:
+                return await self._body(coordinator, prompt, history, session)
+            finally:
+                coordinator.services = None
 
     async def _body(
         self,

@@ -72,6 +72,8 @@ class Blueprint:
     instructions: str
     before: BeforeRun | None
     deps_type: Any = None
+    hosts: bool = False
+    """Whether the agent's tree has a toolset: a root run then hosts ``RunServices``."""
 
 
 def check_deps(bp: Blueprint, deps: Any) -> None:

@@ -7,12 +7,21 @@ another process), so it is untrusted input. ``jsonschema`` would fetch a remote 
 refuses any ``$ref`` that is not a fragment of the schema itself (``#/...``) up front. The
 schema's size and nesting depth are bounded, so a hostile schema cannot exhaust memory or
 the recursion limit.
+
+``format`` is checked, not just annotated: ``email`` and ``date`` as ``jsonschema`` checks
+them, and ``date-time`` (RFC 3339) and ``uri`` (an absolute URI) here, without the optional
+packages ``jsonschema`` would want for them. These are the formats an MCP elicitation's
+string fields may carry.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from datetime import datetime
+from functools import cache, lru_cache
 from typing import Any, NoReturn, cast
+from urllib.parse import urlsplit
 
 __all__ = [
     "MAX_SCHEMA_BYTES",
@@ -73,12 +82,10 @@ def _refs(schema: Any) -> list[str]:
     return found
 
 
-def _safety_problem(schema: Any) -> str | None:
-    """Why ``schema`` is unsafe to use (too deep, too big, a non-local ``$ref``), or None."""
-    deep = nesting_problem(schema, MAX_SCHEMA_DEPTH, "the schema")
-    if deep is not None:
-        return deep
-    size = len(json.dumps(schema, separators=(",", ":")).encode())
+def _safety_problem(schema: Any, text: str) -> str | None:
+    """Why ``schema`` (its compact JSON: ``text``) is unsafe to use (too big, a non-local
+    ``$ref``), or None. Its depth is checked first, by the caller."""
+    size = len(text.encode())
     if size > MAX_SCHEMA_BYTES:
         return f"the schema is {size:,} bytes, more than the {MAX_SCHEMA_BYTES:,} allowed"
     for ref in _refs(schema):
@@ -96,27 +103,83 @@ def _refuse(uri: str) -> NoReturn:
     raise NoSuchResource(ref=uri)
 
 
-def _validator(schema: Any) -> Any:
-    from jsonschema import validators  # lazily: only schema-checked questions need it
+_DATE_TIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
+)
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*", re.ASCII)
+
+
+def _is_date_time(value: object) -> bool:
+    if not isinstance(value, str):
+        return True  # format applies to strings only
+    if _DATE_TIME.fullmatch(value) is None:
+        return False
+    try:
+        datetime.fromisoformat(value.upper().replace("Z", "+00:00"))
+    except ValueError:  # e.g. month 13
+        return False
+    return True
+
+
+def _is_uri(value: object) -> bool:
+    if not isinstance(value, str):
+        return True
+    if not value.isascii() or any(c.isspace() for c in value):
+        return False
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return False
+    return _SCHEME.fullmatch(parts.scheme) is not None and bool(parts.netloc or parts.path)
+
+
+@cache
+def _format_checker() -> Any:
+    from jsonschema import FormatChecker
+
+    checker = FormatChecker()
+    checker.checks("date-time")(_is_date_time)  # pyright: ignore[reportUnknownMemberType]
+    checker.checks("uri")(_is_uri)  # pyright: ignore[reportUnknownMemberType]
+    return checker
+
+
+@lru_cache(maxsize=128)
+def _compiled(text: str) -> tuple[str | None, Any]:
+    """(why the schema cannot check answers or None, its validator) for a schema's compact
+    JSON: checking a schema and building its validator cost about 0.4 ms each, and the same
+    schemas come back (every call of one tool asks alike)."""
+    from jsonschema import exceptions, validators  # lazily: only schema-checked questions need it
+
+    schema = json.loads(text)
+    cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
+    # Built even for a schema refused below: whoever checks with it anyway fetches nothing.
+    validator = cls(schema, registry=_no_fetching(), format_checker=_format_checker())
+    problem = _safety_problem(schema, text)
+    if problem is not None:
+        return problem, validator
+    try:
+        cls.check_schema(schema)
+    except exceptions.SchemaError as e:
+        return str(e.message), validator
+    return None, validator
+
+
+def _no_fetching() -> Any:
     from referencing import Registry
 
-    cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
-    return cls(schema, registry=Registry(retrieve=_refuse))  # pyright: ignore[reportUnknownArgumentType]
+    return Registry(retrieve=_refuse)  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+
+
+def _checked(schema: Any) -> tuple[str | None, Any]:
+    deep = nesting_problem(schema, MAX_SCHEMA_DEPTH, "the schema")
+    if deep is not None:  # before any recursive walk (json.dumps) of it
+        return deep, None
+    return _compiled(json.dumps(schema, separators=(",", ":"), sort_keys=True))
 
 
 def schema_problem(schema: Any) -> str | None:
     """Why ``schema`` cannot check answers (unsafe, or not a valid JSON schema), or None."""
-    from jsonschema import exceptions, validators
-
-    problem = _safety_problem(schema)
-    if problem is not None:
-        return problem
-    cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
-    try:
-        cls.check_schema(schema)
-    except exceptions.SchemaError as e:
-        return str(e.message)
-    return None
+    return _checked(schema)[0]
 
 
 def schema_mismatch(schema: Any, value: Any) -> str | None:
@@ -124,8 +187,14 @@ def schema_mismatch(schema: Any, value: Any) -> str | None:
     from jsonschema import exceptions
     from referencing.exceptions import Unresolvable
 
+    validator = _checked(schema)[1]
+    if validator is None:  # nested too deep to cache: checked as given
+        from jsonschema import validators
+
+        cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
+        validator = cls(schema, registry=_no_fetching(), format_checker=_format_checker())
     try:
-        errors = _validator(schema).iter_errors(value)
+        errors = validator.iter_errors(value)
         error = cast(Any, exceptions.best_match(errors))  # pyright: ignore[reportUnknownMemberType]
     except Unresolvable as e:
         return f"the schema's reference {e} cannot be resolved (nothing is fetched)"

@@ -1,5 +1,5 @@
 """A2A (Agent2Agent) both ways: a remote agent as one more sub-agent, whose ``input-required``
-is one more question at the root. Needs the ``a2a`` extra: ``pip install "hpd-agent[a2a]"``.
+is one more question at the root. Needs the ``a2a`` extra: ``pip install -e ".[a2a]"`` in the checkout.
 
 Client: ``RemoteAgent(url).as_tool()`` calls an agent another process serves over A2A like
 an agent called as a tool; its questions reach the human at the root of the run, tagged
@@ -21,7 +21,7 @@ from __future__ import annotations
 import importlib.util
 
 if importlib.util.find_spec("a2a") is None:  # pragma: no cover - an install without the extra
-    raise ImportError('hpd_agent.a2a needs the a2a extra: pip install "hpd-agent[a2a]"')
+    raise ImportError('hpd_agent.a2a needs the a2a extra: pip install -e ".[a2a]" (in the hpd-agent checkout)')
 
 from ._error import RemoteAgentError
 from ._remote import RemoteAgent

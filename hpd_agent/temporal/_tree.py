@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ..agent import Agent
+from ..exceptions import UserError
 from ..messages import Message, ToolCall, Usage, message_adapter
 from ..models import Model, ModelRequestParams, ModelResponse, ToolDefinition
 from ..tools import Tool
@@ -59,6 +60,12 @@ class AgentTree:
     def _walk(self, agent: Agent, path: tuple[str, ...], depth: int) -> None:
         if path in self.agents or depth > _MAX_DEPTH:
             return
+        if agent.toolsets:
+            labels = ", ".join(t.label for t in agent.toolsets)
+            raise UserError(
+                f"agent {agent.name!r} has toolsets ({labels}): their tools are known only "
+                "when a run starts, which a Temporal workflow cannot do; give it plain tools"
+            )
         self.agents[path] = agent
         known = self.by_name.get(agent.name, agent)
         self.by_name[agent.name] = agent if known is agent else None  # None: ambiguous

@@ -616,3 +616,56 @@ async def test_respond_through_a_store_fetches_nothing(schema_server: Any, tmp_p
     finally:
         await store.aclose()
     assert schema_server.hits == []
+
+
+# -- the schema kinds an MCP elicitation may carry, checked (formats too) ----------------
+_ELICIT_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "properties": {
+        "email": {"type": "string", "format": "email"},
+        "site": {"type": "string", "format": "uri"},
+        "day": {"type": "string", "format": "date"},
+        "at": {"type": "string", "format": "date-time"},
+        "name": {"type": "string", "minLength": 2, "maxLength": 5},
+        "age": {"type": "integer", "minimum": 0, "maximum": 150},
+        "ratio": {"type": "number"},
+        "ok": {"type": "boolean"},
+        "size": {"type": "string", "enum": ["s", "m"]},
+        "tier": {"type": "string", "oneOf": [{"const": "a", "title": "A"}]},
+        "tags": {"type": "array", "items": {"type": "string", "enum": ["x", "y"]}},
+        "picks": {"type": "array", "items": {"anyOf": [{"const": "p", "title": "P"}]}},
+    },
+    "required": ["email"],
+}
+
+
+@pytest.mark.parametrize(
+    ("field", "good", "bad"),
+    [
+        ("email", "ada@example.com", "not-an-email"),
+        ("site", "https://example.com/a", "not a uri"),
+        ("day", "2024-02-29", "2024-13-01"),
+        ("at", "2024-02-29T10:00:00Z", "2024-02-29"),
+        ("at", "2024-02-29T10:00:00+02:00", "2024-02-29T25:00:00Z"),
+        ("name", "Ada", "A"),
+        ("age", 36, 200),
+        ("age", 36, 3.5),
+        ("ratio", 0.5, "half"),
+        ("ok", True, "yes"),
+        ("size", "m", "xl"),
+        ("tier", "a", "b"),
+        ("tags", ["x", "y"], ["z"]),
+        ("picks", ["p"], ["q"]),
+    ],
+)
+def test_custom_schemas_check_every_kind_an_mcp_form_may_hold(
+    field: str, good: Any, bad: Any
+) -> None:
+    question = CustomQuestion(name="form", question="?", schema=_ELICIT_SCHEMA)
+    base = {"email": "ada@example.com"}
+    assert question.validate({**base, field: good}) == {**base, field: good}
+    with pytest.raises(ValueError, match=f"{field}(/0)? does not match the schema"):
+        question.validate({**base, field: bad})
+    with pytest.raises(ValueError, match="'email' is a required property"):
+        question.validate({field: good} if field != "email" else {})

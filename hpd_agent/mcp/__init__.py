@@ -1,0 +1,32 @@
+"""MCP both ways (extra ``mcp``): an agent uses an MCP server's tools, and is served as one.
+
+Client: ``MCPTools.stdio(...)`` / ``MCPTools.http(...)`` go into ``Agent(tools=[...])``
+beside plain tools. A server's question during a call (elicitation, on protocol 2025-11-25
+or 2026-07-28) reaches the root run's stream as a question of the calling tool: a form is
+a ``"custom"`` question whose ``data["name"]`` is ``ELICITATION``, a URL an ``"action"``
+question; answering with ``Decline()`` (``hpd_agent.Decline``, re-exported here) declines
+it. See docs/mcp.md.
+
+``import hpd_agent`` does not import this package (nor the ``mcp`` SDK): import it where
+you use it.
+"""
+
+from __future__ import annotations
+
+from ..questions import Decline
+from ._client_elicitation import ELICITATION
+from ._client_errors import MCPServerError, MCPToolError
+from ._tools import MCPTools, Mode, ServerTool
+
+# -- the server half (hpd_agent.mcp.mcp_server, `hpd-agent mcp`): merged from branch mcpserver
+
+__all__ = [
+    "ELICITATION",
+    "Decline",
+    "MCPServerError",
+    "MCPToolError",
+    "MCPTools",
+    "Mode",
+    "ServerTool",
+    # -- the server half: "mcp_server"
+]

@@ -1,0 +1,130 @@
+"""An MCP server's elicitation, asked of the human as a question of the calling tool.
+
+Both protocol versions come here: on 2025-11-25 the server sends ``elicitation/create``
+while the call is open (``_client.Connection.elicit``), on 2026-07-28 it returns an
+``InputRequiredResult`` whose input requests are answered together (``answer_all``) before
+the call is sent again. Either way one elicitation is one request of the calling tool's
+``ToolContext``, so it reaches the root run's stream tagged with the calling agent's path
+and the tool call's id, and waits there like any question:
+
+- a form (``mode: "form"``) is a ``"custom"`` question named ``ELICITATION``; its
+  ``data["schema"]`` is the server's ``requestedSchema`` as received, and the answer
+  (a JSON object) is checked against it before it is accepted;
+- a URL (``mode: "url"``) is an ``"action"`` question with ``data["url"]``: True accepts,
+  False declines.
+
+An answer accepts; a declined question (``status == "declined"``) declines; a question
+that ends otherwise (expired, cancelled, nobody there) cancels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import mcp_types as types
+from pydantic import ValidationError
+
+from ..exceptions import QuestionNotAnswered, UserError
+from ..questions import ActionQuestion, CustomQuestion
+from ..tools import ToolContext
+from ._client_errors import MCPServerError, first_error
+
+__all__ = ["ELICITATION", "answer_all", "answer_one"]
+
+ELICITATION = "mcp.elicitation"
+"""``data["name"]`` of the custom question an MCP form elicitation becomes."""
+
+
+async def answer_one(
+    ctx: ToolContext, request_id: str, params: types.ElicitRequestParams, about: Mapping[str, Any]
+) -> types.ElicitResult:
+    """Ask ``params`` from ``ctx`` under ``request_id`` and give the server's result.
+
+    Args:
+        ctx: The calling tool's context (the question is its request).
+        request_id: The request's id (from ``ctx.next_request_id()``: stable on replay).
+        params: The elicitation.
+        about: What the question's payload says of it (server, tool, protocol).
+
+    Raises:
+        MCPServerError: The elicitation cannot be asked (its schema or URL is unusable).
+    """
+    if isinstance(params, types.ElicitRequestURLParams):
+        try:
+            spec: Any = ActionQuestion(url=params.url, question=params.message)
+        except UserError as e:
+            raise MCPServerError(f"{about['server']} sent an unusable URL elicitation: {e}") from e
+    else:
+        schema = params.requested_schema
+        try:
+            spec = CustomQuestion(
+                name=ELICITATION, question=params.message, payload=about, schema=schema
+            )
+        except UserError as e:
+            raise MCPServerError(
+                f"{about['server']} sent an elicitation that cannot be asked: {e}"
+            ) from e
+    try:
+        answer = await ctx.coordinator.request(ctx, spec, request_id=request_id, timeout=None)
+    except QuestionNotAnswered as e:
+        return types.ElicitResult(action="decline" if e.status == "declined" else "cancel")
+    if isinstance(params, types.ElicitRequestURLParams):
+        return types.ElicitResult(action="accept" if answer else "decline")
+    return _accepted(answer, params.requested_schema, about)
+
+
+def _accepted(
+    answer: Any, schema: Mapping[str, Any], about: Mapping[str, Any]
+) -> types.ElicitResult:
+    """The accepted form: the answer's declared properties (the server asked for no other)."""
+    declared: Mapping[str, Any] = schema.get("properties") or {}
+    content: Any = answer
+    if isinstance(answer, dict):
+        given: dict[str, Any] = answer  # pyright: ignore[reportUnknownVariableType]
+        content = {k: v for k, v in given.items() if k in declared}
+    try:
+        return types.ElicitResult(action="accept", content=content)
+    except ValidationError as e:
+        raise MCPServerError(
+            f"the answer to {about['server']}'s elicitation is not a flat form: {e.errors()[0]['msg']}"
+        ) from None
+
+
+async def answer_all(
+    ctx: ToolContext, requests: Mapping[str, types.InputRequest], about: Mapping[str, Any]
+) -> dict[str, types.InputResponse]:
+    """Answer every input request of an ``InputRequiredResult``: one question each, asked
+    together and answered in any order; returns when all are answered.
+
+    Raises:
+        MCPServerError: A request is not an elicitation (sampling, roots: not offered), or
+            cannot be asked. The others are then withdrawn (cancelled).
+    """
+    asked: list[tuple[str, str, types.ElicitRequestParams]] = []
+    for key, request in requests.items():
+        if not isinstance(request, types.ElicitRequest):
+            raise MCPServerError(
+                f"{about['server']} asked for {request.method}, which this client does not offer"
+            )
+        # Ids taken in the server's order, before any question starts: a replay asks alike.
+        asked.append((key, ctx.next_request_id(), request.params))
+    if len(asked) == 1:  # the usual case: no task group
+        key, rid, params = asked[0]
+        return {key: await answer_one(ctx, rid, params, about)}
+    answers: dict[str, types.InputResponse] = {}
+
+    async def one(key: str, rid: str, params: types.ElicitRequestParams) -> None:
+        answers[key] = await answer_one(ctx, rid, params, about)
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for key, rid, params in asked:
+                tg.start_soon(one, key, rid, params)
+    except BaseExceptionGroup as group:
+        errors = group.subgroup(lambda e: not isinstance(e, anyio.get_cancelled_exc_class()))
+        if errors is None:
+            raise
+        raise first_error(errors) from None
+    return {key: answers[key] for key, _, _ in asked}
