@@ -69,6 +69,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.otel": 4,
     "hpd_agent.web": 4,
     "hpd_agent.temporal": 4,
+    "hpd_agent.mcp": 4,
     # 5 apps and the package faces that reach them
     "hpd_agent.handlers": 5,
     "hpd_agent.handlers.console": 5,
