@@ -71,7 +71,7 @@ from .messages import Message, Usage
 from .models import Model
 from .otel import instrument
 from .permissions import Approve, Decision, Deny
-from .questions import QUESTION_KINDS, validate_answer
+from .questions import QUESTION_KINDS, Decline, validate_answer
 from .run import Run, RunResult
 from .tools import Tool, tool
 from .version import __version__
@@ -102,6 +102,7 @@ __all__ = [
     "ConsoleHandler",
     "ContextWindowExceededError",
     "Decision",
+    "Decline",
     "Deny",
     "Event",
     "Handler",

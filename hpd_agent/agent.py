@@ -306,7 +306,8 @@ class Agent:
             run_id: The run to continue.
             store: The store it was journaled in.
             answers: ``{request_id: answer}`` to give pending requests first (validated
-                against each stored question; a refused one raises and nothing resumes).
+                against each stored question; a refused one raises and nothing resumes);
+                ``Decline()`` as an answer declines that request.
             handler, on_unhandled, hooks, deps: As in ``run`` (a store does not keep deps).
             max_age: Expire this run's pending requests older than this many seconds first;
                 their askers see the timeout text.

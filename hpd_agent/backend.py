@@ -17,7 +17,7 @@ from .events import RequestEvent
 
 __all__ = ["Final", "RequestBackend", "Settlement"]
 
-Final = Literal["answered", "expired", "cancelled"]
+Final = Literal["answered", "declined", "expired", "cancelled"]
 """How a kept request ended, as a backend records it."""
 
 

@@ -7,9 +7,9 @@ journal key concerned), never a traceback, and its own exit status:
 |---|---|
 | 0 | done |
 | 1 | the run failed (a model or agent error); any other hpd_agent error |
-| 2 | bad command-line input: usage, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT`` |
+| 2 | bad command-line input: usage, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT``, ``answer`` with both or neither of TEXT and ``--decline`` |
 | 3 | ``answer``: no request has that id |
-| 4 | the request was already answered |
+| 4 | the request was already answered (or declined) |
 | 5 | the request expired |
 | 6 | the request was cancelled |
 | 7 | the answer does not fit the question |

@@ -40,6 +40,7 @@ from .exceptions import (
 )
 from .hooks import HookSet
 from .messages import Usage
+from .questions import Decline
 
 __all__ = [
     "ConversationKeeper",
@@ -68,6 +69,9 @@ def check_on_unhandled(value: object) -> OnUnhandled:
         )
     return value  # type: ignore[return-value]
 
+
+_DECLINED_TEXT = "The user declined to answer."
+"""What ``QuestionNotAnswered`` says when the human declined (``Decline()``)."""
 
 _NO_HOOKS = HookSet()
 LOCAL_REQUESTS = LocalRequests()
@@ -180,8 +184,9 @@ class Coordinator:
     ) -> Any:
         """Raise a request from ``asker`` under ``request_id`` and wait for its answer.
 
-        Returns the validated answer. Raises ``QuestionNotAnswered`` when the request expires,
-        is cancelled or nobody can answer (``NoUserAvailableError`` under policy "error").
+        Returns the validated answer. Raises ``QuestionNotAnswered`` when the user declines
+        it, it expires, is cancelled or nobody can answer (``NoUserAvailableError`` under
+        policy "error").
         Time waiting pauses the asker's enclosing deadlines. A question identical to one
         still open from the same agent is not asked again: it shares that one's answer.
         An exception from a hook's ``request_opened`` is raised here, the request then
@@ -231,6 +236,10 @@ class Coordinator:
     async def respond(self, request_id: str, answer: Any) -> Any:
         """Answer an open request; returns the answer as validated.
 
+        ``Decline()`` as the answer ends the request as declined instead (any kind of
+        request; the asker gets ``QuestionNotAnswered(status="declined")``); it is returned
+        as given.
+
         Atomic: on any error nothing changes. With a durable backend the answer is written
         there first, and its conditional update decides between racing answers (from this
         process or any other); the loser gets the distinct error.
@@ -241,18 +250,36 @@ class Coordinator:
         """
         if not self.backend.durable:
             return self.respond_nowait(request_id, answer)
-        table = self.requests
         pending = self._open_for_answer(request_id)
-        value = table.validate(pending, answer)
+        value = self._checked(pending, answer)
+        declined = isinstance(value, Decline)
         pending.answering += 1
         try:
-            await self.backend.resolve(request_id, "answered", value)  # the store decides a race
+            # The store decides a race.
+            if declined:
+                await self.backend.resolve(request_id, "declined", None)
+            else:
+                await self.backend.resolve(request_id, "answered", value)
         finally:
             pending.answering -= 1
         pending.stored = True
-        if pending.status == "pending":
-            table.accept(pending, value)
+        self._settle(pending, value)
         return value
+
+    def _checked(self, pending: PendingRequest, answer: Any) -> Any:
+        """The answer as validated, or ``Decline()`` as given (it fits every request)."""
+        if isinstance(answer, Decline):
+            return answer
+        return self.requests.validate(pending, answer)
+
+    def _settle(self, pending: PendingRequest, value: Any) -> None:
+        """End ``pending`` here with a checked answer (or decline), unless it has ended."""
+        if pending.status != "pending":
+            return
+        if isinstance(value, Decline):
+            self.requests.finish(pending, "declined", None)
+        else:
+            self.requests.accept(pending, value)
 
     def _open_for_answer(self, request_id: str) -> PendingRequest:
         pending = self.requests.check_open(request_id)
@@ -285,10 +312,9 @@ class Coordinator:
         """
         if self.backend.durable:
             raise UserError("this run keeps its requests in a store: await respond() instead")
-        table = self.requests
         pending = self._open_for_answer(request_id)
-        value = table.validate(pending, answer)
-        table.accept(pending, value)
+        value = self._checked(pending, answer)
+        self._settle(pending, value)
         return value
 
     def cancel_request(self, request_id: str) -> None:
@@ -333,6 +359,8 @@ def _outcome(pending: PendingRequest, timeout: float | None, policy: OnUnhandled
         raise QuestionNotAnswered(
             "No user is available to answer right now.", status="unavailable", request_id=rid
         )
+    if status == "declined":
+        raise QuestionNotAnswered(_DECLINED_TEXT, status="declined", request_id=rid)
     if status == "expired":
         within = "in time" if timeout is None else f"within {timeout:g} seconds"
         raise QuestionNotAnswered(
@@ -527,7 +555,9 @@ def _replay_settled(
         spec.after_answer(coordinator.requests, event, value)
         return value
     coordinator.emit(_replayed(spec.resolved(event, settled.status, None)))
-    if settled.status == "expired":
+    if settled.status == "declined":
+        message = _DECLINED_TEXT
+    elif settled.status == "expired":
         waited = "in time" if settled.waited is None else f"within {settled.waited:g} seconds"
         message = f"The user did not answer {waited}; the question expired."
     else:

@@ -49,8 +49,9 @@ __all__ = [
 RunStatus = Literal["completed", "failed", "cancelled", "interrupted", "rejected"]
 """How a run (or one agent's part of it) ended."""
 
-RequestStatus = Literal["answered", "expired", "cancelled", "unavailable"]
-"""How a request ended: answered, timed out, cancelled, or nobody was there to answer."""
+RequestStatus = Literal["answered", "declined", "expired", "cancelled", "unavailable"]
+"""How a request ended: answered, declined (the human refused to answer: ``Decline()``),
+timed out, cancelled, or nobody was there to answer."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -210,7 +211,8 @@ class ClarificationRequest(_Base):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ClarificationResolved(_Base):
-    """A clarification request ended: answered, expired, cancelled or unavailable."""
+    """A clarification request ended: answered, declined, expired, cancelled or unavailable
+    (``answer`` is None unless answered)."""
 
     request_id: str
     status: RequestStatus
@@ -231,7 +233,8 @@ class PermissionRequest(_Base):
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class PermissionResolved(_Base):
-    """A permission request ended. ``approved`` tells whether the tool runs."""
+    """A permission request ended. ``approved`` tells whether the tool runs (never when it
+    was declined, expired, cancelled or unavailable)."""
 
     request_id: str
     tool_name: str

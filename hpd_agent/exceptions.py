@@ -12,7 +12,7 @@ HpdAgentError
 │   └── RunLeasedError              another process drives the run (it holds the lease)
 ├── RequestError                    respond() refused an answer; nothing changed
 │   ├── UnknownRequestError         no request has that id
-│   ├── RequestAlreadyAnsweredError the request has its answer already
+│   ├── RequestAlreadyAnsweredError the request has its answer already (or was declined)
 │   ├── RequestExpiredError         the request timed out before the answer came
 │   ├── RequestCancelledError       the request was cancelled
 │   └── InvalidAnswerError          the answer does not fit the question
@@ -143,7 +143,7 @@ class UnknownRequestError(RequestError):
 
 
 class RequestAlreadyAnsweredError(RequestError):
-    """The request was answered before; a request takes exactly one answer."""
+    """The request was answered (or declined) before; a request takes exactly one answer."""
 
 
 class RequestExpiredError(RequestError):
@@ -159,13 +159,15 @@ class InvalidAnswerError(RequestError):
 
 
 class QuestionNotAnswered(HpdAgentError):
-    """A question ended without an answer: it expired, was cancelled, or nobody was there.
+    """A question ended without an answer: the user declined it, it expired, was cancelled,
+    or nobody was there.
 
     Raised inside the asking tool by ``ToolContext.ask`` and friends. The agent loop turns it
     into a plain tool result the model can act on, so waiting never crashes the model.
 
     Attributes:
-        status: ``"expired"``, ``"cancelled"`` or ``"unavailable"``.
+        status: ``"declined"`` (the user refused to answer: ``Decline()``), ``"expired"``,
+            ``"cancelled"`` or ``"unavailable"``.
         request_id: The id of the request that went unanswered.
     """
 

@@ -11,8 +11,8 @@ continue the chain, and may skip it, retry it or replace its result):
 and observe two moments of a human request (question or permission):
 
 - ``request_opened(event)``: the request is registered and about to reach the stream;
-- ``request_resolved(event, status, answer)``: it ended (answered, expired, cancelled,
-  unavailable).
+- ``request_resolved(event, status, answer)``: it ended (answered, declined, expired,
+  cancelled, unavailable).
 
 An exception from an observer never leaves a request open nor fails whoever ended it: see
 ``Hook``.

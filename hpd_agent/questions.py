@@ -19,13 +19,18 @@ The kinds:
 
 Tools raise them with one awaited call on their context (``ctx.ask_choice(...)`` and friends);
 the classes here are the ``RequestSpec``s behind those calls.
+
+Whatever its kind, any request (a permission request too) can also be *declined*: the human
+refuses to answer. ``run.respond(request_id, Decline())`` (or a store's ``respond``) ends it
+with status ``"declined"``, and the asking tool gets ``QuestionNotAnswered(status="declined")``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, cast
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, cast
 from urllib.parse import urlsplit
 
 from ._core.requests import Asker, RequestSpec
@@ -49,6 +54,7 @@ __all__ = [
     "ChoiceQuestion",
     "ConfirmQuestion",
     "CustomQuestion",
+    "Decline",
     "InputQuestion",
     "Question",
     "TextQuestion",
@@ -60,6 +66,26 @@ __all__ = [
 
 QUESTION_KINDS: tuple[str, ...] = ("text", "input", "choice", "confirm", "action", "custom")
 """Every ``ClarificationRequest.question_kind`` this version understands."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Decline:
+    """The human declines to answer: given in place of an answer, to any request.
+
+    ``run.respond(request_id, Decline())`` (and ``hpd_agent.store.respond``, ``resume``'s
+    ``answers``, a handler returning it, ``hpd-agent answer ID --decline``) ends the request
+    with status ``"declined"``, atomically like any answer: a request that has ended
+    (answered, declined, expired, cancelled) refuses it with the same distinct errors, and an
+    answer after a decline is refused with ``RequestAlreadyAnsweredError``. The asking tool's
+    ``ctx.ask*`` raises ``QuestionNotAnswered(status="declined")``, which the agent loop turns
+    into a tool result telling the model the user declined; a declined permission request
+    keeps its tool from running, like a denial. This is the MCP elicitation's "decline".
+
+    Only an instance declines: JSON such as ``{"kind": "decline"}`` is an ordinary answer
+    (a custom question may well take it).
+    """
+
+    kind: Literal["decline"] = "decline"
 
 
 # -- answer checks (work from the event's fields alone) ---------------------------------------

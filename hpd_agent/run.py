@@ -211,11 +211,16 @@ class Run:
     async def respond(self, request_id: str, answer: Any) -> Any:
         """Answer a pending request (a question or a permission) by its id.
 
-        Returns the answer as validated (e.g. an option in its canonical spelling).
+        ``Decline()`` (``hpd_agent.Decline``) as the answer declines any request: it ends
+        with status ``"declined"`` and the asking tool gets
+        ``QuestionNotAnswered(status="declined")`` (the model is told the user declined).
+
+        Returns the answer as validated (e.g. an option in its canonical spelling), or the
+        ``Decline`` as given.
 
         Raises:
             UnknownRequestError: No such request in this run.
-            RequestAlreadyAnsweredError: It has its answer already.
+            RequestAlreadyAnsweredError: It has its answer already, or was declined.
             RequestExpiredError: It timed out.
             RequestCancelledError: It was cancelled.
             InvalidAnswerError: The answer does not fit the question.

@@ -64,18 +64,7 @@ def add_store_commands(sub: Any) -> None:
         "created_at, expires_at; id repeats request_id: deprecated, removed in the next release)",
     )
     pending.set_defaults(func=_cmd_pending)
-
-    answer = sub.add_parser("answer", help="answer a pending request in a store")
-    answer.add_argument("request_id")
-    answer.add_argument(
-        "text",
-        help="the answer: text, or an option's number as `pending` lists it (1 is the first); "
-        "with --json a JSON value, e.g. true, where an int is a 0-based option index",
-    )
-    answer.add_argument("--db", required=True, help=db_help)
-    answer.add_argument("--json", action="store_true", help="parse the answer as JSON")
-    answer.add_argument("--sender", help="who answers (kept with the answer)")
-    answer.set_defaults(func=_cmd_answer)
+    _add_answer_command(sub, db_help)
 
     resume = sub.add_parser("resume", help="continue a run journaled in a store")
     resume.add_argument("run_id")
@@ -108,6 +97,27 @@ def add_store_commands(sub: Any) -> None:
         "instead of waiting for it to expire",
     )
     resume.set_defaults(func=_cmd_resume)
+
+
+def _add_answer_command(sub: Any, db_help: str) -> None:
+    answer = sub.add_parser("answer", help="answer (or decline) a pending request in a store")
+    answer.add_argument("request_id")
+    answer.add_argument(
+        "text",
+        nargs="?",
+        help="the answer: text, or an option's number as `pending` lists it (1 is the first); "
+        "with --json a JSON value, e.g. true, where an int is a 0-based option index",
+    )
+    answer.add_argument("--db", required=True, help=db_help)
+    answer.add_argument("--json", action="store_true", help="parse the answer as JSON")
+    answer.add_argument(
+        "--decline",
+        action="store_true",
+        help="decline to answer, instead of TEXT: the request ends declined and the asking "
+        "agent is told so (any request, a permission request too)",
+    )
+    answer.add_argument("--sender", help="who answers (kept with the answer)")
+    answer.set_defaults(func=_cmd_answer)
 
 
 def _open(db: str) -> Store:
@@ -211,7 +221,8 @@ def _cmd_pending(args: argparse.Namespace) -> int:
         if records and not errors and not args.json:
             print(
                 f"answer with: hpd-agent answer REQUEST_ID TEXT --db {_db_hint(args.db)} "
-                "(an option by its number, 1 is the first, or by its text)",
+                "(an option by its number, 1 is the first, or by its text; --decline instead "
+                "of TEXT declines it)",
                 file=sys.stderr,
             )
         if not records and not errors and not args.json:
@@ -230,13 +241,36 @@ def _parse_json_answer(text: str) -> Any:
         raise _Fail(EXIT_USAGE, f"--json answer is not valid JSON: {e}") from None
 
 
+def _answer_value(args: argparse.Namespace) -> Any:
+    """The answer ``answer`` gives: ``Decline()`` with ``--decline``, else TEXT (parsed with
+    ``--json``); exactly one of them (a ``_Fail`` with the usage status otherwise)."""
+    if args.decline:
+        if args.text is not None or args.json:
+            raise _Fail(EXIT_USAGE, "--decline takes no answer: give TEXT or --decline, not both")
+        from ..questions import Decline
+
+        return Decline()
+    if args.text is None:
+        raise _Fail(EXIT_USAGE, "give the answer TEXT, or --decline to decline the request")
+    # --json is programmatic: an int picks an option by its 0-based index, as store.respond.
+    return _parse_json_answer(args.text) if args.json else args.text
+
+
+def _answered_line(request_id: str, value: Any, accepted: Any) -> str:
+    """What ``answer`` prints once the answer (or decline) is taken."""
+    from ..questions import Decline
+
+    if isinstance(value, Decline):
+        return f"declined {request_id}"
+    return f"answered {request_id}: {json.dumps(accepted)}"
+
+
 def _cmd_answer(args: argparse.Namespace) -> int:
     import anyio
 
     from ..store import respond
 
-    # --json is programmatic: an int picks an option by its 0-based index, as store.respond.
-    value: Any = _parse_json_answer(args.text) if args.json else args.text
+    value = _answer_value(args)
     context = {"channel": "cli"}
     if args.sender:
         context["sender"] = args.sender
@@ -245,12 +279,12 @@ def _cmd_answer(args: argparse.Namespace) -> int:
         store = _open(args.db)
         try:
             typed = value
-            if not args.json:
+            if not args.json and not args.decline:
                 typed = _typed_answer(await store.get_request(args.request_id), value)
             record = await respond(store, args.request_id, typed, context=context)
         finally:
             await store.aclose()
-        print(f"answered {record.request_id}: {json.dumps(record.answer)}")
+        print(_answered_line(record.request_id, value, record.answer))
         return 0
 
     return anyio.run(main)
@@ -412,7 +446,7 @@ class _StoreNotice:
             print(
                 _show(f"waiting for {event.request_id} ({agent}): {event.question}{options}")
                 + f"\n  answer with: hpd-agent answer {event.request_id} TEXT "
-                f"--db {_db_hint(self.db)}",
+                f"--db {_db_hint(self.db)} (or --decline instead of TEXT)",
                 file=sys.stderr,
                 flush=True,
             )

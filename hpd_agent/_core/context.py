@@ -176,7 +176,7 @@ class ToolContext(Generic[DepsT]):
             The answer text.
 
         Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
                 Left uncaught, the loop turns it into a plain tool result for the model.
         """
 
@@ -205,7 +205,7 @@ class ToolContext(Generic[DepsT]):
             The value, stripped of surrounding space (never empty).
 
         Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
 
         spec = InputQuestion(
@@ -260,7 +260,7 @@ class ToolContext(Generic[DepsT]):
             The chosen option (its own spelling), or the list of them with ``multiple``.
 
         Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
 
         spec = ChoiceQuestion(
@@ -283,7 +283,7 @@ class ToolContext(Generic[DepsT]):
             True for yes, False for no.
 
         Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
 
         spec = ConfirmQuestion(question=question, context=context)
@@ -318,7 +318,7 @@ class ToolContext(Generic[DepsT]):
             True when the action was completed, False when it was declined.
 
         Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
 
         spec = ActionQuestion(url=url, label=label, question=question, context=context)
@@ -350,7 +350,7 @@ class ToolContext(Generic[DepsT]):
             The answer, as plain JSON data.
 
         Raises:
-            QuestionNotAnswered: The question expired, was cancelled, or nobody was there.
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
 
         spec = CustomQuestion(
@@ -434,13 +434,19 @@ class ToolContext(Generic[DepsT]):
         """Ask the human whether ``tool_name`` may run with ``arguments``.
 
         Returns:
-            None when the call may run; otherwise the text the model gets instead of a result.
+            None when the call may run; otherwise the text the model gets instead of a result
+            (denied, declined: the user would not say, or unanswered).
         """
         if (self.agent_path, tool_name) in self.coordinator.run_approvals:
             return None
         try:
             decision = await self.request(PermissionSpec(tool_name, arguments), timeout=timeout)
         except QuestionNotAnswered as e:
+            if e.status == "declined":
+                return (
+                    f"The tool {tool_name!r} did not run: the user declined to answer "
+                    "whether it may run."
+                )
             return f"The tool {tool_name!r} did not run: it needs the user's approval. {e}"
         if isinstance(decision, Deny):
             reason = f" Reason: {decision.reason}" if decision.reason else ""

@@ -289,6 +289,11 @@ class RequestTable:
             raise RequestAlreadyAnsweredError(
                 f"request {request_id} was already answered", request_id=request_id
             )
+        if status == "declined":
+            raise RequestAlreadyAnsweredError(
+                f"request {request_id} was declined: it takes no other answer",
+                request_id=request_id,
+            )
         if status == "expired":
             raise RequestExpiredError(
                 f"request {request_id} expired before this answer came", request_id=request_id

@@ -38,7 +38,8 @@ class Handler(Protocol):
         ...
 
     async def on_request(self, request: RequestEvent) -> Any:
-        """Return the answer to a question, or an ``Approve``/``Deny`` for a permission."""
+        """Return the answer to a question, or an ``Approve``/``Deny`` for a permission;
+        ``Decline()`` for either when the human declines to answer."""
         ...
 
 

@@ -265,6 +265,9 @@ class ConsoleHandler(BaseHandler):
                 )
             return
         what = "permission request" if isinstance(event, PermissionResolved) else "question"
+        if event.status == "declined":  # from elsewhere (a UI, a store), or typed here
+            self._line(f"[yellow]! {self._who(event)}'s {what} was declined[/]")
+            return
         self._line(f"[yellow]! {self._who(event)}'s {what} ended: {event.status}[/]")
 
     # -- input ---------------------------------------------------------------------------

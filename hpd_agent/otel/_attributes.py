@@ -134,7 +134,7 @@ def request_outcome(event: RequestEvent, status: str, answer: Any) -> str:
         return "answered"
     if status == "expired":
         return "timeout"
-    return status  # cancelled, unavailable
+    return status  # declined (the human's decision, not an error), cancelled, unavailable
 
 
 def request_question(event: RequestEvent) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..exceptions import InvalidAnswerError
-from ..questions import answer_for
+from ..questions import Decline, answer_for
 from ._base import RequestRecord, dump_json, refusal
 from ._protocol import Store
 
@@ -73,11 +73,13 @@ async def respond(
     Args:
         store: The store holding the request.
         request_id: The request's id.
-        answer: Text, an option, ``Approve``/``Deny`` or ``True``/``False`` for permissions.
+        answer: Text, an option, ``Approve``/``Deny`` or ``True``/``False`` for permissions;
+            ``Decline()`` for any request: the human declines to answer (the request ends
+            ``declined``, its asker gets ``QuestionNotAnswered(status="declined")``).
         context: Free-form data kept with the answer (who answered, on which channel).
 
     Returns:
-        The answered record.
+        The answered (or declined) record.
 
     Raises:
         UnknownRequestError, RequestAlreadyAnsweredError, RequestExpiredError,
@@ -86,5 +88,7 @@ async def respond(
     record = await store.get_request(request_id)
     if record is None or record.status != "pending":
         raise refusal(record, request_id)
+    if isinstance(answer, Decline):
+        return await store.resolve(request_id, "declined", context=context)
     value = validate_stored(record, answer)
     return await store.resolve(request_id, "answered", value, context=context)

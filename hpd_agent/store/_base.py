@@ -4,7 +4,7 @@ keeps them is in ``_protocol``).
 A store is what makes a run outlive its process. It holds three things:
 
 - **requests**: every question or permission request a run raised, with its status
-  (``pending``, ``answered``, ``expired``, ``cancelled``) and answer. ``respond`` is an atomic
+  (``pending``, ``answered``, ``declined``, ``expired``, ``cancelled``) and answer. ``respond`` is an atomic
   conditional update, so two processes answering at once cannot both win.
 - **the journal**: what a run already did, keyed by call path (model responses by
   ``f"{scope_path}@{turn}"``, tool results by the tool's ``call_path``). Answers are journaled
@@ -49,7 +49,7 @@ __all__ = [
     "refusal",
 ]
 
-RequestState = Literal["pending", "answered", "expired", "cancelled"]
+RequestState = Literal["pending", "answered", "declined", "expired", "cancelled"]
 """Where a stored request stands."""
 
 RunState = Literal["running", "completed", "failed", "cancelled", "interrupted"]
@@ -89,8 +89,9 @@ class RequestRecord:
         payload: The request event as JSON (``event_adapter()``), enough to validate and
             show the request in another process.
         options: Allowed answers, if any.
-        status: ``pending``, ``answered``, ``expired`` or ``cancelled``.
-        answer: The accepted answer as JSON-compatible data.
+        status: ``pending``, ``answered``, ``declined`` (the human refused to answer:
+            ``Decline()``), ``expired`` or ``cancelled``.
+        answer: The accepted answer as JSON-compatible data (None unless answered).
         created_at: When it was raised (seconds since the epoch).
         answered_at: When it left ``pending``.
         expires_at: When it times out, if it has a timeout.
@@ -391,8 +392,8 @@ def refusal(record: RequestRecord | None, request_id: str) -> RequestError:
         request_id: The id the answer was for.
 
     Returns:
-        ``UnknownRequestError``, ``RequestAlreadyAnsweredError``, ``RequestExpiredError`` or
-        ``RequestCancelledError`` (to raise).
+        ``UnknownRequestError``, ``RequestAlreadyAnsweredError`` (answered or declined),
+        ``RequestExpiredError`` or ``RequestCancelledError`` (to raise).
     """
     if record is None:
         return UnknownRequestError(
@@ -401,6 +402,10 @@ def refusal(record: RequestRecord | None, request_id: str) -> RequestError:
     if record.status == "answered":
         return RequestAlreadyAnsweredError(
             f"request {request_id} was already answered", request_id=request_id
+        )
+    if record.status == "declined":
+        return RequestAlreadyAnsweredError(
+            f"request {request_id} was declined: it takes no other answer", request_id=request_id
         )
     if record.status == "expired":
         return RequestExpiredError(

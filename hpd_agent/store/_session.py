@@ -20,6 +20,7 @@ from .._core.output import output_text
 from ..exceptions import UserError
 from ..hooks import Hook
 from ..messages import Message, message_adapter
+from ..questions import Decline
 from ..run import RunResult
 from ..text import error_text
 from ._answers import CANCEL_REQUEST, respond, validate_stored
@@ -252,7 +253,7 @@ async def _answer_all(store: Store, run_id: str, answers: dict[str, Any]) -> Non
             raise UserError(f"request {request_id} belongs to run {stored.run_id}, not {run_id}")
         if stored is None or stored.status != "pending":
             raise refusal(stored, request_id)
-        if answer is not CANCEL_REQUEST:
+        if answer is not CANCEL_REQUEST and not isinstance(answer, Decline):
             validate_stored(stored, answer)
     for request_id, answer in answers.items():
         if answer is CANCEL_REQUEST:

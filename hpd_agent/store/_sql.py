@@ -79,7 +79,7 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
 """(table, column, type) added since the first schema: a store opened on an older file or
 database adds the missing ones (existing rows get NULL)."""
 
-_REQUEST_STATES = frozenset({"pending", "answered", "expired", "cancelled"})
+_REQUEST_STATES = frozenset({"pending", "answered", "declined", "expired", "cancelled"})
 
 
 def schema(real: str, *, clustered: str = "", fences: str = "") -> list[str]:

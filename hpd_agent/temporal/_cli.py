@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..exceptions import StoreUnavailableError
+from ..questions import Decline
 from ..text import printable
 
 __all__ = ["add_temporal_options"]
@@ -114,9 +115,15 @@ def _pending(args: argparse.Namespace, failure: Failure) -> int:
 
 
 def _answer(args: argparse.Namespace, failure: Failure) -> int:
-    if args.json:
+    if args.decline:
+        if args.text is not None or args.json:
+            return _usage("--decline takes no answer: give TEXT or --decline, not both")
+        value: Any = Decline()
+    elif args.text is None:
+        return _usage("give the answer TEXT, or --decline to decline the request")
+    elif args.json:
         try:
-            value: Any = json.loads(args.text)
+            value = json.loads(args.text)
         except RecursionError:
             return _usage("--json answer is nested too deeply")
         except ValueError as e:
@@ -129,7 +136,10 @@ def _answer(args: argparse.Namespace, failure: Failure) -> int:
 
         handle = client.get_workflow_handle(args.workflow_id)
         answer = await respond(handle, args.request_id, value)
-        print(_show(f"answered {args.request_id}: {json.dumps(answer)}"))
+        if isinstance(value, Decline):
+            print(_show(f"declined {args.request_id}"))
+        else:
+            print(_show(f"answered {args.request_id}: {json.dumps(answer)}"))
         return 0
 
     return _session(args, failure, main)

@@ -3,7 +3,8 @@
 - ``pending(handle)`` is a query: no history is written and no worker holds the run.
 - ``respond(handle, request_id, answer)`` is a workflow update whose validator refuses a
   wrong answer before it reaches the history; the refusal comes back as the same error class
-  a store's ``respond`` raises.
+  a store's ``respond`` raises. ``respond(handle, request_id, Decline())`` declines it (the
+  ``hpd_agent.decline`` update, validated alike).
 - ``stream(handle)`` polls the events query from an offset. Polling, not a long-poll
   update: an update is written to the workflow history, so waiting on one per read would add
   history events for every reader and every poll, and a query costs the run nothing.
@@ -23,7 +24,8 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from ..events import Event, RequestEvent, event_adapter, load_event
 from ..exceptions import RequestError, UnknownRequestError
-from ._state import EVENTS_QUERY, PENDING_QUERY, RESPOND_UPDATE
+from ..questions import Decline
+from ._state import DECLINE_UPDATE, EVENTS_QUERY, PENDING_QUERY, RESPOND_UPDATE
 from ._tree import error_class
 
 __all__ = ["PendingRequestInfo", "pending", "respond", "stream"]
@@ -97,17 +99,21 @@ async def respond(handle: _Handle, request_id: str, answer: Any) -> Any:
         handle: The run's workflow.
         request_id: The request to answer.
         answer: Text, an option, ``Approve``/``Deny`` or ``True``/``False`` for permissions,
-            JSON data for a custom question.
+            JSON data for a custom question; ``Decline()`` declines any request (the
+            ``hpd_agent.decline`` update: it ends ``declined``).
 
     Returns:
-        The answer as accepted (canonical JSON form).
+        The answer as accepted (canonical JSON form), or the ``Decline`` as given.
 
     Raises:
         UnknownRequestError, RequestAlreadyAnsweredError, RequestExpiredError,
         RequestCancelledError, InvalidAnswerError: Refused; nothing changed.
     """
-    value = pydantic_core.to_jsonable_python(answer)
     try:
+        if isinstance(answer, Decline):
+            await handle.execute_update(DECLINE_UPDATE, args=[request_id])  # pyright: ignore[reportUnknownMemberType]
+            return answer
+        value = pydantic_core.to_jsonable_python(answer)
         return await handle.execute_update(RESPOND_UPDATE, args=[request_id, value])  # pyright: ignore[reportUnknownMemberType]
     except WorkflowUpdateFailedError as e:
         raise _refusal(e, request_id) from None

@@ -12,9 +12,11 @@ The handlers registered on the workflow:
 - query ``hpd_agent.events(offset, limit)`` → ``{"events": [JSON, ...], "next": n,
   "finished": b}`` (at most ``limit`` events, 1000 by default);
 - update ``hpd_agent.respond(request_id, answer)`` → the answer as accepted. Its validator
-  applies the store's checks (unknown id, already answered, expired, cancelled, invalid
-  answer): a refused answer is rejected before it reaches the workflow history, so nothing
-  changes, and the caller gets the same error class (see ``_client``).
+  applies the store's checks (unknown id, already answered or declined, expired, cancelled,
+  invalid answer): a refused answer is rejected before it reaches the workflow history, so
+  nothing changes, and the caller gets the same error class (see ``_client``);
+- update ``hpd_agent.decline(request_id)``: the human declines to answer (``Decline()``);
+  the request ends ``declined``, validated the same way.
 """
 
 from __future__ import annotations
@@ -31,11 +33,19 @@ from ..exceptions import RequestError
 from ..questions import validate_answer
 from ..store import RequestRecord, jsonable, refusal, settlement
 
-__all__ = ["EVENTS_QUERY", "PENDING_QUERY", "RESPOND_UPDATE", "RunState", "WorkflowRequests"]
+__all__ = [
+    "DECLINE_UPDATE",
+    "EVENTS_QUERY",
+    "PENDING_QUERY",
+    "RESPOND_UPDATE",
+    "RunState",
+    "WorkflowRequests",
+]
 
 PENDING_QUERY = "hpd_agent.pending"
 EVENTS_QUERY = "hpd_agent.events"
 RESPOND_UPDATE = "hpd_agent.respond"
+DECLINE_UPDATE = "hpd_agent.decline"
 _PAGE = 1000
 
 
@@ -92,14 +102,18 @@ class WorkflowRequests:
         record = self.records.get(request_id)
         return None if record is None else (record.event, settlement(record))
 
-    # -- the update -------------------------------------------------------------------------
+    # -- the updates ------------------------------------------------------------------------
     def check(self, request_id: str, answer: Any) -> Any:
         """The answer as JSON data in canonical form, or the refusal (nothing changes)."""
+        value = validate_answer(self.open_record(request_id).event, answer)
+        return jsonable(value)
+
+    def open_record(self, request_id: str) -> RequestRecord:
+        """The pending request ``request_id``, or the refusal (nothing changes)."""
         record = self.records.get(request_id)
         if record is None or record.status != "pending":
             raise refusal(record, request_id)
-        value = validate_answer(record.event, answer)
-        return jsonable(value)
+        return record
 
     def pending(self) -> list[dict[str, Any]]:
         """The pending requests as JSON data, oldest first."""
@@ -137,6 +151,9 @@ class RunState:
         workflow.set_query_handler(PENDING_QUERY, self.requests.pending)  # pyright: ignore[reportUnknownMemberType]
         workflow.set_query_handler(EVENTS_QUERY, self.read)  # pyright: ignore[reportUnknownMemberType]
         workflow.set_update_handler(RESPOND_UPDATE, self.respond, validator=self.validate)  # pyright: ignore[reportUnknownMemberType]
+        workflow.set_update_handler(  # pyright: ignore[reportUnknownMemberType]
+            DECLINE_UPDATE, self.decline, validator=self.validate_decline
+        )
 
     def read(self, offset: int = 0, limit: int = _PAGE) -> dict[str, Any]:
         """Up to ``limit`` events from ``offset`` on, the next offset, and whether the run
@@ -165,3 +182,18 @@ class RunState:
             # Validated, but the request ended in the same workflow task (a timer fired).
             raise _failure(e) from None
         return value
+
+    def validate_decline(self, request_id: str) -> None:
+        """The decline update's validator: only a pending request can be declined."""
+        try:
+            self.requests.open_record(request_id)
+        except RequestError as e:
+            raise _failure(e) from None
+
+    async def decline(self, request_id: str) -> None:
+        """The decline update: the request ends declined; its asker is told so."""
+        try:
+            self.requests.open_record(request_id)
+            await self.requests.resolve(request_id, "declined", None)
+        except RequestError as e:
+            raise _failure(e) from None

@@ -10,6 +10,7 @@ from typing import Any
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent
 from ..handlers._base import BaseHandler
 from ..permissions import Approve, Decision, Deny
+from ..questions import Decline
 
 __all__ = ["ScriptedHuman", "UnexpectedRequestError"]
 
@@ -70,12 +71,14 @@ class ScriptedHuman(BaseHandler):
     ``confirm``, ``complete_action`` (by URL) and ``answer_custom`` (by name). Rules are
     tried in the order they were added; one with ``times`` stops matching once used up, so
     ``answer("plan", "shorter", times=1).answer("plan", "approve")`` scripts a dialogue.
-    Permission rules match the tool name. A request no rule matches fails the run with
+    Permission rules match the tool name. ``decline`` (questions) and ``decline_permission``
+    script a human who refuses to answer (a reply of ``Decline()`` anywhere does the same):
+    the request ends ``"declined"``. A request no rule matches fails the run with
     ``UnexpectedRequestError``, so a test notices a question it did not expect.
 
     Args:
-        answers: Shortcut: ``{question substring: answer}``.
-        permissions: Shortcut: ``{tool name: Approve()/Deny()/bool}``.
+        answers: Shortcut: ``{question substring: answer}`` (an answer may be ``Decline()``).
+        permissions: Shortcut: ``{tool name: Approve()/Deny()/Decline()/bool}``.
 
     Example:
         ```python
@@ -89,7 +92,7 @@ class ScriptedHuman(BaseHandler):
         self,
         answers: Mapping[str, Any] | None = None,
         *,
-        permissions: Mapping[str, Decision | bool] | None = None,
+        permissions: Mapping[str, Decision | Decline | bool] | None = None,
     ) -> None:
         self.rules: list[_Rule] = []
         self.asked: list[RequestEvent] = []
@@ -218,6 +221,27 @@ class ScriptedHuman(BaseHandler):
         decision = Approve(scope="run" if scope == "run" else "once")
         return self._add_permission(tool_name, decision, agent=agent, times=times)
 
+    def decline(
+        self,
+        match: str | re.Pattern[str],
+        *,
+        kind: str | None = None,
+        agent: str | None = None,
+        times: int | None = None,
+    ) -> ScriptedHuman:
+        """Decline questions matching ``match`` (``Decline()``: the human will not answer).
+
+        The asking tool gets ``QuestionNotAnswered(status="declined")``. Arguments as for
+        ``answer``.
+        """
+        return self._add_question(match, Decline(), kind=kind, agent=agent, times=times)
+
+    def decline_permission(
+        self, tool_name: str, *, agent: str | None = None, times: int | None = None
+    ) -> ScriptedHuman:
+        """Decline to decide on calls of ``tool_name``: the tool does not run."""
+        return self._add_permission(tool_name, Decline(), agent=agent, times=times)
+
     def deny(
         self,
         tool_name: str,
@@ -230,7 +254,12 @@ class ScriptedHuman(BaseHandler):
         return self._add_permission(tool_name, Deny(reason=reason), agent=agent, times=times)
 
     def _add_permission(
-        self, tool_name: str, decision: Decision | bool, *, agent: str | None, times: int | None
+        self,
+        tool_name: str,
+        decision: Decision | Decline | bool,
+        *,
+        agent: str | None,
+        times: int | None,
     ) -> ScriptedHuman:
         if isinstance(decision, bool):
             decision = Approve() if decision else Deny()

@@ -24,6 +24,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..exceptions import InvalidAnswerError, RequestError, UnknownRequestError
 from ..messages import AssistantMessage, Message, UserMessage
+from ..questions import Decline
 from ..store import Store, respond
 from ._guard import MAX_BODY, BodyError, HostOriginGuard, check_content_type, parse_body
 from ._requests import check_web_answer
@@ -239,28 +240,20 @@ class _Routes:
 
     async def answer(self, request: Request) -> Response:
         body = await _object_body(request)
-        if "answer" not in body:
-            raise _HTTPError(400, 'body must be {"answer": ...}')
-        unknown = sorted(set(body) - {"answer"})
-        if unknown:
-            raise _HTTPError(400, f"unknown fields {unknown}")
-        return await self._answer(request.path_params["thread_id"], request, body["answer"])
+        answer = _answer_in(body, {"answer", "decline"})
+        return await self._answer(request.path_params["thread_id"], request, answer)
 
     async def answer_flat(self, request: Request) -> Response:
-        """The live-mode route: ``{"answer": ...}``, the thread found through the request's run
-        (a ``threadId``, when given, must be that thread)."""
+        """The live-mode route: ``{"answer": ...}`` (or ``{"decline": true}``), the thread
+        found through the request's run (a ``threadId``, when given, must be that thread)."""
         body = await _object_body(request)
-        if "answer" not in body:
-            raise _HTTPError(400, 'body must be {"answer": ...}')
-        unknown = sorted(set(body) - {"answer", "threadId"})
-        if unknown:
-            raise _HTTPError(400, f"unknown fields {unknown}")
+        answer = _answer_in(body, {"answer", "decline", "threadId"})
         record = await self.threads.store.get_request(request.path_params["request_id"])
         owner = None if record is None else await self.threads.thread_of(record.run_id)
         given = body.get("threadId")
         if owner is None or (given is not None and given != owner):
             raise _HTTPError(404, "unknown request on this thread")
-        return await self._answer(owner, request, body["answer"])
+        return await self._answer(owner, request, answer)
 
     async def _answer(self, thread_id: str, request: Request, answer: Any) -> Response:
         request_id = request.path_params["request_id"]
@@ -269,7 +262,7 @@ class _Routes:
         if thread is None or record is None or not thread.owns(record.run_id):
             raise _HTTPError(404, "unknown request on this thread")
         try:
-            value = check_web_answer(record, answer)
+            value = answer if isinstance(answer, Decline) else check_web_answer(record, answer)
             live = thread.live
             accepted: Any = None
             if live is not None and record.status == "pending" and not live.done:
@@ -283,7 +276,24 @@ class _Routes:
             raise _HTTPError(404, str(e)) from None
         except RequestError as e:
             raise _HTTPError(409, str(e)) from None
+        if isinstance(value, Decline):
+            return JSONResponse({"id": request_id, "declined": True})
         return JSONResponse({"id": request_id, "answer": to_jsonable_python(accepted)})
+
+
+def _answer_in(body: dict[str, Any], allowed: set[str]) -> Any:
+    """The answer an answer route's body gives: ``{"answer": ...}``, or ``Decline()`` for
+    ``{"decline": true}``; a 400 for anything else."""
+    if ("answer" in body) == ("decline" in body):
+        raise _HTTPError(400, 'body must be {"answer": ...} or {"decline": true}')
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise _HTTPError(400, f"unknown fields {unknown}")
+    if "answer" in body:
+        return body["answer"]
+    if body["decline"] is not True:
+        raise _HTTPError(400, '"decline" must be true (to answer, send {"answer": ...})')
+    return Decline()
 
 
 async def _index(request: Request) -> Response:

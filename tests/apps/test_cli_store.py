@@ -19,6 +19,10 @@ from hpd_agent.store import RequestRecord, SQLiteStore
 
 pytestmark = pytest.mark.anyio
 
+DECLINED = (
+    "Orchestrator: built with The user declined to answer. Do not ask again now; continue "
+    "with your best judgement and state the assumptions you make."
+)
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parents[1]
 
@@ -180,7 +184,7 @@ async def test_resume_with_answer_completes_without_rerunning(workdir: Path) -> 
 
 
 def _resume_and_answer_from_another_terminal(
-    db: Path, workdir: Path, run_id: str, rid: str
+    db: Path, workdir: Path, run_id: str, rid: str, answer: tuple[str, ...] = ("Falcon",)
 ) -> subprocess.Popen[str]:
     resume = subprocess.Popen(
         [
@@ -204,7 +208,7 @@ def _resume_and_answer_from_another_terminal(
         notice = resume.stderr.readline()  # blocks until the question is announced
         assert notice.startswith(f"waiting for {rid} (Orchestrator/CodingAgent)")
         answered = subprocess.run(
-            [sys.executable, "-m", "hpd_agent.cli", "answer", rid, "Falcon", "--db", str(db)],
+            [sys.executable, "-m", "hpd_agent.cli", "answer", rid, *answer, "--db", str(db)],
             env=_env(workdir),
             capture_output=True,
             timeout=60,
@@ -226,6 +230,51 @@ async def test_resume_waits_for_an_answer_from_another_terminal(workdir: Path) -
     out = resume.stdout.read()
     assert resume.returncode == 0
     assert out.strip() == "Orchestrator: built with Falcon"
+
+
+async def test_answer_decline(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    run_id, rid = await _interrupted_run(db)
+    both = await cli(workdir, "answer", rid, "Flask", "--decline", "--db", str(db))
+    assert both.returncode == 2 and "not both" in both.stderr
+    neither = await cli(workdir, "answer", rid, "--db", str(db))
+    assert neither.returncode == 2 and "--decline" in neither.stderr
+    with_json = await cli(workdir, "answer", rid, "--decline", "--json", "--db", str(db))
+    assert with_json.returncode == 2
+    unknown = await cli(workdir, "answer", "req_nope", "--decline", "--db", str(db))
+    assert unknown.returncode == 3 and "no request" in unknown.stderr
+    for refused in (both, neither, with_json, unknown):
+        assert "Traceback" not in refused.stderr
+    declined = await cli(workdir, "answer", rid, "--decline", "--db", str(db))
+    assert declined.returncode == 0, declined.stderr
+    assert declined.stdout.strip() == f"declined {rid}"
+    # Ended for good: a second decline or an answer says so, with the "answered" status.
+    for late in (("--decline",), ("Flask",)):
+        again = await cli(workdir, "answer", rid, *late, "--db", str(db))
+        assert again.returncode == 4 and f"request {rid} was declined" in again.stderr
+    listed = await cli(workdir, "pending", "--db", str(db))
+    assert listed.stdout == "" and "no pending requests" in listed.stderr
+    store = SQLiteStore(db)
+    record = await store.get_request(rid)
+    await store.aclose()
+    assert record is not None and (record.status, record.context) == (
+        "declined",
+        {"channel": "cli"},
+    )
+    done = await cli(workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:build")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == DECLINED
+
+
+async def test_decline_from_another_terminal_wakes_the_resumed_run(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    run_id, rid = await _interrupted_run(db)
+    resume = await anyio.to_thread.run_sync(
+        _resume_and_answer_from_another_terminal, db, workdir, run_id, rid, ("--decline",)
+    )
+    assert resume.stdout is not None
+    assert resume.returncode == 0
+    assert resume.stdout.read().strip() == DECLINED
 
 
 async def test_resume_reports_bad_input(workdir: Path) -> None:

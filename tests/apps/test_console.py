@@ -13,7 +13,7 @@ import anyio
 import pytest
 from rich.console import Console
 
-from hpd_agent import Agent, Approve, ConsoleHandler, Deny, ask_user, tool
+from hpd_agent import Agent, Approve, ConsoleHandler, Decline, Deny, ask_user, tool
 from hpd_agent.events import ClarificationRequest, PermissionRequest
 from hpd_agent.messages import Message, ToolResultMessage, last_user_text
 from hpd_agent.models import ModelRequestParams
@@ -675,3 +675,28 @@ async def test_two_calls_of_one_agent_stream_and_ask_each_in_its_own_place() -> 
     for line in out.splitlines():
         if line.startswith("Root > Writer"):
             assert not ("alpha" in line and "beta" in line), line
+
+
+async def test_a_question_declined_elsewhere_says_so() -> None:
+    from hpd_agent.handlers import serve
+
+    handler, screen, _ = handler_for([])
+    agent = Agent(
+        "Waiter",
+        model=ScriptedModel([tool_call("ask_user", question="Your age?"), text("fine")]),
+        tools=[ask_user()],
+    )
+    async with agent.stream("go") as run:
+
+        async def decline_when_asked(event: Any) -> None:
+            await original(event)
+            if isinstance(event, ClarificationRequest):
+                await run.respond(event.request_id, Decline())  # e.g. another UI
+
+        original = handler.on_event
+        handler.on_event = decline_when_asked  # type: ignore[method-assign]
+        await serve(run, handler)
+    assert run.result.output == "fine"
+    out = screen.text()
+    assert "Waiter's question was declined" in out
+    assert "ended:" not in out

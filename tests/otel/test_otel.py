@@ -300,6 +300,19 @@ async def test_question_timeout_is_an_error_of_type_timeout(otel: Telemetry) -> 
     assert point.attributes["hpd_agent.request.outcome"] == "timeout"
 
 
+async def test_a_declined_question_is_recorded_as_declined_not_an_error(otel: Telemetry) -> None:
+    model = ScriptedModel([tool_call("ask_user", question="Your age?"), text("skipped")], name="m")
+    agent = Agent("Asker", model=model, tools=[ask_user()])
+    await agent.run("go", handler=ScriptedHuman().decline("age"))
+    wait = otel.one("await_human text")
+    assert wait.attributes is not None
+    assert wait.attributes["hpd_agent.request.outcome"] == "declined"
+    assert "error.type" not in wait.attributes
+    assert wait.status.status_code is StatusCode.UNSET
+    (point,) = otel.metrics()["hpd_agent.human.wait.duration"]
+    assert point.attributes["hpd_agent.request.outcome"] == "declined"
+
+
 async def test_tool_timeout_is_an_error_of_type_timeout(otel: Telemetry) -> None:
     never = anyio.Event()
 

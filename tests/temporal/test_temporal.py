@@ -31,7 +31,7 @@ from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.worker import Replayer, Worker
 
-from hpd_agent import Agent, Approve
+from hpd_agent import Agent, Approve, Decline
 from hpd_agent.events import Event, ToolCallFinished
 from hpd_agent.exceptions import (
     InvalidAnswerError,
@@ -246,6 +246,32 @@ async def test_duplicate_answer_is_refused(client: Client, workdir: Path) -> Non
             await respond(handle, first.request_id, "again")
         await respond(handle, second.request_id, "two")
         assert await handle.result() == "one + two"  # the first answer stood
+
+
+async def test_decline_is_a_validated_update(client: Client, workdir: Path) -> None:
+    queue = _queue()
+    async with _worker(client, queue):
+        handle = await _start(client, queue, "parallel")
+        first, second = await _pending(handle, 2)
+        assert await respond(handle, first.request_id, Decline()) == Decline()
+        for late in (Decline(), "again"):
+            with pytest.raises(RequestAlreadyAnsweredError, match="declined"):
+                await respond(handle, first.request_id, late)
+        with pytest.raises(UnknownRequestError):
+            await respond(handle, "req_nope", Decline())
+        [left] = await pending(handle)
+        assert left.request_id == second.request_id
+        await respond(handle, second.request_id, "two")
+        assert await handle.result() == (
+            "The user declined to answer. Do not ask again now; continue with your best "
+            "judgement and state the assumptions you make. + two"
+        )
+        events = await _events(handle)
+    resolved = [e for e in events if e.kind == "clarification_resolved"]
+    assert [(e.request_id, e.status) for e in resolved] == [  # type: ignore[union-attr]
+        (first.request_id, "declined"),
+        (second.request_id, "answered"),
+    ]
 
 
 async def test_question_timeout_is_a_workflow_timer(client: Client, workdir: Path) -> None:
@@ -468,6 +494,20 @@ async def test_cli_pending_and_answer(client: Client, temporal_address: str, wor
         empty = await asyncio.to_thread(_cli, "pending", *where)
         assert empty.returncode == 0 and empty.stdout == ""
         assert "no pending requests" in empty.stderr
+
+
+async def test_cli_declines(client: Client, temporal_address: str, workdir: Path) -> None:
+    queue = _queue()
+    async with _worker(client, queue):
+        handle = await _start(client, queue, "depth3")
+        [req] = await _pending(handle)
+        where = ["--temporal", temporal_address, "--workflow-id", handle.id]
+        both = await asyncio.to_thread(_cli, "answer", *where, req.request_id, "US", "--decline")
+        assert both.returncode == 2 and "not both" in both.stderr
+        done = await asyncio.to_thread(_cli, "answer", *where, req.request_id, "--decline")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"declined {req.request_id}"
+        assert (await handle.result()).startswith("Planner: Research: region The user declined")
 
 
 def test_cli_refuses_mixed_targets(tmp_path: Path) -> None:

@@ -103,3 +103,40 @@ def test_a_resume_naming_another_runs_request_is_still_refused(server: Server) -
         _, refused = post_run(c, run_input("b", "r2", resume=resume))
         assert refused[-1]["code"] == "unknown_interrupt"
         assert c.get("/threads/a/requests").json()["requests"][0]["id"] == other["id"]
+
+
+def test_a_live_request_is_declined_by_its_id(server: Server) -> None:
+    with (
+        server.client() as c,
+        c.stream("POST", "/agent", json=run_input("t", "r1", "deep", **LIVE)) as response,
+    ):
+        text = ""
+        chunks = response.iter_text()
+        while "hpd_agent.request" not in text:
+            text += next(chunks)
+        asked = next(e["value"] for e in sse_events(text) if e.get("name") == "hpd_agent.request")
+        path = f"/requests/{asked['id']}"
+        for bad in ({"decline": False}, {"decline": True, "answer": "sqlite"}, {}):
+            assert c.post(path, json=bad).status_code == 400, bad
+        ok = c.post(path, json={"decline": True})
+        assert ok.status_code == 200 and ok.json() == {"id": asked["id"], "declined": True}
+        for late in ({"decline": True}, {"answer": "sqlite"}):
+            again = c.post(path, json=late)
+            assert again.status_code == 409 and "declined" in again.json()["error"]
+        text += "".join(chunks)
+    events = sse_events(text)
+    (resolved,) = [e["value"] for e in events if e.get("name") == "hpd_agent.request_resolved"]
+    assert resolved == {"id": asked["id"], "status": "declined", "answer": None}
+    assert events[-1]["result"].startswith("done: manager: use The user declined to answer.")
+
+
+def test_an_interrupted_run_declined_by_the_thread_route_goes_on(server: Server) -> None:
+    with server.client() as c:
+        _, first = post_run(c, run_input("t", "r1", "deep"))
+        [interrupt] = first[-1]["outcome"]["interrupts"]
+        declined = c.post(f"/threads/t/requests/{interrupt['id']}", json={"decline": True})
+        assert declined.json() == {"id": interrupt["id"], "declined": True}
+        assert c.get("/threads/t/requests").json()["requests"] == []
+        _, after = post_run(c, run_input("t", "r2", resume=[]))
+    assert after[-1]["type"] == "RUN_FINISHED", after[-1]
+    assert after[-1]["result"].startswith("done: manager: use The user declined to answer.")
