@@ -63,6 +63,9 @@ planner = Agent(
 )
 
 
+HERE = Path(__file__).resolve().parent
+
+
 async def _call(mode: str) -> None:
     import mcp_types as types
     from mcp import Client, StdioServerParameters
@@ -74,12 +77,11 @@ async def _call(mode: str) -> None:
         print(f"  elicitation: {params.message}")
         return types.ElicitResult(action="accept", content={"answer": "PostgreSQL"})
 
-    here = Path(__file__).resolve().parent
     server = StdioServerParameters(
         command=sys.executable,
         args=["-m", "hpd_agent.cli", "mcp", "mcp_planner:planner"],
         env=dict(os.environ),
-        cwd=str(here),
+        cwd=str(HERE),
     )
     async with Client(server, mode=mode, elicitation_callback=answer) as client:
         print(f"{mode}: protocol {client.protocol_version}")

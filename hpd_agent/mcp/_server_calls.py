@@ -10,7 +10,9 @@ the questions of parallel branches go out together:
   key the request id) and a ``requestState`` naming the run; the client's retry carries the
   answers and the state, and the same run goes on.
 
-An accepted form answers its question; "cancel" cancels the run (the tool result says so).
+An accepted form answers its question; "decline" declines it (``hpd_agent.Decline``: the
+asking tool's ``ask*`` raises ``QuestionNotAnswered(status="declined")`` and the run goes on);
+"cancel" cancels the run (the tool result says so).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from mcp_types import INVALID_PARAMS
 
 from ..events import RequestEvent
 from ..exceptions import InvalidAnswerError, RequestError
+from ..questions import Decline
 from ..run import RunResult, finished_event
 from ..store import RunRecord
 from ._server_forms import Form, form_for
@@ -204,11 +207,10 @@ class Calls:
 async def _answer(served: ServedRun, form: Form, reply: types.ElicitResult) -> str | None:
     """Give the run the client's reply to ``form``: None when it took it, else why not."""
     rid = form.request_id
-    if reply.action == "decline":
-        with contextlib.suppress(RequestError):
-            served.run.cancel_request(rid)
-        return None
     try:
+        if reply.action == "decline":
+            await served.run.respond(rid, Decline())  # the asker's ask* raises "declined"
+            return None
         await served.run.respond(rid, form.read(cast(Mapping[str, Any] | None, reply.content)))
     except (ValueError, TypeError) as e:
         return str(e)
