@@ -215,3 +215,33 @@ async def test_without_a_store_a_restarted_server_refuses_the_old_state(tmp_path
             with pytest.raises(MCPError, match="Invalid or expired requestState"):
                 await retry(client, state, {request_id: ANSWER})
     assert our_processes(tmp_path) == []
+
+
+async def test_a_retry_may_answer_part_of_a_batch() -> None:
+    async with http_url(agents.lead) as url, client_at(url) as client:
+        first = await client.session.call_tool("Lead", {"query": "go"}, allow_input_required=True)
+        assert isinstance(first, types.InputRequiredResult) and first.input_requests
+        keys = {r.params.message.split(":")[0]: k for k, r in first.input_requests.items()}  # type: ignore[union-attr]
+        assert sorted(keys) == ["Lead > Fast", "Lead > Slow"]
+        red = types.ElicitResult(action="accept", content={"answer": "red"})
+        large = types.ElicitResult(action="accept", content={"answer": "large"})
+        second = await client.session.call_tool(
+            "Lead",
+            {"query": "go"},
+            input_responses={keys["Lead > Fast"]: red},
+            request_state=first.request_state,
+            allow_input_required=True,
+        )
+        # The unanswered question is asked again, alone.
+        assert isinstance(second, types.InputRequiredResult) and second.input_requests
+        assert list(second.input_requests) == [keys["Lead > Slow"]]
+        # Answering the first again (a client resending) changes nothing.
+        done = await client.session.call_tool(
+            "Lead",
+            {"query": "go"},
+            input_responses={keys["Lead > Slow"]: large, keys["Lead > Fast"]: large},
+            request_state=second.request_state,
+            allow_input_required=True,
+        )
+    assert text_of(done) == "fast got red / slow got large"
+    assert sorted(agents.counted("model")) == sorted(["Lead"] * 2 + ["Fast"] * 2 + ["Slow"] * 3)
