@@ -108,6 +108,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_store_commands(sub)
     _add_serve_command(sub)
+    # `mcp MODULE:ATTR`: the agent as an MCP tool (hpd_agent.mcp, imported only when run)
+    from ._apps.mcp_command import add_mcp_command
+
+    add_mcp_command(sub)
     # `pending`/`answer --temporal HOST:PORT --workflow-id ID` (no Temporal import until used)
     from .temporal._cli import add_temporal_options
 

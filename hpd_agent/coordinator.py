@@ -107,9 +107,9 @@ class Coordinator:
         self.on_unhandled: OnUnhandled = on_unhandled
         self.hooks = hooks if hooks is not None else _NO_HOOKS
         self.backend: RequestBackend = backend if backend is not None else LOCAL_REQUESTS
-        self.requests = RequestTable(self.emit, self.hooks)
-        self.conversations = Conversations()
         self.quiescence = Quiescence()
+        self.requests = RequestTable(self.emit, self.hooks, self.quiescence)
+        self.conversations = Conversations()
         self.cancelling = False
         """Set when the run is cancelled on purpose (``Run.cancel``, leaving its block early).
         Only then do kept requests end as cancelled; any other cancellation (the process
@@ -125,7 +125,7 @@ class Coordinator:
         """Install the run's hooks and request backend (before anything runs)."""
         self.hooks = hooks
         self.backend = backend
-        self.requests = RequestTable(self.emit, hooks)
+        self.requests = RequestTable(self.emit, hooks, self.quiescence)
 
     # -- events ------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
@@ -216,8 +216,13 @@ class Coordinator:
 
     async def join(self, pending: PendingRequest, asker: Asker, timeout: float | None) -> Any:
         """Wait for another asker's identical request; its answer is this asker's too."""
-        with self.parked(), anyio.move_on_after(math.inf if timeout is None else timeout):
-            await _paused_wait(pending.done, asker)
+        table = self.requests
+        table.begin_wait(pending)
+        try:
+            with self.parked(), anyio.move_on_after(math.inf if timeout is None else timeout):
+                await _paused_wait(pending.done, asker)
+        finally:
+            table.end_wait(pending)
         if pending.status == "pending":
             rid = pending.request_id
             raise QuestionNotAnswered(
@@ -439,8 +444,9 @@ async def _wait(
 
     With a durable backend, an answer from outside (another process) also resolves it.
     If the waiting task is cancelled, the request ends as cancelled, unless the run is
-    being interrupted to be resumed later.
+    being interrupted to be resumed later. The wait counts toward ``Run.settled``.
     """
+    coordinator.requests.begin_wait(pending)
     try:
         with anyio.move_on_after(math.inf if timeout is None else timeout):
             if not coordinator.backend.durable:
@@ -456,6 +462,8 @@ async def _wait(
         if pending.status == "pending" and not keep:
             coordinator.requests.finish(pending, "cancelled", None)
         raise
+    finally:
+        coordinator.requests.end_wait(pending)
 
 
 async def _backend_or_here(coordinator: Coordinator, pending: PendingRequest, asker: Asker) -> None:
@@ -581,6 +589,11 @@ async def _follow(
     if settled is None:
         # The first asker has not reached its request yet in this life; wait for the
         # backend, counted as parked so an interrupt is not held up by this wait.
-        with coordinator.parked():
-            settled = await coordinator.backend.wait(first)
+        quiescence = coordinator.quiescence
+        quiescence.wait_begins()
+        try:
+            with coordinator.parked():
+                settled = await coordinator.backend.wait(first)
+        finally:
+            quiescence.wait_ends()
     return _replay_settled(coordinator, spec, event, settled)

@@ -175,6 +175,9 @@ class Run:
                 self.coordinator.emit(finished_event(result, self._agent_name))
             self._result = result
             self._finished.set()
+            watch = self.coordinator.quiescence.watch
+            if watch is not None:
+                watch.set()  # a caller of settled() learns the run is over
             self._send.close()
 
     # -- events --------------------------------------------------------------------------
@@ -238,6 +241,33 @@ class Run:
     def pending(self) -> list[RequestEvent]:
         """Requests waiting for an answer right now, oldest first."""
         return self.coordinator.pending()
+
+    async def settled(self) -> list[RequestEvent]:
+        """Wait until the run waits for the human alone, and return what it waits for.
+
+        The run has settled when at least one call of its agent tree waits on a request
+        and every live model call and tool call does: nothing can happen until someone
+        answers. Questions asked in parallel branches are then all pending, so a bridge
+        that must send a batch (an MCP ``InputRequiredResult``, an A2A ``input-required``
+        task) sends them together. Answer some or all with ``respond``, then call this
+        again for the next batch. An answer counts at once: right after ``respond`` the
+        run is not settled until it waits again.
+
+        Returns:
+            The pending requests at that moment, oldest first; ``[]`` once the run has
+            ended (it ends without settling when nothing asks).
+        """
+        quiescence = self.coordinator.quiescence
+        while not self._finished.is_set():
+            if quiescence.settled:
+                pending = self.pending
+                if pending:
+                    return pending
+            watch = quiescence.watch
+            if watch is None or watch.is_set():
+                watch = quiescence.watch = anyio.Event()
+            await watch.wait()
+        return []
 
     @property
     def done(self) -> bool:

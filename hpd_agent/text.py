@@ -15,14 +15,25 @@ context or the terminal:
   (ESC, CSI, OSC), BEL, backspace, carriage-return overwrites, other C0/C1 controls and the
   bidirectional overrides that reorder what is shown. Each becomes a visible ``\\xNN`` or
   ``\\uNNNN``, so nothing is hidden and nothing is lost.
+- ``permission_question`` says a permission request in one line a person reads.
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
-__all__ = ["MAX_ERROR_CHARS", "TextMender", "bounded", "error_text", "mend", "printable"]
+__all__ = [
+    "MAX_ERROR_CHARS",
+    "TextMender",
+    "bounded",
+    "error_text",
+    "mend",
+    "permission_question",
+    "printable",
+]
 
 MAX_ERROR_CHARS = 4_000
 """Longest error text (tool failure, agent or run error) kept in events, journals and the
@@ -136,3 +147,23 @@ def error_text(error: BaseException, limit: int = MAX_ERROR_CHARS) -> str:
     except Exception as e:  # a hostile __str__ must not replace the real failure
         message = f"<unprintable message: {type(e).__name__}>"
     return bounded(f"{type(error).__name__}: {message}", limit)
+
+
+def permission_question(tool_name: str, arguments: Mapping[str, Any]) -> str:
+    """A permission request as one line a person reads: ``Allow deploy? (target: prod)``.
+
+    Each argument is shown once as ``name: value``; a long or multi-line value is cut (the
+    request keeps the full arguments for whoever needs them).
+
+    Args:
+        tool_name: The tool asking to run.
+        arguments: Its arguments.
+    """
+    shown = ", ".join(f"{name}: {_argument(value)}" for name, value in arguments.items())
+    return f"Allow {tool_name}?" + (f" ({shown})" if shown else "")
+
+
+def _argument(value: Any, limit: int = 60) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

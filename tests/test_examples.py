@@ -60,6 +60,11 @@ EXPECTED: dict[str, list[str]] = {
         "│     │     ├─ execute_tool ask_user  (call=call_1)",
         "│     │     │  └─ await_human text  (outcome=answered)",
     ],
+    "mcp_planner.py": [
+        "legacy: protocol 2025-11-25\n  elicitation: Planner > Clarifier: Which database",
+        "auto: protocol 2026-07-28\n  elicitation: Planner > Clarifier: Which database",
+        "  result: Plan: build it on what the Clarifier learned (The user chose PostgreSQL.)",
+    ],
     "custom_event_loop.py": [
         "? Which framework? ['Express', 'FastAPI'] -> FastAPI",
         "Built a FastAPI app and wrote app.py.",

@@ -29,6 +29,7 @@ from ..exceptions import (
     UnknownRequestError,
 )
 from ..hooks import HookSet
+from .quiescence import Quiescence
 
 __all__ = [
     "Asker",
@@ -107,7 +108,17 @@ class LocalRequests:
 class PendingRequest:
     """One open request and its waiter."""
 
-    __slots__ = ("answer", "answering", "done", "event", "on_done", "spec", "status", "stored")
+    __slots__ = (
+        "answer",
+        "answering",
+        "done",
+        "event",
+        "on_done",
+        "spec",
+        "status",
+        "stored",
+        "waiters",
+    )
 
     def __init__(self, event: RequestEvent, spec: RequestSpec) -> None:
         self.event = event
@@ -122,6 +133,8 @@ class PendingRequest:
         cannot be cancelled here (``Coordinator.cancel_request`` refuses)."""
         self.on_done: Callable[[], object] | None = None
         """Called when the request ends here (stops a wait on the backend, in the same task)."""
+        self.waiters = 0
+        """Calls waiting on it now, counted in the run's ``Quiescence.waiting`` until it ends."""
 
     def end(self) -> None:
         """Wake whoever waits for this request (it has just ended)."""
@@ -161,11 +174,16 @@ class RequestTable:
     Args:
         emit: Puts an event on the run's stream.
         hooks: Observers told when a request opens and ends.
+        quiescence: The run's count of waiting calls (``Run.settled``); a table of its own
+            when omitted.
     """
 
-    def __init__(self, emit: Callable[[Event], None], hooks: HookSet) -> None:
+    def __init__(
+        self, emit: Callable[[Event], None], hooks: HookSet, quiescence: Quiescence | None = None
+    ) -> None:
         self._emit = emit
         self._hooks = hooks
+        self.quiescence = quiescence if quiescence is not None else Quiescence()
         self._requests: dict[str, PendingRequest] = {}
         self._open_questions: dict[tuple[Any, ...], PendingRequest] = {}
         self.run_approvals: set[tuple[tuple[str, ...], str]] = set()
@@ -216,13 +234,31 @@ class RequestTable:
             return None
         return pending
 
+    def begin_wait(self, pending: PendingRequest) -> None:
+        """A call starts waiting on ``pending`` (counted until it ends or ``end_wait``)."""
+        pending.waiters += 1
+        self.quiescence.wait_begins()
+
+    def end_wait(self, pending: PendingRequest) -> None:
+        """A call stopped waiting on ``pending``; nothing if the request's end counted it."""
+        if pending.waiters:
+            pending.waiters -= 1
+            self.quiescence.wait_ends()
+
+    def _ended(self, pending: PendingRequest) -> None:
+        # Its waiters stop counting now: their tasks may run later, the request is over.
+        if pending.waiters:
+            self.quiescence.wait_ends(pending.waiters)
+            pending.waiters = 0
+        pending.end()
+
     def finish(self, pending: PendingRequest, status: RequestStatus, answer: Any) -> bool:
         """End a request once: wake its waiter and announce it. False if it had ended."""
         if pending.status != "pending":
             return False
         pending.status = status
         pending.answer = answer
-        pending.end()
+        self._ended(pending)
         self._emit(pending.spec.resolved(pending.event, status, answer))
         if self._hooks.observers:
             self._hooks.resolved(pending.event, status, answer)
@@ -234,7 +270,7 @@ class RequestTable:
             pending.status = status
             pending.answer = answer
             pending.stored = True
-            pending.end()
+            self._ended(pending)
 
     def accept(self, pending: PendingRequest, answer: Any) -> None:
         """Resolve ``pending`` with an already validated answer, then run its after-answer."""

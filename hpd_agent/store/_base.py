@@ -35,6 +35,7 @@ from ..exceptions import (
     StoreCorruptError,
     UnknownRequestError,
 )
+from ..text import permission_question
 
 __all__ = [
     "JournalEntry",
@@ -71,23 +72,6 @@ def dump_json(value: Any) -> str:
         if "surrogate" not in str(e):
             raise
         return json.dumps(to_jsonable_python(value), ensure_ascii=True)
-
-
-def permission_question(tool_name: str, arguments: Mapping[str, Any]) -> str:
-    """A permission request as one line a person reads: ``Allow deploy? (target: prod)``.
-
-    Each argument is shown once as ``name: value``; a long or multi-line value is cut, since
-    the full arguments stay in the record's payload for whoever needs them.
-    """
-    shown = ", ".join(f"{name}: {_argument(value)}" for name, value in arguments.items())
-    return f"Allow {tool_name}?" + (f" ({shown})" if shown else "")
-
-
-def _argument(value: Any, limit: int = 60) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
 
 
 @dataclass(frozen=True, kw_only=True, slots=True, init=False)

@@ -1,0 +1,161 @@
+"""``hpd-agent mcp MODULE:ATTR``: serve an agent as an MCP tool (``hpd_agent.mcp.mcp_server``).
+
+Over stdio by default (an MCP client starts the command and talks on its stdin/stdout, so
+nothing else is written to stdout); ``--http`` serves streamable HTTP at ``/mcp`` on
+127.0.0.1, and another interface only with ``--token`` (or ``HPD_AGENT_TOKEN``), which every
+request must then carry as ``Authorization: Bearer <token>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import ipaddress
+import os
+import socket
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+__all__ = ["add_mcp_command"]
+
+
+def add_mcp_command(sub: Any) -> None:
+    """Register ``hpd-agent mcp`` on the CLI's subparsers."""
+    mcp = sub.add_parser(
+        "mcp",
+        help="serve an agent as an MCP tool (stdio, or streamable HTTP with --http)",
+        description=(
+            "Serve the Agent at MODULE:ATTR (importable from the current directory) as one MCP "
+            'tool named after it, taking {"query": string}. Every question its agents ask '
+            "reaches the MCP client as an elicitation."
+        ),
+    )
+    mcp.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
+    mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
+    mcp.add_argument("--host", default="127.0.0.1", help="with --http: interface (127.0.0.1)")
+    mcp.add_argument("--port", type=_port, default=8000, help="with --http: port; 0 picks one")
+    mcp.add_argument(
+        "--store",
+        default=None,
+        help="SQLite path or postgresql:// DSN: runs survive a restart (default: none)",
+    )
+    mcp.add_argument("--token", default=None, help="with --http: bearer token (or HPD_AGENT_TOKEN)")
+    mcp.set_defaults(func=_cmd_mcp)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
+    return port
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    from .cli_store import EXIT_USAGE, _Fail, _load_agent
+
+    token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
+    if not args.http and (args.token or args.host != "127.0.0.1" or args.port != 8000):
+        raise _Fail(EXIT_USAGE, "mcp: --host, --port and --token go with --http")
+    if args.http and not _is_loopback(args.host) and token is None:
+        raise _Fail(
+            EXIT_USAGE,
+            f"mcp: refusing to serve on {args.host} without a token: anyone on the network "
+            "could run the agent. Pass --token (or set HPD_AGENT_TOKEN), or bind 127.0.0.1.",
+        )
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
+    agent = _load_agent(args.agent)
+    from ..mcp import mcp_server
+
+    if args.store is not None:
+        _probe_store(args.store)
+    server = mcp_server(agent, store=args.store)
+    if args.http:
+        return _serve_http(server, args.host, args.port, token, agent.name)
+    _serve_stdio(server)
+    return 0
+
+
+def _probe_store(location: str) -> None:
+    """Open and close the store now: a bad one is one error line, before serving."""
+    import anyio
+
+    from ..store import open_store
+
+    store = open_store(location)
+    anyio.run(store.aclose)
+
+
+def _serve_stdio(server: Any) -> None:
+    import anyio
+    from mcp.server.stdio import stdio_server
+
+    async def main() -> None:
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(main, backend="asyncio")
+
+
+def _serve_http(server: Any, host: str, port: int, token: str | None, name: str) -> int:
+    import uvicorn
+
+    bare = host.strip("[]")
+    app: Any = server.streamable_http_app(host=bare)
+    if token is not None:
+        app = _Bearer(app, token)
+    family = socket.AF_INET6 if ":" in bare else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((bare, port))
+    except (OSError, OverflowError) as e:
+        print(f"error: cannot listen on {host}:{port}: {e}", file=sys.stderr)
+        return 2
+    sock.listen(128)
+    shown = f"[{bare}]" if family == socket.AF_INET6 else bare
+    print(f"Serving {name} over MCP on http://{shown}:{sock.getsockname()[1]}/mcp", flush=True)
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0
+
+
+class _Bearer:
+    """Refuses (401) an HTTP request without ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"text/plain"),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b"a bearer token is required\n"})
+                return
+        await self.app(scope, receive, send)

@@ -1,0 +1,190 @@
+"""A pending request as an MCP elicitation form, and the form's content back as an answer.
+
+Every question kind but a custom one with a flat schema asks for one required property
+``answer`` (text and input: a string, an enum of the options when there are some; choice: an
+enum, an array of it when several may be picked; confirm and action: a boolean); a custom
+question whose JSON schema is a flat object MCP allows is sent as it is, any other custom
+question asks for its answer as a string holding JSON; a permission asks for ``decision``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from ..events import ClarificationRequest, PermissionRequest, RequestEvent, format_path
+from ..permissions import Approve, Deny
+from ..text import permission_question
+
+__all__ = ["DECISIONS", "Form", "form_for", "is_flat"]
+
+DECISIONS = ("approve_once", "approve_run", "deny")
+"""The values of a permission form's ``decision``, in the order a client shows them."""
+
+_DECIDED = {
+    "approve_once": Approve(scope="once"),
+    "approve_run": Approve(scope="run"),
+    "deny": Deny(reason="denied by the MCP client"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """One pending request as an elicitation.
+
+    Attributes:
+        request_id: The request it asks (the key of its input request on 2026-07-28).
+        message: What the client shows: the asker's path joined by `` > ``, then the question.
+        schema: The ``requestedSchema``.
+        read: The accepted content to the answer ``run.respond`` takes; ``ValueError``
+            says why content does not fit.
+    """
+
+    request_id: str
+    message: str
+    schema: dict[str, Any]
+    read: Callable[[Mapping[str, Any] | None], Any]
+
+
+def form_for(request: RequestEvent, note: str | None = None) -> Form:
+    """The elicitation asking ``request``; ``note`` (why the last answer was refused) is
+    added to its message."""
+    path = format_path(request.agent_path)
+    if isinstance(request, PermissionRequest):
+        text = f"{path}: {permission_question(request.tool_name, request.arguments)}"
+        schema = _one("decision", {"type": "string", "enum": list(DECISIONS)})
+        read: Callable[[Mapping[str, Any] | None], Any] = _read_decision
+    else:
+        text = f"{path}: {request.question}"
+        if request.context:
+            text += f"\n{request.context}"
+        schema, read = _question_schema(request)
+    if note:
+        text += f"\n(Your last answer was not accepted: {note})"
+    return Form(request_id=request.request_id, message=text, schema=schema, read=read)
+
+
+def _one(name: str, prop: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": {name: prop}, "required": [name]}
+
+
+def _question_schema(
+    request: ClarificationRequest,
+) -> tuple[dict[str, Any], Callable[[Mapping[str, Any] | None], Any]]:
+    kind = request.question_kind
+    data: Mapping[str, Any] = request.data or {}
+    options = list(request.options) if request.options else None
+    prop: dict[str, Any]
+    if kind == "custom":
+        schema = data.get("schema")
+        if isinstance(schema, dict) and is_flat(cast(dict[str, Any], schema)):
+            return dict(cast(dict[str, Any], schema)), _read_content
+        prop = {"type": "string", "title": "Answer", "description": "the answer as JSON"}
+        return _one("answer", prop), _read_json
+    if kind == "choice" and options and data.get("multiple"):
+        prop = {"type": "array", "items": {"type": "string", "enum": options}, "minItems": 1}
+    elif kind in ("confirm", "action"):
+        prop = {"type": "boolean"}
+        if kind == "action" and isinstance(data.get("url"), str):
+            prop["description"] = f"true once done at {data['url']}"
+    elif options:
+        prop = {"type": "string", "enum": options}
+    else:
+        prop = {"type": "string"}
+        if kind == "input":
+            prop["minLength"] = 1
+    prop.setdefault("title", "Answer")
+    return _one("answer", prop), _read_answer
+
+
+def _read_answer(content: Mapping[str, Any] | None) -> Any:
+    if not content or "answer" not in content:
+        raise ValueError("the form has no answer")
+    return content["answer"]
+
+
+def _read_json(content: Mapping[str, Any] | None) -> Any:
+    value = _read_answer(content)
+    if not isinstance(value, str):
+        raise ValueError(f"the answer must be JSON text, got {type(value).__name__}")
+    try:
+        return json.loads(value)
+    except ValueError as e:
+        raise ValueError(f"the answer is not JSON: {e}") from None
+
+
+def _read_content(content: Mapping[str, Any] | None) -> Any:
+    return dict(content or {})
+
+
+def _read_decision(content: Mapping[str, Any] | None) -> Any:
+    decision = (content or {}).get("decision")
+    if decision not in _DECIDED:
+        raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
+    return _DECIDED[decision]
+
+
+# -- what MCP allows in a requestedSchema ---------------------------------------------------
+_TOP = {"type", "properties", "required", "$schema", "title", "description"}
+_COMMON = {"type", "title", "description", "default"}
+_BY_TYPE: dict[str, set[str]] = {
+    "string": _COMMON | {"minLength", "maxLength", "format", "enum", "enumNames", "oneOf"},
+    "number": _COMMON | {"minimum", "maximum"},
+    "integer": _COMMON | {"minimum", "maximum"},
+    "boolean": _COMMON,
+    "array": _COMMON | {"items", "minItems", "maxItems"},
+}
+_FORMATS = {"date", "date-time", "email", "uri"}
+
+
+def is_flat(schema: Mapping[str, Any]) -> bool:
+    """Whether ``schema`` is a requestedSchema MCP allows as it is: an object of primitive
+    properties (string with its formats, number, integer, boolean, single- and multi-select
+    enums of strings), nothing nested, nothing else."""
+    if schema.get("type") != "object" or not set(schema) <= _TOP:
+        return False
+    props = schema.get("properties")
+    required = schema.get("required", [])
+    if not isinstance(props, dict) or not isinstance(required, list):
+        return False
+    props = cast(dict[str, Any], props)
+    if not all(isinstance(r, str) and r in props for r in cast(list[Any], required)):
+        return False
+    return all(isinstance(p, dict) and _primitive(cast(dict[str, Any], p)) for p in props.values())
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in cast(list[Any], value))
+
+
+def _consts(value: Any) -> bool:
+    if not isinstance(value, list) or not value:
+        return False
+    return all(
+        isinstance(v, dict) and isinstance(cast(dict[str, Any], v).get("const"), str)
+        for v in cast(list[Any], value)
+    )
+
+
+def _primitive(prop: dict[str, Any]) -> bool:
+    kind = prop.get("type")
+    allowed = _BY_TYPE.get(kind) if isinstance(kind, str) else None
+    if allowed is None or not set(prop) <= allowed:
+        return False
+    if kind == "string":
+        if "format" in prop and prop["format"] not in _FORMATS:
+            return False
+        if "enum" in prop and not _strings(prop["enum"]):
+            return False
+        return "oneOf" not in prop or _consts(prop["oneOf"])
+    if kind == "array":
+        items = prop.get("items")
+        if not isinstance(items, dict):
+            return False
+        items = cast(dict[str, Any], items)
+        if items.get("type") == "string" and set(items) <= {"type", "enum"}:
+            return _strings(items.get("enum"))
+        return set(items) == {"anyOf"} and _consts(items["anyOf"])
+    return True
