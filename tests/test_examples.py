@@ -65,6 +65,13 @@ EXPECTED: dict[str, list[str]] = {
         "auto: protocol 2026-07-28\n  elicitation: Planner > Clarifier: Which database",
         "  result: Plan: build it on what the Clarifier learned (The user chose PostgreSQL.)",
     ],
+    "mcp_orchestrator.py": [
+        "[Orchestrator] asks: Planner > Clarifier: Which database should the plan assume?",
+        "  form: ['answer']\n  answered PostgreSQL to req_",
+        "  Planner returned: Plan: build it on what the Clarifier learned (The user chose PostgreSQL.)",
+        "legacy: completed: Orchestrator: the plan is in.",
+        "auto: completed: Orchestrator: the plan is in.",
+    ],
     "custom_event_loop.py": [
         "? Which framework? ['Express', 'FastAPI'] -> FastAPI",
         "Built a FastAPI app and wrote app.py.",

@@ -14,17 +14,11 @@ from pathlib import Path
 import pytest
 from mcp_client_harness import stdio_children
 
-import hpd_agent.mcp
 from hpd_agent import Agent, ClarificationRequest, InvalidAnswerError, ToolCallFinished
 from hpd_agent.mcp import ELICITATION, MCPTools
 from hpd_agent.testing import ScriptedModel, text, tool_call
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.skipif(
-        not hasattr(hpd_agent.mcp, "mcp_server"), reason="needs the server half (mcp_server)"
-    ),
-]
+pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 
