@@ -26,7 +26,7 @@ import anyio.lowlevel
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from ._threads import MAX_BEHIND, Follower, Thread, Threads
+from ._threads import MAX_BEHIND, PING_SECONDS, Follower, Thread, Threads
 from ._wire import frames_bytes, resync_frame
 
 __all__ = ["MAX_BATCH", "EventStream"]
@@ -81,10 +81,15 @@ class EventStream(Response):
                     pass
                 tg.cancel_scope.cancel()  # the client went away: nothing more to write
 
+            async def stream() -> None:
+                body = await self._follow(send)
+                await send({"type": "http.response.body", "body": body, "more_body": False})
+                tg.cancel_scope.cancel()
+
             tg.start_soon(disconnected)
-            body = await self._follow(send)
-            await send({"type": "http.response.body", "body": body, "more_body": False})
-            tg.cancel_scope.cancel()
+            # In a task of its own: each wake-up resumes a few frames, not the whole ASGI
+            # stack (middleware, router) the response was called from.
+            tg.start_soon(stream)
 
     def _stop(self, thread: Thread) -> int | None:
         """The index after which this stream ends, once known."""
@@ -97,48 +102,55 @@ class EventStream(Response):
         thread = self._thread
         assert thread is not None
         follower = Follower(self._start, thread.published)
+        # One scope for the stream's life: the publisher cancels it when the client fell
+        # behind, which can only happen while a write waits (``Thread.writing``).
+        done = False
+        with anyio.CancelScope() as scope:
+            follower.scope = scope
+            done = await self._pump(send, thread, follower)
+        if scope.cancelled_caught or not done:
+            return self._resync(thread, follower.index)  # that write was not made
+        self._thread = None
+        return b""
+
+    async def _pump(self, send: Send, thread: Thread, follower: Follower) -> bool:
+        """Send until the end: True; False once the client has ``MAX_BEHIND`` events
+        waiting (``follower.index``: the first it does not have)."""
+        last = time.monotonic()
         while True:
             stop = self._stop(thread)
-            index = follower.index
-            end = min(thread.published, index + MAX_BATCH)
+            index, published = follower.index, thread.published
+            end = min(published, index + MAX_BATCH)
             if stop is not None:
                 end = min(end, stop + 1)
             if index < end:
-                if follower.behind or follower.waiting(thread.published) > MAX_BEHIND:
-                    return self._resync(thread, index)
-                chunk = thread.frames[index:end]
-                if not await self._write(send, follower, frames_bytes(chunk, self._first(index))):
-                    return self._resync(thread, index)
+                if follower.waiting(published) > MAX_BEHIND:
+                    return False
+                first = index if self._ids else None
+                await self._write(
+                    send, thread, follower, frames_bytes(thread.frames[index:end], first)
+                )
                 follower.index = end
-                if follower.behind:
-                    return self._resync(thread, end)
+                last = time.monotonic()
                 if end < thread.published:
                     await anyio.lowlevel.checkpoint()  # a long replay lets others run
                 continue
             if stop is not None and index > stop:
-                self._thread = None
-                return b""
-            quiet = not await self._threads.changed(thread)
-            if quiet and not await self._write(send, follower, _PING):
-                return self._resync(thread, index)
+                return True
+            await self._threads.changed(thread)
+            if thread.published == index and time.monotonic() - last >= PING_SECONDS:
+                await self._write(send, thread, follower, _PING)
+                last = time.monotonic()
 
-    def _first(self, index: int) -> int | None:
-        return index if self._ids else None
-
-    async def _write(self, send: Send, follower: Follower, body: bytes) -> bool:
-        """Hand ``body`` to the connection: False if abandoned because the client fell
-        behind while the write waited (nothing of it was written then)."""
-        thread = self._thread
-        assert thread is not None
-        with anyio.CancelScope() as scope:
-            follower.scope = scope
-            thread.writing.add(follower)
-            try:
-                await send({"type": "http.response.body", "body": body, "more_body": True})
-            finally:
-                thread.writing.discard(follower)
-                follower.scope = None
-        return not scope.cancelled_caught
+    @staticmethod
+    async def _write(send: Send, thread: Thread, follower: Follower, body: bytes) -> None:
+        """Hand ``body`` to the connection; while that waits for the client to read, the
+        publisher watches how many events queue up behind it."""
+        thread.writing.add(follower)
+        try:
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+        finally:
+            thread.writing.discard(follower)
 
     def _resync(self, thread: Thread, index: int) -> bytes:
         self._thread = None  # a client that fell behind holds nothing of the run

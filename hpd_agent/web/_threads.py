@@ -32,12 +32,12 @@ from ._translate import Translator
 from ._view import ThreadView
 from ._wire import Out, frame
 
-__all__ = ["MAX_BEHIND", "Follower", "Mode", "Thread", "Threads"]
+__all__ = ["MAX_BEHIND", "PING_SECONDS", "Follower", "Mode", "Thread", "Threads"]
 
 Mode = Literal["interrupt", "live"]
 
 PING_SECONDS = 10.0
-"""Seconds of silence after which a follower gets a keep-alive comment."""
+"""Seconds of silence after which a follower gets a keep-alive comment (within a second)."""
 
 _FLUSH_EVERY = 256
 """Recorded events kept in memory only before they are written to the thread DB."""
@@ -49,8 +49,8 @@ of them) before it is told to resync and its stream is closed."""
 
 class Follower:
     """One client following a thread's log (``_stream``): the frames before ``index`` were
-    handed to its connection; while a write to it waits for the client to read, the run's
-    publisher checks how many events queue up behind it."""
+    handed to its connection; while a write to it waits for the client to read (it is in
+    ``Thread.writing`` then), the run's publisher checks how many events queue up behind it."""
 
     __slots__ = ("base", "behind", "index", "scope")
 
@@ -60,7 +60,7 @@ class Follower:
         """Frames published when it connected: replaying those is not falling behind."""
         self.behind = False
         self.scope: anyio.CancelScope | None = None
-        """The pending write's scope, while one waits."""
+        """The stream's scope: cancelled when the client fell behind."""
 
     def waiting(self, published: int) -> int:
         """Events published for this client and not handed to its connection yet."""
@@ -172,23 +172,33 @@ class Threads:
         """Let followers see every frame recorded so far; a follower whose client has
         ``MAX_BEHIND`` events waiting is told to resync (``_stream``)."""
         published = thread.published = len(thread.frames)
-        changed = thread.changed
-        if changed is not None:
-            thread.changed = None
-            changed.set()
+        self._wake(thread)
         for follower in thread.writing:
             if not follower.behind and follower.waiting(published) > MAX_BEHIND:
                 follower.fall_behind()
 
-    async def changed(self, thread: Thread) -> bool:
-        """Wait for the next publish: True, or False after ``PING_SECONDS`` of silence."""
+    async def changed(self, thread: Thread) -> None:
+        """Wait for the next publish (or the next ``keep_alive`` tick)."""
         event = thread.changed
         if event is None:
             event = thread.changed = anyio.Event()
-        with anyio.move_on_after(PING_SECONDS):
-            await event.wait()
-            return True
-        return False
+        await event.wait()
+
+    @staticmethod
+    def _wake(thread: Thread) -> None:
+        changed = thread.changed
+        if changed is not None:
+            thread.changed = None
+            changed.set()
+
+    async def keep_alive(self) -> None:
+        """Wake the followers of every thread once a second, so a stream that had nothing
+        to send for ``PING_SECONDS`` sends its keep-alive comment (one timer for the
+        server, not one per wait)."""
+        while True:
+            await anyio.sleep(1)
+            for thread in list(self._threads.values()):
+                self._wake(thread)
 
     async def flush(self, thread: Thread) -> None:
         """Write the frames recorded since the last flush."""
