@@ -200,11 +200,14 @@ class Threads:
             for thread in list(self._threads.values()):
                 self._wake(thread)
 
-    async def flush(self, thread: Thread) -> None:
-        """Write the frames recorded since the last flush."""
+    async def flush(self, thread: Thread, *, run: bool = False) -> None:
+        """Write the frames recorded since the last flush (and, with ``run``, the newest
+        run's row in the same transaction)."""
         first, frames = thread.flushed, thread.frames[thread.flushed :]
         thread.flushed = len(thread.frames)
-        await self._db.add_events(thread.thread_id, first, frames)
+        row = thread.run if run else None
+        where = None if row is None else (len(thread.runs), row)
+        await self._db.add_events(thread.thread_id, first, frames, where)
 
     # -- runs ------------------------------------------------------------------------------
     async def begin(self, thread: Thread, agui_run_id: str) -> int:
@@ -233,9 +236,10 @@ class Threads:
         return [frame(started), frame(error)]
 
     async def _end(self, thread: Thread) -> None:
-        # The closing frames are written before anyone sees them: a client that saw
-        # RUN_FINISHED may kill the server at once and still find the thread as it saw it.
-        await self.flush(thread)
+        # The closing frames (and how the run ended) are written before anyone sees them:
+        # a client that saw RUN_FINISHED may kill the server at once and still find the
+        # thread as it saw it.
+        await self.flush(thread, run=True)
         thread.running = False
         thread.live = None
         self.publish(thread)
@@ -318,7 +322,6 @@ class Threads:
             with anyio.CancelScope(shield=True):
                 row.status = await self._row_status(row.run_id, status)
                 pending = await self.store.list_requests(run_id=row.run_id)
-                await self._db.put_run(thread.thread_id, len(thread.runs), row)
                 for out in translator.close():
                     self.append(thread, out, publish=False)
                 snapshot = thread.view.snapshot()
