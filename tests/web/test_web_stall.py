@@ -84,9 +84,17 @@ def _events(body: bytes) -> list[tuple[int | None, dict[str, Any]]]:
 
 
 def _log(c: httpx.Client, thread: str, start: int) -> list[tuple[int | None, dict[str, Any]]]:
-    with c.stream("GET", f"/threads/{thread}/events?from={start}") as response:
-        assert response.status_code == 200
-        return _events(response.read())
+    """The thread's events from ``start`` on, as a client that keeps up gets them: should
+    this reader itself fall behind (a busy machine), it resumes where it is told to."""
+    out: list[tuple[int | None, dict[str, Any]]] = []
+    while True:
+        with c.stream("GET", f"/threads/{thread}/events?from={start}") as response:
+            assert response.status_code == 200
+            events = _events(response.read())
+        if not events or events[-1][1].get("name") != "hpd_agent.resync":
+            return out + events
+        out += events[:-1]
+        start = events[-1][1]["value"]["from"]
 
 
 def _pieces(events: list[dict[str, Any]]) -> int:
