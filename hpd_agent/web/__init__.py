@@ -8,6 +8,7 @@ not on PyPI yet). See docs/web.md.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 from collections.abc import AsyncGenerator, Sequence
 from typing import Any
@@ -71,6 +72,11 @@ def create_app(
         try:
             async with anyio.create_task_group() as tg:
                 threads.task_group = tg
+                tg.start_soon(threads.keep_alive)
+                # What is alive now (modules, the agent tree, the app) lives as long as the
+                # server: out of the cyclic GC's full collections, which otherwise walk it
+                # again and again while runs come and go (a pause of tens of ms each).
+                gc.freeze()
                 yield {}
                 tg.cancel_scope.cancel()  # a shutdown leaves stored requests resumable
         finally:

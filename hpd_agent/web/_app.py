@@ -29,12 +29,12 @@ from ..store import Store, respond
 from ._guard import MAX_BODY, BodyError, HostOriginGuard, check_content_type, parse_body
 from ._requests import check_web_answer
 from ._resume import ResumeRefused, check_resume
+from ._stream import EventStream
 from ._threads import Mode, Thread, Threads
 
 __all__ = ["MAX_BODY", "build_app"]
 
 STATIC = Path(__file__).parent / "static"
-_TERMINAL = ('data: {"type":"RUN_FINISHED"', 'data: {"type":"RUN_ERROR"')
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -176,7 +176,7 @@ class _Routes:
             thread.running = False
             self.threads.release(thread)
             raise
-        return self._sse(self._stream(thread, start))
+        return EventStream(self.threads, thread, start, until="end", ids=False)
 
     @staticmethod
     def _sse(frames: AsyncIterator[str]) -> Response:
@@ -207,16 +207,6 @@ class _Routes:
             thread, run_id, prompt=prompt, history=history, mode=_mode(data), snapshot=snapshot
         )
 
-    async def _stream(self, thread: Thread, start: int) -> AsyncIterator[str]:
-        async for item in self.threads.follow(thread, start):
-            if item is None:
-                yield ": ping\n\n"
-                continue
-            frame = item[1]
-            yield frame
-            if frame.startswith(_TERMINAL) and item[0] > start:
-                return
-
     async def info(self, request: Request) -> Response:
         """What the page shows of the agent it talks to: its name and description."""
         agent = self.threads.agent
@@ -228,12 +218,7 @@ class _Routes:
         raw = request.query_params.get("from", "0")
         if not raw.isdigit():
             raise _HTTPError(400, "from must be a non-negative integer")
-
-        async def frames() -> AsyncIterator[str]:
-            async for item in self.threads.follow(thread, int(raw)):
-                yield ": ping\n\n" if item is None else f"id: {item[0]}\n{item[1]}"
-
-        return StreamingResponse(frames(), media_type="text/event-stream", headers=_SSE_HEADERS)
+        return EventStream(self.threads, thread, int(raw), until="idle", ids=True)
 
     async def messages(self, request: Request) -> Response:
         thread = await self._thread(request, view=True)

@@ -99,24 +99,35 @@ class ThreadDB:
 
         return await anyio.to_thread.run_sync(locked)
 
-    async def _write(self, sql: str, rows: list[tuple[object, ...]]) -> None:
-        if self._conn is None or not rows:
+    async def _write(self, *batches: tuple[str, list[tuple[object, ...]]]) -> None:
+        """Run each ``(sql, rows)`` batch, all in one transaction."""
+        batches = tuple(b for b in batches if b[1])
+        if self._conn is None or not batches:
             return
 
         def write(conn: Any) -> None:
             with self._transaction():
-                conn.cursor().executemany(self._sql(sql), rows)
+                cursor = conn.cursor()
+                for sql, rows in batches:
+                    cursor.executemany(self._sql(sql), rows)
 
         await self._call(write)
 
     async def put_run(self, thread_id: str, seq: int, row: RunRow) -> None:
         """Insert or update a thread's run."""
-        await self._write(_PUT_RUN, [(thread_id, seq, row.run_id, row.mode, row.status)])
+        await self._write((_PUT_RUN, [(thread_id, seq, row.run_id, row.mode, row.status)]))
 
-    async def add_events(self, thread_id: str, first: int, frames: list[str]) -> None:
-        """Append frames ``first``, ``first + 1``, ... of a thread (already written: kept)."""
+    async def add_events(
+        self, thread_id: str, first: int, frames: list[str], run: tuple[int, RunRow] | None = None
+    ) -> None:
+        """Append frames ``first``, ``first + 1``, ... of a thread (already written: kept);
+        with ``run`` (its ``seq`` and row), update that run in the same transaction."""
         rows: list[tuple[object, ...]] = [(thread_id, first + i, f) for i, f in enumerate(frames)]
-        await self._write(_ADD_EVENTS, rows)
+        runs: list[tuple[object, ...]] = []
+        if run is not None:
+            seq, row = run
+            runs.append((thread_id, seq, row.run_id, row.mode, row.status))
+        await self._write((_PUT_RUN, runs), (_ADD_EVENTS, rows))
 
     async def load(self, thread_id: str) -> tuple[list[RunRow], list[str]] | None:
         """A thread's runs (oldest first) and frames, or None if it has none."""

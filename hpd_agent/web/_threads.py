@@ -11,24 +11,14 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
-from ag_ui.core import (
-    BaseEvent,
-    CustomEvent,
-    RunErrorEvent,
-    RunStartedEvent,
-)
-from ag_ui.core import (
-    Event as AguiEvent,
-)
+from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunStartedEvent
 from ag_ui.core.version import PROTOCOL_VERSION
-from ag_ui.encoder import EventEncoder
 from anyio.abc import TaskGroup
-from pydantic import TypeAdapter
 
 from ..agent import Agent
 from ..events import RequestEvent
@@ -40,16 +30,47 @@ from ._finish import finish_events, public_error
 from ._requests import request_value
 from ._translate import Translator
 from ._view import ThreadView
+from ._wire import Out, frame
 
-__all__ = ["Mode", "Thread", "Threads"]
+__all__ = ["MAX_BEHIND", "PING_SECONDS", "Follower", "Mode", "Thread", "Threads"]
 
 Mode = Literal["interrupt", "live"]
 
 PING_SECONDS = 10.0
-"""Seconds of silence after which a follower gets a keep-alive comment."""
+"""Seconds of silence after which a follower gets a keep-alive comment (within a second)."""
 
 _FLUSH_EVERY = 256
 """Recorded events kept in memory only before they are written to the thread DB."""
+
+MAX_BEHIND = 8192
+"""Events a client may have waiting for it (published while its connection accepted none
+of them) before it is told to resync and its stream is closed."""
+
+
+class Follower:
+    """One client following a thread's log (``_stream``): the frames before ``index`` were
+    handed to its connection; while a write to it waits for the client to read (it is in
+    ``Thread.writing`` then), the run's publisher checks how many events queue up behind it."""
+
+    __slots__ = ("base", "behind", "index", "scope")
+
+    def __init__(self, index: int, base: int) -> None:
+        self.index = index
+        self.base = base
+        """Frames published when it connected: replaying those is not falling behind."""
+        self.behind = False
+        self.scope: anyio.CancelScope | None = None
+        """The stream's scope: cancelled when the client fell behind."""
+
+    def waiting(self, published: int) -> int:
+        """Events published for this client and not handed to its connection yet."""
+        return published - max(self.index, self.base)
+
+    def fall_behind(self) -> None:
+        """Mark it behind and stop the write that waits for it."""
+        self.behind = True
+        if self.scope is not None:
+            self.scope.cancel()
 
 
 @dataclass(eq=False)
@@ -65,7 +86,12 @@ class Thread:
     flushed: int = 0
     published: int = 0
     """Frames followers may see: the closing ones wait until they are on disk."""
-    changed: anyio.Event = field(default_factory=anyio.Event)
+    changed: anyio.Event | None = None
+    """Set at the next publish; made by the first follower that waits for one."""
+    ends: list[int] = field(default_factory=list[int])
+    """The index of each run's terminal frame (RUN_FINISHED / RUN_ERROR), as recorded here."""
+    writing: set[Follower] = field(default_factory=set[Follower])
+    """Followers whose write waits for their client to read."""
 
     @property
     def run(self) -> RunRow | None:
@@ -85,8 +111,6 @@ class Threads:
         self.store = store
         self._db = db
         self._threads: dict[str, Thread] = {}
-        self._encoder = EventEncoder()
-        self._adapter: TypeAdapter[Any] = TypeAdapter(AguiEvent)
         self.task_group: TaskGroup | None = None
 
     @property
@@ -101,8 +125,8 @@ class Threads:
         runs, frames = loaded
         thread = Thread(thread_id, runs=runs)
         thread.frames = frames
-        for frame in frames if view else ():
-            thread.view.fold(self._adapter.validate_json(frame.removeprefix("data: ")))
+        for f in frames if view else ():
+            thread.view.fold(json.loads(f[6:]))  # "data: {...}\n\n"
         thread.flushed = thread.published = len(frames)
         if runs[-1].status == "running":
             runs[-1].status = "interrupted"  # the server died under it: resumable
@@ -131,44 +155,59 @@ class Threads:
         return await self._db.thread_of(run_id)
 
     # -- the log ---------------------------------------------------------------------------
-    def append(self, thread: Thread, event: BaseEvent, *, publish: bool = True) -> None:
-        """Record one event on the thread; publish it (and any held back) unless told not to."""
-        event.timestamp = int(time.time() * 1000)
+    def append(self, thread: Thread, event: Out, *, publish: bool = True) -> None:
+        """Record one event on the thread, encoded once; publish it (and any held back)
+        unless told not to."""
+        now = int(time.time() * 1000)
+        if isinstance(event, BaseEvent):
+            event.timestamp = now
+        else:
+            event["timestamp"] = now
         thread.view.fold(event)
-        thread.frames.append(self._encoder.encode(event))
+        thread.frames.append(frame(event))
         if publish:
-            self._publish(thread)
+            self.publish(thread)
 
-    def _publish(self, thread: Thread) -> None:
-        thread.published = len(thread.frames)
-        changed, thread.changed = thread.changed, anyio.Event()
-        changed.set()
+    def publish(self, thread: Thread) -> None:
+        """Let followers see every frame recorded so far; a follower whose client has
+        ``MAX_BEHIND`` events waiting is told to resync (``_stream``)."""
+        published = thread.published = len(thread.frames)
+        self._wake(thread)
+        for follower in thread.writing:
+            if not follower.behind and follower.waiting(published) > MAX_BEHIND:
+                follower.fall_behind()
 
-    async def flush(self, thread: Thread) -> None:
-        """Write the frames recorded since the last flush."""
+    async def changed(self, thread: Thread) -> None:
+        """Wait for the next publish (or the next ``keep_alive`` tick)."""
+        event = thread.changed
+        if event is None:
+            event = thread.changed = anyio.Event()
+        await event.wait()
+
+    @staticmethod
+    def _wake(thread: Thread) -> None:
+        changed = thread.changed
+        if changed is not None:
+            thread.changed = None
+            changed.set()
+
+    async def keep_alive(self) -> None:
+        """Wake the followers of every thread once a second, so a stream that had nothing
+        to send for ``PING_SECONDS`` sends its keep-alive comment (one timer for the
+        server, not one per wait)."""
+        while True:
+            await anyio.sleep(1)
+            for thread in list(self._threads.values()):
+                self._wake(thread)
+
+    async def flush(self, thread: Thread, *, run: bool = False) -> None:
+        """Write the frames recorded since the last flush (and, with ``run``, the newest
+        run's row in the same transaction)."""
         first, frames = thread.flushed, thread.frames[thread.flushed :]
         thread.flushed = len(thread.frames)
-        await self._db.add_events(thread.thread_id, first, frames)
-
-    async def follow(
-        self, thread: Thread, start: int, *, until_idle: bool = True
-    ) -> AsyncIterator[tuple[int, str] | None]:
-        """Frames from index ``start`` on, then live ones until the thread's run ends.
-
-        Yields ``(index, frame)``, or None after ``PING_SECONDS`` of silence (keep-alive).
-        """
-        index = start
-        while True:
-            while index < thread.published:
-                yield index, thread.frames[index]
-                index += 1
-            if not thread.running and until_idle and index >= thread.published:
-                return
-            changed = thread.changed
-            with anyio.move_on_after(PING_SECONDS) as scope:
-                await changed.wait()
-            if scope.cancelled_caught:
-                yield None
+        row = thread.run if run else None
+        where = None if row is None else (len(thread.runs), row)
+        await self._db.add_events(thread.thread_id, first, frames, where)
 
     # -- runs ------------------------------------------------------------------------------
     async def begin(self, thread: Thread, agui_run_id: str) -> int:
@@ -194,15 +233,16 @@ class Threads:
             timestamp=now,
         )
         error = RunErrorEvent(message=message, code=code, timestamp=now)
-        return [self._encoder.encode(started), self._encoder.encode(error)]
+        return [frame(started), frame(error)]
 
     async def _end(self, thread: Thread) -> None:
-        # The closing frames are written before anyone sees them: a client that saw
-        # RUN_FINISHED may kill the server at once and still find the thread as it saw it.
-        await self.flush(thread)
+        # The closing frames (and how the run ended) are written before anyone sees them:
+        # a client that saw RUN_FINISHED may kill the server at once and still find the
+        # thread as it saw it.
+        await self.flush(thread, run=True)
         thread.running = False
         thread.live = None
-        self._publish(thread)
+        self.publish(thread)
         self.release(thread)  # followers keep their reference; the registry forgets it
 
     async def start(
@@ -264,8 +304,11 @@ class Threads:
                     # Nobody answers mid-run: a question ends the run with an interrupt.
                     run.coordinator.stop_listening()
                 async for event in run:
-                    for out in translator.translate(event):
-                        self.append(thread, out)
+                    outs = translator.translate(event)
+                    if outs:
+                        for out in outs:
+                            self.append(thread, out, publish=False)
+                        self.publish(thread)
                     if mode == "live" and isinstance(event, RequestEvent) and not event.replayed:
                         await self._announce(thread, event)
                     if len(thread.frames) - thread.flushed >= _FLUSH_EVERY:
@@ -279,7 +322,6 @@ class Threads:
             with anyio.CancelScope(shield=True):
                 row.status = await self._row_status(row.run_id, status)
                 pending = await self.store.list_requests(run_id=row.run_id)
-                await self._db.put_run(thread.thread_id, len(thread.runs), row)
                 for out in translator.close():
                     self.append(thread, out, publish=False)
                 snapshot = thread.view.snapshot()
@@ -293,6 +335,7 @@ class Threads:
                     pending,
                 ):
                     self.append(thread, out, publish=False)
+                thread.ends.append(len(thread.frames) - 1)
                 await self._end(thread)
 
     async def _row_status(self, run_id: str, status: str) -> str:

@@ -17,23 +17,9 @@ import hashlib
 import json
 import secrets
 from dataclasses import dataclass, field
+from typing import Any
 
-from ag_ui.core import (
-    BaseEvent,
-    CustomEvent,
-    SubagentErrorEvent,
-    SubagentFinishedEvent,
-    SubagentFinishedSuccessOutcome,
-    SubagentFinishedSuspendedOutcome,
-    SubagentStartedEvent,
-    TextMessageContentEvent,
-    TextMessageEndEvent,
-    TextMessageStartEvent,
-    ToolCallArgsEvent,
-    ToolCallEndEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
-)
+from ag_ui.core import CustomEvent
 
 from ..events import (
     AgentFinished,
@@ -47,6 +33,7 @@ from ..events import (
     ToolCallStarted,
 )
 from ._view import ThreadView
+from ._wire import Out, Wire
 
 __all__ = ["Located", "Translator", "locate", "subagent_run_id", "tool_call_id"]
 
@@ -94,6 +81,31 @@ def _digest(*parts: str) -> str:
     return hashlib.blake2b("|".join(parts).encode(), digest_size=8).hexdigest()
 
 
+_CONTENT = "TEXT_MESSAGE_CONTENT"
+
+
+def _event(kind: str, sid: str | None, **fields: Any) -> Wire:
+    """The wire dict of an AG-UI event (``_wire``): ``type``, ``timestamp`` (set when it is
+    recorded), ``subagentRunId`` when there is one, then ``fields`` without the None ones."""
+    out: Wire = {"type": kind, "timestamp": 0}
+    if sid is not None:
+        out["subagentRunId"] = sid
+    for key, value in fields.items():
+        if value is not None:
+            out[key] = value
+    return out
+
+
+def _content(sid: str, message_id: str, delta: str) -> Wire:
+    return {
+        "type": _CONTENT,
+        "timestamp": 0,
+        "subagentRunId": sid,
+        "messageId": message_id,
+        "delta": delta,
+    }
+
+
 class Translator:
     """Translates one root run's events for a thread whose clients saw ``view`` so far.
 
@@ -122,7 +134,7 @@ class Translator:
         return tool_call_id(self._run_id, scope.sid, call_id)
 
     # -- translation -----------------------------------------------------------------------
-    def translate(self, event: Event) -> list[BaseEvent]:
+    def translate(self, event: Event) -> list[Out]:
         """The AG-UI events for one run event (often none)."""
         if isinstance(event, TextDelta):
             return [] if event.replayed or not event.text else self._text(event)
@@ -140,33 +152,29 @@ class Translator:
             return [] if event.replayed else [self._resolved(event)]
         return []
 
-    def _text(self, event: TextDelta) -> list[BaseEvent]:
+    def _text(self, event: TextDelta) -> list[Out]:
         scope = self._scope(event)
-        out: list[BaseEvent] = []
-        if scope.text_id is None:
-            if scope.turn_id is None:
-                scope.turn_id = "msg_" + secrets.token_hex(8)
-            scope.text_id = scope.turn_id
-            out.append(
-                TextMessageStartEvent(
-                    message_id=scope.text_id, role="assistant", subagent_run_id=scope.sid
-                )
-            )
-        out.append(
-            TextMessageContentEvent(
-                message_id=scope.text_id, delta=event.text, subagent_run_id=scope.sid
-            )
-        )
-        return out
+        sid, text_id = scope.sid, scope.text_id
+        if text_id is not None:  # the hot path: one more piece of an open message
+            if sid is None:
+                return [
+                    {"type": _CONTENT, "timestamp": 0, "messageId": text_id, "delta": event.text}
+                ]
+            return [_content(sid, text_id, event.text)]
+        if scope.turn_id is None:
+            scope.turn_id = "msg_" + secrets.token_hex(8)
+        text_id = scope.text_id = scope.turn_id
+        start = _event("TEXT_MESSAGE_START", sid, messageId=text_id, role="assistant")
+        return [start, _event(_CONTENT, sid, messageId=text_id, delta=event.text)]
 
-    def _end_text(self, scope: _Scope) -> list[BaseEvent]:
+    def _end_text(self, scope: _Scope) -> list[Out]:
         if scope.text_id is None:
             return []
-        end = TextMessageEndEvent(message_id=scope.text_id, subagent_run_id=scope.sid)
+        end = _event("TEXT_MESSAGE_END", scope.sid, messageId=scope.text_id)
         scope.text_id = None
         return [end]
 
-    def _tool_started(self, event: ToolCallStarted) -> list[BaseEvent]:
+    def _tool_started(self, event: ToolCallStarted) -> list[Out]:
         scope = self._scope(event)
         out = self._end_text(scope)
         call_id = self._tool_id(scope, event.tool_call_id)
@@ -175,42 +183,45 @@ class Translator:
         if scope.turn_id is None:
             scope.turn_id = "msg_" + secrets.token_hex(8)
         sid = scope.sid
+        name, parent = event.tool_name, scope.turn_id
         out += [
-            ToolCallStartEvent(
-                tool_call_id=call_id,
-                tool_call_name=event.tool_name,
-                parent_message_id=scope.turn_id,
-                subagent_run_id=sid,
+            _event(
+                "TOOL_CALL_START",
+                sid,
+                toolCallId=call_id,
+                toolCallName=name,
+                parentMessageId=parent,
             ),
             # AG-UI carries argument text that must parse as JSON (ag-ui-validate AGUI204):
             # the dict as JSON, so "{}" when the model's text did not parse (that text stays
             # on the run's own event, ``raw_arguments``; the call's result says what was wrong).
-            ToolCallArgsEvent(
-                tool_call_id=call_id,
+            _event(
+                "TOOL_CALL_ARGS",
+                sid,
+                toolCallId=call_id,
                 delta=json.dumps(event.arguments, ensure_ascii=False),
-                subagent_run_id=sid,
             ),
-            ToolCallEndEvent(tool_call_id=call_id, subagent_run_id=sid),
+            _event("TOOL_CALL_END", sid, toolCallId=call_id),
         ]
         return out
 
-    def _tool_finished(self, event: ToolCallFinished) -> list[BaseEvent]:
+    def _tool_finished(self, event: ToolCallFinished) -> list[Out]:
         scope = self._scope(event)
         scope.turn_id = None  # the batch runs: the agent's next words are a new message
         call_id = self._tool_id(scope, event.tool_call_id)
         if call_id in self._view.finished or call_id not in self._view.started:
             return []
-        return [
-            ToolCallResultEvent(
-                message_id="tr_" + call_id,
-                tool_call_id=call_id,
-                content=event.result,
-                role="tool",
-                subagent_run_id=scope.sid,
-            )
-        ]
+        result = _event(
+            "TOOL_CALL_RESULT",
+            scope.sid,
+            messageId="tr_" + call_id,
+            toolCallId=call_id,
+            content=event.result,
+            role="tool",
+        )
+        return [result]
 
-    def _agent_started(self, event: AgentStarted) -> list[BaseEvent]:
+    def _agent_started(self, event: AgentStarted) -> list[Out]:
         parent_sid = (event.parent_invocation_id or None) if event.depth > 1 else None
         parent_call = tool_call_id(self._run_id, parent_sid, event.tool_call_id or "")
         scope = self._scope(event)
@@ -219,46 +230,41 @@ class Translator:
         description = " ".join(event.input.split())
         if len(description) > _DESCRIPTION_CHARS:
             description = description[: _DESCRIPTION_CHARS - 1] + "…"
-        return [
-            SubagentStartedEvent(
-                subagent_run_id=scope.sid,
-                name=event.agent_name,
-                description=description or None,
-                parent_subagent_run_id=parent_sid,
-                parent_tool_call_id=parent_call,
-            )
-        ]
+        started = _event(
+            "SUBAGENT_STARTED",
+            scope.sid,
+            name=event.agent_name,
+            description=description or None,
+            parentSubagentRunId=parent_sid,
+            parentToolCallId=parent_call,
+        )
+        return [started]
 
-    def _agent_finished(self, event: AgentFinished) -> list[BaseEvent]:
+    def _agent_finished(self, event: AgentFinished) -> list[Out]:
         scope = self._scope(event)
         out = self._end_text(scope)
         if scope.sid is None:
             return out
         del self._scopes[event.invocation_id]
+        sid = scope.sid
         if event.status == "completed":
-            outcome = SubagentFinishedSuccessOutcome()
-            out.append(
-                SubagentFinishedEvent(
-                    subagent_run_id=scope.sid, result=event.output, outcome=outcome
-                )
-            )
+            success = {"type": "success"}
+            out.append(_event("SUBAGENT_FINISHED", sid, result=event.output, outcome=success))
         elif event.status == "interrupted":
-            suspended = SubagentFinishedSuspendedOutcome(interrupt_ids=scope.requests)
-            out.append(SubagentFinishedEvent(subagent_run_id=scope.sid, outcome=suspended))
+            suspended = {"type": "suspended", "interruptIds": list(scope.requests)}
+            out.append(_event("SUBAGENT_FINISHED", sid, outcome=suspended))
         else:
             message = event.error or f"{event.agent_name} {event.status}"
-            out.append(
-                SubagentErrorEvent(subagent_run_id=scope.sid, message=message, code=event.status)
-            )
+            out.append(_event("SUBAGENT_ERROR", sid, message=message, code=event.status))
         return out
 
-    def _request(self, event: RequestEvent) -> list[BaseEvent]:
+    def _request(self, event: RequestEvent) -> list[Out]:
         scope = self._scope(event)
         if event.request_id not in scope.requests:
             scope.requests.append(event.request_id)
         return []  # the caller builds the request's CUSTOM event from the stored record
 
-    def _resolved(self, event: ClarificationResolved | PermissionResolved) -> BaseEvent:
+    def _resolved(self, event: ClarificationResolved | PermissionResolved) -> Out:
         scope = self._scope(event)
         if event.request_id in scope.requests:
             scope.requests.remove(event.request_id)
@@ -272,7 +278,7 @@ class Translator:
             subagent_run_id=scope.sid,
         )
 
-    def close(self) -> list[BaseEvent]:
+    def close(self) -> list[Out]:
         """End every open text message (the run is over)."""
         out = self._end_text(self._root)
         for scope in self._scopes.values():

@@ -16,81 +16,100 @@ from ag_ui.core import (
     FunctionCall,
     Message,
     MessagesSnapshotEvent,
-    TextMessageContentEvent,
-    TextMessageStartEvent,
     ToolCall,
-    ToolCallArgsEvent,
-    ToolCallResultEvent,
-    ToolCallStartEvent,
     ToolMessage,
 )
+from pydantic import TypeAdapter
+
+from ._wire import Out
 
 __all__ = ["ThreadView"]
+
+_MESSAGES: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 
 
 class ThreadView:
     """The messages of one thread and the tool call ids its clients have seen."""
 
     def __init__(self) -> None:
-        self.messages: list[Message] = []
+        self._messages: list[Message] = []
         self.started: set[str] = set()
         """Tool call ids announced with TOOL_CALL_START (or known from a snapshot)."""
         self.finished: set[str] = set()
         """Tool call ids whose TOOL_CALL_RESULT was sent."""
         self._assistant: dict[str, AssistantMessage] = {}
         self._calls: dict[str, ToolCall] = {}
+        # Text pieces not yet joined into their message: a long answer costs one join,
+        # not one copy of everything so far per piece.
+        self._pieces: dict[str, list[str]] = {}
 
-    def fold(self, event: BaseEvent) -> None:
-        """Take one sent event into account."""
-        if isinstance(event, TextMessageStartEvent):
-            self._message(event.message_id, event.subagent_run_id)
-        elif isinstance(event, TextMessageContentEvent):
-            message = self._assistant.get(event.message_id)
-            if message is not None:
-                message.content = (message.content or "") + event.delta
-        elif isinstance(event, ToolCallStartEvent):
+    @property
+    def messages(self) -> list[Message]:
+        """The thread's messages so far."""
+        if self._pieces:
+            for message_id, pieces in self._pieces.items():
+                message = self._assistant[message_id]
+                message.content = (message.content or "") + "".join(pieces)
+            self._pieces = {}
+        return self._messages
+
+    def fold(self, event: Out) -> None:
+        """Take one sent event into account (a wire dict, or a model)."""
+        if isinstance(event, BaseEvent):
+            if isinstance(event, MessagesSnapshotEvent):
+                self._snapshot(list(event.messages))
+            return  # the translator's events are wire dicts; no other model changes the view
+        kind = event["type"]
+        if kind == "TEXT_MESSAGE_CONTENT":
+            pieces = self._pieces.get(event["messageId"])
+            if pieces is not None:
+                pieces.append(event["delta"])
+            elif event["messageId"] in self._assistant:
+                self._pieces[event["messageId"]] = [event["delta"]]
+        elif kind == "TEXT_MESSAGE_START":
+            self._message(event["messageId"], event.get("subagentRunId"))
+        elif kind == "TOOL_CALL_START":
             self._start_call(event)
-        elif isinstance(event, ToolCallArgsEvent):
-            call = self._calls.get(event.tool_call_id)
+        elif kind == "TOOL_CALL_ARGS":
+            call = self._calls.get(event["toolCallId"])
             if call is not None:
-                call.function.arguments += event.delta
-        elif isinstance(event, ToolCallResultEvent):
-            self.finished.add(event.tool_call_id)
-            self.messages.append(
+                call.function.arguments += event["delta"]
+        elif kind == "TOOL_CALL_RESULT":
+            self.finished.add(event["toolCallId"])
+            self._messages.append(
                 ToolMessage(
-                    id=event.message_id,
-                    tool_call_id=event.tool_call_id,
-                    content=event.content,
-                    subagent_run_id=event.subagent_run_id,
+                    id=event["messageId"],
+                    tool_call_id=event["toolCallId"],
+                    content=event["content"],
+                    subagent_run_id=event.get("subagentRunId"),
                 )
             )
-        elif isinstance(event, MessagesSnapshotEvent):
-            self._snapshot(event.messages)
+        elif kind == "MESSAGES_SNAPSHOT":
+            self._snapshot(_MESSAGES.validate_python(event["messages"]))
 
     def _message(self, message_id: str, subagent_run_id: str | None) -> AssistantMessage:
         message = self._assistant.get(message_id)
         if message is None:
             message = AssistantMessage(id=message_id, subagent_run_id=subagent_run_id)
             self._assistant[message_id] = message
-            self.messages.append(message)
+            self._messages.append(message)
         return message
 
-    def _start_call(self, event: ToolCallStartEvent) -> None:
-        self.started.add(event.tool_call_id)
-        parent = event.parent_message_id or f"msg_{event.tool_call_id}"
-        message = self._message(parent, event.subagent_run_id)
-        call = ToolCall(
-            id=event.tool_call_id,
-            function=FunctionCall(name=event.tool_call_name, arguments=""),
-        )
+    def _start_call(self, event: dict[str, Any]) -> None:
+        call_id: str = event["toolCallId"]
+        self.started.add(call_id)
+        parent = event.get("parentMessageId") or f"msg_{call_id}"
+        message = self._message(parent, event.get("subagentRunId"))
+        call = ToolCall(id=call_id, function=FunctionCall(name=event["toolCallName"], arguments=""))
         message.tool_calls = [*(message.tool_calls or []), call]
-        self._calls[event.tool_call_id] = call
+        self._calls[call_id] = call
 
     def _snapshot(self, messages: list[Any]) -> None:
-        self.messages = list(messages)
+        self._pieces = {}
+        self._messages = list(messages)
         self._assistant = {}
         self._calls = {}
-        for m in self.messages:
+        for m in self._messages:
             if isinstance(m, AssistantMessage):
                 self._assistant[m.id] = m
                 for call in m.tool_calls or []:

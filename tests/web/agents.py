@@ -18,6 +18,10 @@ Prompts:
   each call streams ``working on <query>``, asks ``detail for <query>?`` and answers
   ``<query>: <the answer>``.
 - ``turns N``: N model turns of one ``count`` tool call each, then text (benchmark workload).
+
+``tests.web.agents:fanout`` is another root: ``fanout A T`` calls its ``Speaker`` sub-agent A
+times in one turn, each call streaming T text pieces (``tok ``), then answers ``done``: a
+run of A x (T + 8) AG-UI events, for the stalled-client tests.
 """
 
 from __future__ import annotations
@@ -180,3 +184,25 @@ def build() -> Agent:
 
 
 root = build()
+
+
+def speaker_turn(messages: Sequence[Message], info: ModelRequestParams):
+    return text("tok " * int(_prompt(messages)))
+
+
+def fanout_turn(messages: Sequence[Message], info: ModelRequestParams):
+    if info.turn > 0:
+        return text("done")
+    _, agents, tokens = _prompt(messages).split()
+    return [tool_call("Speaker", query=tokens) for _ in range(int(agents))]
+
+
+def build_fanout() -> Agent:
+    """A fresh fan-out root (see the module's docstring)."""
+    speaker = Agent("Speaker", model=FunctionModel(speaker_turn, name="speaker", chunk_size=4))
+    return Agent(
+        "Fanout", model=FunctionModel(fanout_turn, name="fanout"), tools=[speaker.as_tool()]
+    )
+
+
+fanout = build_fanout()

@@ -58,17 +58,18 @@ class Server:
         return path.read_text().splitlines() if path.exists() else []
 
 
-def serve_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "hpd_agent.cli", "serve", AGENT, *args]
+def serve_command(*args: str, agent: str = AGENT) -> list[str]:
+    return [sys.executable, "-m", "hpd_agent.cli", "serve", agent, *args]
 
 
-def start_server(folder: Path, *args: str, token: str | None = None) -> Server:
-    """Start the server on a free port and wait (bounded) for its "Serving" line."""
+def start_server(folder: Path, *args: str, token: str | None = None, agent: str = AGENT) -> Server:
+    """Start the server (serving ``agent``) on a free port and wait (bounded) for its
+    "Serving" line."""
     env = {**os.environ, "HPD_WEB_TEST_DIR": str(folder), "PYTHONUNBUFFERED": "1"}
     env.pop("HPD_AGENT_TOKEN", None)
     extra = ["--token", token] if token else []
     proc = subprocess.Popen(
-        serve_command("--port", "0", "--store", str(folder / "web.db"), *extra, *args),
+        serve_command("--port", "0", "--store", str(folder / "web.db"), *extra, *args, agent=agent),
         cwd=REPO,
         env=env,
         stdout=subprocess.PIPE,
