@@ -21,7 +21,9 @@ from __future__ import annotations
 import importlib.util
 
 if importlib.util.find_spec("a2a") is None:  # pragma: no cover - an install without the extra
-    raise ImportError('hpd_agent.a2a needs the a2a extra: pip install -e ".[a2a]" (in the hpd-agent checkout)')
+    raise ImportError(
+        'hpd_agent.a2a needs the a2a extra: pip install -e ".[a2a]" (in the hpd-agent checkout)'
+    )
 
 from ._error import RemoteAgentError
 from ._remote import RemoteAgent
