@@ -341,14 +341,20 @@ class _CtrlC:
 def _add_serve_command(sub: Any) -> None:
     serve = sub.add_parser(
         "serve",
-        help="serve an agent over HTTP: AG-UI endpoint, question inbox and web page",
+        help="serve an agent over HTTP: AG-UI endpoint, question inbox and web page (or A2A)",
         description="Serve the Agent at MODULE:ATTR (importable from the current directory).",
     )
     serve.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
+    serve.add_argument(
+        "--a2a", action="store_true", help="serve it over A2A instead (needs only the a2a extra)"
+    )
+    serve.add_argument("--url", default=None, help="with --a2a: the base URL the card advertises")
     serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8000, help="port; 0 picks a free one")
     serve.add_argument(
-        "--store", default=None, help="SQLite path or postgresql:// DSN (default hpd-agent-web.db)"
+        "--store",
+        default=None,
+        help="SQLite path or postgresql:// DSN (default hpd-agent-web.db; with --a2a: none)",
     )
     serve.add_argument("--token", default=None, help="bearer token (or HPD_AGENT_TOKEN)")
     serve.add_argument(
@@ -380,6 +386,13 @@ def _port(text: str) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    if args.a2a:
+        from ._apps.a2a_command import serve_a2a
+
+        return serve_a2a(args)
+    if args.url is not None:
+        print("error: serve: --url goes with --a2a", file=sys.stderr)
+        return 2
     # Errors other than these two go to main(): one line, the exit status of the table above.
     try:
         import uvicorn

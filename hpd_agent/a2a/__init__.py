@@ -31,6 +31,6 @@ if importlib.util.find_spec("a2a") is None:  # pragma: no cover - an install wit
 
 from ._error import RemoteAgentError
 from ._remote import RemoteAgent
-from ._server import create_app
+from ._server import create_app, is_loopback
 
-__all__ = ["RemoteAgent", "RemoteAgentError", "create_app"]
+__all__ = ["RemoteAgent", "RemoteAgentError", "create_app", "is_loopback"]

@@ -61,9 +61,10 @@ class KeptTasks(InMemoryTaskStore):
         if found is not None or self._kept_in is None:
             return found
         entry = (await self._kept_in.journal(TASK_RUN_PREFIX + task_id)).get(_ENTRY)
-        if entry is None or not isinstance(entry.value, dict):
+        kept: Any = None if entry is None else entry.value
+        if not isinstance(kept, dict):
             return None
-        task = ParseDict(cast(dict[str, Any], entry.value), Task(), ignore_unknown_fields=True)
+        task = ParseDict(cast(dict[str, Any], kept), Task(), ignore_unknown_fields=True)
         if task.id != task_id:
             return None
         await super().save(task, context)
