@@ -67,28 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=_cmd_version)
 
-    demo = sub.add_parser(
-        "demo",
-        help="watch nested agents ask you mid-turn (offline, no key)",
-        description=(
-            "The Orchestrator sends a ResearchAgent and a CodingAgent off on TASK in parallel; "
-            "the CodingAgent's Clarifier, two levels down, and the ResearchAgent both ask you "
-            "mid-turn; you answer them out of order and each goes on from its answer; the "
-            "CodingAgent asks before writing a file. Offline by default (scripted agents that "
-            "react to the task and to what you type)."
-        ),
-    )
-    demo.add_argument(
-        "prompt", nargs="?", default=None, metavar="TASK", help="the task (default: a todo API)"
-    )
-    demo.add_argument(
-        "--model", help="run the agents on this litellm model, e.g. openai/gpt-4o-mini"
-    )
-    demo.add_argument(
-        "--yes", "-y", action="store_true", help="answer every prompt with its default"
-    )
-    demo.add_argument("--workdir", help="where write_file writes (default: a new temp dir)")
-    demo.set_defaults(func=_cmd_demo)
+    _add_demo_command(sub)
 
     chat = sub.add_parser(
         "chat",
@@ -176,7 +155,41 @@ def _stdin_note(console: Console, assume_yes: bool) -> None:
         )
 
 
+def _add_demo_command(sub: Any) -> None:
+    demo = sub.add_parser(
+        "demo",
+        help="watch nested agents ask you mid-turn (offline, no key)",
+        description=(
+            "The Orchestrator sends a ResearchAgent and a CodingAgent off on TASK in parallel; "
+            "the CodingAgent's Clarifier, two levels down, and the ResearchAgent both ask you "
+            "mid-turn; you answer them out of order and each goes on from its answer; the "
+            "CodingAgent asks before writing a file. Offline by default (scripted agents that "
+            "react to the task and to what you type)."
+        ),
+    )
+    demo.add_argument(
+        "prompt", nargs="?", default=None, metavar="TASK", help="the task (default: a todo API)"
+    )
+    demo.add_argument(
+        "--model", help="run the agents on this litellm model, e.g. openai/gpt-4o-mini"
+    )
+    demo.add_argument(
+        "--yes", "-y", action="store_true", help="answer every prompt with its default"
+    )
+    demo.add_argument("--workdir", help="where write_file writes (default: a new temp dir)")
+    demo.add_argument(
+        "--a2a",
+        action="store_true",
+        help="the A2A headline: a remote Planner in a second process asks through A2A",
+    )
+    demo.set_defaults(func=_cmd_demo)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.a2a:
+        from ._apps.a2a_demo import run_demo_a2a
+
+        return run_demo_a2a(args, _console(), _run, _stdin_note)
     import anyio
 
     from ._apps.demo import DEFAULT_PROMPT, QUESTIONS_TOGETHER, DemoConsole, demo_agents

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
-from collections.abc import AsyncGenerator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from urllib.parse import urlsplit
 
 import anyio
@@ -76,38 +76,13 @@ def create_app(
     """
     if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"create_app needs an Agent, got {type(agent).__name__}")
-    held: list[ServedRuns] = []
-
-    def runs() -> ServedRuns:
-        if not held:
-            raise RuntimeError("the A2A app's lifespan has not started")
-        return held[0]
-
-    async def canceled(task_id: str) -> None:
-        await runs().cancel(task_id)
-
-    tasks = KeptTasks(on_canceled=canceled)
-    card = agent_card(agent, url or "http://localhost")
+    held = _Held()
+    tasks = KeptTasks(on_canceled=held.canceled)
     handler = DefaultRequestHandler(
-        agent_executor=AgentRunner(runs), task_store=tasks, agent_card=card
+        agent_executor=AgentRunner(held.runs),
+        task_store=tasks,
+        agent_card=agent_card(agent, url or "http://localhost"),
     )
-
-    @asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncGenerator[None]:
-        opened = open_store(store) if isinstance(store, (str, os.PathLike)) else store
-        try:
-            tasks.use(opened)
-            async with anyio.create_task_group() as tg:
-                held.append(ServedRuns(agent, opened, tg))
-                try:
-                    yield
-                finally:
-                    held.clear()
-                    await handler.aclose()
-                    tg.cancel_scope.cancel()  # a shutdown leaves stored runs resumable
-        finally:
-            if opened is not None and opened is not store:
-                await opened.aclose()
 
     async def card_route(request: Request) -> JSONResponse:
         base = url or str(request.base_url).rstrip("/")
@@ -117,10 +92,55 @@ def create_app(
         Route(AGENT_CARD_WELL_KNOWN_PATH, card_route, methods=["GET"]),
         *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=_lifespan(agent, store, tasks, handler, held))
     allowed = None if url is None else urlsplit(url).hostname
     app.add_middleware(_Guard, token=token, allowed_host=allowed)
     return app
+
+
+class _Held:
+    """The app's runs, while its lifespan runs."""
+
+    def __init__(self) -> None:
+        self.live: ServedRuns | None = None
+
+    def runs(self) -> ServedRuns:
+        if self.live is None:
+            raise RuntimeError("the A2A app's lifespan has not started")
+        return self.live
+
+    async def canceled(self, task_id: str) -> None:
+        await self.runs().cancel(task_id)
+
+
+def _lifespan(
+    agent: Agent,
+    store: Store | str | os.PathLike[str] | None,
+    tasks: KeptTasks,
+    handler: DefaultRequestHandler,
+    held: _Held,
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: the store opened (a location), the task group the runs live in
+    (``held`` holds them meanwhile)."""
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncGenerator[None]:
+        opened = open_store(store) if isinstance(store, (str, os.PathLike)) else store
+        try:
+            tasks.use(opened)
+            async with anyio.create_task_group() as tg:
+                held.live = ServedRuns(agent, opened, tg)
+                try:
+                    yield
+                finally:
+                    held.live = None
+                    await handler.aclose()
+                    tg.cancel_scope.cancel()  # a shutdown leaves stored runs resumable
+        finally:
+            if opened is not None and opened is not store:
+                await opened.aclose()
+
+    return lifespan
 
 
 def agent_card(agent: Agent, url: str) -> AgentCard:
