@@ -11,6 +11,9 @@ branch waits for a human) or ends, and reports it:
 - completed: an artifact holding the output, then ``TASK_STATE_COMPLETED``;
 - failed / cancelled: ``TASK_STATE_FAILED`` / ``TASK_STATE_CANCELED`` saying why.
 
+No ``TASK_STATE_WORKING`` is sent in between: the run's own steps are not A2A events, and
+each status costs the client a read (a task goes submitted, input-required..., completed).
+
 The run lives in the server's task group, not in the execution: the execution ending (the
 task waits for input) leaves the run waiting for its answer.
 """
@@ -55,7 +58,6 @@ class AgentRunner(AgentExecutor):
             task = new_task_from_user_message(message)
             await event_queue.enqueue_event(task)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
-            await updater.start_work()
             served = await runs.start(context.get_user_input(), task.id)
             await self._report(served, updater, None)
             return
@@ -71,7 +73,7 @@ class AgentRunner(AgentExecutor):
         if isinstance(found, RunRecord):
             await _recorded(found, updater)
             return
-        focus = await _answer(found, message, updater)
+        focus = await _answer(found, message)
         await self._report(found, updater, focus)
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
@@ -89,7 +91,7 @@ class AgentRunner(AgentExecutor):
         await updater.requires_input(_asking(served, stop, focus, updater))
 
 
-async def _answer(served: ServedRun, message: Message, updater: TaskUpdater) -> str | None:
+async def _answer(served: ServedRun, message: Message) -> str | None:
     """Give the run the message's answer; the request asked again (refused), if any."""
     async with served.lock:
         pending = await served.run.settled()  # a resumed run first reaches its questions
@@ -111,7 +113,6 @@ async def _answer(served: ServedRun, message: Message, updater: TaskUpdater) -> 
             served.notes[request.request_id] = note
             return request.request_id
         served.answered.add(request.request_id)
-    await updater.start_work()
     return None
 
 

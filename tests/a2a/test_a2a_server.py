@@ -77,9 +77,12 @@ async def test_a_nested_question_is_input_required_and_the_answer_goes_on(
     assert counted("model") == ["Planner", "Clarifier", "Clarifier", "Clarifier", "Planner"]
 
 
-async def test_two_pending_questions_answered_in_reverse_order_by_request_id() -> None:
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_two_pending_questions_answered_in_reverse_order_by_request_id(
+    streaming: bool,
+) -> None:
     with our_server(lead) as url:
-        client = await sdk_client(url)
+        client = await sdk_client(url, streaming=streaming)
         task = (await send(client, user_message("go"))).task
         listed = status_metadata(task)["requests"]
         assert [(r["question"], r["agent_path"]) for r in listed] == [
@@ -97,9 +100,12 @@ async def test_two_pending_questions_answered_in_reverse_order_by_request_id() -
     assert sorted(counted("model")) == ["Fast", "Fast", "Lead", "Lead", "Slow", "Slow"]
 
 
-async def test_an_invalid_answer_asks_the_same_request_again_with_the_reason() -> None:
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_an_invalid_answer_asks_the_same_request_again_with_the_reason(
+    streaming: bool,
+) -> None:
     with our_server(planner) as url:
-        client = await sdk_client(url)
+        client = await sdk_client(url, streaming=streaming)
         task = (await send(client, user_message("a shop"))).task
         rid = status_metadata(task)["request_id"]
         again = (await send(client, user_message("MySQL", task=task))).task
@@ -152,10 +158,11 @@ async def test_a_declined_question_goes_on_without_an_answer() -> None:
     assert counted("effect") == []  # the asking tool raised: its side effect never ran
 
 
-async def test_cancel_task_cancels_the_waiting_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_cancel_task_cancels_the_waiting_run(tmp_path: Path, streaming: bool) -> None:
     db = str(tmp_path / "runs.db")
     with our_server(planner, store=db) as url:
-        client = await sdk_client(url)
+        client = await sdk_client(url, streaming=streaming)
         task = (await send(client, user_message("a shop"))).task
         cancelled = await cancel(client, task)
         assert cancelled.status.state == CANCELED
