@@ -14,11 +14,15 @@ of driving the same round trip (query -> ``input-required`` -> answer in the sam
   ``ClarificationRequest``, is answered with ``run.respond``, the answer goes back, the
   tool's result reaches the model and the run ends. Everything the framework adds is in it:
   the run, two model turns, the tool call, the relayed question, a fresh HTTP client per
-  call.
+  call;
+- ``hpd_agent_both``: the same Orchestrator run, its ``RemoteAgent`` calling an hpd_agent
+  Planner served by ``hpd_agent.a2a.create_app`` (a second child process): an agent run on
+  each side, the question asked by the remote agent's ``ask_user`` and carried back as
+  ``input-required`` once the remote run has settled.
 
 Each figure is the median over ``--repeat`` round trips (after ``--warmup``), in ms; the
-ratio is hpd_agent / sdk (target <= 1.2). The two compared alternate, each going first in
-turn; then, for reference, the SDK's client reading each stream to its end (as a plain
+ratios are hpd_agent / sdk and hpd_agent_both / sdk (target <= 1.2). The three compared
+alternate, each going first in turn; then, for reference, the SDK's client reading each stream to its end (as a plain
 ``async for`` does: the server's stream ends some 40 ms after its last event here), over at
 most 50 round trips.
 
@@ -69,8 +73,8 @@ from a2a.types import (  # noqa: E402
 )
 from starlette.applications import Starlette  # noqa: E402
 
-from hpd_agent import Agent, ClarificationRequest  # noqa: E402
-from hpd_agent.a2a import RemoteAgent  # noqa: E402
+from hpd_agent import Agent, ClarificationRequest, ask_user  # noqa: E402
+from hpd_agent.a2a import RemoteAgent, create_app  # noqa: E402
 from hpd_agent.testing import FunctionModel, text, tool_call  # noqa: E402
 
 
@@ -93,6 +97,37 @@ class AskOnce(AgentExecutor):
 
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         pass
+
+
+def planner() -> Agent:
+    """The hpd_agent Planner ``create_app`` serves: asks "Which city?", answers "to <city>"."""
+
+    def reply(messages: list[Any], params: Any) -> Any:
+        last = messages[-1]
+        if last.kind == "tool":
+            return text(f"to {last.content}")
+        return tool_call("ask_user", question="Which city?")
+
+    return Agent("Planner", model=FunctionModel(reply), tools=[ask_user()])
+
+
+@contextmanager
+def serve_ours() -> Iterator[str]:
+    """``create_app(planner())`` on 127.0.0.1, in a thread."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    config = uvicorn.Config(create_app(planner()), log_level="warning", timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        yield url
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        sock.close()
 
 
 @contextmanager
@@ -191,7 +226,7 @@ async def hpd_round_trip(agent: Agent) -> str:
     return str(run.result.output)
 
 
-async def measure(url: str, repeat: int, warmup: int) -> dict[str, list[float]]:
+async def measure(url: str, ours_url: str, repeat: int, warmup: int) -> dict[str, list[float]]:
     # One client per way of reading: a stream read to its end leaves its connection in a
     # state that slows the next request on it, which would blur the other figure.
     stopping = await create_client(url, client_config=ClientConfig(streaming=True))
@@ -199,12 +234,18 @@ async def measure(url: str, repeat: int, warmup: int) -> dict[str, list[float]]:
     remote = RemoteAgent(url)
     await remote.read_card()
     agent = orchestrator(remote)
-    times: dict[str, list[float]] = {"sdk_stop": [], "sdk_read_to_end": [], "hpd_agent": []}
+    ours = RemoteAgent(ours_url)
+    await ours.read_card()
+    both = orchestrator(ours)
+    kinds = ("sdk_stop", "hpd_agent", "hpd_agent_both")
+    times: dict[str, list[float]] = {k: [] for k in (*kinds, "sdk_read_to_end")}
 
     async def one(kind: str, i: int) -> None:
         start = time.perf_counter()
         if kind == "hpd_agent":
             out = await hpd_round_trip(agent)
+        elif kind == "hpd_agent_both":
+            out = await hpd_round_trip(both)
         else:
             stop = kind == "sdk_stop"
             out = await sdk_round_trip(stopping if stop else reading, stop=stop)
@@ -214,9 +255,10 @@ async def measure(url: str, repeat: int, warmup: int) -> dict[str, list[float]]:
             times[kind].append(elapsed)
 
     try:
-        # The two compared, alternating (each goes first in turn): the same noise for both.
+        # The three compared, alternating (each goes first in turn): the same noise for all.
         for i in range(warmup + repeat):
-            for kind in ("sdk_stop", "hpd_agent") if i % 2 else ("hpd_agent", "sdk_stop"):
+            shift = i % len(kinds)
+            for kind in (*kinds[shift:], *kinds[:shift]):
                 await one(kind, i)
         # Then the SDK read the way a plain `async for` reads (for reference: much slower).
         for i in range(warmup + min(repeat, 50)):
@@ -228,11 +270,12 @@ async def measure(url: str, repeat: int, warmup: int) -> dict[str, list[float]]:
 
 
 @contextmanager
-def server_process() -> Iterator[str]:
-    """The server in a child process of its own (``--serve``): the remote is another
-    process, as it is in use, and the client's work does not slow it (one GIL each)."""
+def server_process(flag: str = "--serve") -> Iterator[str]:
+    """The server in a child process of its own (``--serve``, ``--serve-ours``): the remote
+    is another process, as it is in use, and the client's work does not slow it (one GIL
+    each)."""
     child = subprocess.Popen(
-        [sys.executable, __file__, "--serve"],
+        [sys.executable, __file__, flag],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -250,24 +293,28 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-ours", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
-        with serve() as url:
+    if args.serve or args.serve_ours:
+        with serve_ours() if args.serve_ours else serve() as url:
             print(url, flush=True)
             sys.stdin.read()
         return
-    with server_process() as url:
-        times = anyio.run(measure, url, args.repeat, args.warmup)
+    with server_process() as url, server_process("--serve-ours") as ours_url:
+        times = anyio.run(measure, url, ours_url, args.repeat, args.warmup)
     sdk = statistics.median(times["sdk_stop"])
     to_end = statistics.median(times["sdk_read_to_end"])
     ours = statistics.median(times["hpd_agent"])
     ratio = ours / sdk
+    both = statistics.median(times["hpd_agent_both"])
     print(f"remote question round trip, median of {args.repeat} (ms):")
     print(f"  a2a-sdk client, each stream left at its state   {sdk:8.3f}")
     print(f"  a2a-sdk client, each stream read to its end     {to_end:8.3f}")
     print(f"  hpd_agent run via RemoteAgent                   {ours:8.3f}")
     print(f"  added by hpd_agent (run, model turns, relay)    {ours - sdk:8.3f}")
     print(f"  ratio hpd_agent / sdk (left at its state)       {ratio:8.3f}  (target <= 1.2)")
+    print(f"  hpd_agent run via RemoteAgent -> create_app     {both:8.3f}")
+    print(f"  ratio both sides hpd_agent / sdk                {both / sdk:8.3f}  (target <= 1.2)")
     result = {
         "repeat": args.repeat,
         "sdk_ms": round(sdk, 4),
@@ -275,6 +322,8 @@ def main() -> None:
         "hpd_agent_ms": round(ours, 4),
         "added_ms": round(ours - sdk, 4),
         "ratio": round(ratio, 4),
+        "hpd_agent_both_ms": round(both, 4),
+        "ratio_both": round(both / sdk, 4),
         "target": 1.2,
     }
     print("RESULT_JSON " + json.dumps(result))

@@ -67,28 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     version = sub.add_parser("version", help="print the version")
     version.set_defaults(func=_cmd_version)
 
-    demo = sub.add_parser(
-        "demo",
-        help="watch nested agents ask you mid-turn (offline, no key)",
-        description=(
-            "The Orchestrator sends a ResearchAgent and a CodingAgent off on TASK in parallel; "
-            "the CodingAgent's Clarifier, two levels down, and the ResearchAgent both ask you "
-            "mid-turn; you answer them out of order and each goes on from its answer; the "
-            "CodingAgent asks before writing a file. Offline by default (scripted agents that "
-            "react to the task and to what you type)."
-        ),
-    )
-    demo.add_argument(
-        "prompt", nargs="?", default=None, metavar="TASK", help="the task (default: a todo API)"
-    )
-    demo.add_argument(
-        "--model", help="run the agents on this litellm model, e.g. openai/gpt-4o-mini"
-    )
-    demo.add_argument(
-        "--yes", "-y", action="store_true", help="answer every prompt with its default"
-    )
-    demo.add_argument("--workdir", help="where write_file writes (default: a new temp dir)")
-    demo.set_defaults(func=_cmd_demo)
+    _add_demo_command(sub)
 
     chat = sub.add_parser(
         "chat",
@@ -176,7 +155,41 @@ def _stdin_note(console: Console, assume_yes: bool) -> None:
         )
 
 
+def _add_demo_command(sub: Any) -> None:
+    demo = sub.add_parser(
+        "demo",
+        help="watch nested agents ask you mid-turn (offline, no key)",
+        description=(
+            "The Orchestrator sends a ResearchAgent and a CodingAgent off on TASK in parallel; "
+            "the CodingAgent's Clarifier, two levels down, and the ResearchAgent both ask you "
+            "mid-turn; you answer them out of order and each goes on from its answer; the "
+            "CodingAgent asks before writing a file. Offline by default (scripted agents that "
+            "react to the task and to what you type)."
+        ),
+    )
+    demo.add_argument(
+        "prompt", nargs="?", default=None, metavar="TASK", help="the task (default: a todo API)"
+    )
+    demo.add_argument(
+        "--model", help="run the agents on this litellm model, e.g. openai/gpt-4o-mini"
+    )
+    demo.add_argument(
+        "--yes", "-y", action="store_true", help="answer every prompt with its default"
+    )
+    demo.add_argument("--workdir", help="where write_file writes (default: a new temp dir)")
+    demo.add_argument(
+        "--a2a",
+        action="store_true",
+        help="the A2A headline: a remote Planner in a second process asks through A2A",
+    )
+    demo.set_defaults(func=_cmd_demo)
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.a2a:
+        from ._apps.a2a_demo import run_demo_a2a
+
+        return run_demo_a2a(args, _console(), _run, _stdin_note)
     import anyio
 
     from ._apps.demo import DEFAULT_PROMPT, QUESTIONS_TOGETHER, DemoConsole, demo_agents
@@ -341,14 +354,20 @@ class _CtrlC:
 def _add_serve_command(sub: Any) -> None:
     serve = sub.add_parser(
         "serve",
-        help="serve an agent over HTTP: AG-UI endpoint, question inbox and web page",
+        help="serve an agent over HTTP: AG-UI endpoint, question inbox and web page (or A2A)",
         description="Serve the Agent at MODULE:ATTR (importable from the current directory).",
     )
     serve.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
+    serve.add_argument(
+        "--a2a", action="store_true", help="serve it over A2A instead (needs only the a2a extra)"
+    )
+    serve.add_argument("--url", default=None, help="with --a2a: the base URL the card advertises")
     serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8000, help="port; 0 picks a free one")
     serve.add_argument(
-        "--store", default=None, help="SQLite path or postgresql:// DSN (default hpd-agent-web.db)"
+        "--store",
+        default=None,
+        help="SQLite path or postgresql:// DSN (default hpd-agent-web.db; with --a2a: none)",
     )
     serve.add_argument("--token", default=None, help="bearer token (or HPD_AGENT_TOKEN)")
     serve.add_argument(
@@ -380,6 +399,13 @@ def _port(text: str) -> int:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
+    if args.a2a:
+        from ._apps.a2a_command import serve_a2a
+
+        return serve_a2a(args)
+    if args.url is not None:
+        print("error: serve: --url goes with --a2a", file=sys.stderr)
+        return 2
     # Errors other than these two go to main(): one line, the exit status of the table above.
     try:
         import uvicorn

@@ -72,6 +72,11 @@ EXPECTED: dict[str, list[str]] = {
         "legacy: completed: Orchestrator: the plan is in.",
         "auto: completed: Orchestrator: the plan is in.",
     ],
+    "a2a_planner.py": [
+        "question from Orchestrator > Planner > Clarifier: Which database should the plan assume?",
+        "answered 'PostgreSQL' to request req_",
+        "Result: The remote Planner says: Plan: build it on what the Clarifier learned (The user",
+    ],
     "custom_event_loop.py": [
         "? Which framework? ['Express', 'FastAPI'] -> FastAPI",
         "Built a FastAPI app and wrote app.py.",

@@ -13,6 +13,10 @@ planner = RemoteAgent("http://127.0.0.1:8001")
 orchestrator = Agent("Orchestrator", model=..., tools=[planner.as_tool()])
 ```
 
+Server: ``create_app(agent)`` serves an agent over A2A (``hpd-agent serve --a2a
+MODULE:ATTR``): the questions of its whole tree reach the caller as ``input-required``, and
+the caller's answers, sent in the same task, go on in the same run.
+
 ``import hpd_agent`` never imports this package (nor ``a2a``). See docs/a2a.md.
 """
 
@@ -27,7 +31,6 @@ if importlib.util.find_spec("a2a") is None:  # pragma: no cover - an install wit
 
 from ._error import RemoteAgentError
 from ._remote import RemoteAgent
+from ._server import create_app, is_loopback
 
-# -- server: create_app(agent, *, store=None, url=None, token=None) goes here ------------------
-
-__all__ = ["RemoteAgent", "RemoteAgentError"]
+__all__ = ["RemoteAgent", "RemoteAgentError", "create_app", "is_loopback"]

@@ -23,6 +23,7 @@ def test_bench_a2a_reports_every_figure() -> None:
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT_JSON "))
     result = json.loads(line.removeprefix("RESULT_JSON "))
     assert result["repeat"] == 3 and result["target"] == 1.2
-    for key in ("sdk_ms", "sdk_read_to_end_ms", "hpd_agent_ms"):
+    for key in ("sdk_ms", "sdk_read_to_end_ms", "hpd_agent_ms", "hpd_agent_both_ms"):
         assert result[key] > 0, key
     assert abs(result["ratio"] - result["hpd_agent_ms"] / result["sdk_ms"]) < 0.01
+    assert abs(result["ratio_both"] - result["hpd_agent_both_ms"] / result["sdk_ms"]) < 0.01

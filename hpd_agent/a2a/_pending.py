@@ -1,0 +1,110 @@
+"""A pending request as the A2A server describes it, and a user message back as its answer.
+
+A question is described by its text and metadata ``request_id``, ``question``,
+``question_kind``, ``options``, ``schema`` and ``agent_path`` (plus the kind's details:
+``multiple``, ``url``, ``label``, ``argument``, ``name``, ``payload``, ``context``), which is
+what ``RemoteAgent`` reads. A permission is a ``choice`` among ``approve_once``,
+``approve_run`` and ``deny``.
+
+An answer is the message's data part if it has one (a bool, a list of options, JSON), else
+its text; metadata ``"decline": true`` declines the question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from a2a.types import Message
+from google.protobuf.json_format import MessageToDict
+
+from ..events import ClarificationRequest, PermissionRequest, RequestEvent
+from ..permissions import Approve, Deny
+from ..questions import Decline
+from ..text import permission_question
+
+__all__ = ["DECISIONS", "answer_of", "describe", "message_metadata"]
+
+DECISIONS = ("approve_once", "approve_run", "deny")
+"""The options of a permission, in the order a client shows them."""
+
+_DECIDED = {
+    "approve_once": Approve(scope="once"),
+    "approve_run": Approve(scope="run"),
+    "deny": Deny(reason="denied by the A2A client"),
+}
+_DETAILS = ("multiple", "url", "label", "argument", "name", "payload")
+
+
+def describe(request: RequestEvent, note: str | None = None) -> dict[str, Any]:
+    """The metadata describing ``request`` (JSON data); ``note`` (why the last answer was
+    refused) is added to its question."""
+    if isinstance(request, PermissionRequest):
+        question = permission_question(request.tool_name, request.arguments)
+        entry: dict[str, Any] = {
+            "request_id": request.request_id,
+            "question": question,
+            "question_kind": "choice",
+            "options": list(DECISIONS),
+            "schema": None,
+        }
+    else:
+        entry = _question(request)
+    if note:
+        entry["question"] += f"\n(Your last answer was not accepted: {note})"
+        entry["error"] = note
+    entry["agent_path"] = list(request.agent_path)
+    return entry
+
+
+def _question(request: ClarificationRequest) -> dict[str, Any]:
+    data: Mapping[str, Any] = request.data or {}
+    schema = data.get("schema") if request.question_kind == "custom" else None
+    entry: dict[str, Any] = {
+        "request_id": request.request_id,
+        "question": request.question,
+        "question_kind": request.question_kind,
+        "options": list(request.options) if request.options else None,
+        "schema": schema if isinstance(schema, dict) else None,
+    }
+    for key in _DETAILS:
+        if data.get(key) is not None:
+            entry[key] = data[key]
+    if request.context:
+        entry["context"] = request.context
+    return entry
+
+
+def message_metadata(message: Message) -> dict[str, Any]:
+    """A message's metadata as JSON data."""
+    return MessageToDict(message.metadata) if message.metadata.fields else {}
+
+
+def answer_of(request: RequestEvent, message: Message) -> Any:
+    """The answer ``message`` gives to ``request``, as ``run.respond`` takes it.
+
+    Raises:
+        ValueError: It cannot be an answer (a permission answered with something else than
+            one of ``DECISIONS``).
+    """
+    if message_metadata(message).get("decline") is True:
+        return Decline()
+    value = _value(message)
+    if isinstance(request, PermissionRequest):
+        if isinstance(value, dict):
+            value = cast(dict[str, Any], value).get("decision")
+        decided = _DECIDED.get(value.strip().lower()) if isinstance(value, str) else None
+        if decided is None:
+            raise ValueError(f"the answer must be one of {', '.join(DECISIONS)}, got {value!r}")
+        return decided
+    return value
+
+
+def _value(message: Message) -> Any:
+    texts: list[str] = []
+    for part in message.parts:
+        if part.HasField("data"):
+            return MessageToDict(part.data)
+        if part.HasField("text"):
+            texts.append(part.text)
+    return "\n".join(texts)

@@ -1,0 +1,209 @@
+"""``create_app(agent)``: an agent served over A2A, its tree's questions as ``input-required``.
+
+The app is a Starlette app built on a2a-sdk's own request handler: the agent card at
+``/.well-known/agent-card.json`` and JSON-RPC at ``/`` (the protocol's 1.0 method names and,
+for older clients, 0.3's). Its lifespan owns the runs (see ``_runs``) and the store; the
+executor (``_executor``) starts a run per task and reports where it stopped.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import secrets
+from collections.abc import AsyncGenerator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from urllib.parse import urlsplit
+
+import anyio
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes import create_jsonrpc_routes
+from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..agent import Agent
+from ..exceptions import UserError
+from ..store import Store, open_store
+from ..version import __version__
+from ._executor import AgentRunner
+from ._runs import ServedRuns
+from ._tasks import KeptTasks
+
+__all__ = ["create_app", "is_loopback"]
+
+
+def create_app(
+    agent: Agent,
+    *,
+    store: Store | str | os.PathLike[str] | None = None,
+    url: str | None = None,
+    token: str | None = None,
+) -> Starlette:
+    """An ASGI app serving ``agent`` over A2A (Agent2Agent).
+
+    A message starts a run of the agent on its text; once the run has settled (every live
+    branch waits for a human) the task is ``TASK_STATE_INPUT_REQUIRED``: the status message
+    asks the oldest pending question, its metadata describes it (``request_id``,
+    ``question_kind``, ``options``, ``schema``, ``agent_path``) and lists every pending one
+    under ``"requests"``. A user message in the same task answers the request its metadata
+    ``request_id`` names, else the oldest; an answer that does not fit is asked again with
+    the reason. The finished run completes the task with an artifact holding the output.
+    ``CancelTask`` cancels the run. Serve it with any ASGI server, or
+    ``hpd-agent serve --a2a MODULE:ATTR``. See docs/a2a.md.
+
+    Args:
+        agent: The agent to serve.
+        store: A ``Store``, or a SQLite path / ``postgresql://`` DSN: runs and tasks are
+            kept there, so a restarted server still has every pending question and takes
+            its answer. None: they live in this process only.
+        url: The base URL the agent card advertises; None: the one each card request
+            came in on.
+        token: When set, JSON-RPC calls need ``Authorization: Bearer <token>`` (401
+            otherwise); the agent card stays public. Without a token only loopback host
+            names (and ``url``'s) are served.
+
+    Returns:
+        The app; its lifespan must run (every ASGI server runs it).
+
+    Raises:
+        UserError: ``agent`` is not an ``Agent``.
+    """
+    if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"create_app needs an Agent, got {type(agent).__name__}")
+    held = _Held()
+    tasks = KeptTasks(on_canceled=held.canceled)
+    handler = DefaultRequestHandler(
+        agent_executor=AgentRunner(held.runs),
+        task_store=tasks,
+        agent_card=agent_card(agent, url or "http://localhost"),
+    )
+
+    async def card_route(request: Request) -> JSONResponse:
+        base = url or str(request.base_url).rstrip("/")
+        return JSONResponse(agent_card_to_dict(agent_card(agent, base)))
+
+    routes = [
+        Route(AGENT_CARD_WELL_KNOWN_PATH, card_route, methods=["GET"]),
+        *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
+    ]
+    app = Starlette(routes=routes, lifespan=_lifespan(agent, store, tasks, handler, held))
+    allowed = None if url is None else urlsplit(url).hostname
+    app.add_middleware(_Guard, token=token, allowed_host=allowed)
+    return app
+
+
+class _Held:
+    """The app's runs, while its lifespan runs."""
+
+    def __init__(self) -> None:
+        self.live: ServedRuns | None = None
+
+    def runs(self) -> ServedRuns:
+        if self.live is None:
+            raise RuntimeError("the A2A app's lifespan has not started")
+        return self.live
+
+    async def canceled(self, task_id: str) -> None:
+        await self.runs().cancel(task_id)
+
+
+def _lifespan(
+    agent: Agent,
+    store: Store | str | os.PathLike[str] | None,
+    tasks: KeptTasks,
+    handler: DefaultRequestHandler,
+    held: _Held,
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: the store opened (a location), the task group the runs live in
+    (``held`` holds them meanwhile)."""
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncGenerator[None]:
+        opened = open_store(store) if isinstance(store, (str, os.PathLike)) else store
+        try:
+            tasks.use(opened)
+            async with anyio.create_task_group() as tg:
+                held.live = ServedRuns(agent, opened, tg)
+                try:
+                    yield
+                finally:
+                    held.live = None
+                    await handler.aclose()
+                    tg.cancel_scope.cancel()  # a shutdown leaves stored runs resumable
+        finally:
+            if opened is not None and opened is not store:
+                await opened.aclose()
+
+    return lifespan
+
+
+def agent_card(agent: Agent, url: str) -> AgentCard:
+    """The agent card of ``agent`` served at ``url``."""
+    about = agent.description or f"{agent.name}: an hpd-agent agent; it may ask you questions."
+    return AgentCard(
+        name=agent.name,
+        description=about,
+        version=__version__,
+        supported_interfaces=[
+            AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
+        capabilities=AgentCapabilities(streaming=True),
+        default_input_modes=["text/plain", "application/json"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="run", name=agent.name, description=about, tags=["hpd-agent"])],
+    )
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only listens on this machine (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class _Guard:
+    """The token (JSON-RPC calls) and, without one, the Host rule (DNS rebinding: a page
+    whose name points at 127.0.0.1 reaches the server with its own name as Host)."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None, allowed_host: str | None) -> None:
+        self.app = app
+        self.expected = None if token is None else f"Bearer {token}".encode()
+        self.allowed_host = allowed_host
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        if self.expected is None:
+            host = _hostname(headers.get(b"host", b"").decode("latin-1"))
+            if not (is_loopback(host) or host == self.allowed_host):
+                await _refuse(scope, receive, send, 421, f"host {host!r} is not served")
+                return
+        elif scope["path"] != AGENT_CARD_WELL_KNOWN_PATH and not secrets.compare_digest(
+            headers.get(b"authorization", b""), self.expected
+        ):
+            await _refuse(scope, receive, send, 401, "missing or wrong bearer token")
+            return
+        await self.app(scope, receive, send)
+
+
+def _hostname(netloc: str) -> str:
+    netloc = netloc.strip().lower()
+    if netloc.startswith("["):
+        return netloc[1 : netloc.find("]")] if "]" in netloc else netloc
+    return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
+
+
+async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, why: str) -> None:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    await JSONResponse({"error": why}, status_code=status, headers=headers)(scope, receive, send)

@@ -1,0 +1,71 @@
+"""``KeptTasks``: the A2A server's task store, kept with the run store when there is one.
+
+a2a-sdk keeps each task (its status, history, artifacts) in a ``TaskStore``; in memory
+only, a restarted server would not know the task a user message answers. With a run store,
+every task saved is also written there (a journal entry under a run id no run takes:
+``hpd_agent.a2a.task:<task id>``), and a task not in memory is read back from it, so a
+restarted server shows the pending question (``GetTask``) and takes its answer.
+
+Every ``TASK_STATE_CANCELED`` the SDK records goes through here, including the one it
+writes without calling the executor (a task waiting for input that no request holds): the
+run is cancelled then, so it goes no further.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from a2a.server.context import ServerCallContext
+from a2a.server.tasks import InMemoryTaskStore
+from a2a.types import Task, TaskState
+from google.protobuf.json_format import MessageToDict, ParseDict
+
+from ..store import JournalEntry, Store
+
+__all__ = ["TASK_RUN_PREFIX", "KeptTasks"]
+
+TASK_RUN_PREFIX = "hpd_agent.a2a.task:"
+"""The journal's run id a task is kept under is this, then the task id."""
+_ENTRY = "task"
+
+
+class KeptTasks(InMemoryTaskStore):
+    """Tasks in memory, and in ``store`` once the server has one (``use``).
+
+    Args:
+        on_canceled: Awaited with a task's id when the SDK records it as canceled.
+    """
+
+    def __init__(self, on_canceled: Callable[[str], Awaitable[None]]) -> None:
+        super().__init__()
+        self._kept_in: Store | None = None
+        self._on_canceled = on_canceled
+
+    def use(self, store: Store | None) -> None:
+        """Keep tasks in ``store`` from now on (None: in memory only)."""
+        self._kept_in = store
+
+    async def save(self, task: Task, context: ServerCallContext) -> None:
+        """Save ``task`` (in memory, then in the run store)."""
+        await super().save(task, context)
+        if self._kept_in is not None:
+            entry = JournalEntry(key=_ENTRY, kind="step", value=MessageToDict(task))
+            await self._kept_in.journal_put(TASK_RUN_PREFIX + task.id, entry)
+        if task.status.state == TaskState.TASK_STATE_CANCELED:
+            await self._on_canceled(task.id)
+
+    async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        """The task, read back from the run store when this process has not seen it."""
+        found = await super().get(task_id, context)
+        if found is not None or self._kept_in is None:
+            return found
+        entry = (await self._kept_in.journal(TASK_RUN_PREFIX + task_id)).get(_ENTRY)
+        kept: Any = None if entry is None else entry.value
+        if not isinstance(kept, dict):
+            return None
+        task = ParseDict(cast(dict[str, Any], kept), Task(), ignore_unknown_fields=True)
+        if task.id != task_id:
+            return None
+        await super().save(task, context)
+        return await super().get(task_id, context)

@@ -1,0 +1,116 @@
+"""``hpd-agent serve --a2a`` in a real subprocess: a server with a SQLite store killed
+(SIGKILL) while a question waits, then restarted, still shows the question and takes its
+answer in the same task and run (model calls and side effects once each); without a token
+it refuses a non-loopback interface."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from a2a.types import GetTaskRequest
+from a2a_ours import (
+    COMPLETED,
+    INPUT_REQUIRED,
+    artifact_text,
+    sdk_client,
+    send,
+    status_metadata,
+    status_text,
+    user_message,
+)
+from a2a_served_agents import counted
+
+pytestmark = pytest.mark.anyio
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+SERVE = [sys.executable, "-m", "hpd_agent.cli", "serve", "--a2a"]
+_SERVING = re.compile(r"over A2A on (http://\S+)")
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # the SDK client
+
+
+@contextmanager
+def served(folder: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``hpd-agent serve --a2a --port 0`` serving the Planner; its URL once it listens."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    env["HPD_A2A_TEST_DIR"] = str(folder)
+    proc = subprocess.Popen(
+        [*SERVE, "a2a_served_agents:planner", "--port", "0", *args],
+        cwd=HERE,  # MODULE:ATTR is importable from the current directory
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    found: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            match = _SERVING.search(line)
+            if match and not found:
+                found.append(match.group(1))
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        assert ready.wait(60) and found, "the server did not start"
+        yield found[0], proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(30)
+
+
+async def test_a_killed_server_restarted_on_its_store_takes_the_answer(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    with served(tmp_path, "--store", store) as (url, proc):
+        first = (await send(await sdk_client(url), user_message("a shop"))).task
+        assert first.status.state == INPUT_REQUIRED
+        proc.send_signal(signal.SIGKILL)  # a crash: no shutdown code runs
+        proc.wait(30)
+    assert counted("model", tmp_path) == ["Planner", "Clarifier", "Clarifier"]
+    with served(tmp_path, "--store", store) as (url, _):
+        client = await sdk_client(url)
+        again = await client.get_task(GetTaskRequest(id=first.id))
+        assert again.status.state == INPUT_REQUIRED  # no pending question lost
+        assert status_metadata(again)["request_id"] == status_metadata(first)["request_id"]
+        assert status_text(again) == "Which database should the plan assume?"
+        done = (await send(client, user_message("PostgreSQL", task=again))).task
+    assert done.id == first.id and done.status.state == COMPLETED
+    assert artifact_text(done) == "Plan: The user chose PostgreSQL."
+    # The second life replayed the journal: nothing ran twice.
+    assert counted("model", tmp_path) == [
+        "Planner", "Clarifier", "Clarifier", "Clarifier", "Planner"
+    ]  # fmt: skip
+    assert counted("effect", tmp_path) == ["survey db"]
+
+
+def test_serve_a2a_refuses_a_public_interface_without_a_token(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HPD_A2A_TEST_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [*SERVE, "a2a_served_agents:planner", "--host", "0.0.0.0"],
+        cwd=HERE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "without a token" in done.stderr and "Traceback" not in done.stderr
+    assert counted("model", tmp_path) == []
