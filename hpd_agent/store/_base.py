@@ -89,7 +89,6 @@ def _argument(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-
 @dataclass(frozen=True, kw_only=True, slots=True, init=False)
 class RequestRecord:
     """One request as a store keeps it.

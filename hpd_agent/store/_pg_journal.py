@@ -9,20 +9,35 @@ on anything after the result. A turn's tool result and its next model response s
 round trip. A write sent ahead that failed fails that next statement, naming the entry; one
 that gave up on a row lock (``lock_timeout``) is kept in ``again``, for the store to write
 in its worker thread, waiting for the lock, before that statement.
+
+While the store drives several runs, the writes due at once come as one batch (``_group``):
+``batch`` sends them all in the pipeline with one sync point (one transaction, one round
+trip); a fenced run's rows are each its fenced insert, so a stale run's rows write nothing
+("INSERT 0 0") while the others commit.
 """
 
 from __future__ import annotations
 
 import select
 from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import psycopg
+
+if TYPE_CHECKING:
+    from psycopg.abc import Buffer
 
 from ..exceptions import StoreUnavailableError
 from ._base import JournalEntry, dump_json
 from ._fence import Fence
+from ._group import GroupOp
 
 __all__ = ["JournalPipe"]
+
+_CHUNK = 512
+"""Writes sent at most before their replies are read (one transaction each): the replies of
+a larger batch could fill the socket's buffers while it is still sending."""
 
 _JOURNAL_PUT = b"hpd_journal_put"
 """The journal write, prepared once on the event loop's connection and run through libpq
@@ -161,3 +176,52 @@ class JournalPipe:
             pgconn.exit_pipeline_mode()
         if failed is not None:
             raise StoreUnavailableError(failed)
+
+    def batch(self, pgconn: psycopg.pq.abc.PGconn, ops: Sequence[GroupOp]) -> None:
+        """Write the rows of ``ops`` (journal writes of several runs) in one transaction per
+        ``_CHUNK`` of them, one round trip each; sets ``GroupOp.error`` on a refused run.
+
+        Raises:
+            psycopg.Error: A statement failed: its chunk was rolled back (for the store to
+                write the batch again in its thread: a row lock given up, say).
+        """
+        self._prepare(pgconn)
+        for start in range(0, len(ops), _CHUNK):
+            self._chunk(pgconn, ops[start : start + _CHUNK])
+
+    def _chunk(self, pgconn: psycopg.pq.abc.PGconn, ops: Sequence[GroupOp]) -> None:
+        pgconn.enter_pipeline_mode()
+        failed: psycopg.pq.abc.PGresult | None = None
+        try:
+            for op in ops:
+                fence = op.fence
+                name = _name(fence)
+                token = None if fence is None else str(fence.token).encode()
+                for row in op.rows or ():
+                    params = [value.encode() for value in row]
+                    if token is not None:
+                        params.append(token)
+                    pgconn.send_query_prepared(name, cast("list[Buffer | None]", params))
+            pgconn.pipeline_sync()
+            _flush(pgconn)
+            for op in ops:
+                op.error = None
+                for _ in op.rows or ():
+                    result = pgconn.get_result()
+                    pgconn.get_result()  # the end of the statement's results
+                    if result is None:
+                        raise StoreUnavailableError("no reply from PostgreSQL to a journal write")
+                    if result.status == psycopg.pq.ExecStatus.COMMAND_OK:
+                        if op.fence is not None and _refused(result) and op.error is None:
+                            op.error = op.fence.refuse()
+                    elif result.status != psycopg.pq.ExecStatus.PIPELINE_ABORTED:
+                        failed = failed or result
+            for _ in range(3):  # the sync point
+                end = pgconn.get_result()
+                if end is not None and end.status == psycopg.pq.ExecStatus.PIPELINE_SYNC:
+                    break
+        finally:
+            if pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
+                pgconn.exit_pipeline_mode()
+        if failed is not None:
+            _check(failed)
