@@ -175,6 +175,20 @@ def durable_jobs() -> list[Job]:
                 ["total_s", "kb_per_run"],
             ),
         ]
+    # Runs that really run at once (each model call yields to the event loop, as a real
+    # model's round trip does): the store's group commit at work. hpd_agent alone.
+    for store in ("sqlite", "postgres"):
+        name = "SQLite" if store == "sqlite" else "PostgreSQL"
+        for runs in (1000, 10_000):
+            w5 = ["W5", "--variant", "interleaved", "--concurrency", str(runs), "--w5-turns", "5"]
+            jobs.append(
+                Job(
+                    f"W5 interleaved {runs} runs ({name})",
+                    {HPD: [*w5, "--store", store]},
+                    ["total_s", "kb_per_run"],
+                    quick=runs == 1000,
+                )
+            )
     sync = ["--checkpointer", "sqlite-sync"]
     normal = ["--sqlite-synchronous", "NORMAL"]
     for job in [j for j in jobs if j.label.endswith("(SQLite)")]:

@@ -45,9 +45,12 @@ class GroupOp:
         rows: For a journal write, its rows ``(run_id, key, kind, value)`` (a store that
             pipelines a batch sends them itself instead of calling ``apply``).
         fence: For a journal write, the run's fence, checked by each row's insert.
+        statement: For a write of one statement, its SQL and arguments (a store that
+            pipelines a batch sends it itself, and ``read`` makes the result of its rows).
+        read: See ``statement``; like ``apply``, it may raise what refuses the write.
     """
 
-    __slots__ = ("apply", "error", "fence", "result", "rows", "savepoint")
+    __slots__ = ("apply", "error", "fence", "read", "result", "rows", "savepoint", "statement")
 
     def __init__(
         self,
@@ -56,8 +59,12 @@ class GroupOp:
         savepoint: bool = False,
         rows: Sequence[tuple[str, str, str, str]] | None = None,
         fence: Fence | None = None,
+        statement: tuple[str, Sequence[Any]] | None = None,
+        read: Callable[[Any], Any] | None = None,
     ) -> None:
         self.apply = apply
+        self.statement = statement
+        self.read = read
         self.savepoint = savepoint
         self.rows = rows
         self.fence = fence

@@ -99,6 +99,14 @@ def close_statement(mark: str) -> str:
     )
 
 
+def _first_row(rows: _Rows) -> tuple[Any, ...]:
+    return tuple(cast(Any, rows.fetchone()))
+
+
+def _row_count(rows: _Rows) -> int:
+    return rows.rowcount
+
+
 class SQLRuns(ABC, Generic[C]):
     """``open_run``, ``close_run`` and ``journal_group``, grouped while the store drives
     several runs (module doc)."""
@@ -215,13 +223,17 @@ class SQLRuns(ABC, Generic[C]):
         if spelling.on_conflict:
             sql = open_statement(spelling.mark)
 
-            def take(conn: C) -> tuple[Any, ...]:
-                now = time.time()
-                args = (run_id, run_id, holder, now + ttl, now, *row)
-                found = cast(Any, self._query(conn, sql, args)).fetchone()
-                return (now, *found)
+            now = time.time()
+            args = (run_id, run_id, holder, now + ttl, now, *row)
 
-            now, fresh, taken, made, fence = await self._point(take)
+            def take(conn: C) -> tuple[Any, ...]:
+                return tuple(cast(Any, self._query(conn, sql, args)).fetchone())
+
+            if self._crowded():  # one statement: pipelined with the others due now
+                op = GroupOp(take, statement=(sql, args), read=_first_row)
+                fresh, taken, made, fence = await self._group_op(op)
+            else:
+                fresh, taken, made, fence = await self._point(take)
             lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl, fence=fence or 0)
             if fresh and taken and made:
                 return lease
@@ -268,12 +280,19 @@ class SQLRuns(ABC, Generic[C]):
         fence = current_fence(record.run_id)
         if spelling.on_conflict and not journal:  # one statement: a data-modifying CTE
             if fence is None:
-                sql = f"WITH gone AS ({release}) {put}"
-                await self._point(lambda conn: self._query(conn, sql, (*key, *row)))
-                return
-            sql = close_statement(mark)
-            args = (*key, fence.token, *row)
-            if await self._point(lambda conn: self._query(conn, sql, args).rowcount) != 1:
+                sql, args = f"WITH gone AS ({release}) {put}", (*key, *row)
+            else:
+                sql, args = close_statement(mark), (*key, fence.token, *row)
+
+            def closed(conn: C) -> int:
+                return self._query(conn, sql, args).rowcount
+
+            if self._crowded():  # one statement: pipelined with the others due now
+                op = GroupOp(closed, statement=(sql, args), read=_row_count)
+                done = await self._group_op(op)
+            else:
+                done = await self._point(closed)
+            if fence is not None and done != 1:
                 raise fence.refuse()
             return
         # Fenced: the release is the check (only the lease of the session's token is given

@@ -313,13 +313,17 @@ class PostgresStore(SQLStore[_Conn]):
         return True
 
     async def _commit_group(self, ops: list[GroupOp]) -> None:
-        """A batch of journal writes in the pipeline of the event loop's connection (one
-        transaction, one round trip); in the store's thread, waiting for row locks, when
-        that connection is busy or a row lock was held (``_group``)."""
-        fast = self._fast
-        if fast is not None and self._raw is not None and all(op.rows is not None for op in ops):
-            done = self._point_now(lambda conn: self._pipe.batch(conn.pgconn, ops))
-            if not isinstance(done, Missed):
+        """A batch (journal writes, runs' starts and ends) in the pipeline of the event
+        loop's connection: one transaction, one round trip. Else (that connection busy, a
+        row lock held, a statement failed) statement by statement in one transaction,
+        each op in its savepoint where it needs one (``_group``)."""
+        raw = self._raw
+        if self._fast is not None and raw is not None:
+            try:
+                done = self._point_now(lambda conn: self._pipe.batch(conn.pgconn, ops, raw))
+            except psycopg.Error:
+                done = MISSED  # rolled back: again statement by statement, in savepoints
+            if done is True:
                 return
         await self._point(self._group_transaction(ops))
 

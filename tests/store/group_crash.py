@@ -109,11 +109,11 @@ def _crash_at(point: str, batch: int, workdir: str) -> None:
                 pass
             os._exit(CRASHED)  # the rows are at the server, in a transaction never committed
 
-    def pg_chunk(self: Any, pgconn: Any, ops: Sequence[Any]) -> None:
+    def pg_chunk(self: Any, pgconn: Any, ops: Sequence[Any], *rest: Any) -> None:
         n = listed(ops)
         if n == batch and point == "before":
-            chunk(self, _NoSync(pgconn), ops)
-        chunk(self, pgconn, ops)
+            chunk(self, _NoSync(pgconn), ops, *rest)
+        chunk(self, pgconn, ops, *rest)
         if n == batch and point == "after":
             os._exit(CRASHED)
 
