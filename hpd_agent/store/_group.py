@@ -18,7 +18,6 @@ it waits loses only the wait (the leader commits shielded).
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
@@ -73,39 +72,22 @@ class GroupOp:
 
 
 class _Batch:
-    __slots__ = ("done", "event", "loop", "ops", "thread", "waiters")
+    __slots__ = ("done", "event", "ops", "thread")
 
     def __init__(self, first: GroupOp) -> None:
         self.ops = [first]
         self.thread = threading.get_ident()  # its event loop's thread: others do not join
-        try:
-            self.loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:  # not asyncio (trio)
-            self.loop = None
-        self.waiters: list[asyncio.Future[None]] = []
-        self.event: anyio.Event | None = None
+        self.event = anyio.Event()
         self.done = False
 
     async def wait(self) -> None:
-        """Wait for the leader to commit (a future each on asyncio: cheaper than an
-        event, and a cancelled waiter cancels only its own)."""
-        loop = self.loop
-        if loop is not None:
-            waiter = loop.create_future()
-            self.waiters.append(waiter)
-            await waiter
-            return
-        if self.event is None:
-            self.event = anyio.Event()
+        """Wait for the leader to commit (a cancelled waiter stops waiting; its write is
+        committed all the same)."""
         await self.event.wait()
 
     def release(self) -> None:
         self.done = True
-        for waiter in self.waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-        if self.event is not None:
-            self.event.set()
+        self.event.set()
 
 
 class GroupCommit:
