@@ -23,7 +23,8 @@ Workloads (the peers' semantics, expressed in hpd_agent's own API):
   pending question, then every question is answered and the run must complete.
 - STUB: the scripted model's own cost per call.
 
-``--store`` journals W1, W4 and W5 in a store: ``sqlite`` a new file, ``postgres`` a new
+``--store`` journals W1, W4 and W5 in a store: ``sqlite`` a new file (``sqlite-os``: with
+``durability="os"``, an fsync per commit), ``postgres`` a new
 database on ``--dsn``'s server (a private server is started when no DSN is given; see
 ``peers/_postgres.py``), ``memory`` the ``MemoryStore``. ``W1 --variant journal`` times W1
 with the store and without, alternating in one process, and reports the journal's cost per
@@ -179,9 +180,10 @@ async def open_store(kind: str, dsn: str | None) -> AsyncIterator[Store | None]:
     with contextlib.ExitStack() as stack:
         if kind == "memory":
             store: Store = MemoryStore()
-        elif kind == "sqlite":
+        elif kind in ("sqlite", "sqlite-os"):
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="hpd-bench-"))
-            store = SQLiteStore(Path(tmp) / "runs.db")
+            durability = "os" if kind == "sqlite-os" else "process"
+            store = SQLiteStore(Path(tmp) / "runs.db", durability=durability)
         else:
             import _postgres
 
@@ -495,7 +497,7 @@ def stub_cost(n: int = 20000) -> float:
 
 # ----------------------------------------------------------------------------- command line
 WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "EVENTS", "PENDING", "STUB")
-STORES = ("none", "memory", "sqlite", "postgres")
+STORES = ("none", "memory", "sqlite", "sqlite-os", "postgres")
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
