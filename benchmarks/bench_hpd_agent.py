@@ -23,7 +23,8 @@ Workloads (the peers' semantics, expressed in hpd_agent's own API):
   pending question, then every question is answered and the run must complete.
 - STUB: the scripted model's own cost per call.
 
-``--store`` journals W1, W4 and W5 in a store: ``sqlite`` a new file, ``postgres`` a new
+``--store`` journals W1, W4 and W5 in a store: ``sqlite`` a new file (``sqlite-os``: with
+``durability="os"``, an fsync per commit), ``postgres`` a new
 database on ``--dsn``'s server (a private server is started when no DSN is given; see
 ``peers/_postgres.py``), ``memory`` the ``MemoryStore``. ``W1 --variant journal`` times W1
 with the store and without, alternating in one process, and reports the journal's cost per
@@ -95,10 +96,14 @@ def _text(content: str) -> ModelResponse:
     return ModelResponse(text=content, usage=U)
 
 
-def loop_model(turns: int, tool_name: str = "noop") -> FunctionModel:
-    """Call ``tool_name`` once per turn, ``turns`` times, then answer "done"."""
+def loop_model(turns: int, tool_name: str = "noop", *, yields: bool = False) -> FunctionModel:
+    """Call ``tool_name`` once per turn, ``turns`` times, then answer "done"; with
+    ``yields``, each call first lets the event loop run other tasks (as a real model's
+    network round trip does), so concurrent runs really run at once."""
 
     async def loop(messages: Sequence[Message], info: ModelRequestParams) -> ModelResponse:
+        if yields:
+            await anyio.lowlevel.checkpoint()
         last = _last_result(messages)
         n = 0 if last is None else int(last.tool_call_id[1:])
         if n >= turns:
@@ -161,8 +166,8 @@ async def ask_human_nohitl() -> str:
     return "human said 42"
 
 
-def loop_agent(turns: int) -> Agent:
-    return Agent("loop", model=loop_model(turns), tools=[noop], max_turns=turns + 1)
+def loop_agent(turns: int, *, yields: bool = False) -> Agent:
+    return Agent("loop", model=loop_model(turns, yields=yields), tools=[noop], max_turns=turns + 1)
 
 
 # ----------------------------------------------------------------------------- workloads
@@ -175,9 +180,10 @@ async def open_store(kind: str, dsn: str | None) -> AsyncIterator[Store | None]:
     with contextlib.ExitStack() as stack:
         if kind == "memory":
             store: Store = MemoryStore()
-        elif kind == "sqlite":
+        elif kind in ("sqlite", "sqlite-os"):
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="hpd-bench-"))
-            store = SQLiteStore(Path(tmp) / "runs.db")
+            durability = "os" if kind == "sqlite-os" else "process"
+            store = SQLiteStore(Path(tmp) / "runs.db", durability=durability)
         else:
             import _postgres
 
@@ -354,9 +360,13 @@ async def w4(
 
 
 async def w5(
-    concurrency: int, turns: int, kind: str = "none", dsn: str | None = None
+    concurrency: int,
+    turns: int,
+    kind: str = "none",
+    dsn: str | None = None,
+    interleaved: bool = False,
 ) -> dict[str, Any]:
-    agent = loop_agent(turns)
+    agent = loop_agent(turns, yields=interleaved)
     outputs: list[str | None] = [None] * concurrency
     async with open_store(kind, dsn) as store:
         await agent.run("go", store=store)
@@ -383,6 +393,9 @@ async def w5(
         "concurrency": concurrency,
         "turns": turns,
         "store": kind,
+        "interleaved": interleaved,
+        # Group commits of the store (``hpd_agent.store._group``), when it made any.
+        "group_commits": getattr(getattr(store, "_group", None), "batches", 0),
     }
 
 
@@ -484,7 +497,7 @@ def stub_cost(n: int = 20000) -> float:
 
 # ----------------------------------------------------------------------------- command line
 WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "EVENTS", "PENDING", "STUB")
-STORES = ("none", "memory", "sqlite", "postgres")
+STORES = ("none", "memory", "sqlite", "sqlite-os", "postgres")
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -499,9 +512,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--depth", type=int, choices=(1, 2), default=2, help="W4: asker depth")
     p.add_argument(
         "--variant",
-        choices=("hitl", "base", "store", "journal"),
+        choices=("hitl", "base", "store", "journal", "interleaved"),
         default="hitl",
-        help="W4: hitl, base, store (hitl with --store, default sqlite); W1: journal",
+        help="W4: hitl, base, store (hitl with --store, default sqlite); W1: journal; W5: "
+        "interleaved (each model call yields to the event loop once, as a real model's "
+        "network round trip does, so the runs really run at once)",
     )
     p.add_argument("--store", choices=STORES, default=None, help="W1/W4/W5: journal there")
     p.add_argument("--dsn", default=None, help="--store postgres: the server (default: start one)")
@@ -536,7 +551,7 @@ def main(argv: Sequence[str]) -> None:
     elif wl == "W4":
         m = go(w4, a.repeats, a.depth, a.variant, store, a.dsn)
     elif wl == "W5":
-        m = go(w5, a.concurrency, a.w5_turns, store, a.dsn)
+        m = go(w5, a.concurrency, a.w5_turns, store, a.dsn, a.variant == "interleaved")
     elif wl == "EVENTS":
         m = go(events_throughput, a.agents, a.chunks, a.runs)
     elif wl == "PENDING":

@@ -194,7 +194,30 @@ def durable_jobs() -> list[Job]:
             quick=False,
         ),
     ]
-    return jobs
+    ours: list[Job] = []
+    # Runs that really run at once (each model call yields to the event loop, as a real
+    # model's round trip does): the store's group commit at work. hpd_agent alone.
+    for store in ("sqlite", "postgres"):
+        name = "SQLite" if store == "sqlite" else "PostgreSQL"
+        for runs in (1000, 10_000):
+            w5 = ["W5", "--variant", "interleaved", "--concurrency", str(runs), "--w5-turns", "5"]
+            ours.append(
+                Job(
+                    f"W5 interleaved {runs} runs ({name})",
+                    {HPD: [*w5, "--store", store]},
+                    ["total_s", "kb_per_run"],
+                    quick=runs == 1000,
+                )
+            )
+    # SQLite with durability="os": an fsync per commit, where grouping commits pays most.
+    ours.append(
+        Job(
+            "W5 1000 runs (SQLite, durability=os)",
+            {HPD: ["W5", "--concurrency", "1000", "--w5-turns", "5", "--store", "sqlite-os"]},
+            ["total_s", "kb_per_run"],
+        )
+    )
+    return jobs + ours
 
 
 # Peer jobs that are another way to do the same thing: the best peer is taken over these too.

@@ -7,7 +7,7 @@ requests (``store.list_requests()``) and answer them (``hpd_agent.store.respond`
 
 A store implements ``Store`` and declares what it offers beyond it with
 ``Store.capabilities()`` (a ``StoreCapabilities`` of ``JournalWriteNow``, ``JournalBatches``,
-``JournalSendAhead`` and ``RunLeases``); ``Sessions`` gives any ``Store`` class its
+``JournalSendAhead``, ``JournalGroups`` and ``RunLeases``); ``Sessions`` gives any ``Store`` class its
 ``open_session`` / ``resume_session``. See docs/durability.md, "Writing a store".
 Integrations that keep requests their own way (``hpd_agent.temporal``) reuse the record
 type and its helpers: ``RequestRecord``, ``jsonable``, ``refusal`` and ``settlement``.
@@ -32,6 +32,7 @@ from ._base import (
 from ._journal import Journal
 from ._protocol import (
     JournalBatches,
+    JournalGroups,
     JournalSendAhead,
     JournalWriteNow,
     RunLeases,
@@ -51,6 +52,7 @@ __all__ = [
     "Journal",
     "JournalBatches",
     "JournalEntry",
+    "JournalGroups",
     "JournalSendAhead",
     "JournalWriteNow",
     "Lease",

@@ -92,6 +92,8 @@ class Journal(Hook):
         # then written with it.
         self.holds_for = None if ahead is not None else caps.batches
         self._many_now = None if self.holds_for is None else self.holds_for.journal_put_many_nowait
+        # A store that commits many runs' writes together while it drives several.
+        self._group = None if caps.groups is None else caps.groups.journal_group
         self._held: list[JournalEntry] = []
         self.guard: Callable[[], Awaitable[None]] | None = None
         """Called before a model request, a tool function or a step starts: cancels the
@@ -249,6 +251,11 @@ class Journal(Hook):
         await self._write_many(entries)
 
     async def _write_many(self, entries: list[JournalEntry]) -> None:
+        if self._group is not None:
+            waiter = self._group(self.run_id, entries)
+            if waiter is not None:  # committed once queued, even if the wait is cancelled
+                await waiter
+                return
         if len(entries) == 1:
             entry = entries[0]
             if self._put_now is None or not self._put_now(self.run_id, entry):

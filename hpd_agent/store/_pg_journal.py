@@ -9,20 +9,36 @@ on anything after the result. A turn's tool result and its next model response s
 round trip. A write sent ahead that failed fails that next statement, naming the entry; one
 that gave up on a row lock (``lock_timeout``) is kept in ``again``, for the store to write
 in its worker thread, waiting for the lock, before that statement.
+
+While the store drives several runs, the writes due at once come as one batch (``_group``):
+``batch`` sends them all in the pipeline with one sync point (one transaction, one round
+trip); a fenced run's rows are each its fenced insert, so a stale run's rows write nothing
+("INSERT 0 0") while the others commit.
 """
 
 from __future__ import annotations
 
 import select
 from collections import deque
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 import psycopg
 
-from ..exceptions import StoreUnavailableError
+if TYPE_CHECKING:
+    from psycopg.abc import Buffer
+
+from ..exceptions import HpdAgentError, StoreUnavailableError
 from ._base import JournalEntry, dump_json
 from ._fence import Fence
+from ._group import GroupOp
+from ._pg_raw import RawRows, RawStatements
 
 __all__ = ["JournalPipe"]
+
+_CHUNK = 512
+"""Writes sent at most before their replies are read (one transaction each): the replies of
+a larger batch could fill the socket's buffers while it is still sending."""
 
 _JOURNAL_PUT = b"hpd_journal_put"
 """The journal write, prepared once on the event loop's connection and run through libpq
@@ -161,3 +177,90 @@ class JournalPipe:
             pgconn.exit_pipeline_mode()
         if failed is not None:
             raise StoreUnavailableError(failed)
+
+    def batch(
+        self, pgconn: psycopg.pq.abc.PGconn, ops: Sequence[GroupOp], raw: RawStatements
+    ) -> bool:
+        """Write ``ops`` (journal writes of several runs, a run's start or end: one
+        statement each) in one transaction per ``_CHUNK`` of them, one round trip each;
+        sets each op's ``result`` or ``error`` (a refused run's). False, having sent
+        nothing, when a statement cannot go this way.
+
+        Raises:
+            psycopg.Error: A statement failed: its chunk was rolled back (for the store to
+                write the batch again its other way: a row lock given up, say).
+        """
+        self._prepare(pgconn)
+        sends: list[tuple[bytes, list[bytes | None]] | None] = []
+        for op in ops:
+            prepared = None if op.statement is None else raw.prepared(pgconn, *op.statement)
+            if prepared is None and op.rows is None:
+                return False
+            sends.append(prepared)
+        for start in range(0, len(ops), _CHUNK):
+            end = start + _CHUNK
+            self._chunk(pgconn, ops[start:end], sends[start:end])
+        return True
+
+    def _chunk(
+        self,
+        pgconn: psycopg.pq.abc.PGconn,
+        ops: Sequence[GroupOp],
+        sends: Sequence[tuple[bytes, list[bytes | None]] | None],
+    ) -> None:
+        pgconn.enter_pipeline_mode()
+        failed: psycopg.pq.abc.PGresult | None = None
+        try:
+            for op, send in zip(ops, sends, strict=True):
+                if send is not None:
+                    pgconn.send_query_prepared(send[0], cast("list[Buffer | None]", send[1]))
+                    continue
+                fence = op.fence
+                name = _name(fence)
+                token = None if fence is None else str(fence.token).encode()
+                for row in op.rows or ():
+                    params = [value.encode() for value in row]
+                    if token is not None:
+                        params.append(token)
+                    pgconn.send_query_prepared(name, cast("list[Buffer | None]", params))
+            pgconn.pipeline_sync()
+            _flush(pgconn)
+            for op, send in zip(ops, sends, strict=True):
+                op.error = None
+                for _ in range(1) if send is not None else op.rows or ():
+                    result = _next_result(pgconn)
+                    if result.status in _DONE:
+                        _read(op, result, send is not None)
+                    elif result.status != psycopg.pq.ExecStatus.PIPELINE_ABORTED:
+                        failed = failed or result
+            for _ in range(3):  # the sync point
+                end = pgconn.get_result()
+                if end is not None and end.status == psycopg.pq.ExecStatus.PIPELINE_SYNC:
+                    break
+        finally:
+            if pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
+                pgconn.exit_pipeline_mode()
+        if failed is not None:
+            _check(failed)
+
+
+_DONE = (psycopg.pq.ExecStatus.COMMAND_OK, psycopg.pq.ExecStatus.TUPLES_OK)
+
+
+def _next_result(pgconn: psycopg.pq.abc.PGconn) -> psycopg.pq.abc.PGresult:
+    result = pgconn.get_result()
+    pgconn.get_result()  # the end of the statement's results
+    if result is None:
+        raise StoreUnavailableError("no reply from PostgreSQL to a write of a group commit")
+    return result
+
+
+def _read(op: GroupOp, result: psycopg.pq.abc.PGresult, statement: bool) -> None:
+    """A statement's result for ``op``: its ``result``, or what refuses it alone."""
+    if statement:
+        try:
+            op.result = op.read(RawRows(result)) if op.read is not None else None
+        except HpdAgentError as e:
+            op.error = e
+    elif op.fence is not None and _refused(result) and op.error is None:
+        op.error = op.fence.refuse()

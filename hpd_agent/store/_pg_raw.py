@@ -114,6 +114,20 @@ class RawStatements:
         _raise_for(result)
         return RawRows(result)
 
+    def prepared(
+        self, pgconn: psycopg.pq.abc.PGconn, sql: str, args: Sequence[Any]
+    ) -> tuple[bytes, list[bytes | None]] | None:
+        """``sql`` prepared (now, if it was not) and its parameters, to send in a pipeline;
+        None when psycopg must run it."""
+        try:
+            params = [_param(value) for value in args]
+        except _PsycopgOnly:
+            return None
+        name = self._names.get(sql)
+        if name is None:
+            name = self._prepare(pgconn, sql, len(params))
+        return None if name is _UNSUPPORTED else (name, params)
+
     def _prepare(self, pgconn: psycopg.pq.abc.PGconn, sql: str, count: int) -> bytes:
         if len(self._names) >= _MAX_PREPARED or "%%" in sql or sql.count("%s") != count:
             self._names[sql] = _UNSUPPORTED

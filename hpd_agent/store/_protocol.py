@@ -3,7 +3,7 @@
 ``Store`` is what every store implements: requests, the run journal, run records, leases
 and the sessions the core opens. Beyond it a store may offer faster ways to do the same
 things, grouped as protocols (``JournalWriteNow``, ``JournalBatches``, ``JournalSendAhead``,
-``RunLeases``). It declares which it offers by answering ``Store.capabilities()`` with a
+``JournalGroups``, ``RunLeases``). It declares which it offers by answering ``Store.capabilities()`` with a
 ``StoreCapabilities`` whose fields hold the object implementing each (usually the store
 itself) or None. A run asks once, when its session opens, and uses what is declared and
 nothing else: a store that declares nothing (``StoreCapabilities()``) runs through the
@@ -13,7 +13,7 @@ plain ``Store`` methods alone. See docs/durability.md ("Writing a store").
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,6 +23,7 @@ from ._renewer import LeaseRenewer
 
 __all__ = [
     "JournalBatches",
+    "JournalGroups",
     "JournalSendAhead",
     "JournalWriteNow",
     "RunLeases",
@@ -139,6 +140,36 @@ class JournalSendAhead(Protocol):
         ...
 
 
+class JournalGroups(Protocol):
+    """Journal writes of many runs committed together (group commit).
+
+    A store driving many runs at once commits the writes due at the same moment in one
+    transaction, and each writer goes on when its own write is durable. A lone run's write
+    does not wait for others: the store says it is not grouping (None) and the journal
+    writes it the usual way.
+    """
+
+    def journal_group(
+        self, run_id: str, entries: Sequence[JournalEntry]
+    ) -> Awaitable[object] | None:
+        """Queue ``entries`` for the next group commit, if the store groups writes now.
+
+        Args:
+            run_id: The root run.
+            entries: The facts, in the order they happened (one transaction).
+
+        Returns:
+            None if the store does not group now (nothing was queued); else an awaitable
+            done once they are durable. Queued entries are committed even if the wait is
+            cancelled.
+
+        Raises:
+            RunLeasedError: (from the awaitable) the run's fence no longer holds: nothing
+                of it was written (the other runs' writes were).
+        """
+        ...
+
+
 class RunLeases(Protocol):
     """A run's lease made cheap: one renewer per store, a run's start and end in one
     transaction each (all three methods or none).
@@ -203,12 +234,14 @@ class StoreCapabilities:
             anything acts on them (``JournalSendAhead``); preferred to ``batches`` where a
             store declares both.
         leases: A run's lease made cheap (``RunLeases``).
+        groups: Many runs' journal writes due at once in one commit (``JournalGroups``).
     """
 
     write_now: JournalWriteNow | None = None
     batches: JournalBatches | None = None
     send_ahead: JournalSendAhead | None = None
     leases: RunLeases | None = None
+    groups: JournalGroups | None = None
 
 
 @runtime_checkable

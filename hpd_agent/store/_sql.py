@@ -47,6 +47,7 @@ from ._sql_records import (
     run_from_row,
     run_to_row,
 )
+from ._sql_runs import SQLRuns
 from ._waiters import Waiters, Wakeup
 
 __all__ = [
@@ -286,7 +287,7 @@ _LIMITERS: anyio.lowlevel.RunVar[WeakKeyDictionary[object, dict[str, anyio.Capac
 )
 
 
-class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], ABC, Generic[C]):
+class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], SQLRuns[C], ABC, Generic[C]):
     """The ``Store`` methods the SQL stores share, over one connection used by one thread at a time.
 
     Blocking calls run in worker threads (``anyio.to_thread``), serialised by a lock. They
@@ -305,6 +306,7 @@ class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], ABC, Generic[C]):
         self.lease_ttl = check_ttl(lease_ttl)
         self._conn: C | None = conn
         self._lock = threading.Lock()
+        self._driving = set()
         self._waiters = Waiters(self.get_request, self._watch)
 
     # -- what each database does its own way ---------------------------------------------

@@ -23,13 +23,10 @@ from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar, cast
 
-from ._base import JournalEntry, Lease, RunRecord
-from ._fence import current_fence
+from ._base import Lease
 from ._holder import holder_gone
 from ._lease import leased
 from ._renewer import LeaseRenewer, RenewIO
-from ._session import already_kept
-from ._sql_records import RUN_COLUMNS, run_to_row
 
 __all__ = ["SQLLeases"]
 
@@ -84,43 +81,7 @@ class _Rows(Protocol):
 _MAKE_RENEWER = threading.Lock()
 
 
-def _open_statement(mark: str) -> str:
-    """PostgreSQL's ``open_run`` in one statement: the lease only for an id no run has, the
-    record only with the lease. A racing opener's lease insert waits for this one's commit,
-    then finds a live lease of another holder and takes nothing."""
-    floats = ", ".join([f"{mark}::double precision"] * 2)
-    texts = ", ".join([mark] * 7)
-    return (
-        "WITH fresh AS (SELECT 1 AS one WHERE NOT EXISTS "
-        f"(SELECT 1 FROM hpd_runs WHERE run_id = {mark})), "
-        "taken AS (INSERT INTO hpd_leases (run_id, holder, expires_at, fence) "
-        f"SELECT {mark}, {mark}, {mark}::double precision, nextval('hpd_fences') FROM fresh "
-        "ON CONFLICT (run_id) DO UPDATE SET holder = EXCLUDED.holder, "
-        "expires_at = EXCLUDED.expires_at, fence = EXCLUDED.fence "
-        "WHERE hpd_leases.holder = EXCLUDED.holder "
-        f"OR hpd_leases.expires_at <= {mark}::double precision RETURNING fence), "
-        f"made AS (INSERT INTO hpd_runs ({RUN_COLUMNS}) SELECT {texts}, {floats}, {mark} "
-        "FROM taken ON CONFLICT (run_id) DO NOTHING RETURNING 1) "
-        "SELECT (SELECT count(*) FROM fresh), (SELECT count(*) FROM taken), "
-        "(SELECT count(*) FROM made), (SELECT max(fence) FROM taken)"
-    )
-
-
-def _close_statement(mark: str) -> str:
-    """PostgreSQL's fenced ``close_run`` in one statement: the final record is written only
-    with the release of the lease of the session's fencing token."""
-    floats = ", ".join([f"{mark}::double precision"] * 2)
-    texts = ", ".join([mark] * 7)
-    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in RUN_COLUMNS.split(", ")[1:])
-    return (
-        f"WITH gone AS (UPDATE hpd_leases SET expires_at = 0 WHERE run_id = {mark} "
-        f"AND holder = {mark} AND fence = {mark} RETURNING 1) INSERT INTO hpd_runs ({RUN_COLUMNS}) "
-        f"SELECT {texts}, {floats}, {mark} FROM gone "
-        f"ON CONFLICT (run_id) DO UPDATE SET {updates}"
-    )
-
-
-def _release(mark: str) -> str:
+def release_sql(mark: str) -> str:
     """Give a holder's lease up: expired, its row kept (its fence stays the last)."""
     return f"UPDATE hpd_leases SET expires_at = 0 WHERE run_id = {mark} AND holder = {mark}"
 
@@ -131,6 +92,9 @@ class SQLLeases(ABC, Generic[C]):
 
     _renewer: LeaseRenewer | None = None
     lease_ttl: float
+    _driving: set[str]
+    """The runs this store object drives now (from the take of their lease to its release):
+    more than one, and journal writes are committed in groups (``_group``)."""
 
     @abstractmethod
     def _spelling(self) -> _Spelling:
@@ -143,12 +107,6 @@ class SQLLeases(ABC, Generic[C]):
     @abstractmethod
     def _transaction(self, conn: C) -> AbstractContextManager[object]:
         """A write transaction."""
-
-    @abstractmethod
-    def _journal_rows(
-        self, run_id: str, entries: Sequence[JournalEntry], *, fenced: bool = True
-    ) -> Callable[[C], None]:
-        """Writes ``entries`` in the caller's transaction (``SQLRecords``)."""
 
     @abstractmethod
     async def _point(self, fn: Callable[[C], T]) -> T:
@@ -169,7 +127,9 @@ class SQLLeases(ABC, Generic[C]):
             with self._transaction(conn):
                 return self._take_in(conn, run_id, holder, ttl)
 
-        return await self._point(take)
+        lease = await self._point(take)
+        self._driving.add(run_id)
+        return lease
 
     def _take_in(self, conn: C, run_id: str, holder: str, ttl: float) -> Lease:
         """In a transaction: take the lease, or raise ``RunLeasedError`` (the transaction
@@ -236,8 +196,11 @@ class SQLLeases(ABC, Generic[C]):
         """Give up ``holder``'s lease on the run: its row stays, expired (its fencing token
         stays the run's last: see ``_fence``)."""
         mark = self._spelling().mark
-        sql = _release(mark)
-        await self._point(lambda conn: self._query(conn, sql, (run_id, holder)))
+        sql = release_sql(mark)
+        try:
+            await self._point(lambda conn: self._query(conn, sql, (run_id, holder)))
+        finally:
+            self._driving.discard(run_id)
 
     async def get_lease(self, run_id: str) -> Lease | None:
         """The run's lease (maybe expired), or None."""
@@ -298,77 +261,6 @@ class SQLLeases(ABC, Generic[C]):
                 for run_id, holder in leases
                 if self._query(conn, sql, (expires_at, run_id, holder)).rowcount == 1
             }
-
-    async def open_run(self, record: RunRecord, holder: str, ttl: float) -> Lease:
-        """Insert a new run's record and take its lease, in one commit."""
-        spelling = self._spelling()
-        row = run_to_row(record)
-        run_id = record.run_id
-        if spelling.on_conflict:
-            sql = _open_statement(spelling.mark)
-
-            def take(conn: C) -> tuple[Any, ...]:
-                now = time.time()
-                args = (run_id, run_id, holder, now + ttl, now, *row)
-                found = cast(Any, self._query(conn, sql, args)).fetchone()
-                return (now, *found)
-
-            now, fresh, taken, made, fence = await self._point(take)
-            lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl, fence=fence or 0)
-            if fresh and taken and made:
-                return lease
-            if fresh and taken:  # a run of this id appeared meanwhile: leave it alone
-                await self.release_lease(run_id, holder)
-            if not fresh or taken:
-                raise already_kept(self, run_id)
-            raise leased(await self.get_lease(run_id) or lease, now=now)
-        insert = spelling.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=False)
-
-        def open_in(conn: C) -> Lease:
-            with self._transaction(conn):
-                if self._query(conn, insert, row).rowcount != 1:
-                    raise already_kept(self, run_id)  # rolled back: nothing changed
-                return self._take_in(conn, run_id, holder, ttl)
-
-        return await self._point(open_in)
-
-    async def close_run(
-        self, record: RunRecord, holder: str, journal: Sequence[JournalEntry] = ()
-    ) -> None:
-        """Write ``journal`` (facts the run held back), a run's final record and give up
-        ``holder``'s lease, in one commit."""
-        spelling = self._spelling()
-        mark = spelling.mark
-        put = spelling.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=True)
-        release = _release(mark)
-        row = run_to_row(record)
-        key = (record.run_id, holder)
-        fence = current_fence(record.run_id)
-        if spelling.on_conflict and not journal:  # one statement: a data-modifying CTE
-            if fence is None:
-                sql = f"WITH gone AS ({release}) {put}"
-                await self._point(lambda conn: self._query(conn, sql, (*key, *row)))
-                return
-            sql = _close_statement(mark)
-            args = (*key, fence.token, *row)
-            if await self._point(lambda conn: self._query(conn, sql, args).rowcount) != 1:
-                raise fence.refuse()
-            return
-        # Fenced: the release is the check (only the lease of the session's token is given
-        # up; none given up, nothing is written), first in the transaction.
-        write = self._journal_rows(record.run_id, journal, fenced=False)
-        if fence is not None:
-            release += f" AND fence = {mark}"
-            key = (*key, fence.token)
-
-        def close_in(conn: C) -> None:
-            with self._transaction(conn):
-                if self._query(conn, release, key).rowcount != 1 and fence is not None:
-                    raise fence.refuse()
-                write(conn)
-                self._query(conn, put, row)
-
-        await self._point(close_in)
 
 
 class _SQLRenewIO(RenewIO, Generic[C]):

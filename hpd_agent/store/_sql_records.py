@@ -242,8 +242,13 @@ class SQLRecords(ABC, Generic[C]):
         """Writes ``entries`` in the caller's transaction, checking the run's fence unless
         the caller checks it in the same transaction itself (``fenced=False``)."""
         rows = [(run_id, e.key, e.kind, dump_json(e.value)) for e in entries]
+        return self._rows_write(run_id, rows, current_fence(run_id) if fenced else None)
+
+    def _rows_write(
+        self, run_id: str, rows: Sequence[tuple[str, str, str, str]], fence: Fence | None
+    ) -> Callable[[C], None]:
+        """``_journal_rows`` for rows made already."""
         sql = self._journal_sql or self._journal_insert()
-        fence = current_fence(run_id) if fenced else None
         if fence is None or not rows:
 
             def write(conn: C) -> None:

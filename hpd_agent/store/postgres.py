@@ -31,6 +31,7 @@ import anyio.to_thread
 from ..exceptions import StoreUnavailableError
 from ._base import JournalEntry, RequestRecord, RequestState, dump_json, refusal
 from ._fence import current_fence, fencing
+from ._group import GroupOp
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
 from ._pg_journal import JournalPipe
 from ._pg_listen import CHANNEL, Listener
@@ -203,8 +204,11 @@ class PostgresStore(SQLStore[_Conn]):
     def capabilities(self) -> StoreCapabilities:
         """Everything: journal writes at once, in batches and sent ahead, and cheap leases.
         The journal sends entries ahead (a round trip saved per turn) rather than hold
-        them back (see ``StoreCapabilities``)."""
-        return StoreCapabilities(write_now=self, batches=self, send_ahead=self, leases=self)
+        them back; while the store drives several runs, their writes due at once go in one
+        pipelined transaction instead (see ``StoreCapabilities``)."""
+        return StoreCapabilities(
+            write_now=self, batches=self, send_ahead=self, leases=self, groups=self
+        )
 
     # -- the PostgreSQL way of the shared steps ------------------------------------------
     def _query(self, conn: _Conn, sql: str, args: Sequence[Any] = ()) -> Cursor:
@@ -296,8 +300,8 @@ class PostgresStore(SQLStore[_Conn]):
         cannot go now (nothing was sent; write it with ``journal_put`` instead).
         """
         fast = self._fast
-        if fast is None or fast.info.encoding != "utf-8":
-            return False
+        if fast is None or fast.info.encoding != "utf-8" or self._crowded():
+            return False  # crowded: ``journal_group`` commits it with the others due now
         if self._pipe.again or not self._fast_lock.acquire(blocking=False):
             return False
         try:
@@ -307,6 +311,21 @@ class PostgresStore(SQLStore[_Conn]):
         finally:
             self._fast_lock.release()
         return True
+
+    async def _commit_group(self, ops: list[GroupOp]) -> None:
+        """A batch (journal writes, runs' starts and ends) in the pipeline of the event
+        loop's connection: one transaction, one round trip. Else (that connection busy, a
+        row lock held, a statement failed) statement by statement in one transaction,
+        each op in its savepoint where it needs one (``_group``)."""
+        raw = self._raw
+        if self._fast is not None and raw is not None:
+            try:
+                done = self._point_now(lambda conn: self._pipe.batch(conn.pgconn, ops, raw))
+            except psycopg.Error:
+                done = MISSED  # rolled back: again statement by statement, in savepoints
+            if done is True:
+                return
+        await self._point(self._group_transaction(ops))
 
     def _resolve_in(
         self,

@@ -200,8 +200,9 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
     def capabilities(self) -> StoreCapabilities:
         """Journal writes at once and in batches, and cheap leases: a commit on a local
         file costs little, so the journal holds model responses back and commits them with
-        what acts on them (see ``StoreCapabilities``)."""
-        return StoreCapabilities(write_now=self, batches=self, leases=self)
+        what acts on them; while it drives several runs, their writes due at once are
+        committed together (see ``StoreCapabilities``)."""
+        return StoreCapabilities(write_now=self, batches=self, leases=self, groups=self)
 
     # -- the SQLite way of the shared steps ----------------------------------------------
     def _query(

@@ -22,6 +22,7 @@ from hpd_agent.events import ClarificationRequest
 from hpd_agent.store import (
     Journal,
     JournalBatches,
+    JournalGroups,
     JournalSendAhead,
     JournalWriteNow,
     MemoryStore,
@@ -39,12 +40,13 @@ PROTOCOLS: dict[str, type] = {
     "batches": JournalBatches,
     "send_ahead": JournalSendAhead,
     "leases": RunLeases,
+    "groups": JournalGroups,
 }
 
 DECLARED = {
     "memory": {"write_now", "leases"},
-    "sqlite": {"write_now", "batches", "leases"},
-    "postgres": {"write_now", "batches", "send_ahead", "leases"},
+    "sqlite": {"write_now", "batches", "leases", "groups"},
+    "postgres": {"write_now", "batches", "send_ahead", "leases", "groups"},
 }
 
 
@@ -81,10 +83,11 @@ def test_the_protocols_group_the_methods_the_runs_use() -> None:
         "batches": {"journal_put_many_nowait", "journal_put_many", "add_request"},
         "send_ahead": {"journal_send_nowait", "journal_confirm"},
         "leases": {"lease_renewer", "open_run", "close_run"},
+        "groups": {"journal_group"},
     }
     assert [f.name for f in dataclasses.fields(StoreCapabilities)] == list(PROTOCOLS)
     assert StoreCapabilities() == StoreCapabilities(
-        write_now=None, batches=None, send_ahead=None, leases=None
+        write_now=None, batches=None, send_ahead=None, leases=None, groups=None
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
         StoreCapabilities().leases = None  # type: ignore[misc]

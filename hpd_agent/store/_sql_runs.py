@@ -1,0 +1,320 @@
+"""The SQL stores' runs together: a run's start and end in one commit each, and the group
+commit of the writes of several runs due at once.
+
+``SQLRuns`` is a part of ``SQLStore`` (like ``SQLRecords`` and ``SQLLeases``): ``open_run``
+and ``close_run`` (``RunLeases``), and ``journal_group`` (``JournalGroups``). While the
+store object drives more than one run (``_driving``: from the take of a run's lease to its
+release), journal writes, a run's start and its end go through the store's
+``GroupCommit`` (``_group``): the writes due at once in one transaction; a lone run's are
+committed at once, as before.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, Generic, Protocol, TypeVar, cast
+
+from ..exceptions import HpdAgentError
+from ._base import JournalEntry, Lease, RunRecord, dump_json
+from ._fence import Fence, current_fence
+from ._group import GroupCommit, GroupOp
+from ._lease import leased
+from ._session import already_kept
+from ._sql_leases import release_sql
+from ._sql_records import RUN_COLUMNS, run_to_row
+
+__all__ = ["SQLRuns", "close_statement", "open_statement"]
+
+C = TypeVar("C")
+T = TypeVar("T")
+
+
+class _Spelling(Protocol):
+    """What these queries use of ``_sql.Dialect``."""
+
+    @property
+    def mark(self) -> str:
+        """The parameter placeholder."""
+        ...
+
+    @property
+    def on_conflict(self) -> bool:
+        """True for PostgreSQL's ``INSERT ... ON CONFLICT``."""
+        ...
+
+    def insert(self, table: str, columns: str, key: str, *, overwrite: bool) -> str:
+        """An INSERT that keeps (or overwrites) an existing row with the same key."""
+        ...
+
+
+class _Rows(Protocol):
+    """What these queries use of a cursor (``_sql.Cursor``)."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the last statement changed."""
+        ...
+
+    def fetchone(self) -> Sequence[Any] | None:
+        """The next row, or None."""
+        ...
+
+
+def open_statement(mark: str) -> str:
+    """PostgreSQL's ``open_run`` in one statement: the lease only for an id no run has, the
+    record only with the lease. A racing opener's lease insert waits for this one's commit,
+    then finds a live lease of another holder and takes nothing."""
+    floats = ", ".join([f"{mark}::double precision"] * 2)
+    texts = ", ".join([mark] * 7)
+    return (
+        "WITH fresh AS (SELECT 1 AS one WHERE NOT EXISTS "
+        f"(SELECT 1 FROM hpd_runs WHERE run_id = {mark})), "
+        "taken AS (INSERT INTO hpd_leases (run_id, holder, expires_at, fence) "
+        f"SELECT {mark}, {mark}, {mark}::double precision, nextval('hpd_fences') FROM fresh "
+        "ON CONFLICT (run_id) DO UPDATE SET holder = EXCLUDED.holder, "
+        "expires_at = EXCLUDED.expires_at, fence = EXCLUDED.fence "
+        "WHERE hpd_leases.holder = EXCLUDED.holder "
+        f"OR hpd_leases.expires_at <= {mark}::double precision RETURNING fence), "
+        f"made AS (INSERT INTO hpd_runs ({RUN_COLUMNS}) SELECT {texts}, {floats}, {mark} "
+        "FROM taken ON CONFLICT (run_id) DO NOTHING RETURNING 1) "
+        "SELECT (SELECT count(*) FROM fresh), (SELECT count(*) FROM taken), "
+        "(SELECT count(*) FROM made), (SELECT max(fence) FROM taken)"
+    )
+
+
+def close_statement(mark: str) -> str:
+    """PostgreSQL's fenced ``close_run`` in one statement: the final record is written only
+    with the release of the lease of the session's fencing token."""
+    floats = ", ".join([f"{mark}::double precision"] * 2)
+    texts = ", ".join([mark] * 7)
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in RUN_COLUMNS.split(", ")[1:])
+    return (
+        f"WITH gone AS (UPDATE hpd_leases SET expires_at = 0 WHERE run_id = {mark} "
+        f"AND holder = {mark} AND fence = {mark} RETURNING 1) INSERT INTO hpd_runs ({RUN_COLUMNS}) "
+        f"SELECT {texts}, {floats}, {mark} FROM gone "
+        f"ON CONFLICT (run_id) DO UPDATE SET {updates}"
+    )
+
+
+def _first_row(rows: _Rows) -> tuple[Any, ...]:
+    return tuple(cast(Any, rows.fetchone()))
+
+
+def _row_count(rows: _Rows) -> int:
+    return rows.rowcount
+
+
+class SQLRuns(ABC, Generic[C]):
+    """``open_run``, ``close_run`` and ``journal_group``, grouped while the store drives
+    several runs (module doc)."""
+
+    _group: GroupCommit | None = None
+    _driving: set[str]
+    """The runs this store object drives now (from the take of their lease to its release)."""
+
+    @abstractmethod
+    def _spelling(self) -> _Spelling:
+        """The store's ``Dialect``."""
+
+    @abstractmethod
+    def _query(self, conn: C, sql: str, args: Sequence[Any] = ()) -> _Rows:
+        """Run one statement on ``conn``."""
+
+    @abstractmethod
+    def _transaction(self, conn: C) -> AbstractContextManager[object]:
+        """A write transaction."""
+
+    @abstractmethod
+    async def _point(self, fn: Callable[[C], T]) -> T:
+        """Run ``fn``, a short statement or transaction about one row, with the connection."""
+
+    @abstractmethod
+    def _journal_rows(
+        self, run_id: str, entries: Sequence[JournalEntry], *, fenced: bool = True
+    ) -> Callable[[C], None]:
+        """Writes ``entries`` in the caller's transaction (``SQLRecords``)."""
+
+    @abstractmethod
+    def _rows_write(
+        self, run_id: str, rows: Sequence[tuple[str, str, str, str]], fence: Fence | None
+    ) -> Callable[[C], None]:
+        """Writes journal rows made already in the caller's transaction (``SQLRecords``)."""
+
+    @abstractmethod
+    def _take_in(self, conn: C, run_id: str, holder: str, ttl: float) -> Lease:
+        """In a transaction: take the lease (``SQLLeases``)."""
+
+    @abstractmethod
+    async def release_lease(self, run_id: str, holder: str) -> None:
+        """Give up ``holder``'s lease (``SQLLeases``)."""
+
+    @abstractmethod
+    async def get_lease(self, run_id: str) -> Lease | None:
+        """The run's lease (``SQLLeases``)."""
+
+    # -- group commit (``_group``): many runs' writes due at once, in one commit ----------
+    def _crowded(self) -> bool:
+        """Whether the store object drives more than one run now: then journal writes, a
+        run's start and its end go through the group commit."""
+        return len(self._driving) > 1
+
+    def _group_op(self, op: GroupOp) -> Awaitable[Any]:
+        """``op`` committed with the other runs' writes due now; its result."""
+        group = self._group
+        if group is None:
+            group = self._group = GroupCommit(self._commit_group)
+        return group.run(op)
+
+    def journal_group(self, run_id: str, entries: Sequence[JournalEntry]) -> Awaitable[Any] | None:
+        """``JournalGroups``: while the store drives several runs, ``entries`` committed
+        with the other runs' writes due now (None: write them the usual way)."""
+        if len(self._driving) < 2:  # ``_crowded``, inline: a lone run's every write asks
+            return None
+        rows = [(run_id, e.key, e.kind, dump_json(e.value)) for e in entries]
+        fence = current_fence(run_id)
+        write = self._rows_write(run_id, rows, fence)
+        return self._group_op(GroupOp(write, rows=rows, fence=fence))
+
+    async def _commit_group(self, ops: list[GroupOp]) -> None:
+        """Commit a batch of ``GroupOp`` s in one transaction (``GroupCommit``)."""
+        await self._point(self._group_transaction(ops))
+
+    def _group_transaction(self, ops: list[GroupOp]) -> Callable[[C], None]:
+        def commit(conn: C) -> None:
+            with self._transaction(conn):
+                for op in ops:
+                    self._apply(conn, op)
+
+        return commit
+
+    def _apply(self, conn: C, op: GroupOp) -> None:
+        """In the batch's transaction: one op; what refuses it (not a database error,
+        which fails the batch) refuses it alone, in its savepoint if it has one."""
+        op.error = None  # a batch retried in the store's thread starts again
+        if op.savepoint:
+            self._query(conn, "SAVEPOINT hpd_op")
+        try:
+            op.result = op.apply(conn)
+        except HpdAgentError as e:
+            if op.savepoint:
+                self._query(conn, "ROLLBACK TO SAVEPOINT hpd_op")
+            op.error = e
+        if op.savepoint:
+            self._query(conn, "RELEASE SAVEPOINT hpd_op")
+
+    async def open_run(self, record: RunRecord, holder: str, ttl: float) -> Lease:
+        """Insert a new run's record and take its lease, in one commit (with the other
+        runs' writes due now, while the store drives several: ``_group``)."""
+        run_id = record.run_id
+        self._driving.add(run_id)
+        try:
+            return await self._open_run(record, holder, ttl)
+        except BaseException:
+            self._driving.discard(run_id)
+            raise
+
+    async def _open_run(self, record: RunRecord, holder: str, ttl: float) -> Lease:
+        spelling = self._spelling()
+        row = run_to_row(record)
+        run_id = record.run_id
+        if spelling.on_conflict:
+            sql = open_statement(spelling.mark)
+
+            now = time.time()
+            args = (run_id, run_id, holder, now + ttl, now, *row)
+
+            def take(conn: C) -> tuple[Any, ...]:
+                return tuple(cast(Any, self._query(conn, sql, args)).fetchone())
+
+            if self._crowded():  # one statement: pipelined with the others due now
+                op = GroupOp(take, statement=(sql, args), read=_first_row)
+                fresh, taken, made, fence = await self._group_op(op)
+            else:
+                fresh, taken, made, fence = await self._point(take)
+            lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl, fence=fence or 0)
+            if fresh and taken and made:
+                return lease
+            if fresh and taken:  # a run of this id appeared meanwhile: leave it alone
+                await self.release_lease(run_id, holder)
+            if not fresh or taken:
+                raise already_kept(self, run_id)
+            raise leased(await self.get_lease(run_id) or lease, now=now)
+        insert = spelling.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=False)
+
+        def open_body(conn: C) -> Lease:
+            if self._query(conn, insert, row).rowcount != 1:
+                raise already_kept(self, run_id)  # rolled back: nothing changed
+            return self._take_in(conn, run_id, holder, ttl)
+
+        if self._crowded():  # with the other runs' writes due now, in its own savepoint
+            return await self._group_op(GroupOp(open_body, savepoint=True))
+
+        def open_in(conn: C) -> Lease:
+            with self._transaction(conn):
+                return open_body(conn)
+
+        return await self._point(open_in)
+
+    async def close_run(
+        self, record: RunRecord, holder: str, journal: Sequence[JournalEntry] = ()
+    ) -> None:
+        """Write ``journal`` (facts the run held back), a run's final record and give up
+        ``holder``'s lease, in one commit."""
+        try:
+            await self._close_run(record, holder, journal)
+        finally:
+            self._driving.discard(record.run_id)
+
+    async def _close_run(
+        self, record: RunRecord, holder: str, journal: Sequence[JournalEntry]
+    ) -> None:
+        spelling = self._spelling()
+        mark = spelling.mark
+        put = spelling.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=True)
+        release = release_sql(mark)
+        row = run_to_row(record)
+        key = (record.run_id, holder)
+        fence = current_fence(record.run_id)
+        if spelling.on_conflict and not journal:  # one statement: a data-modifying CTE
+            if fence is None:
+                sql, args = f"WITH gone AS ({release}) {put}", (*key, *row)
+            else:
+                sql, args = close_statement(mark), (*key, fence.token, *row)
+
+            def closed(conn: C) -> int:
+                return self._query(conn, sql, args).rowcount
+
+            if self._crowded():  # one statement: pipelined with the others due now
+                op = GroupOp(closed, statement=(sql, args), read=_row_count)
+                done = await self._group_op(op)
+            else:
+                done = await self._point(closed)
+            if fence is not None and done != 1:
+                raise fence.refuse()
+            return
+        # Fenced: the release is the check (only the lease of the session's token is given
+        # up; none given up, nothing is written), first in the transaction.
+        write = self._journal_rows(record.run_id, journal, fenced=False)
+        if fence is not None:
+            release += f" AND fence = {mark}"
+            key = (*key, fence.token)
+
+        def close_body(conn: C) -> None:
+            # The check first: a refused close has written nothing (no savepoint needed).
+            if self._query(conn, release, key).rowcount != 1 and fence is not None:
+                raise fence.refuse()
+            write(conn)
+            self._query(conn, put, row)
+
+        if self._crowded():
+            await self._group_op(GroupOp(close_body))
+            return
+
+        def close_in(conn: C) -> None:
+            with self._transaction(conn):
+                close_body(conn)
+
+        await self._point(close_in)
