@@ -52,7 +52,8 @@ class ServedRun:
         pending = await self.run.settled()
         if pending:
             return pending
-        await self.ended.wait()
+        # settled() returns [] once the run's result is final (and stored): not waiting for
+        # the driving task to leave the run saves the report a few event-loop hops.
         return self.run.result
 
 
