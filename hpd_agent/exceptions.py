@@ -46,6 +46,9 @@ agent's task failed, was rejected or canceled, or the remote could not be reache
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 from .text import bounded
 
 __all__ = [
@@ -201,6 +204,54 @@ class StepFailed(HpdAgentError):
         self.step = step
         self.error_type = error_type
         self.error_message = error_message
+
+    @staticmethod
+    def revive(step: str, error_type: str, error_message: str) -> Exception:
+        """The error a step whose failure was recorded raises again without running.
+
+        Of the recorded type when ``error_type`` (``"module.Qualname"``) names an
+        ``Exception`` subclass in a module already imported (never importing anything;
+        ``__init__`` is not called, the message is the recorded one), else ``StepFailed``.
+        Used by the journal's replay and by integrations that run steps elsewhere (Temporal).
+
+        Args:
+            step: The step's name.
+            error_type: The qualified name of the recorded error's type.
+            error_message: Its recorded message.
+        """
+        cls = _loaded_class(error_type)
+        if cls is not None:
+            try:
+                revived = cls.__new__(cls, error_message)
+                revived.args = (error_message,)
+                str(revived)  # its __str__ may need what __init__ would have set
+                return revived
+            except Exception:  # a type that cannot be made this way: StepFailed says it
+                pass
+        return StepFailed(
+            f"step {step!r} failed: {error_type}: {error_message}",
+            step=step,
+            error_type=error_type,
+            error_message=error_message,
+        )
+
+
+def _loaded_class(qualified: str) -> type[Exception] | None:
+    """The exception class named ``module.Qualname``, if its module is already imported."""
+    module_name, _, qualname = qualified.rpartition(".")
+    obj: Any = sys.modules.get(module_name)
+    # A nested class has dots in its qualname: try each split of the name.
+    while obj is None and "." in module_name:
+        module_name, _, outer = module_name.rpartition(".")
+        qualname = f"{outer}.{qualname}"
+        obj = sys.modules.get(module_name)
+    if obj is None or "<" in qualname:
+        return None
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    if isinstance(obj, type) and issubclass(obj, Exception):
+        return obj
+    return None
 
 
 class StoreError(HpdAgentError):

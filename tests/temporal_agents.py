@@ -31,7 +31,7 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
-    from hpd_agent import Agent, ToolContext, ask_user, tool
+    from hpd_agent import Agent, StepFailed, ToolContext, ask_user, tool
     from hpd_agent.messages import Message, ToolResultMessage
     from hpd_agent.models import ModelRequestParams
     from hpd_agent.temporal import HpdAgentPlugin, TemporalAgent
@@ -108,6 +108,37 @@ async def book(ctx: ToolContext) -> str:
     charged = await ctx.step("charge", _append, "side_effects.txt", "charged")
     seat = await ctx.ask("Which seat?")
     return f"booked {seat} (charge: {charged})"
+
+
+def _missing(key: str) -> str:
+    raise KeyError(key)
+
+
+class QuotaExceeded(Exception):
+    """A failure of the application's own type."""
+
+
+def _over_quota() -> str:
+    raise QuotaExceeded("over quota")
+
+
+@tool
+async def charge_twice(ctx: ToolContext) -> str:
+    """Two steps that fail: a built-in error, then one of this module's own."""
+    seen = []
+    for name, fn, args in (("lookup", _missing, ("card",)), ("charge", _over_quota, ())):
+        try:
+            await ctx.step(name, fn, *args)
+        except Exception as e:
+            detail = f"{e.error_type}: {e.error_message}" if isinstance(e, StepFailed) else str(e)
+            seen.append(f"{name}: {type(e).__name__} ({detail})")
+    return "; ".join(seen)
+
+
+def _step_failer(messages: Sequence[Message], turn: int) -> Any:
+    if turn == 0:
+        return tool_call("charge_twice", _id="c")
+    return text(_result(messages, "charge_twice"))
 
 
 def _stepper(messages: Sequence[Message], turn: int) -> Any:
@@ -194,6 +225,7 @@ ROLES: dict[str, Any] = {
     "Guarded": _guarded,
     "Stepper": _stepper,
     "Failing": _failing,
+    "StepFailer": _step_failer,
 }
 
 
@@ -216,6 +248,7 @@ def _trees() -> dict[str, TemporalAgent]:
         "permission": TemporalAgent(_agent("Guarded", guarded_step), name="permission"),
         "stepper": TemporalAgent(_agent("Stepper", book), name="stepper"),
         "failing": TemporalAgent(_agent("Failing", explode), name="failing"),
+        "failstep": TemporalAgent(_agent("StepFailer", charge_twice), name="failstep"),
     }
 
 

@@ -18,7 +18,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from ..exceptions import ModelError
-from ..text import error_text
+from ..text import bounded, error_text
 from ..tools import ToolArgumentsError, ToolContext, result_to_text
 from ._tree import AgentTree, dump_response, load_params
 
@@ -124,6 +124,18 @@ class Activities:
         try:
             return await run()
         except Exception as e:  # the tool's own failure: it sees it, nothing retries it
+            # The qualified type and the bare message, so that the workflow raises it again
+            # as the journal's replay would (StepFailed.revive).
+            cls = type(e)
             raise ApplicationError(
-                f"{type(e).__name__}: {e}", type=type(e).__name__, non_retryable=True
+                bounded(_message(e)),
+                type=f"{cls.__module__}.{cls.__qualname__}",
+                non_retryable=True,
             ) from e
+
+
+def _message(error: Exception) -> str:
+    try:
+        return str(error)
+    except Exception as e:  # a hostile __str__ must not hide the real failure
+        return f"<unprintable message: {type(e).__name__}>"

@@ -39,7 +39,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from ..agent import Agent
 from ..events import format_path
-from ..exceptions import ModelError, UserError
+from ..exceptions import ModelError, StepFailed, UserError
 from ..hooks import CallNext, Hook, ModelCall, StepCall, ToolExecution, ToolOutcome
 from ..messages import Message
 from ..models import ModelResponse
@@ -201,9 +201,18 @@ class _ActivityHook(Hook):
                 retry_policy=self.owner.retry_policy,
                 summary=f"step {step.name}",
             )
-        except ActivityError as e:
-            cause = e.cause or e
-            raise RuntimeError(f"step {step.name!r} failed: {cause}") from None
+        except (ActivityError, ApplicationError) as e:
+            # A local activity's failure may arrive wrapped or as the activity's own error.
+            cause = e.cause if isinstance(e, ActivityError) else e
+            if isinstance(cause, ApplicationError) and cause.type:
+                # The step's own error, as a replay of a journaled step raises it.
+                raise StepFailed.revive(step.name, cause.type, cause.message) from None
+            raise StepFailed(
+                f"step {step.name!r} could not run: {cause or e}",
+                step=step.name,
+                error_type=type(cause or e).__name__,
+                error_message=str(cause or e),
+            ) from None
         finally:
             STEPS.pop(token, None)
 

@@ -400,6 +400,20 @@ async def test_plain_tool_failures_read_as_in_a_local_run(client: Client, workdi
     assert [e.is_error for e in finished] == [True, True]
 
 
+async def test_a_failed_step_raises_as_a_journaled_step_replays(
+    client: Client, workdir: Path
+) -> None:
+    # A ctx.step whose function raises (a local activity): the tool sees the error as the
+    # journal's replay gives it (StepFailed.revive): its own type when loaded, never a
+    # RuntimeError; and nothing retries the side effect.
+    queue = _queue()
+    async with _worker(client, queue):
+        handle = await _start(client, queue, "failstep")
+        remote = await handle.result()
+    assert remote.startswith("lookup: KeyError ("), remote
+    assert "charge: QuotaExceeded (over quota)" in remote, remote
+
+
 # -- a worker process killed mid-question ------------------------------------------------------
 def _worker_process(address: str, queue: str, workdir: Path) -> subprocess.Popen[bytes]:
     env = {
