@@ -141,6 +141,10 @@ def _step_failer(messages: Sequence[Message], turn: int) -> Any:
     return text(_result(messages, "charge_twice"))
 
 
+def _mumbler(messages: Sequence[Message], turn: int) -> Any:
+    return text("half a pair: \ud83d, a whole one: \ud83d\ude00")  # as a model can stream it
+
+
 def _stepper(messages: Sequence[Message], turn: int) -> Any:
     if turn == 0:
         return tool_call("book", _id="b")
@@ -226,6 +230,7 @@ ROLES: dict[str, Any] = {
     "Stepper": _stepper,
     "Failing": _failing,
     "StepFailer": _step_failer,
+    "Mumbler": _mumbler,
 }
 
 
@@ -249,6 +254,7 @@ def _trees() -> dict[str, TemporalAgent]:
         "stepper": TemporalAgent(_agent("Stepper", book), name="stepper"),
         "failing": TemporalAgent(_agent("Failing", explode), name="failing"),
         "failstep": TemporalAgent(_agent("StepFailer", charge_twice), name="failstep"),
+        "mumbler": TemporalAgent(_agent("Mumbler"), name="mumbler"),
     }
 
 

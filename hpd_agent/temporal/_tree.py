@@ -22,6 +22,7 @@ from ..agent import Agent
 from ..exceptions import UserError
 from ..messages import Message, ToolCall, Usage, message_adapter
 from ..models import Model, ModelRequestParams, ModelResponse, ToolDefinition
+from ..text import mend
 from ..tools import Tool
 
 __all__ = [
@@ -144,9 +145,10 @@ def load_params(data: Mapping[str, Any]) -> tuple[list[Message], ModelRequestPar
 
 
 def dump_response(response: ModelResponse) -> dict[str, Any]:
-    """A model response as JSON data."""
+    """A model response as JSON data, its text mended (``hpd_agent.text.mend``) as a durable
+    run mends it before the journal keeps it: the workflow's history keeps it too."""
     return {
-        "text": response.text,
+        "text": None if response.text is None else mend(response.text),
         "tool_calls": [dataclasses.asdict(c) for c in response.tool_calls],
         "usage": dataclasses.asdict(response.usage),
     }

@@ -414,6 +414,16 @@ async def test_a_failed_step_raises_as_a_journaled_step_replays(
     assert "charge: QuotaExceeded (over quota)" in remote, remote
 
 
+async def test_model_text_is_mended_as_in_a_durable_run(client: Client, workdir: Path) -> None:
+    # A lone surrogate half (as a model can stream one) becomes U+FFFD and a split pair its
+    # character, as hpd_agent.text.mend does in a durable local run: what the workflow's
+    # history keeps is text any store can hold.
+    queue = _queue()
+    async with _worker(client, queue):
+        remote = await (await _start(client, queue, "mumbler")).result()
+    assert remote == "half a pair: \ufffd, a whole one: \U0001f600"
+
+
 # -- a worker process killed mid-question ------------------------------------------------------
 def _worker_process(address: str, queue: str, workdir: Path) -> subprocess.Popen[bytes]:
     env = {
