@@ -509,8 +509,9 @@ async def request_model(
     return response
 
 
-async def _call_model(call: ModelCall) -> ModelResponse:
-    return await _mended_request(call.model, call.messages, call.params)
+def _call_model(call: ModelCall) -> Awaitable[ModelResponse]:
+    # Not a coroutine of its own: one frame less held by every model call in flight.
+    return _mended_request(call.model, call.messages, call.params)
 
 
 async def _mended_request(

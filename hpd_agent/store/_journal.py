@@ -39,6 +39,9 @@ __all__ = ["Journal"]
 
 _FIELDS: dict[type[object], tuple[str, ...]] = {}
 
+# Entry kinds a life writes but never reads back (``Journal._keep``).
+_WRITE_ONLY = frozenset(("model", "tool"))
+
 
 def _flat(value: Any) -> dict[str, Any]:
     """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy)."""
@@ -77,6 +80,7 @@ class Journal(Hook):
         self.store = store
         self.run_id = run_id
         self._entries = dict(entries or {})
+        self._replaying = bool(self._entries)
         caps = self.capabilities = store.capabilities() if capabilities is None else capabilities
         # Bound once here: the writes below call them without a lookup.
         # A store that can write at once on the event loop (SQL stores) skips the await.
@@ -102,7 +106,7 @@ class Journal(Hook):
     @property
     def replaying(self) -> bool:
         """Whether an earlier life of the run recorded anything."""
-        return bool(self._entries)
+        return self._replaying
 
     def entry(self, key: str, kind: str) -> JournalEntry | None:
         """The entry at ``key`` if it is of ``kind``."""
@@ -213,7 +217,7 @@ class Journal(Hook):
         """Write an entry, with the entries held back before it in one transaction (it lands
         even while the run is being cancelled: the fact it records has happened)."""
         await self._write_many([*self.take_held(), entry])
-        self._entries[entry.key] = entry
+        self._keep(entry)
 
     async def _record(self, entry: JournalEntry, *, wait: bool) -> None:
         """Record ``entry``: held back when it may ``wait`` for what acts on it and the
@@ -224,7 +228,15 @@ class Journal(Hook):
         elif self._send_now is None or not self._send_now(self.run_id, entry):
             await self.put(entry)
             return
-        self._entries[entry.key] = entry
+        self._keep(entry)
+
+    def _keep(self, entry: JournalEntry) -> None:
+        # Only what this life looks up again: an alias, a kept conversation, a step. A model
+        # response or a tool result is looked up by its key once, before it is made, so one
+        # written in this life is never read here again; kept, it held ~0.6 KB per turn of
+        # every run in flight (docs/performance.md, "What an in-flight run holds").
+        if entry.kind not in _WRITE_ONLY:
+            self._entries[entry.key] = entry
 
     def take_held(self) -> list[JournalEntry]:
         """The model responses held back so far, handed over to be written (cleared here).

@@ -186,3 +186,50 @@ async def test_a_response_held_back_when_the_process_dies_is_asked_again(tmp_pat
         await store.aclose()
     assert done.output == "root: worked"
     assert calls == {"root": 3, "effect": 1}  # asked again once; the effect ran once
+
+
+async def test_a_life_keeps_only_what_it_reads_again_and_replays_what_an_earlier_wrote(
+    tmp_path: Path,
+) -> None:
+    """A model response or tool result written by this life is in the store but not held by
+    the journal while the run goes on (each is looked up once, before it is made); an
+    alias, a conversation and a step are kept; an earlier life's entries replay."""
+    import gc
+    import weakref
+
+    from hpd_agent.store import JournalEntry, RunRecord
+    from hpd_agent.store._journal import Journal
+
+    class Value(dict[str, Any]):  # JSON data a weak reference can watch
+        pass
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        await store.put_run(RunRecord(run_id="run_1", agent_name="A", prompt="go", history=[]))
+        journal = Journal(store, "run_1")
+        written = [
+            JournalEntry(key="a@1", kind="model", value=Value(text="hi", tool_calls=[])),
+            JournalEntry(key="a!0:t", kind="tool", value=Value(result="ok", is_error=False)),
+            JournalEntry(key="req_1", kind="alias", value="req_0"),
+            JournalEntry(key="a!0:t!0:s", kind="step", value={"result": 1}),
+        ]
+        refs = [weakref.ref(e.value) for e in written[:2]]
+        while written:
+            await journal.put(written.pop(0))
+        gc.collect()
+        assert [r() for r in refs] == [None, None]  # not held: a run in flight stays small
+        assert journal.entry("a@1", "model") is None and journal.entry("a!0:t", "tool") is None
+        assert journal.entry("req_1", "alias") is not None
+        assert journal.entry("a!0:t!0:s", "step") is not None
+        assert not journal.replaying  # this life's own writes are not an earlier life's
+        stored = await store.journal("run_1")
+        assert {k: e.kind for k, e in stored.items()} == {
+            "a@1": "model", "a!0:t": "tool", "req_1": "alias", "a!0:t!0:s": "step",
+        }  # fmt: skip
+        again = Journal(store, "run_1", stored)  # the next life
+        assert again.replaying
+        response = again.model_response("a@1")
+        assert response is not None and response.text == "hi"
+        assert again.entry("a!0:t", "tool") is not None
+    finally:
+        await store.aclose()
