@@ -63,6 +63,7 @@ from .exceptions import (
     ToolDefinitionError,
     TransientModelError,
     UnknownRequestError,
+    UnknownRunError,
     UserError,
 )
 from .handlers import BaseHandler, Handler
@@ -149,6 +150,7 @@ __all__ = [
     "ToolDefinitionError",
     "TransientModelError",
     "UnknownRequestError",
+    "UnknownRunError",
     "Usage",
     "UserError",
     "__version__",

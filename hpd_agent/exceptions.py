@@ -9,7 +9,8 @@ HpdAgentError
 ├── UserError                       the caller used the API wrongly
 │   ├── ToolDefinitionError         a function cannot become a tool
 │   ├── RunNotFinishedError         result asked for before the run ended
-│   └── RunLeasedError              another process drives the run (it holds the lease)
+│   ├── RunLeasedError              another process drives the run (it holds the lease)
+│   └── UnknownRunError             a server hosts no run with that id (hpd_agent.hosting)
 ├── RequestError                    respond() refused an answer; nothing changed
 │   ├── UnknownRequestError         no request has that id
 │   ├── RequestAlreadyAnsweredError the request has its answer already (or was declined)
@@ -127,6 +128,11 @@ class RunLeasedError(UserError):
         self.holder = holder
         self.expires_at = expires_at
         self.lost = lost
+
+
+class UnknownRunError(UserError):
+    """A server hosts no run with that id: it ended without a store, or it is another
+    agent's (``hpd_agent.hosting.RunHost.reopen``)."""
 
 
 class RequestError(HpdAgentError):

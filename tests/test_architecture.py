@@ -65,6 +65,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.testing": 2,
     # 3 durability
     "hpd_agent.store": 3,
+    "hpd_agent.hosting": 3,
     # 4 integrations
     "hpd_agent.models": 4,
     "hpd_agent.models.litellm": 4,

@@ -30,10 +30,11 @@ from a2a.types import Message
 
 from ..events import RequestEvent
 from ..exceptions import InvalidAnswerError, RequestError
+from ..hosting import UnknownRunError
 from ..run import RunResult, finished_event
 from ..store import RunRecord
 from ._pending import answer_of, describe, message_metadata
-from ._runs import ServedRun, ServedRuns, UnknownRun
+from ._runs import ServedRun, ServedRuns
 
 __all__ = ["AgentRunner"]
 
@@ -64,7 +65,7 @@ class AgentRunner(AgentExecutor):
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         try:
             found = await runs.reopen(task.id)
-        except UnknownRun:
+        except UnknownRunError:
             await updater.failed(
                 _said(updater, "this server no longer has the run of this task "
                       "(it ended, or the server restarted without a store)")

@@ -31,11 +31,12 @@ from mcp_types import INVALID_PARAMS
 
 from ..events import RequestEvent
 from ..exceptions import InvalidAnswerError, RequestError
+from ..hosting import UnknownRunError
 from ..questions import Decline
 from ..run import RunResult, finished_event
 from ..store import RunRecord
 from ._server_forms import Form, form_for
-from ._server_runs import ServedRun, ServedRuns, UnknownRun
+from ._server_runs import ServedRun, ServedRuns
 
 __all__ = ["Calls", "tool_result"]
 
@@ -144,7 +145,7 @@ class Calls:
             raise MCPError(INVALID_PARAMS, "the requestState names no run of this server")
         try:
             return await self.runs.reopen(run_id)
-        except UnknownRun:
+        except UnknownRunError:
             raise MCPError(
                 INVALID_PARAMS,
                 f"the requestState names run {run_id!r}, which this server does not have "

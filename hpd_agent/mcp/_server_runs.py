@@ -1,11 +1,10 @@
-"""The runs an MCP server drives: each in the server's task group, found again by run id.
+"""The runs an MCP server drives (``hpd_agent.hosting``), found again by run id, and
+their expiry.
 
 A run outlives the ``tools/call`` that started it: on protocol 2026-07-28 the call returns
 an ``InputRequiredResult`` while the run waits, and the client's retry (another
-``tools/call``, maybe on another connection) finds it here by the run id its
-``requestState`` names. With a store, a run this process does not hold (the server was
-restarted) is resumed from the store: the journal replays it to where it waited, nothing
-runs twice.
+``tools/call``, maybe on another connection) finds it by the run id its ``requestState``
+names.
 """
 
 from __future__ import annotations
@@ -15,50 +14,27 @@ import anyio.abc
 
 from ..agent import Agent
 from ..events import RequestEvent
+from ..hosting import HostedRun, RunHost
 from ..run import Run, RunResult
-from ..store import RunRecord, Store
+from ..store import Store
 
-__all__ = ["ServedRun", "ServedRuns", "UnknownRun"]
-
-
-class UnknownRun(Exception):
-    """No run of this server has that id (finished without a store, or another's)."""
+__all__ = ["ServedRun", "ServedRuns"]
 
 
-class ServedRun:
-    """One run of the served agent, driven in the server's task group.
+class ServedRun(HostedRun):
+    """One run of the served agent (``HostedRun``), as the MCP server tracks it.
 
     Attributes:
-        run: The run.
-        lock: Held by the ``tools/call`` driving it (one at a time).
-        notes: Why the last answer to a request was refused, by request id (said with the
-            question when it is asked again).
         asked: The requests sent to the client, by id.
         why: What ended it early (the client cancelled), for the tool result.
     """
 
     def __init__(self, run: Run) -> None:
-        self.run = run
-        self.lock = anyio.Lock()
-        self.ended = anyio.Event()
-        self.notes: dict[str, str] = {}
+        super().__init__(run)
         self.asked: dict[str, RequestEvent] = {}
         self.why: str | None = None
         self.idle: anyio.CancelScope | None = None
         """The expiry running while it waits for its client's retry."""
-
-    @property
-    def run_id(self) -> str:
-        """The run's id."""
-        return self.run.run_id
-
-    async def stop(self) -> list[RequestEvent] | RunResult:
-        """Wait until the run waits for answers (its pending requests) or has ended."""
-        pending = await self.run.settled()
-        if pending:
-            return pending
-        await self.ended.wait()
-        return self.run.result
 
     def cancel_now(self, why: str) -> None:
         """Cancel the run on purpose (its stored requests end cancelled); ``why`` is what
@@ -79,9 +55,12 @@ class ServedRun:
             self.idle.cancel()
             self.idle = None
 
+    def ending(self) -> None:
+        self.unpark()
 
-class ServedRuns:
-    """The runs a server drives, by run id.
+
+class ServedRuns(RunHost[ServedRun]):
+    """The runs an MCP server drives, by run id; one waiting for a retry expires.
 
     Args:
         agent: The served agent.
@@ -98,35 +77,8 @@ class ServedRuns:
         task_group: anyio.abc.TaskGroup,
         idle_ttl: float,
     ) -> None:
-        self.agent = agent
-        self.store = store
+        super().__init__(agent, store, task_group, ServedRun)
         self.idle_ttl = idle_ttl
-        self._tg = task_group
-        self._live: dict[str, ServedRun] = {}
-        self._reopening = anyio.Lock()
-
-    async def start(self, query: str) -> ServedRun:
-        """A new run of the agent on ``query``."""
-        return await self._serve(self.agent.stream(query, store=self.store))
-
-    async def reopen(self, run_id: str) -> ServedRun | RunRecord:
-        """The run ``run_id``: live here, or resumed from the store; the store's record of
-        it if it has ended.
-
-        Raises:
-            UnknownRun: Not a run of this server's agent that this process or its store has.
-        """
-        async with self._reopening:  # two retries of one stored run resume it once
-            live = self._live.get(run_id)
-            if live is not None:
-                return live
-            store = self.store
-            record = None if store is None else await store.get_run(run_id)
-            if store is None or record is None or record.agent_name != self.agent.name:
-                raise UnknownRun(run_id)
-            if record.status in ("completed", "failed", "cancelled"):
-                return record
-            return await self._serve(self.agent.resume_stream(run_id, store=store))
 
     def park(self, served: ServedRun) -> None:
         """``served`` waits for its client's retry: cancel it if none comes in time."""
@@ -140,31 +92,3 @@ class ServedRuns:
             await anyio.sleep(self.idle_ttl)
             served.why = f"no answer came within {self.idle_ttl:g} seconds"
             served.run.cancel()
-
-    async def _serve(self, run: Run) -> ServedRun:
-        served = ServedRun(run)
-        self._live[served.run_id] = served
-        try:
-            await self._tg.start(self._drive, served)
-        except BaseException:
-            self._live.pop(served.run_id, None)
-            raise
-        return served
-
-    async def _drive(
-        self,
-        served: ServedRun,
-        *,
-        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        try:
-            async with served.run as run:
-                task_status.started()
-                async for _ in run:
-                    pass  # the events are not sent anywhere: draining keeps the run listening
-        except Exception:
-            pass  # a failed run: its result holds the error, the tool result says it
-        finally:
-            self._live.pop(served.run_id, None)
-            served.unpark()
-            served.ended.set()
