@@ -79,6 +79,21 @@ LOCAL_REQUESTS = LocalRequests()
 """The in-memory backend; stateless, so one serves every run."""
 
 
+class _Outlet:
+    """Where a run's events go: shared by the coordinator and its request table, so the
+    table never points back at the coordinator (a cycle each run would leave for a full GC)."""
+
+    __slots__ = ("sink",)
+
+    def __init__(self, sink: Callable[[Event], None] | None) -> None:
+        self.sink = sink
+
+    def emit(self, event: Event) -> None:
+        sink = self.sink
+        if sink is not None:
+            sink(event)
+
+
 class Coordinator:
     """One per root run: the ordered event stream, the open requests, run-wide state.
 
@@ -102,13 +117,13 @@ class Coordinator:
         backend: RequestBackend | None = None,
     ) -> None:
         self.run_id = run_id
-        self._sink = sink
+        self._outlet = _Outlet(sink)
         self.listening = listening
         self.on_unhandled: OnUnhandled = on_unhandled
         self.hooks = hooks if hooks is not None else _NO_HOOKS
         self.backend: RequestBackend = backend if backend is not None else LOCAL_REQUESTS
         self.quiescence = Quiescence()
-        self.requests = RequestTable(self.emit, self.hooks, self.quiescence)
+        self.requests = RequestTable(self._outlet.emit, self.hooks, self.quiescence)
         self.conversations = Conversations()
         self.cancelling = False
         """Set when the run is cancelled on purpose (``Run.cancel``, leaving its block early).
@@ -125,20 +140,28 @@ class Coordinator:
         """Install the run's hooks and request backend (before anything runs)."""
         self.hooks = hooks
         self.backend = backend
-        self.requests = RequestTable(self.emit, hooks, self.quiescence)
+        self.requests = RequestTable(self._outlet.emit, hooks, self.quiescence)
 
     # -- events ------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
         """Put an event on the run's stream (dropped when nobody is watching)."""
-        sink = self._sink
+        sink = self._outlet.sink
         if sink is not None:
             sink(event)
+
+    @property
+    def _sink(self) -> Callable[[Event], None] | None:
+        return self._outlet.sink
+
+    @_sink.setter
+    def _sink(self, sink: Callable[[Event], None] | None) -> None:
+        self._outlet.sink = sink
 
     @property
     def observed(self) -> bool:
         """Whether ``emit`` delivers events anywhere; when False, the hot path may skip
         building the events it would only drop (tool calls, text pieces)."""
-        return self._sink is not None
+        return self._outlet.sink is not None
 
     def add_usage(self, usage: Usage) -> None:
         """Count one model request's usage toward the whole run."""

@@ -251,6 +251,9 @@ async def _observed_run(
     except Exception as e:
         coordinator.emit(_agent_finished(state, tool_call_id, "failed", error=error_text(e)))
         raise
+    finally:
+        # The chain holds the state (a cycle): freed now, not by the next full GC.
+        state.tool_chain = None
     cut = response.truncated  # the token limit cut the final answer off
     text = output if spec.output is None else output_text(output)
     coordinator.emit(_agent_finished(state, tool_call_id, "completed", output=text, truncated=cut))

@@ -35,7 +35,7 @@ class GroupOp:
 
     Attributes:
         apply: Runs the write on the batch's connection, inside its transaction; what it
-            returns is ``result``. An exception it raises (not the database's own error)
+            returns is ``result`` (None for a journal write: the store writes its ``rows``). An exception it raises (not the database's own error)
             refuses this write alone; ``savepoint`` says whether it may have written
             something before it raised (then it runs in a savepoint of its own).
         savepoint: See ``apply``.
@@ -53,7 +53,7 @@ class GroupOp:
 
     def __init__(
         self,
-        apply: Callable[[Any], Any],
+        apply: Callable[[Any], Any] | None,
         *,
         savepoint: bool = False,
         rows: Sequence[tuple[str, str, str, str]] | None = None,
@@ -79,11 +79,6 @@ class _Batch:
         self.thread = threading.get_ident()  # its event loop's thread: others do not join
         self.event = anyio.Event()
         self.done = False
-
-    async def wait(self) -> None:
-        """Wait for the leader to commit (a cancelled waiter stops waiting; its write is
-        committed all the same)."""
-        await self.event.wait()
 
     def release(self) -> None:
         self.done = True
@@ -119,7 +114,13 @@ class GroupCommit:
         batch = self._open
         if batch is not None and batch.thread == threading.get_ident():
             batch.ops.append(op)
-            await batch.wait()
+            # The leader went round the loop before this writer: where its commit takes no
+            # wait (SQLite on the event loop) the batch is durable when this one is back,
+            # and the writer never allocates a wait of its own (a future and three frames
+            # per write, kept across the commit: twice the young collections of the GC).
+            await anyio.lowlevel.checkpoint()
+            if not batch.done:
+                await batch.event.wait()
         else:
             with anyio.CancelScope(shield=True):  # a queued write is committed
                 await self._lead(_Batch(op))
@@ -136,7 +137,7 @@ class GroupCommit:
             await anyio.lowlevel.checkpoint()
             flying = self._flying
             while flying is not None and flying.thread == batch.thread and not flying.done:
-                await flying.wait()  # still gathering while the commit before flies
+                await flying.event.wait()  # still gathering while the commit before flies
                 flying = self._flying
         finally:
             if mine:

@@ -32,7 +32,7 @@ import anyio
 from hpd_agent import Agent, tool
 from hpd_agent.messages import Message, UserMessage
 from hpd_agent.models import ModelRequestParams
-from hpd_agent.store import open_store
+from hpd_agent.store import Store, open_store
 from hpd_agent.testing import FunctionModel, text, tool_call
 
 RUNS = 3
@@ -121,10 +121,18 @@ def _crash_at(point: str, batch: int, workdir: str) -> None:
     _pg_journal.JournalPipe._chunk = pg_chunk  # type: ignore[method-assign]
 
 
+def open_grouping(location: str) -> Store:
+    """The store at ``location`` as it groups writes: a SQLite file with ``durability="os"``
+    (with the default, a commit is made at once on the event loop and nothing is grouped)."""
+    if location.endswith(".db"):
+        return open_store(location, durability="os")
+    return open_store(location)
+
+
 async def main(location: str, point: str, batch: int, workdir: str) -> None:
     if point != "none":
         _crash_at(point, batch, workdir)
-    store = open_store(location)
+    store = open_grouping(location)
     agent = build(workdir)
     async with anyio.create_task_group() as tg:
         for i in range(RUNS):
