@@ -10,7 +10,7 @@ in ``_runner``; this class holds the configuration and the public entry points.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal, TypedDict
 
@@ -436,13 +436,36 @@ def _new_session(
     if store is None:
         return None
     ref = module_ref(agent, agent._home)  # pyright: ignore[reportPrivateUsage]
+    return _NewSession(store, run_id, agent.name, prompt, history, ref)
 
-    async def opened() -> Any:
-        return await store.open_session(
-            run_id=run_id, agent_name=agent.name, prompt=prompt, history=history, agent_ref=ref
-        )
 
-    return opened
+class _NewSession:
+    """Opens a new run's session in ``store`` (one object, kept for the run's life: a
+    closure would be a function, a tuple and six cells)."""
+
+    __slots__ = ("agent_name", "history", "prompt", "ref", "run_id", "store")
+
+    def __init__(
+        self,
+        store: SessionStore,
+        run_id: str,
+        agent_name: str,
+        prompt: str,
+        history: Sequence[Message] | None,
+        ref: str | None,
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.agent_name = agent_name
+        self.prompt = prompt
+        self.history = history
+        self.ref = ref
+
+    def __call__(self) -> Awaitable[Any]:
+        return self.store.open_session(
+            run_id=self.run_id, agent_name=self.agent_name, prompt=self.prompt,
+            history=self.history, agent_ref=self.ref,
+        )  # fmt: skip
 
 
 def _has_toolsets(agent: Agent, seen: list[Agent]) -> bool:

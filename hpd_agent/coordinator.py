@@ -19,6 +19,7 @@ import anyio
 import anyio.lowlevel
 
 from ._core.conversations import ConversationKeeper, Conversations
+from ._core.outlet import Outlet
 from ._core.quiescence import Quiescence
 from ._core.requests import (
     Asker,
@@ -79,21 +80,6 @@ LOCAL_REQUESTS = LocalRequests()
 """The in-memory backend; stateless, so one serves every run."""
 
 
-class _Outlet:
-    """Where a run's events go: shared by the coordinator and its request table, so the
-    table never points back at the coordinator (a cycle each run would leave for a full GC)."""
-
-    __slots__ = ("sink",)
-
-    def __init__(self, sink: Callable[[Event], None] | None) -> None:
-        self.sink = sink
-
-    def emit(self, event: Event) -> None:
-        sink = self.sink
-        if sink is not None:
-            sink(event)
-
-
 class Coordinator:
     """One per root run: the ordered event stream, the open requests, run-wide state.
 
@@ -117,7 +103,7 @@ class Coordinator:
         backend: RequestBackend | None = None,
     ) -> None:
         self.run_id = run_id
-        self._outlet = _Outlet(sink)
+        self._outlet = Outlet(sink)
         self.listening = listening
         self.on_unhandled: OnUnhandled = on_unhandled
         self.hooks = hooks if hooks is not None else _NO_HOOKS
@@ -132,9 +118,7 @@ class Coordinator:
         self.services: RunServices | None = None
         """What the run keeps open for its toolsets (set by the root run when its agent tree
         has a toolset); None for every other run."""
-        self._requests_n = 0
-        self._input_tokens = 0
-        self._output_tokens = 0
+        self._requests_n = self._input_tokens = self._output_tokens = 0
 
     def configure(self, hooks: HookSet, backend: RequestBackend) -> None:
         """Install the run's hooks and request backend (before anything runs)."""
@@ -148,14 +132,6 @@ class Coordinator:
         sink = self._outlet.sink
         if sink is not None:
             sink(event)
-
-    @property
-    def _sink(self) -> Callable[[Event], None] | None:
-        return self._outlet.sink
-
-    @_sink.setter
-    def _sink(self, sink: Callable[[Event], None] | None) -> None:
-        self._outlet.sink = sink
 
     @property
     def observed(self) -> bool:

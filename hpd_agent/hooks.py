@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ._values.arguments import split_arguments
 from .events import Event, RequestEvent, RequestStatus, TextDelta, ToolCallFinished, ToolCallStarted
@@ -343,13 +343,26 @@ def _chain(
     return call
 
 
+class _Bound(Generic[_C, _R]):
+    """One wrapper bound to what it wraps (one object: a closure would be a function, its
+    cells and their tuple, kept by every run in flight)."""
+
+    __slots__ = ("inner", "wrap")
+
+    def __init__(
+        self, wrap: Callable[[_C, CallNext[_C, _R]], Awaitable[_R]], inner: CallNext[_C, _R]
+    ) -> None:
+        self.wrap = wrap
+        self.inner = inner
+
+    def __call__(self, c: _C) -> Awaitable[_R]:
+        return self.wrap(c, self.inner)
+
+
 def _bind(
     wrap: Callable[[_C, CallNext[_C, _R]], Awaitable[_R]], inner: CallNext[_C, _R]
 ) -> CallNext[_C, _R]:
-    def bound(c: _C) -> Awaitable[_R]:
-        return wrap(c, inner)
-
-    return bound
+    return _Bound(wrap, inner)
 
 
 class HookSet:

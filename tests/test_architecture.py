@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.hooks": 1,
     "hpd_agent._core": 1,
     "hpd_agent._core.requests": 1,
+    "hpd_agent._core.outlet": 1,
     "hpd_agent._core.quiescence": 1,
     "hpd_agent._core.conversations": 1,
     "hpd_agent.coordinator": 1,

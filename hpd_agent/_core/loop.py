@@ -103,6 +103,17 @@ class _State:
         self.tool_chain: Callable[[ToolExecution], Awaitable[ToolOutcome]] | None = None
         """This run's tools behind the run's tool wrappers (built at the first call)."""
 
+    def text(self, text: str) -> None:
+        """A piece of this agent's streamed text, as a ``TextDelta`` (when observed)."""
+        coordinator = self.coordinator
+        if text and coordinator.observed:
+            coordinator.emit(
+                TextDelta(
+                    run_id=coordinator.run_id, agent_path=self.agent_path, depth=self.depth,
+                    invocation_id=self.invocation, text=text,
+                )
+            )  # fmt: skip
+
 
 async def run_agent(
     spec: AgentSpec,
@@ -140,6 +151,20 @@ async def run_agent(
 
     if not coordinator.hooks.agent_wrappers:
         return await _observed_run(state, messages, input, tool_call_id, parent_invocation)
+    return await _wrapped_run(state, messages, input, tool_call_id, resumed, parent_invocation)
+
+
+async def _wrapped_run(
+    state: _State,
+    messages: list[Message],
+    input: str,
+    tool_call_id: str | None,
+    resumed: bool,
+    parent_invocation: str | None,
+) -> AgentOutcome:
+    """``_observed_run`` through the run's agent wrappers (a function of its own: the
+    closure's cells would otherwise be made for every agent run, wrapped or not)."""
+    coordinator, spec = state.coordinator, state.spec
 
     async def body(invocation: AgentInvocation) -> AgentOutcome:
         return await _observed_run(state, messages, input, tool_call_id, parent_invocation)
@@ -147,8 +172,8 @@ async def run_agent(
     invocation = AgentInvocation(
         run_id=coordinator.run_id,
         agent_name=spec.name,
-        agent_path=agent_path,
-        scope_path=scope_path,
+        agent_path=state.agent_path,
+        scope_path=state.scope_path,
         input=input,
         tool_call_id=tool_call_id,
         model=spec.model,
@@ -205,12 +230,10 @@ async def _observed_run(
 ) -> AgentOutcome:
     """The turns of one agent's run, announced by ``AgentStarted``/``AgentFinished``: one
     coroutine for the whole loop (each suspension resumes through every frame of the chain)."""
-    coordinator = state.coordinator
-    spec = state.spec
-    path, scope = state.agent_path, state.scope_path
+    coordinator, spec = state.coordinator, state.spec
+    path, scope, quiescence = state.agent_path, state.scope_path, coordinator.quiescence
     coordinator.emit(_agent_started(state, input, tool_call_id, parent_invocation))
-    quiescence = coordinator.quiescence
-    on_text = _text_sink(state)
+    on_text = state.text  # one bound method for the whole run
     wrapped = bool(coordinator.hooks.model_wrappers)
     first, limit, refused = 0, spec.max_turns, 0
     try:
@@ -290,25 +313,6 @@ def _too_many_turns(spec: AgentSpec) -> MaxTurnsExceededError:
     return MaxTurnsExceededError(
         f"agent {spec.name!r} was still calling tools after max_turns={spec.max_turns} turns"
     )
-
-
-def _text_sink(state: _State) -> Callable[[str], None]:
-    coordinator = state.coordinator
-    run_id = coordinator.run_id
-    path = state.agent_path
-    depth = state.depth
-    invocation = state.invocation
-
-    def on_text(text: str) -> None:
-        if text and coordinator.observed:
-            coordinator.emit(
-                TextDelta(
-                    run_id=run_id, agent_path=path, depth=depth, invocation_id=invocation,
-                    text=text,
-                )
-            )  # fmt: skip
-
-    return on_text
 
 
 def _params(state: _State, turn: int, on_text: Callable[[str], None]) -> ModelRequestParams:
