@@ -207,4 +207,9 @@ def open_thread_db(store: Store) -> ThreadDB:
     else:
         path = ":memory:"
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    if isinstance(store, SQLiteStore) and path != ":memory:":
+        # The store's durability for its threads too (SQLite's default on a connection of
+        # our own, FULL, made every thread commit wait for an fsync the store's do not).
+        sync = "NORMAL" if store.durability == "process" else "FULL"
+        conn.execute(f"PRAGMA synchronous={sync}")
     return ThreadDB(conn)
