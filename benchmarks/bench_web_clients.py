@@ -21,13 +21,14 @@ Three phases, each ``--repeat`` times, in turn:
 - ``burst``: C clients connecting at the same moment (the server starts C runs at once).
   Counted: every piece.
 
-Reported per phase: the delay's p50, p99 and max (the median over the repeats), pieces/s
+Reported per phase: the delay's p50, p99 and max (the median over the repeats), the time
+from a client sending its input to having RUN_STARTED (p50 and max over the clients), pieces/s
 over all clients, the server's CPU use (1.0: one core busy all along) and that every client
 got every piece and RUN_FINISHED. The clients run in this process on raw asyncio sockets (a
 regex per read, no JSON parse), so they take as little of the two cores as can be.
 
 Usage: ``python benchmarks/bench_web_clients.py [--clients 200] [--agents 1] [--tokens 50]
-[--interval 40] [--stalled 20] [--repeat 3]`` (the defaults: 200 runs at once, each
+[--interval 40] [--stalled 20] [--repeat 3] [--phases burst]`` (the defaults: 200 runs at once, each
 streaming 25 pieces a second for 2 s: 5,000 pieces a second in all); prints a table and one ``RESULT_JSON`` line.
 """
 
@@ -127,25 +128,29 @@ def _request(thread: str, prompt: str) -> bytes:
 
 async def _reader(
     port: int, thread: str, prompt: str, wait: float, delays: list[tuple[float, float]]
-) -> tuple[int, bool]:
+) -> tuple[int, bool, float]:
     """One reading client, starting after ``wait`` s: (pieces it got, whether its stream
-    ended with RUN_FINISHED); adds (due, delay) for each piece to ``delays``."""
+    ended with RUN_FINISHED, seconds from sending its input to having RUN_STARTED); adds
+    (due, delay) for each piece to ``delays``."""
     await asyncio.sleep(wait)
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    sent = time.perf_counter()
     writer.write(_request(thread, prompt))
-    got, tail, finished = 0, b"", False
+    got, tail, finished, started = 0, b"", False, float("nan")
     while chunk := await reader.read(65536):
         now = time.time()
         data = tail + chunk
         cut = data.rfind(b"\n\n") + 2
         whole, tail = data[:cut], data[cut:]
+        if started != started and b'"type":"RUN_STARTED"' in whole:  # NaN: not yet
+            started = time.perf_counter() - sent
         for m in _PIECE.finditer(whole):
             due = float(m.group(1))
             delays.append((due, now - due))
             got += 1
         finished = finished or b'"type":"RUN_FINISHED"' in whole
     writer.close()
-    return got, finished
+    return got, finished, started
 
 
 async def _staller(port: int, thread: str, prompt: str, release: asyncio.Event) -> None:
@@ -195,7 +200,8 @@ async def _phase(port: int, tag: str, plan: Phase, prompt: str, expect: int, pid
     cpu = _cpu_s(pid) - cpu
     release.set()
     await asyncio.gather(*stallers)
-    complete = all(got == expect and finished for got, finished in results)
+    complete = all(got == expect and finished for got, finished, _ in results)
+    starts = sorted(started * 1000 for _, _, started in results)
     if plan.window is not None:
         low, high = t0 + plan.window[0], t0 + plan.window[1]
         counted = [d for due, d in delays if low <= due < high]
@@ -207,6 +213,8 @@ async def _phase(port: int, tag: str, plan: Phase, prompt: str, expect: int, pid
         "p99_ms": ms[min(len(ms) - 1, int(len(ms) * 0.99))],
         "max_ms": ms[-1],
         "pieces_counted": len(ms),
+        "start_p50_ms": statistics.median(starts),
+        "start_max_ms": starts[-1],
         "pieces_per_s": len(delays) / elapsed,
         "server_cpu": cpu / elapsed,
         "complete": complete,
@@ -225,6 +233,11 @@ def main() -> int:
     parser.add_argument("--interval", type=int, default=40, help="ms between pieces")
     parser.add_argument("--stalled", type=int, default=20)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--phases",
+        default="steady,steady_with_stalled,burst",
+        help="comma-separated phases to run (default: all three)",
+    )
     args = parser.parse_args()
     from bench_web import _start  # pyright: ignore[reportMissingImports, reportUnknownVariableType]
 
@@ -239,6 +252,10 @@ def main() -> int:
         "steady_with_stalled": Phase(2 * c, run_s / c, args.stalled, (run_s, 2 * run_s)),
         "burst": Phase(c, 0.0, 0, None),
     }
+    unknown = set(args.phases.split(",")) - set(plans)
+    if unknown:
+        parser.error(f"unknown phases {sorted(unknown)}")
+    plans = {name: plan for name, plan in plans.items() if name in args.phases.split(",")}
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{REPO / 'benchmarks'}"}
     phases: dict[str, list[Stats]] = {name: [] for name in plans}
     with tempfile.TemporaryDirectory() as folder:
@@ -264,7 +281,8 @@ def main() -> int:
         "repeat": args.repeat,
     }
     for name, runs in phases.items():
-        for metric in ("p50_ms", "p99_ms", "max_ms", "pieces_per_s", "server_cpu"):
+        metrics = ("p50_ms", "p99_ms", "max_ms", "start_p50_ms", "start_max_ms")
+        for metric in (*metrics, "pieces_per_s", "server_cpu"):
             result[f"{name}_{metric}"] = _median(runs, metric)
         result[f"{name}_p99_ms_all"] = [round(float(r["p99_ms"]), 2) for r in runs]
         result[f"{name}_complete"] = all(r["complete"] for r in runs)

@@ -161,6 +161,11 @@ class _Routes:
             data = RunAgentInput.model_validate(await _json_body(request))
         except ValidationError as e:
             raise _HTTPError(400, f"not a RunAgentInput: {e.errors()[0]['msg']}") from None
+        # Once the body is in (a slow client holds no slot), the start waits for its turn.
+        async with self.threads.admission:
+            return await self._admitted(data)
+
+    async def _admitted(self, data: RunAgentInput) -> Response:
         thread = await self.threads.claim(data.thread_id)
         if thread.running:
             message = "a run is in progress on this thread"

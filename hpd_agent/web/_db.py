@@ -68,13 +68,18 @@ class RunRow:
 
 
 class ThreadDB:
-    """Threads' runs and sent events over one DB-API connection (SQLite; see ``_PgThreadDB``)."""
+    """Threads' runs and sent events over one DB-API connection (SQLite; see ``_PgThreadDB``),
+    and ``reader`` if given: a second connection to the same SQLite file for the reads, so
+    a read never queues behind a write waiting for the file's write lock (WAL: readers do
+    not wait for writers)."""
 
     _param = "?"
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, reader: Any = None) -> None:
         self._conn: Any = conn
         self._lock = threading.Lock()
+        self._reader: Any = reader
+        self._read_lock = threading.Lock()
         with self._lock, self._transaction():
             for sql in _TABLES:
                 conn.execute(sql)
@@ -96,6 +101,22 @@ class ThreadDB:
         def locked() -> T:
             with self._lock:
                 return fn(self._conn)
+
+        return await anyio.to_thread.run_sync(locked)
+
+    async def _read(self, fn: Callable[[Any], T]) -> T:
+        """``fn`` on the reader (in one read transaction: a consistent snapshot), else as
+        ``_call``."""
+        if self._reader is None:
+            return await self._call(fn)
+
+        def locked() -> T:
+            with self._read_lock:
+                self._reader.execute("BEGIN")
+                try:
+                    return fn(self._reader)
+                finally:
+                    self._reader.execute("COMMIT")
 
         return await anyio.to_thread.run_sync(locked)
 
@@ -137,7 +158,7 @@ class ThreadDB:
             frames = conn.execute(self._sql(_FRAMES), (thread_id,)).fetchall()
             return [RunRow(*r) for r in runs], [f for (f,) in frames]
 
-        runs, frames = await self._call(read)
+        runs, frames = await self._read(read)
         return (runs, frames) if runs else None
 
     async def thread_of(self, run_id: str) -> str | None:
@@ -147,7 +168,7 @@ class ThreadDB:
             row = conn.execute(self._sql(_OWNER), (run_id,)).fetchone()
             return None if row is None else str(row[0])
 
-        return await self._call(read)
+        return await self._read(read)
 
     def close(self) -> None:
         """Close the connection."""
@@ -155,6 +176,10 @@ class ThreadDB:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+        with self._read_lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None
 
 
 class _PgThreadDB(ThreadDB):
@@ -207,4 +232,11 @@ def open_thread_db(store: Store) -> ThreadDB:
     else:
         path = ":memory:"
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    if isinstance(store, SQLiteStore) and path != ":memory:":
+        # The store's durability for its threads too (SQLite's default on a connection of
+        # our own, FULL, made every thread commit wait for an fsync the store's do not).
+        sync = "NORMAL" if store.durability == "process" else "FULL"
+        conn.execute(f"PRAGMA synchronous={sync}")
+        reader = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+        return ThreadDB(conn, reader)
     return ThreadDB(conn)

@@ -32,7 +32,7 @@ from ._translate import Translator
 from ._view import ThreadView
 from ._wire import Out, frame
 
-__all__ = ["MAX_BEHIND", "PING_SECONDS", "Follower", "Mode", "Thread", "Threads"]
+__all__ = ["MAX_BEHIND", "PING_SECONDS", "STARTING", "Follower", "Mode", "Thread", "Threads"]
 
 Mode = Literal["interrupt", "live"]
 
@@ -41,6 +41,12 @@ PING_SECONDS = 10.0
 
 _FLUSH_EVERY = 256
 """Recorded events kept in memory only before they are written to the thread DB."""
+
+STARTING = 4
+"""Inputs being started at once (the thread claimed, its run's row written, the first events
+recorded, the run created), the others waiting their turn. A start costs the event loop a
+millisecond or so, in steps: 200 inputs started in one moment put 200 such steps in every
+turn of the loop, ahead of the pieces of the runs already streaming; a few at a time, a few."""
 
 MAX_BEHIND = 8192
 """Events a client may have waiting for it (published while its connection accepted none
@@ -112,6 +118,8 @@ class Threads:
         self._db = db
         self._threads: dict[str, Thread] = {}
         self.task_group: TaskGroup | None = None
+        self.admission = anyio.Semaphore(STARTING)
+        """Held while an input is started (``STARTING`` at once, the others wait in turn)."""
 
     @property
     def active(self) -> int:
