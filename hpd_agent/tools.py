@@ -137,6 +137,11 @@ def _inspect_function(fn: Callable[..., Any], name: str) -> _Signature:
             hints = get_type_hints(fn, localns=_caller_namespace(), include_extras=True)
     except (TypeError, NameError, ValueError) as e:
         raise ToolDefinitionError(f"cannot read the signature of tool {name!r}: {e}") from e
+    if hints.get("return") in (Tool, Toolset):
+        # A factory such as ``ask_user`` passed uncalled: the model would call the factory.
+        raise ToolDefinitionError(
+            f"{name!r} makes a tool rather than being one: pass {name}() (what it returns)"
+        )
     doc_description, doc_params = _parse_docstring(inspect.getdoc(fn))
     fields: dict[str, Any] = {}
     context_param: str | None = None

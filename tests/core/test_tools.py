@@ -9,7 +9,8 @@ import pytest
 from dirty_equals import IsStr
 from inline_snapshot import snapshot
 
-from hpd_agent import Tool, ToolContext, ToolDefinitionError, tool
+from hpd_agent import Agent, Tool, ToolContext, ToolDefinitionError, ask_user, tool
+from hpd_agent.testing import ScriptedModel
 from hpd_agent.tools import ToolArgumentsError, result_to_text
 
 
@@ -146,6 +147,15 @@ def test_bad_definitions_are_user_errors() -> None:
 
     with pytest.raises(ToolDefinitionError, match="NoSuchType"):
         Tool(unknown)
+
+
+def test_a_tool_factory_passed_uncalled_is_refused() -> None:
+    # ``tools=[ask_user]`` instead of ``[ask_user()]``: the model would call the factory
+    # (its arguments are timeout/name/description), get a Tool object back as text, and no
+    # question would ever reach the human.
+    with pytest.raises(ToolDefinitionError, match=r"pass ask_user\(\)"):
+        Agent("a", model=ScriptedModel([]), tools=[ask_user])  # type: ignore[list-item]
+    assert "ask_user" in Agent("a", model=ScriptedModel([]), tools=[ask_user()]).tools
 
 
 def test_types_local_to_a_function_resolve() -> None:
