@@ -9,6 +9,7 @@ in ``_runner``; this class holds the configuration and the public entry points.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
@@ -439,27 +440,17 @@ def _new_session(
     return _NewSession(store, run_id, agent.name, prompt, history, ref)
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
 class _NewSession:
     """Opens a new run's session in ``store`` (one object, kept for the run's life: a
     closure would be a function, a tuple and six cells)."""
 
-    __slots__ = ("agent_name", "history", "prompt", "ref", "run_id", "store")
-
-    def __init__(
-        self,
-        store: SessionStore,
-        run_id: str,
-        agent_name: str,
-        prompt: str,
-        history: Sequence[Message] | None,
-        ref: str | None,
-    ) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.agent_name = agent_name
-        self.prompt = prompt
-        self.history = history
-        self.ref = ref
+    store: SessionStore
+    run_id: str
+    agent_name: str
+    prompt: str
+    history: Sequence[Message] | None
+    ref: str | None
 
     def __call__(self) -> Awaitable[Any]:
         return self.store.open_session(

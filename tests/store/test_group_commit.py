@@ -45,6 +45,18 @@ def _group(store: Store) -> object:
     return getattr(store, "_group", None)
 
 
+async def _four_runs_at_once(agent: Any, store: Store) -> None:
+    """Four runs at once, each of which must complete with its whole journal."""
+    async with anyio.create_task_group() as tg:
+        for i in range(4):
+            tg.start_soon(lambda i=i: agent.run(f"c{i}", store=store, run_id=f"c{i}"))
+    for i in range(4):
+        record = await store.get_run(f"c{i}")
+        assert record is not None and record.status == "completed"
+        journal = await store.journal(f"c{i}")
+        assert sorted(e.kind for e in journal.values()).count("tool") == group_crash.TURNS
+
+
 async def test_a_lone_run_commits_at_once_and_concurrent_runs_commit_together(
     location: str, tmp_path: Path
 ) -> None:
@@ -55,18 +67,11 @@ async def test_a_lone_run_commits_at_once_and_concurrent_runs_commit_together(
         assert result.output == "done"
         assert _group(store) is None  # no batch was ever made for it
 
-        async with anyio.create_task_group() as tg:
-            for i in range(4):
-                tg.start_soon(lambda i=i: agent.run(f"c{i}", store=store, run_id=f"c{i}"))
+        await _four_runs_at_once(agent, store)
         group = _group(store)
         assert group is not None
         # 4 runs x (open, 3 model responses, 3 tool results, ...) in far fewer commits.
         assert group.batches > 0 and group.ops >= 2 * group.batches  # type: ignore[attr-defined]
-        for i in range(4):
-            record = await store.get_run(f"c{i}")
-            assert record is not None and record.status == "completed"
-            journal = await store.journal(f"c{i}")
-            assert sorted(e.kind for e in journal.values()).count("tool") == group_crash.TURNS
     finally:
         await store.aclose()
 
@@ -78,16 +83,8 @@ async def test_sqlite_on_the_event_loop_commits_every_write_at_once(tmp_path: Pa
     store = open_store(str(tmp_path / "runs.db"))
     try:
         assert store.capabilities().groups is None
-        agent = group_crash.build(str(tmp_path))
-        async with anyio.create_task_group() as tg:
-            for i in range(4):
-                tg.start_soon(lambda i=i: agent.run(f"c{i}", store=store, run_id=f"c{i}"))
+        await _four_runs_at_once(group_crash.build(str(tmp_path)), store)
         assert _group(store) is None
-        for i in range(4):
-            record = await store.get_run(f"c{i}")
-            assert record is not None and record.status == "completed"
-            journal = await store.journal(f"c{i}")
-            assert sorted(e.kind for e in journal.values()).count("tool") == group_crash.TURNS
     finally:
         await store.aclose()
 

@@ -104,6 +104,18 @@ def server(tmp_path: Path) -> Iterator[Server]:
     s.stop()
 
 
+def unchunked(body: bytes) -> bytes:
+    """A chunked HTTP/1.1 body (``Transfer-Encoding: chunked``, read whole) decoded."""
+    out = bytearray()
+    while True:
+        size_line, body = body.split(b"\r\n", 1)
+        size = int(size_line, 16)
+        if size == 0:
+            return bytes(out)
+        out += body[:size]
+        body = body[size + 2 :]
+
+
 def sse_events(text: str) -> list[dict[str, Any]]:
     """The JSON events of an SSE body (comments and ids skipped)."""
     out: list[dict[str, Any]] = []

@@ -10,7 +10,7 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-from conftest import Server, post_run, run_input, sse_events
+from conftest import Server, post_run, run_input, sse_events, unchunked
 
 from hpd_agent.web._threads import STARTING
 
@@ -19,14 +19,7 @@ def _unchunked(raw: bytes) -> bytes:
     """The body of a chunked HTTP/1.1 response (head included in ``raw``)."""
     head, rest = raw.split(b"\r\n\r\n", 1)
     assert head.startswith(b"HTTP/1.1 200"), head
-    body = bytearray()
-    while True:
-        size_line, rest = rest.split(b"\r\n", 1)
-        size = int(size_line, 16)
-        if size == 0:
-            return bytes(body)
-        body += rest[:size]
-        rest = rest[size + 2 :]
+    return unchunked(rest)
 
 
 def test_inputs_whose_bodies_have_not_come_hold_no_start_slot(server: Server) -> None:

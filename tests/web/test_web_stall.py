@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Server, post_run, run_input, start_server
+from conftest import Server, post_run, run_input, start_server, unchunked
 
 AGENTS, TOKENS = 100, 600
 """The stalled run: 60,800 AG-UI events, well over what the socket buffers of a stalled
@@ -61,14 +61,7 @@ def _rest(sock: socket.socket, got: bytes) -> bytes:
     while more := sock.recv(65536):
         chunks.append(more)
     sock.close()
-    raw, body = b"".join(chunks), bytearray()
-    while True:
-        size_line, raw = raw.split(b"\r\n", 1)
-        size = int(size_line, 16)
-        if size == 0:
-            return bytes(body)
-        body += raw[:size]
-        raw = raw[size + 2 :]
+    return unchunked(b"".join(chunks))
 
 
 def _events(body: bytes) -> list[tuple[int | None, dict[str, Any]]]:
