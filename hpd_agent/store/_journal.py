@@ -216,7 +216,12 @@ class Journal(Hook):
     async def put(self, entry: JournalEntry) -> None:
         """Write an entry, with the entries held back before it in one transaction (it lands
         even while the run is being cancelled: the fact it records has happened)."""
-        writing = self._writing([*self.take_held(), entry])
+        if self._held:
+            entries = self.take_held()
+            entries.append(entry)
+        else:
+            entries = [entry]  # nothing held: the held list is neither taken nor replaced
+        writing = self._writing(entries)
         if writing is not None:
             await writing
         self._keep(entry)
