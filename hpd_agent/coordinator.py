@@ -103,7 +103,6 @@ class Coordinator:
         backend: RequestBackend | None = None,
     ) -> None:
         self.run_id = run_id
-        self._sink = sink  # fixed for the run; read here without the outlet's extra hop
         self._outlet = Outlet(sink)
         self.listening = listening
         self.on_unhandled: OnUnhandled = on_unhandled
@@ -130,7 +129,7 @@ class Coordinator:
     # -- events ------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
         """Put an event on the run's stream (dropped when nobody is watching)."""
-        sink = self._sink
+        sink = self._outlet.sink
         if sink is not None:
             sink(event)
 
@@ -138,7 +137,7 @@ class Coordinator:
     def observed(self) -> bool:
         """Whether ``emit`` delivers events anywhere; when False, the hot path may skip
         building the events it would only drop (tool calls, text pieces)."""
-        return self._sink is not None
+        return self._outlet.sink is not None
 
     def add_usage(self, usage: Usage) -> None:
         """Count one model request's usage toward the whole run."""

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 THIS = Path(__file__).resolve()  # spells the patterns out, so it is not scanned
 _SIBLING = re.compile(r"\.\./shared|(?<![\w.])shared/(?:realmodel|bench|DESIGN)")
-_WORKDIR = re.compile(r"/work/")
+_WORKDIR = re.compile("/" + "work/")  # spelled in two: this file names no real path
 SKIP_PARTS = {"node_modules", ".venv", ".peers-venv", "__pycache__", "results", ".ruff_cache"}
 TEXT_SUFFIXES = {".py", ".md", ".sh", ".jinja", ".toml", ".json", ".mjs", ".txt", ".cfg", ""}
 
@@ -42,10 +42,10 @@ def test_nothing_points_at_a_sibling_of_the_checkout() -> None:
 
 def test_the_check_sees_what_it_guards() -> None:
     # The patterns catch the forms a sibling reference takes, and the walk reaches each part.
-    assert _SIBLING.search("bash ../shared/realmodel/serve.sh")
-    assert _SIBLING.search("see ../shared/DESIGN.md")
-    assert _SIBLING.search("cd shared/bench")
-    assert _WORKDIR.search("/work/main/.venv")
+    assert _SIBLING.search("bash .." + "/shared/realmodel/serve.sh")
+    assert _SIBLING.search("see .." + "/shared/DESIGN.md")
+    assert _SIBLING.search("cd shared" + "/bench")
+    assert _WORKDIR.search("/" + "work/main/.venv")
     assert not _SIBLING.search("a shared/ folder of its own")  # only the sibling's parts
     parts = {p.relative_to(REPO).parts[0] for p in _texts()}
     assert {"docs", "tests", "examples", "benchmarks", "scripts", ".ci", "README.md"} <= parts

@@ -35,9 +35,10 @@ class GroupOp:
 
     Attributes:
         apply: Runs the write on the batch's connection, inside its transaction; what it
-            returns is ``result`` (None for a journal write: the store writes its ``rows``). An exception it raises (not the database's own error)
-            refuses this write alone; ``savepoint`` says whether it may have written
-            something before it raised (then it runs in a savepoint of its own).
+            returns is ``result`` (None for a journal write: the store writes its
+            ``rows``). An exception it raises (not the database's own error) refuses this
+            write alone; ``savepoint`` says whether it may have written something before it
+            raised (then it runs in a savepoint of its own).
         savepoint: See ``apply``.
         result: What ``apply`` returned.
         error: What refused it, or the batch's failure.
@@ -114,10 +115,9 @@ class GroupCommit:
         batch = self._open
         if batch is not None and batch.thread == threading.get_ident():
             batch.ops.append(op)
-            # The leader went round the loop before this writer: where its commit takes no
-            # wait (SQLite on the event loop) the batch is durable when this one is back,
-            # and the writer never allocates a wait of its own (a future and three frames
-            # per write, kept across the commit: twice the young collections of the GC).
+            # The leader went round the loop before this writer: where it commits without
+            # a wait (on the event loop) the batch is durable when this one is back, and no
+            # wait of its own (a future and two frames, alive across the commit) is made.
             await anyio.lowlevel.checkpoint()
             if not batch.done:
                 await batch.event.wait()

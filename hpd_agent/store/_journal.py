@@ -52,6 +52,17 @@ def _flat(value: Any) -> dict[str, Any]:
     return {name: getattr(value, name) for name in names}
 
 
+def _response(v: dict[str, Any]) -> ModelResponse:
+    """A model response as a journal entry's value recorded it."""
+    return ModelResponse(
+        text=v.get("text"),
+        tool_calls=tuple(ToolCall(**c) for c in v.get("tool_calls", ())),
+        usage=Usage(**v.get("usage", {})),
+        streamed=True,
+        finish_reason=v.get("finish_reason"),
+    )
+
+
 class Journal(Hook):
     """The journal of one root run in a store (see the module docstring).
 
@@ -138,16 +149,7 @@ class Journal(Hook):
     def model_response(self, key: str) -> ModelResponse | None:
         """The recorded model response for ``key``, or None."""
         entry = self.entry(key, "model")
-        if entry is None:
-            return None
-        v: dict[str, Any] = entry.value
-        return ModelResponse(
-            text=v.get("text"),
-            tool_calls=tuple(ToolCall(**c) for c in v.get("tool_calls", ())),
-            usage=Usage(**v.get("usage", {})),
-            streamed=True,
-            finish_reason=v.get("finish_reason"),
-        )
+        return None if entry is None else _response(entry.value)
 
     async def wrap_tool_call(
         self, execution: ToolExecution, call_next: CallNext[ToolExecution, ToolOutcome]

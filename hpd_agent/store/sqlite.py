@@ -152,7 +152,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             raise self._open_error(e, busy_timeout) from None
         super().__init__(conn, lease_ttl=lease_ttl)
         self._fast = fast
-        # A commit on the fast connection costs ~11 µs on the event loop: grouping would
+        # A commit on the fast connection costs ~13 µs on the event loop: grouping would
         # cost each write a wait instead (``SQLRuns._grouping``).
         self._grouping = fast is None
         self._fast_lock = threading.Lock()
