@@ -16,6 +16,10 @@ Prompts:
   ``<query>: <the answer>``; the final answer joins both.
 - ``hostile``: the model's text and its question carry HTML/script markup, and a tool asks the
   person to follow a ``javascript:`` URL.
+- ``decline``: the Orchestrator delegates to the Surveyor (depth 1), whose ``ask_budget`` tool
+  asks "What is the budget?" and reports how the question ended (``budget not given:
+  <QuestionNotAnswered.status>`` when it got no answer); the Surveyor answers ``surveyor:
+  <that>`` and the Orchestrator ``Final answer: <that>``.
 """
 
 from __future__ import annotations
@@ -23,12 +27,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from hpd_agent import Agent, ToolContext, ask_user, tool
+from hpd_agent import Agent, QuestionNotAnswered, ToolContext, ask_user, tool
 from hpd_agent.messages import Message, ToolCall, ToolResultMessage, UserMessage
 from hpd_agent.models import ModelRequestParams, ModelResponse
 from hpd_agent.testing import FunctionModel, text, tool_call
 
 REGION_QUESTION = "Which region?"
+BUDGET_QUESTION = "What is the budget?"
 DB_QUESTION = "Which database?"
 HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>'
 SIGN_IN_URL = "https://example.com/oauth/authorize?client=hpd"
@@ -106,6 +111,21 @@ async def open_link(ctx: ToolContext) -> str:
     return f"followed={done}"
 
 
+@tool
+async def ask_budget(ctx: ToolContext) -> str:
+    """Ask the person for the budget; say how the question ended when it got no answer."""
+    try:
+        return "budget=" + await ctx.ask(BUDGET_QUESTION)
+    except QuestionNotAnswered as e:
+        return f"budget not given: {e.status}"
+
+
+def surveyor_turn(messages: Sequence[Message], info: ModelRequestParams):
+    if info.turn == 0:
+        return tool_call("ask_budget")
+    return text("surveyor: " + _results(messages)[-1])
+
+
 def specialist_turn(messages: Sequence[Message], info: ModelRequestParams):
     if info.turn == 0:
         return tool_call("ask_user", question=DB_QUESTION, options=["postgres", "sqlite"])
@@ -163,6 +183,10 @@ def orchestrator_turn(messages: Sequence[Message], info: ModelRequestParams):
         if info.turn == 0:
             return [tool_call("ask_user", question=f"Pick {HOSTILE}?"), tool_call("open_link")]
         return text(f"Model says {HOSTILE} and " + " | ".join(_results(messages)))
+    if prompt == "decline":
+        if info.turn == 0:
+            return tool_call("Surveyor", query="estimate the budget")
+        return text("Final answer: " + " | ".join(_results(messages)))
     return text(f"Hello! You said: {prompt}")
 
 
@@ -181,12 +205,16 @@ def build() -> Agent:
     writer = Agent(
         "Writer", model=FunctionModel(writer_turn, name="writer", chunk_size=3), tools=[ask_user()]
     )
+    surveyor = Agent(
+        "Surveyor", model=FunctionModel(surveyor_turn, name="surveyor"), tools=[ask_budget]
+    )
     return Agent(
         "Orchestrator",
         model=FunctionModel(orchestrator_turn, name="orchestrator", chunk_size=4),
         tools=[
             manager.as_tool(),
             writer.as_tool(),
+            surveyor.as_tool(),
             ask_user(),
             delete_file,
             confirm_deploy,

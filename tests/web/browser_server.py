@@ -37,6 +37,7 @@ class Server:
         # The checked-out package, not whichever one the console script was installed from.
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         env.pop("HPD_AGENT_TOKEN", None)
+        self.store = store
         self.proc = subprocess.Popen(
             [
                 *command,

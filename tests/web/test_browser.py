@@ -7,18 +7,20 @@ Every wait is on page state (Playwright's auto-waiting ``expect``), never a slee
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from browser_agents import HOSTILE_URL, SIGN_IN_URL
+from browser_agents import BUDGET_QUESTION, HOSTILE_URL, SIGN_IN_URL
 from browser_server import CHROMIUM, CHROMIUM_ARGS, Server
 
 try:
-    from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+    from playwright.sync_api import Browser, Locator, Page, Route, expect, sync_playwright
 except ImportError:  # pragma: no cover - depends on the machine
     pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
 if not os.path.exists(CHROMIUM):  # pragma: no cover - depends on the machine
@@ -97,6 +99,8 @@ def approve_and_finish(page: Page) -> None:
     permission = page.get_by_role("article", name=re.compile("delete_file"))
     expect(permission).to_have_attribute("data-kind", "permission")
     expect(permission.get_by_label("Arguments of delete_file")).to_contain_text("/tmp/old-plan.txt")
+    # Deny is how a permission is refused: no second way out.
+    expect(permission.get_by_role("button", name="Decline to answer")).to_have_count(0)
     permission.get_by_role("button", name="Approve once").click()
     expect(final_text(page)).to_have_text(
         "Final answer: manager: use sqlite | eu-west | deleted /tmp/old-plan.txt"
@@ -229,6 +233,9 @@ def test_question_kinds_confirm_multiple_choice_and_a_schema_form(
     page.goto(server.url)
     send(page, "forms")
     expect(page.get_by_role("article")).to_have_count(5)
+    # Each kind (form, choice, yes/no, action, value) can also be declined.
+    for card in page.get_by_role("article").all():
+        expect(card.get_by_role("button", name="Decline to answer")).to_have_count(1)
 
     form = question(page, "Deployment settings?")
     # Raw JSON the schema refuses: the server's 400 is shown on the card, nothing is lost.
@@ -277,7 +284,8 @@ def test_model_and_question_text_is_shown_as_text_never_as_markup(
     # A javascript: URL is shown as text, never made a link.
     expect(link).to_contain_text(HOSTILE_URL)
     expect(link.get_by_role("link")).to_have_count(0)
-    link.get_by_role("button", name="Decline").click()
+    # The action's own "Decline" (the tool gets False), not "Decline to answer".
+    link.get_by_role("button", name="Decline", exact=True).click()
     card = page.locator('article[data-kind="text"]')
     expect(card.locator("h3")).to_have_text(
         re.compile(r'^Pick <img src=x onerror="window.__pwned=1"><script>')
@@ -292,6 +300,56 @@ def test_model_and_question_text_is_shown_as_text_never_as_markup(
     )
     assert injected == 0
     assert page.evaluate("window.__pwned") is None
+
+
+def stored_status(server: Server, request_id: str) -> str:
+    with sqlite3.connect(f"file:{server.store}?mode=ro", uri=True) as db:
+        row = db.execute("SELECT status FROM hpd_requests WHERE id = ?", (request_id,)).fetchone()
+    assert row is not None, f"no stored request {request_id}"
+    return row[0]
+
+
+def test_a_sub_agents_question_declined_from_the_keyboard_reaches_the_asking_tool(
+    server: Server, page: Page
+) -> None:
+    page.goto(server.url)
+    send(page, "decline")
+    card = question(page, BUDGET_QUESTION)
+    expect(card).to_contain_text("Orchestrator > Surveyor")
+    request_id = card.get_attribute("data-request")
+    assert request_id
+    decline = card.get_by_role("button", name="Decline to answer")
+
+    # A failed decline is shown on the card like a failed answer, and the card stays usable.
+    posted: list[Any] = []
+
+    def refuse(route: Route) -> None:
+        posted.append(route.request.post_data_json)
+        route.fulfill(status=503, json={"error": "the server is busy"})
+
+    page.route(f"**/requests/{request_id}", refuse, times=1)
+    decline.click()
+    expect(card.get_by_role("alert")).to_have_text("the server is busy")
+    assert posted == [{"decline": True}]
+    expect(decline).to_be_enabled()
+
+    # From the keyboard: the answer box, Send answer, then Decline to answer.
+    card.get_by_label("Your answer").focus()
+    page.keyboard.press("Tab")
+    expect(card.get_by_role("button", name="Send answer")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(decline).to_be_focused()
+    with page.expect_response(f"**/threads/*/requests/{request_id}") as declined:
+        page.keyboard.press("Enter")
+    assert declined.value.status == 200
+    assert json.loads(declined.value.text()) == {"id": request_id, "declined": True}
+
+    # The card leaves like an answered one; the asking tool got QuestionNotAnswered("declined").
+    expect(card).to_have_count(0)
+    expect(page.get_by_text("No questions waiting")).to_be_visible()
+    expect(final_text(page)).to_have_text("Final answer: surveyor: budget not given: declined")
+    expect(page.get_by_role("status")).to_have_text("Done")
+    assert stored_status(server, request_id) == "declined"
 
 
 def test_a_token_server_is_used_with_the_token_from_the_address_or_asked_once(

@@ -60,11 +60,21 @@ export class Api {
     return Array.isArray(body.requests) ? body.requests : [];
   }
 
-  async answer(threadId, requestId, answer) {
+  /** Answers request `requestId` of the thread (POST {"answer": ...}). */
+  answer(threadId, requestId, answer) {
+    return this.reply(threadId, requestId, { answer });
+  }
+
+  /** Declines it: the person will not answer; the asking tool is told so. */
+  decline(threadId, requestId) {
+    return this.reply(threadId, requestId, { decline: true });
+  }
+
+  async reply(threadId, requestId, body) {
     const path = `threads/${encodeURIComponent(threadId)}/requests/${encodeURIComponent(requestId)}`;
     const response = await this.fetch(path, {
       method: "POST",
-      body: JSON.stringify({ answer }),
+      body: JSON.stringify(body),
       headers: { "Content-Type": "application/json" },
     });
     return response.json();

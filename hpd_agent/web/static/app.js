@@ -35,7 +35,7 @@ class App {
     this.infoWanted = true; // the agent's name is still to be asked for (GET /info)
     this.transcript = new Transcript(document.getElementById("transcript"));
     this.inbox = new Inbox(document.getElementById("questions"), document.getElementById("question-count"),
-      (request, answer) => this.answer(request, answer));
+      (request, answer) => this.answer(request, answer), (request) => this.decline(request));
     this.inbox.onChange = () => this.settledStatus();
     this.inbox.callLabel = (subagentRunId) => callLabel(this.transcript, subagentRunId);
     this.api = new Api(() => hashParams().get("token") || sessionStorage.getItem(TOKEN_KEY));
@@ -284,6 +284,13 @@ class App {
 
   async answer(request, answer) {
     await this.call(() => this.api.answer(this.threadId, request.id, answer));
+    this.resolved(request.id);
+  }
+
+  /** Declines `request`: it ends like an answered one (the stream's request_resolved event
+   * says "declined"). */
+  async decline(request) {
+    await this.call(() => this.api.decline(this.threadId, request.id));
     this.resolved(request.id);
   }
 

@@ -3,6 +3,8 @@
 // the agent call that asks (its path and its query), so two parallel calls of one agent
 // asking at once are told apart; its answer goes to that call's request id. Each card says
 // what kind of answer it wants; a permission names its tool and lists the arguments once.
+// Every question but a permission (whose Deny already refuses) can also be declined: the
+// person will not answer, and the asking tool is told so (QuestionNotAnswered "declined").
 import { argumentList } from "./args.js";
 import { el, prettyJSON, uid } from "./dom.js";
 import { customAnswerEditor } from "./schemaform.js";
@@ -12,11 +14,13 @@ export class Inbox {
    * @param {HTMLElement} list where the cards go.
    * @param {HTMLElement} counter shows how many questions wait.
    * @param {(request: object, answer: any) => Promise<void>} send posts an answer.
+   * @param {(request: object) => Promise<void>} decline posts a decline.
    */
-  constructor(list, counter, send) {
+  constructor(list, counter, send, decline) {
     this.list = list;
     this.counter = counter;
     this.send = send;
+    this.decline = decline;
     this.cards = new Map();
     this.callLabel = () => ""; // subagentRunId -> the call's label, when the tree knows it
     this.update();
@@ -43,7 +47,8 @@ export class Inbox {
   add(request) {
     if (!request || !request.id || this.cards.has(request.id)) return false;
     const card = buildCard(request, this.callLabel(request.subagentRunId),
-      (answer, error) => this.submit(request, answer, error));
+      (answer, error) => this.submit(request, () => this.send(request, answer), error),
+      (error) => this.submit(request, () => this.decline(request), error));
     this.cards.set(request.id, card);
     this.list.append(card);
     this.update();
@@ -60,14 +65,15 @@ export class Inbox {
     return true;
   }
 
-  async submit(request, answer, error) {
+  /** Posts the card's answer or decline (`post`); either ends the card the same way. */
+  async submit(request, post, error) {
     const card = this.cards.get(request.id);
     if (!card) return;
     error.textContent = "";
     card.setAttribute("aria-busy", "true");
     for (const control of card.querySelectorAll("button, input, textarea, select")) control.disabled = true;
     try {
-      await this.send(request, answer);
+      await post();
       this.remove(request.id);
     } catch (failure) {
       card.removeAttribute("aria-busy");
@@ -126,12 +132,18 @@ export function pathText(path) {
   return Array.isArray(path) ? path.join(" > ") : String(path || "");
 }
 
-function buildCard(request, call, submit) {
+function buildCard(request, call, submit, decline) {
   const titleId = uid("question");
   const error = el("p", { class: "answer-error", role: "alert" });
   const path = pathText(request.agentPath);
   const answer = (value) => submit(value, error);
   const widget = (WIDGETS[request.kind] || WIDGETS.custom)(request, answer, error);
+  // A permission's Deny already refuses it (and a declined permission ends the same way).
+  const refuse = request.kind === "permission" ? null : el("div", { class: "decline-row" },
+    el("button", {
+      type: "button", class: "decline", onclick: () => decline(error),
+      title: "Refuse to answer: the agent is told you declined",
+    }, "Decline to answer"));
   const expires = request.expiresAt ? new Date(request.expiresAt) : null;
   return el("article", {
     class: "question", "data-request": request.id, "data-kind": request.kind, "aria-labelledby": titleId,
@@ -145,7 +157,7 @@ function buildCard(request, call, submit) {
   request.context ? el("p", { class: "context" }, request.context) : null,
   expires && !Number.isNaN(expires.getTime())
     ? el("p", { class: "expires" }, `Expires at ${expires.toLocaleTimeString()}`) : null,
-  widget, error);
+  widget, refuse, error);
 }
 
 function textBox(label, rows, onSend, buttonText = "Send answer") {
@@ -227,7 +239,10 @@ const WIDGETS = {
     return el("div", {}, actionLink(request),
       el("div", { class: "options", role: "group", "aria-label": "Action" },
         el("button", { type: "button", class: "approve", onclick: () => answer(true) }, "Done"),
-        el("button", { type: "button", class: "deny", onclick: () => answer(false) }, "Decline")));
+        // The action's own "no" (the tool gets False), unlike "Decline to answer".
+        el("button", {
+          type: "button", class: "deny", onclick: () => answer(false), title: "Answer that you will not do it",
+        }, "Decline")));
   },
   custom(request, answer, error) {
     const details = request.data && request.data.payload;
