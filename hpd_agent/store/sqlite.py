@@ -38,6 +38,7 @@ from ._sql import (
     schema,
 )
 from ._sqlite_io import (
+    WAL_SIZE_LIMIT,
     Checkpointer,
     Durability,
     check_durability,
@@ -178,6 +179,8 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             conn.execute(f"PRAGMA synchronous={sync}")
             # Checkpoints happen in the background (``Checkpointer``), never on a commit.
             conn.execute("PRAGMA wal_autocheckpoint=0")
+            # A WAL that grew in a burst is cut back when it starts again.
+            conn.execute(f"PRAGMA journal_size_limit={WAL_SIZE_LIMIT}")
             if wait != busy_timeout:
                 conn.execute(f"PRAGMA busy_timeout={round(busy_timeout * 1000)}")
         except sqlite3.Error as e:

@@ -6,18 +6,24 @@ from __future__ import annotations
 import os
 import socket
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 from anyio import wait_all_tasks_blocked
 from test_store import question
 
+from hpd_agent import Agent, RunResult
 from hpd_agent.exceptions import UserError
+from hpd_agent.messages import Message, ToolCall
+from hpd_agent.models import ModelRequestParams, ModelResponse
 from hpd_agent.store import JournalEntry, RequestRecord, SQLiteStore, open_store
 from hpd_agent.store._sqlite_io import notify_all
+from hpd_agent.testing import FunctionModel
 
 pytestmark = pytest.mark.anyio
 
@@ -332,4 +338,52 @@ async def test_postgres_write_sent_ahead_that_meets_a_row_lock_lands_after_it(
         assert (await store.get_request("req_1")) is not None
     finally:
         other.close()
+        await store.aclose()
+
+
+async def test_wal_stays_bounded_under_a_steady_stream_of_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs committing without a pause: a PASSIVE checkpoint never catches up with the last
+    frame, so without a restart no writer ever starts the WAL again and the file grows with
+    every commit (about 8 KB each: a GB for 10,000 runs). The checkpointer restarts a WAL
+    grown past ``RESTART_FRAMES``, and the file is cut back to ``journal_size_limit``;
+    every run's journal is whole."""
+    from hpd_agent.store import _sqlite_io, sqlite
+
+    monkeypatch.setattr(_sqlite_io, "RESTART_FRAMES", 64)  # 256 KiB
+    monkeypatch.setattr(sqlite, "WAL_SIZE_LIMIT", 1 << 20)
+    runs, turns = 150, 8
+
+    async def model(messages: Sequence[Message], params: ModelRequestParams) -> ModelResponse:
+        await anyio.lowlevel.checkpoint()  # a model's round trip: the runs interleave
+        done = sum(1 for m in messages if m.kind == "tool")
+        if done == turns:
+            return ModelResponse(text="done")
+        return ModelResponse(tool_calls=(ToolCall(id=f"c{done}", name="step", arguments="{}"),))
+
+    async def step() -> str:
+        """One step."""
+        return "ok"
+
+    agent = Agent("steady", model=FunctionModel(model), tools=[step], max_turns=turns + 1)
+    path = tmp_path / "runs.db"
+    store = SQLiteStore(path)
+    results: list[RunResult] = []
+
+    async def one() -> None:
+        results.append(await agent.run("go", store=store))
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for _ in range(runs):
+                tg.start_soon(one)
+        commits = runs * (2 * turns + 2)
+        assert [r.output for r in results] == ["done"] * runs
+        for r in results:
+            assert len(await store.journal(r.run_id)) == 2 * turns + 1
+        # Unbounded, the WAL would hold every commit's pages: ~8 KB x commits (~20 MB).
+        wal = (await anyio.Path(f"{path}-wal").stat()).st_size
+        assert wal < commits * 8192 / 4, (wal, commits)
+    finally:
         await store.aclose()
