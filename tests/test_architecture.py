@@ -43,6 +43,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent._core.outlet": 1,
     "hpd_agent._core.quiescence": 1,
     "hpd_agent._core.conversations": 1,
+    "hpd_agent._core.answering": 1,
     "hpd_agent.coordinator": 1,
     "hpd_agent.permissions": 1,
     "hpd_agent.questions": 1,
