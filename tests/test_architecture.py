@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.coordinator": 1,
     "hpd_agent.permissions": 1,
     "hpd_agent.questions": 1,
+    "hpd_agent._core.asking": 1,
     "hpd_agent._core.context": 1,
     "hpd_agent.tools": 1,
     "hpd_agent.clarification": 1,

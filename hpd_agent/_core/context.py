@@ -3,7 +3,8 @@
 While a tool runs, ``current_context()`` returns its ``ToolContext``: the root run's
 coordinator, the path of agents down to this call, and the deadlines that enclose it. An
 ``Agent.run`` started inside a tool finds the frame here and becomes a nested run that emits
-into the root's coordinator, at any depth, with no wiring by the caller.
+into the root's coordinator, at any depth, with no wiring by the caller. The frame's typed
+questions (``ask``, ``confirm``, ...) are the ``Asking`` mixin, ``_core/asking.py``.
 """
 
 from __future__ import annotations
@@ -11,29 +12,20 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
-from typing import Any, Generic, Literal, overload
+from typing import Any, Generic
 
-import anyio
 from typing_extensions import TypeVar
 
 from ..coordinator import Coordinator
 from ..events import Event, format_path, invocation_id
-from ..exceptions import InvalidAnswerError, QuestionNotAnswered, RequestError, UserError
+from ..exceptions import UserError
 from ..hooks import ModelCall, StepCall
 from ..messages import Message
 from ..models._base import Model, ModelRequestParams, ModelResponse
-from ..permissions import Deny, PermissionSpec
-from ..questions import (
-    ActionQuestion,
-    ChoiceQuestion,
-    ConfirmQuestion,
-    CustomQuestion,
-    InputQuestion,
-    TextQuestion,
-)
 from ..text import TextMender, mend
+from .asking import Asking
 from .deadline import Deadline
 from .requests import RequestSpec
 
@@ -57,7 +49,7 @@ def current_context() -> ToolContext | None:
     return _current.get()
 
 
-class ToolContext(Generic[DepsT]):
+class ToolContext(Asking, Generic[DepsT]):
     """What a tool knows about the call it serves. Declare a parameter of this type to get it.
 
     Annotate it ``ToolContext[MyDeps]`` to type ``ctx.deps``.
@@ -125,211 +117,6 @@ class ToolContext(Generic[DepsT]):
     def __repr__(self) -> str:
         return f"ToolContext({self.tool_name!r}, path={format_path(self.agent_path)!r})"
 
-    async def ask(
-        self,
-        question: str,
-        *,
-        context: str | None = None,
-        options: Sequence[str] | None = None,
-        timeout: float | None = None,
-    ) -> str:
-        """Ask the human a free-text question and wait for the answer, mid-turn.
-
-        The question reaches the root run's stream as a ``ClarificationRequest`` tagged with
-        this agent's path. Time spent waiting does not count against tool timeouts.
-
-        Args:
-            question: What to ask.
-            context: Why it is asked, shown with the question.
-            options: If given, the answer must be one of them.
-            timeout: Seconds to wait; None waits as long as the run lives.
-
-        Returns:
-            The answer text.
-
-        Raises:
-            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
-                Left uncaught, the loop turns it into a plain tool result for the model.
-        """
-
-        spec = TextQuestion(question=question, context=context, options=options)
-        return str(await self.request(spec, timeout=timeout))
-
-    async def ask_input(
-        self,
-        argument: str,
-        question: str | None = None,
-        *,
-        context: str | None = None,
-        timeout: float | None = None,
-    ) -> str:
-        """Ask the human for the value of a named argument instead of letting the model guess.
-
-        Emits a ``"input"`` question with ``data={"argument": argument, "tool": tool_name}``.
-
-        Args:
-            argument: The argument that is missing (e.g. ``"recipient_email"``).
-            question: What to ask; defaults to asking for the argument by name.
-            context: Why it is needed.
-            timeout: Seconds to wait; None waits as long as the run lives.
-
-        Returns:
-            The value, stripped of surrounding space (never empty).
-
-        Raises:
-            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
-        """
-
-        spec = InputQuestion(
-            argument=argument, tool=self.tool_name, question=question, context=context
-        )
-        return str(await self.request(spec, timeout=timeout))
-
-    @overload
-    async def ask_choice(
-        self,
-        question: str,
-        options: Sequence[str],
-        *,
-        multiple: Literal[False] = False,
-        context: str | None = None,
-        timeout: float | None = None,
-    ) -> str: ...
-
-    @overload
-    async def ask_choice(
-        self,
-        question: str,
-        options: Sequence[str],
-        *,
-        multiple: Literal[True],
-        context: str | None = None,
-        timeout: float | None = None,
-    ) -> list[str]: ...
-
-    async def ask_choice(
-        self,
-        question: str,
-        options: Sequence[str],
-        *,
-        multiple: bool = False,
-        context: str | None = None,
-        timeout: float | None = None,
-    ) -> str | list[str]:
-        """Ask the human to pick one of ``options`` (or several, with ``multiple=True``).
-
-        The human answers with an option or its 0-based index; ``respond`` refuses anything
-        else.
-
-        Args:
-            question: What to ask.
-            options: The choices (distinct, at least one).
-            multiple: Let the human pick a list of options.
-            context: Why it is asked.
-            timeout: Seconds to wait; None waits as long as the run lives.
-
-        Returns:
-            The chosen option (its own spelling), or the list of them with ``multiple``.
-
-        Raises:
-            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
-        """
-
-        spec = ChoiceQuestion(
-            question=question, options=options, multiple=multiple, context=context
-        )
-        answer: Any = await self.request(spec, timeout=timeout)
-        return answer
-
-    async def confirm(
-        self, question: str, *, context: str | None = None, timeout: float | None = None
-    ) -> bool:
-        """Ask the human a yes/no question; the tool decides what "no" means.
-
-        Args:
-            question: What to confirm (e.g. "Delete 12 files?").
-            context: Why it is asked.
-            timeout: Seconds to wait; None waits as long as the run lives.
-
-        Returns:
-            True for yes, False for no.
-
-        Raises:
-            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
-        """
-
-        spec = ConfirmQuestion(question=question, context=context)
-        return bool(await self.request(spec, timeout=timeout))
-
-    async def ask_action(
-        self,
-        url: str,
-        *,
-        label: str | None = None,
-        question: str | None = None,
-        context: str | None = None,
-        timeout: float | None = None,
-        resolver: Callable[[], Awaitable[bool]] | None = None,
-    ) -> bool:
-        """Ask the human to do something at ``url`` (e.g. sign in with OAuth) and wait.
-
-        The request is resolved by the human (True: done, False: declined), by the app
-        calling ``run.respond(request_id, True)`` when the action's callback arrives, or by
-        ``resolver``, whichever comes first.
-
-        Args:
-            url: Where the human acts.
-            label: Short text for a link or button.
-            question: What to tell the human; defaults to asking them to open the URL.
-            context: Why it is needed.
-            timeout: Seconds to wait; None waits as long as the run lives.
-            resolver: Awaited alongside the question (e.g. waits for the OAuth callback);
-                its result answers the request unless the human answered first.
-
-        Returns:
-            True when the action was completed, False when it was declined.
-
-        Raises:
-            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
-        """
-
-        spec = ActionQuestion(url=url, label=label, question=question, context=context)
-        if resolver is None:
-            return bool(await self.request(spec, timeout=timeout))
-        return bool(await _ask_racing(self, spec, resolver, timeout))
-
-    async def ask_custom(
-        self,
-        name: str,
-        question: str,
-        *,
-        payload: Mapping[str, Any] | None = None,
-        schema: Mapping[str, Any] | None = None,
-        context: str | None = None,
-        timeout: float | None = None,
-    ) -> Any:
-        """Ask a question of your own kind: a name and JSON payload, answered with JSON.
-
-        Args:
-            name: What kind of question it is, for the handler that shows it.
-            question: What to ask.
-            payload: JSON data for whoever shows the question.
-            schema: A JSON schema the answer must match (checked by ``respond``).
-            context: Why it is asked.
-            timeout: Seconds to wait; None waits as long as the run lives.
-
-        Returns:
-            The answer, as plain JSON data.
-
-        Raises:
-            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
-        """
-
-        spec = CustomQuestion(
-            name=name, question=question, payload=payload, schema=schema, context=context
-        )
-        return await self.request(spec, timeout=timeout)
-
     def on_behalf_of(self, *names: str, key: str) -> ToolContext[DepsT]:
         """A frame of this call for questions relayed for other agents (a remote agent over
         A2A): ``agent_path`` = this path + ``names``; request ids from this call's path,
@@ -380,12 +167,6 @@ class ToolContext(Generic[DepsT]):
             self, spec, request_id=self.next_request_id(), timeout=timeout
         )
 
-    async def _request_as(self, spec: RequestSpec, request_id: str, timeout: float | None) -> Any:
-        return await self.coordinator.request(self, spec, request_id=request_id, timeout=timeout)
-
-    async def _respond(self, request_id: str, answer: Any) -> Any:
-        return await self.coordinator.respond(request_id, answer)
-
     async def step(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Do a side effect once, even if the run is resumed: a journaled step.
 
@@ -426,31 +207,6 @@ class ToolContext(Generic[DepsT]):
             run=run,
         )
         return await self.coordinator.hooks.step(_run_step)(call)
-
-    async def ask_permission(
-        self, tool_name: str, arguments: dict[str, Any], *, timeout: float | None = None
-    ) -> str | None:
-        """Ask the human whether ``tool_name`` may run with ``arguments``.
-
-        Returns:
-            None when the call may run; otherwise the text the model gets instead of a result
-            (denied, declined: the user would not say, or unanswered).
-        """
-        if (self.agent_path, tool_name) in self.coordinator.run_approvals:
-            return None
-        try:
-            decision = await self.request(PermissionSpec(tool_name, arguments), timeout=timeout)
-        except QuestionNotAnswered as e:
-            if e.status == "declined":
-                return (
-                    f"The tool {tool_name!r} did not run: the user declined to answer "
-                    "whether it may run."
-                )
-            return f"The tool {tool_name!r} did not run: it needs the user's approval. {e}"
-        if isinstance(decision, Deny):
-            reason = f" Reason: {decision.reason}" if decision.reason else ""
-            return f"The user denied permission to run {tool_name!r}.{reason}"
-        return None
 
     async def request_model(
         self, model: Model, messages: Sequence[Message], params: ModelRequestParams
@@ -534,46 +290,3 @@ async def _mended_request(
 
 async def _run_step(call: StepCall) -> Any:
     return await call.run()
-
-
-async def _ask_racing(
-    asking: ToolContext[Any],
-    spec: RequestSpec,
-    resolver: Callable[[], Awaitable[Any]],
-    timeout: float | None,
-) -> Any:
-    """Ask ``spec`` while ``resolver`` runs; whichever answers first wins.
-
-    The resolver's result goes through ``respond`` like a human's answer (checked and
-    announced); if the request ended meanwhile it is dropped. An exception from the
-    resolver, or an answer ``respond`` refuses, propagates and cancels the question.
-    """
-    request_id = asking.next_request_id()
-    outcome: dict[str, Any] = {}
-
-    async def resolve() -> None:
-        # Starts once the asker is waiting, so the request is registered by then.
-        try:
-            await asking._respond(request_id, await resolver())
-        except InvalidAnswerError as e:
-            # A resolver giving a wrong answer is a bug in the app: say so.
-            outcome["resolver_error"] = e
-            tg.cancel_scope.cancel()
-        except RequestError:
-            pass  # the human answered first, or the request ended: that stands
-        except Exception as e:
-            outcome["resolver_error"] = e
-            tg.cancel_scope.cancel()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(resolve)
-        try:
-            outcome["value"] = await asking._request_as(spec, request_id, timeout)
-        except QuestionNotAnswered as e:
-            outcome["error"] = e
-        tg.cancel_scope.cancel()
-    if "resolver_error" in outcome:
-        raise outcome["resolver_error"]
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
