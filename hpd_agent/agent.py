@@ -10,7 +10,8 @@ in ``_runner``; this class holds the configuration and the public entry points.
 from __future__ import annotations
 
 import dataclasses
-import uuid
+import secrets
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal, TypedDict
@@ -58,7 +59,7 @@ class RunOptions(TypedDict, total=False):
 
 
 def _new_run_id() -> str:
-    return "run_" + uuid.uuid4().hex[:16]
+    return f"run_{time.time_ns() // 1000:013x}{secrets.token_hex(8)}"
 
 
 class Agent:
