@@ -20,8 +20,9 @@ connection for short statements, the background checkpointer, and the wake-up so
   steady stream of commits a ``PASSIVE`` checkpoint never reaches the WAL's last frame, so
   once the WAL holds ``RESTART_FRAMES`` frames the thread follows it with a ``RESTART``
   checkpoint (writers wait for the few frames left, the event loop's through the worker
-  thread): the next commit starts the WAL again, and a WAL grown in a burst is cut back to
-  ``WAL_SIZE_LIMIT``.
+  thread; one that would wait longer than ``_RESTART_WAIT`` for a writer or a reader gives
+  up until the next nudge): the next commit starts the WAL again, and a WAL grown in a
+  burst is cut back to ``WAL_SIZE_LIMIT``.
 - **Wake-ups.** A process waiting for answers binds a Unix datagram socket in
   ``<store>.wake/``; a process that resolves a request sends its id to every socket there
   after the commit. Where Unix sockets are missing or the path is too long for one, waiters
@@ -62,6 +63,9 @@ writer start the WAL again from its beginning (``Checkpointer``)."""
 
 WAL_SIZE_LIMIT = 128 * 1024 * 1024
 """Bytes a WAL file is cut back to when it starts again (``PRAGMA journal_size_limit``)."""
+
+_RESTART_WAIT = 0.02
+"""Seconds the checkpointer's RESTART may wait for a writer or a reader to finish."""
 
 _SUN_PATH_MAX = 100  # sockaddr_un.sun_path is 104-108 bytes depending on the platform
 
@@ -119,7 +123,9 @@ class Checkpointer:
 
     def _loop(self) -> None:
         try:
-            conn = sqlite3.connect(self._path, timeout=5.0, isolation_level=None)
+            # A RESTART holds writers off while it waits for one and for readers: it waits
+            # a moment at most, and is tried again at the next nudge.
+            conn = sqlite3.connect(self._path, timeout=_RESTART_WAIT, isolation_level=None)
         except sqlite3.Error:
             return
         try:

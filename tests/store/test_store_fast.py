@@ -341,6 +341,23 @@ async def test_postgres_write_sent_ahead_that_meets_a_row_lock_lands_after_it(
         await store.aclose()
 
 
+def _steady_agent(turns: int) -> Agent:
+    """``turns`` tool calls, then "done"; each model call lets the other runs go first."""
+
+    async def model(messages: Sequence[Message], params: ModelRequestParams) -> ModelResponse:
+        await anyio.lowlevel.checkpoint()  # a model's round trip: the runs interleave
+        done = sum(1 for m in messages if m.kind == "tool")
+        if done == turns:
+            return ModelResponse(text="done")
+        return ModelResponse(tool_calls=(ToolCall(id=f"c{done}", name="step", arguments="{}"),))
+
+    async def step() -> str:
+        """One step."""
+        return "ok"
+
+    return Agent("steady", model=FunctionModel(model), tools=[step], max_turns=turns + 1)
+
+
 async def test_wal_stays_bounded_under_a_steady_stream_of_commits(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -354,19 +371,7 @@ async def test_wal_stays_bounded_under_a_steady_stream_of_commits(
     monkeypatch.setattr(_sqlite_io, "RESTART_FRAMES", 64)  # 256 KiB
     monkeypatch.setattr(sqlite, "WAL_SIZE_LIMIT", 1 << 20)
     runs, turns = 150, 8
-
-    async def model(messages: Sequence[Message], params: ModelRequestParams) -> ModelResponse:
-        await anyio.lowlevel.checkpoint()  # a model's round trip: the runs interleave
-        done = sum(1 for m in messages if m.kind == "tool")
-        if done == turns:
-            return ModelResponse(text="done")
-        return ModelResponse(tool_calls=(ToolCall(id=f"c{done}", name="step", arguments="{}"),))
-
-    async def step() -> str:
-        """One step."""
-        return "ok"
-
-    agent = Agent("steady", model=FunctionModel(model), tools=[step], max_turns=turns + 1)
+    agent = _steady_agent(turns)
     path = tmp_path / "runs.db"
     store = SQLiteStore(path)
     results: list[RunResult] = []
@@ -386,4 +391,38 @@ async def test_wal_stays_bounded_under_a_steady_stream_of_commits(
         wal = (await anyio.Path(f"{path}-wal").stat()).st_size
         assert wal < commits * 8192 / 4, (wal, commits)
     finally:
+        await store.aclose()
+
+
+async def test_a_reader_holding_the_wal_does_not_hold_writers_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process's long read keeps the WAL from starting again. The checkpointer's
+    RESTART, which holds writers off while it waits for readers, gives up after a moment
+    and tries again at its next nudge: the runs all finish meanwhile, their writes going
+    through the worker thread while a RESTART holds the lock, and every journal is whole."""
+    from hpd_agent.store import _sqlite_io
+
+    monkeypatch.setattr(_sqlite_io, "RESTART_FRAMES", 16)
+    path = tmp_path / "runs.db"
+    store = SQLiteStore(path)
+    reader = sqlite3.connect(path, isolation_level=None)
+    results: list[RunResult] = []
+
+    async def one() -> None:
+        results.append(await _steady_agent(6).run("go", store=store))
+
+    try:
+        await store.journal("run_0")  # the tables exist
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM hpd_journal").fetchone()  # a snapshot held
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as tg:
+                for _ in range(60):
+                    tg.start_soon(one)
+        assert [r.output for r in results] == ["done"] * 60
+        for r in results:
+            assert len(await store.journal(r.run_id)) == 2 * 6 + 1
+    finally:
+        reader.close()
         await store.aclose()
