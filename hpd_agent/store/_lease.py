@@ -25,6 +25,7 @@ import contextlib
 import math
 import time
 from collections.abc import AsyncGenerator, Sequence
+from types import TracebackType
 
 import anyio
 import anyio.lowlevel
@@ -107,7 +108,7 @@ class LeaseKeeper:
         The run's writes are fenced meanwhile (``_fence``)."""
         if self.leases is None:
             return self._held_by_task()
-        return self._held_by_renewer(self.leases.lease_renewer())
+        return _RenewedHold(self, self.leases.lease_renewer())
 
     def _raise_if_fenced_out(self) -> None:
         """After the run: ``RunLeasedError`` if a write of it was refused, though the run
@@ -181,31 +182,17 @@ class LeaseKeeper:
         renewer.unregister(hold)
         return True
 
-    @contextlib.asynccontextmanager
-    async def _held_by_renewer(self, renewer: LeaseRenewer) -> AsyncGenerator[None]:
-        hold = self._hold = Hold(self.lease, anyio.CancelScope())
-        self._renewer = renewer
-        renewer.register(hold)
-        try:
-            with fencing(self.fence), hold.scope:
-                yield
-        except anyio.get_cancelled_exc_class():
-            raise
-        except BaseException:
-            if hold.lost is None:
-                raise
-        finally:
-            hold.active = False
-            renewer.unregister(hold)
-            self.lease = hold.lease
-            if not self.released:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(_RELEASE_TIMEOUT):
-                    await self._release()
-                self.released = True  # a later ``close`` (a cancelled run's end) only writes
-        if hold.lost is not None:
-            self.lost = hold.lost
-            raise hold.lost
-        self._raise_if_fenced_out()
+    async def _end_hold(self, hold: Hold) -> None:
+        """After the run (``_RenewedHold``): renew the lease no more and give it up, if the
+        run's end did not (shielded: a cancelled run gives it up too)."""
+        hold.active = False
+        if self._renewer is not None:
+            self._renewer.unregister(hold)
+        self.lease = hold.lease
+        if not self.released:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_RELEASE_TIMEOUT):
+                await self._release()
+            self.released = True  # a later ``close`` (a cancelled run's end) only writes
 
     @contextlib.asynccontextmanager
     async def _held_by_task(self) -> AsyncGenerator[None]:
@@ -259,3 +246,59 @@ class LeaseKeeper:
     async def _release(self) -> None:
         with contextlib.suppress(Exception):  # the lease then lapses at its expiry
             await self.store.release_lease(self.lease.run_id, self.lease.holder)
+
+
+class _RenewedHold:
+    """``LeaseKeeper.held`` where the store's renewer thread renews the lease.
+
+    An object rather than a generator context manager: it is alive for the whole run of
+    every run in flight, and a generator would keep its frame, its wrapper and the bound
+    exits of the two blocks it is suspended in.
+    """
+
+    __slots__ = ("_fencing", "_keeper", "_renewer")
+
+    def __init__(self, keeper: LeaseKeeper, renewer: LeaseRenewer) -> None:
+        self._keeper = keeper
+        self._renewer = renewer
+        self._fencing = fencing(keeper.fence)
+
+    async def __aenter__(self) -> None:
+        keeper = self._keeper
+        hold = keeper._hold = Hold(keeper.lease, anyio.CancelScope())  # pyright: ignore[reportPrivateUsage]
+        keeper._renewer = self._renewer  # pyright: ignore[reportPrivateUsage]
+        self._renewer.register(hold)
+        self._fencing.__enter__()
+        hold.scope.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        keeper = self._keeper
+        hold = keeper._hold  # pyright: ignore[reportPrivateUsage]
+        assert hold is not None
+        error = exc
+        try:
+            if hold.scope.__exit__(exc_type, exc, tb):
+                error = None  # the scope's own cancel: the lease was lost
+        except BaseException as e:
+            error = e
+        finally:
+            self._fencing.__exit__(None, None, None)
+        await keeper._end_hold(hold)  # pyright: ignore[reportPrivateUsage]
+        # A lost lease is the run's outcome, whatever its work raised while it was being
+        # cancelled; a cancellation from outside goes on as it is.
+        if error is not None and (
+            hold.lost is None or isinstance(error, anyio.get_cancelled_exc_class())
+        ):
+            if error is exc:
+                return False
+            raise error
+        if hold.lost is not None:
+            keeper.lost = hold.lost
+            raise hold.lost
+        keeper._raise_if_fenced_out()  # pyright: ignore[reportPrivateUsage]
+        return error is None and exc is not None
