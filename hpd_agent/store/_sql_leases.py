@@ -17,9 +17,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -27,15 +26,16 @@ from ._base import Lease
 from ._holder import holder_gone
 from ._lease import leased
 from ._renewer import LeaseRenewer, RenewIO
+from ._sql_records import SQLPart
 
-__all__ = ["SQLLeases"]
+__all__ = ["SQLLeases", "Spelling"]
 
 C = TypeVar("C")
 T = TypeVar("T")
 
 
-class _Spelling(Protocol):
-    """What the lease queries use of ``_sql.Dialect``."""
+class Spelling(Protocol):
+    """What the lease and run queries (``SQLLeases``, ``SQLRuns``) use of ``_sql.Dialect``."""
 
     @property
     def mark(self) -> str:
@@ -61,23 +61,6 @@ class _Spelling(Protocol):
         ...
 
 
-class _Rows(Protocol):
-    """What the lease queries use of a cursor (``_sql.Cursor``)."""
-
-    @property
-    def rowcount(self) -> int:
-        """Rows the last statement changed."""
-        ...
-
-    def fetchone(self) -> Sequence[Any] | None:
-        """The next row, or None."""
-        ...
-
-    def fetchall(self) -> Sequence[Sequence[Any]]:
-        """The remaining rows."""
-        ...
-
-
 _MAKE_RENEWER = threading.Lock()
 
 
@@ -86,7 +69,7 @@ def release_sql(mark: str) -> str:
     return f"UPDATE hpd_leases SET expires_at = 0 WHERE run_id = {mark} AND holder = {mark}"
 
 
-class SQLLeases(ABC, Generic[C]):
+class SQLLeases(SQLPart[C]):
     """``take_lease``, ``renew_lease``, ``release_lease`` and ``get_lease`` in SQL, and
     ``open_run``, ``close_run`` and the renewer (``RunLeases``)."""
 
@@ -97,20 +80,8 @@ class SQLLeases(ABC, Generic[C]):
     more than one, and journal writes are committed in groups (``_group``)."""
 
     @abstractmethod
-    def _spelling(self) -> _Spelling:
+    def _spelling(self) -> Spelling:
         """The store's ``Dialect``."""
-
-    @abstractmethod
-    def _query(self, conn: C, sql: str, args: Sequence[Any] = ()) -> _Rows:
-        """Run one statement on ``conn``."""
-
-    @abstractmethod
-    def _transaction(self, conn: C) -> AbstractContextManager[object]:
-        """A write transaction."""
-
-    @abstractmethod
-    async def _point(self, fn: Callable[[C], T]) -> T:
-        """Run ``fn``, a short statement or transaction about one row, with the connection."""
 
     @abstractmethod
     def _locked(self, fn: Callable[[C], T]) -> T:

@@ -23,6 +23,8 @@ __all__ = [
     "MISSED",
     "RUN_COLUMNS",
     "Missed",
+    "Rows",
+    "SQLPart",
     "SQLRecords",
     "journal_from_row",
     "json_column",
@@ -45,6 +47,40 @@ class Missed:
 
 
 MISSED = Missed()
+
+
+class Rows(Protocol):
+    """What the SQL parts' queries use of a cursor (``_sql.Cursor``)."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the last statement changed."""
+        ...
+
+    def fetchone(self) -> Sequence[Any] | None:
+        """The next row, or None."""
+        ...
+
+    def fetchall(self) -> Sequence[Sequence[Any]]:
+        """The remaining rows."""
+        ...
+
+
+class SQLPart(ABC, Generic[C]):
+    """What the parts of ``SQLStore`` (``SQLRecords``, ``SQLLeases``, ``SQLRuns``) use of
+    it: running a statement, a write transaction, a short job on the connection."""
+
+    @abstractmethod
+    def _query(self, conn: C, sql: str, args: Sequence[Any] = ()) -> Rows:
+        """Run one statement on ``conn``."""
+
+    @abstractmethod
+    def _transaction(self, conn: C) -> AbstractContextManager[object]:
+        """A write transaction."""
+
+    @abstractmethod
+    async def _point(self, fn: Callable[[C], T]) -> T:
+        """Run ``fn``, a short statement or transaction about one row, with the connection."""
 
 
 def json_column(where: str, name: str, text: Any, *, nullable: bool = False) -> Any:
@@ -125,24 +161,7 @@ class _Spelling(Protocol):
         ...
 
 
-class _Rows(Protocol):
-    """What the record queries use of a cursor (``_sql.Cursor``)."""
-
-    @property
-    def rowcount(self) -> int:
-        """Rows the last statement changed."""
-        ...
-
-    def fetchone(self) -> Sequence[Any] | None:
-        """The next row, or None."""
-        ...
-
-    def fetchall(self) -> Sequence[Sequence[Any]]:
-        """The remaining rows."""
-        ...
-
-
-class SQLRecords(ABC, Generic[C]):
+class SQLRecords(SQLPart[C]):
     """``journal_put`` (and ``journal_put_nowait``), ``journal``, ``put_run``, ``get_run``
     and ``list_runs`` in SQL."""
 
@@ -154,24 +173,12 @@ class SQLRecords(ABC, Generic[C]):
         """The store's ``Dialect``."""
 
     @abstractmethod
-    def _query(self, conn: C, sql: str, args: Sequence[Any] = ()) -> _Rows:
-        """Run one statement on ``conn``."""
-
-    @abstractmethod
     def _point_now(self, fn: Callable[[C], T]) -> T | Missed:
         """Run ``fn`` at once if the store can; ``MISSED`` (nothing written) if not."""
 
     @abstractmethod
-    async def _point(self, fn: Callable[[C], T]) -> T:
-        """Run ``fn``, a short statement about one row."""
-
-    @abstractmethod
     async def _run(self, fn: Callable[[C], T]) -> T:
         """Run ``fn`` in the store's thread."""
-
-    @abstractmethod
-    def _transaction(self, conn: C) -> AbstractContextManager[object]:
-        """A write transaction."""
 
     # -- the fence (``_fence``) ----------------------------------------------------------
     def _fence_sql(self) -> str:

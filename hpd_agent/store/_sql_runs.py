@@ -13,10 +13,9 @@ on the event loop (``_grouping``: SQLite with ``durability="process"`` on a file
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractContextManager
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from ..exceptions import HpdAgentError
 from ._base import JournalEntry, Lease, RunRecord, dump_json
@@ -24,44 +23,13 @@ from ._fence import Fence, current_fence
 from ._group import GroupCommit, GroupOp
 from ._lease import leased
 from ._session import already_kept
-from ._sql_leases import release_sql
-from ._sql_records import RUN_COLUMNS, run_to_row
+from ._sql_leases import Spelling, release_sql
+from ._sql_records import RUN_COLUMNS, Rows, SQLPart, run_to_row
 
 __all__ = ["SQLRuns", "close_statement", "open_statement"]
 
 C = TypeVar("C")
 T = TypeVar("T")
-
-
-class _Spelling(Protocol):
-    """What these queries use of ``_sql.Dialect``."""
-
-    @property
-    def mark(self) -> str:
-        """The parameter placeholder."""
-        ...
-
-    @property
-    def on_conflict(self) -> bool:
-        """True for PostgreSQL's ``INSERT ... ON CONFLICT``."""
-        ...
-
-    def insert(self, table: str, columns: str, key: str, *, overwrite: bool) -> str:
-        """An INSERT that keeps (or overwrites) an existing row with the same key."""
-        ...
-
-
-class _Rows(Protocol):
-    """What these queries use of a cursor (``_sql.Cursor``)."""
-
-    @property
-    def rowcount(self) -> int:
-        """Rows the last statement changed."""
-        ...
-
-    def fetchone(self) -> Sequence[Any] | None:
-        """The next row, or None."""
-        ...
 
 
 def open_statement(mark: str) -> str:
@@ -100,15 +68,15 @@ def close_statement(mark: str) -> str:
     )
 
 
-def _first_row(rows: _Rows) -> tuple[Any, ...]:
+def _first_row(rows: Rows) -> tuple[Any, ...]:
     return tuple(cast(Any, rows.fetchone()))
 
 
-def _row_count(rows: _Rows) -> int:
+def _row_count(rows: Rows) -> int:
     return rows.rowcount
 
 
-class SQLRuns(ABC, Generic[C]):
+class SQLRuns(SQLPart[C]):
     """``open_run``, ``close_run`` and ``journal_group``, grouped while the store drives
     several runs (module doc)."""
 
@@ -122,20 +90,8 @@ class SQLRuns(ABC, Generic[C]):
     """The runs this store object drives now (from the take of their lease to its release)."""
 
     @abstractmethod
-    def _spelling(self) -> _Spelling:
+    def _spelling(self) -> Spelling:
         """The store's ``Dialect``."""
-
-    @abstractmethod
-    def _query(self, conn: C, sql: str, args: Sequence[Any] = ()) -> _Rows:
-        """Run one statement on ``conn``."""
-
-    @abstractmethod
-    def _transaction(self, conn: C) -> AbstractContextManager[object]:
-        """A write transaction."""
-
-    @abstractmethod
-    async def _point(self, fn: Callable[[C], T]) -> T:
-        """Run ``fn``, a short statement or transaction about one row, with the connection."""
 
     @abstractmethod
     def _journal_rows(
