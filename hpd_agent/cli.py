@@ -36,7 +36,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._apps.cli_parser import CommandParser
+from ._apps.cli_parser import CommandParser, port_number
 from ._apps.cli_store import EXIT_INTERRUPTED, EXIT_USAGE, _Fail, add_store_commands, failure
 from .text import bounded, printable
 
@@ -363,7 +363,7 @@ def _add_serve_command(sub: Any) -> None:
     )
     serve.add_argument("--url", default=None, help="with --a2a: the base URL the card advertises")
     serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
-    serve.add_argument("--port", type=_port, default=8000, help="port; 0 picks a free one")
+    serve.add_argument("--port", type=port_number, default=8000, help="port; 0 picks a free one")
     serve.add_argument(
         "--store",
         default=None,
@@ -385,17 +385,6 @@ def _add_serve_command(sub: Any) -> None:
         help="a browser origin (https://app.example) allowed to call the API (repeatable)",
     )
     serve.set_defaults(func=_cmd_serve)
-
-
-def _port(text: str) -> int:
-    """A TCP port, 0 to 65535 (argparse turns a refusal into exit 2 with this message)."""
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
-    return port
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ import difflib
 from collections.abc import Sequence
 from typing import Any, NoReturn, cast
 
-__all__ = ["CommandParser"]
+__all__ = ["CommandParser", "port_number"]
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -75,3 +75,14 @@ class CommandParser(argparse.ArgumentParser):
 def _names(action: argparse.Action) -> list[str]:
     """The subcommand names of a subparsers action (its choices map each to its parser)."""
     return [str(name) for name in cast("dict[str, Any]", action.choices)]
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 0 to 65535 (argparse turns a refusal into exit 2 with this message)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
+    return port

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import argparse
 import hmac
-import ipaddress
 import os
 import socket
 import sys
 from typing import TYPE_CHECKING, Any
+
+from .cli_parser import port_number
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -36,7 +37,9 @@ def add_mcp_command(sub: Any) -> None:
     mcp.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     mcp.add_argument("--host", default="127.0.0.1", help="with --http: interface (127.0.0.1)")
-    mcp.add_argument("--port", type=_port, default=8000, help="with --http: port; 0 picks one")
+    mcp.add_argument(
+        "--port", type=port_number, default=8000, help="with --http: port; 0 picks one"
+    )
     mcp.add_argument(
         "--store",
         default=None,
@@ -46,32 +49,14 @@ def add_mcp_command(sub: Any) -> None:
     mcp.set_defaults(func=_cmd_mcp)
 
 
-def _port(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
-    return port
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
 def _cmd_mcp(args: argparse.Namespace) -> int:
+    from ..hosting import is_loopback
     from .cli_store import EXIT_USAGE, _Fail, _load_agent
 
     token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
     if not args.http and (args.token or args.host != "127.0.0.1" or args.port != 8000):
         raise _Fail(EXIT_USAGE, "mcp: --host, --port and --token go with --http")
-    if args.http and not _is_loopback(args.host) and token is None:
+    if args.http and not is_loopback(args.host) and token is None:
         raise _Fail(
             EXIT_USAGE,
             f"mcp: refusing to serve on {args.host} without a token: anyone on the network "

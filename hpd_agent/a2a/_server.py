@@ -8,7 +8,6 @@ executor (``_executor``) starts a run per task and reports where it stopped.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import secrets
 from collections.abc import AsyncGenerator, Callable
@@ -29,6 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..agent import Agent
 from ..exceptions import UserError
+from ..hosting import is_loopback
 from ..store import Store, open_store
 from ..version import __version__
 from ._executor import AgentRunner
@@ -158,16 +158,6 @@ def agent_card(agent: Agent, url: str) -> AgentCard:
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="run", name=agent.name, description=about, tags=["hpd-agent"])],
     )
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only listens on this machine (127.0.0.0/8, ::1, localhost)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class _Guard:

@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Iterable
 from typing import Any, cast
@@ -24,6 +23,8 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..hosting import is_loopback
 
 __all__ = ["MAX_BODY", "MAX_DEPTH", "BodyError", "HostOriginGuard", "is_loopback", "parse_body"]
 
@@ -35,16 +36,6 @@ MAX_DEPTH = 64
 
 _SHOWN = 80
 """Characters of a refused Host or Origin quoted in the error."""
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only listens on this machine (127.0.0.0/8, ::1, localhost)."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _hostname(netloc: str) -> str:
