@@ -416,11 +416,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 2
     import socket
 
-    from ._apps.cli_store import _load_agent
+    from ._apps.cli_store import served_agent
 
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
-    agent = _load_agent(args.agent, served=True)
+    agent = served_agent(args.agent)
     host = args.host.strip("[]")
     # The Host rule (docs/web.md): loopback names, the bound address and --allow-host; with a
     # token and no --allow-host, any name (the token guards the server).

@@ -8,7 +8,6 @@ then carry as ``Authorization: Bearer <token>``.
 from __future__ import annotations
 
 import argparse
-import os
 import socket
 import sys
 
@@ -19,27 +18,19 @@ INSTALL_A2A = 'pip install -e ".[a2a]" in the hpd-agent checkout (it is not on P
 
 def serve_a2a(args: argparse.Namespace) -> int:
     """Run ``serve --a2a``; the exit status."""
-    from .cli_store import EXIT_USAGE, _Fail, _load_agent
+    from .cli_store import EXIT_USAGE, _Fail, served_agent, serving_token
 
     try:
         import uvicorn
 
-        from ..a2a import create_app, is_loopback
+        from ..a2a import create_app
     except ImportError as e:
         print(f"error: serve --a2a needs the a2a extra ({e}): {INSTALL_A2A}", file=sys.stderr)
         return 2
     if args.allow_host or args.allow_origin:
         raise _Fail(EXIT_USAGE, "serve --a2a: --allow-host and --allow-origin are for the web app")
-    token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
-    if not is_loopback(args.host) and token is None:
-        raise _Fail(
-            EXIT_USAGE,
-            f"refusing to serve on {args.host} without a token: anyone on the network could "
-            "run the agent. Pass --token (or set HPD_AGENT_TOKEN), or bind 127.0.0.1.",
-        )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
-    agent = _load_agent(args.agent, served=True)
+    token = serving_token(args.token, args.host)
+    agent = served_agent(args.agent)
     if args.store is not None:
         _probe_store(args.store)
     app = create_app(agent, store=args.store, url=args.url, token=token)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import hmac
-import os
 import socket
 import sys
 from typing import TYPE_CHECKING, Any
@@ -50,21 +49,13 @@ def add_mcp_command(sub: Any) -> None:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    from ..hosting import is_loopback
-    from .cli_store import EXIT_USAGE, _Fail, _load_agent
+    from .cli_store import EXIT_USAGE, _Fail, served_agent, serving_token
 
-    token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
     if not args.http and (args.token or args.host != "127.0.0.1" or args.port != 8000):
         raise _Fail(EXIT_USAGE, "mcp: --host, --port and --token go with --http")
-    if args.http and not is_loopback(args.host) and token is None:
-        raise _Fail(
-            EXIT_USAGE,
-            f"mcp: refusing to serve on {args.host} without a token: anyone on the network "
-            "could run the agent. Pass --token (or set HPD_AGENT_TOKEN), or bind 127.0.0.1.",
-        )
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
-    agent = _load_agent(args.agent)
+    # Without --http (stdio) no token is used.
+    token = serving_token(args.token, args.host, command="mcp: ") if args.http else None
+    agent = served_agent(args.agent, served=False)
     from ..mcp import mcp_server
 
     if args.store is not None:
