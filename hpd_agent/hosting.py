@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Callable
-from typing import Generic
+from typing import Any, Generic
 
 import anyio
 import anyio.abc
@@ -19,7 +19,7 @@ from typing_extensions import TypeVar
 
 from .agent import Agent
 from .events import RequestEvent
-from .exceptions import UnknownRunError
+from .exceptions import InvalidAnswerError, RequestError, UnknownRunError
 from .run import Run, RunResult
 from .store import RunRecord, Store
 
@@ -58,6 +58,22 @@ class HostedRun:
     def run_id(self) -> str:
         """The run's id."""
         return self.run.run_id
+
+    async def answer(self, request_id: str, read: Callable[[], Any]) -> str | None:
+        """Answer ``request_id`` with what ``read`` gives (the protocol's reply read as the
+        request's answer): None when the run took it, else why not (``read`` or the run
+        refused it). A request that ended meanwhile (expired, cancelled) takes nothing and
+        the run goes on without it: None too.
+        """
+        try:
+            await self.run.respond(request_id, read())
+        except (ValueError, TypeError) as e:
+            return str(e)
+        except InvalidAnswerError as e:
+            return str(e).removeprefix(f"invalid answer for request {request_id}: ")
+        except RequestError:
+            pass
+        return None
 
     async def stop(self) -> list[RequestEvent] | RunResult:
         """Wait until the run waits for answers (its pending requests) or has ended."""

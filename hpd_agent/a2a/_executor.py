@@ -29,7 +29,6 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message
 
 from ..events import RequestEvent
-from ..exceptions import InvalidAnswerError, RequestError
 from ..hosting import UnknownRunError
 from ..run import RunResult, finished_event
 from ..store import RunRecord
@@ -119,16 +118,7 @@ async def _answer(served: ServedRun, message: Message) -> str | None:
 
 async def _respond(served: ServedRun, request: RequestEvent, message: Message) -> str | None:
     """None when the run took the answer, else why not."""
-    rid = request.request_id
-    try:
-        await served.run.respond(rid, answer_of(request, message))
-    except (ValueError, TypeError) as e:
-        return str(e)
-    except InvalidAnswerError as e:
-        return str(e).removeprefix(f"invalid answer for request {rid}: ")
-    except RequestError:
-        pass  # it ended meanwhile (expired, cancelled): the run goes on without it
-    return None
+    return await served.answer(request.request_id, lambda: answer_of(request, message))
 
 
 def _asking(

@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from ..events import RequestEvent
-from ..exceptions import InvalidAnswerError, RequestError
+from ..exceptions import RequestError
 from ..hosting import UnknownRunError
 from ..questions import Decline
 from ..run import RunResult, finished_event
@@ -207,19 +207,11 @@ class Calls:
 
 async def _answer(served: ServedRun, form: Form, reply: types.ElicitResult) -> str | None:
     """Give the run the client's reply to ``form``: None when it took it, else why not."""
-    rid = form.request_id
-    try:
-        if reply.action == "decline":
-            await served.run.respond(rid, Decline())  # the asker's ask* raises "declined"
-            return None
-        await served.run.respond(rid, form.read(cast(Mapping[str, Any] | None, reply.content)))
-    except (ValueError, TypeError) as e:
-        return str(e)
-    except InvalidAnswerError as e:
-        return str(e).removeprefix(f"invalid answer for request {rid}: ")
-    except RequestError:
-        pass  # it ended meanwhile (expired, cancelled): the run goes on without it
-    return None
+    if reply.action == "decline":
+        return await served.answer(form.request_id, Decline)  # the asker's ask* raises "declined"
+    return await served.answer(
+        form.request_id, lambda: form.read(cast(Mapping[str, Any] | None, reply.content))
+    )
 
 
 def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
