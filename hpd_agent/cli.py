@@ -397,7 +397,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         return 2
     # Errors other than these two go to main(): one line, the exit status of the table above.
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
         from . import web
     except ImportError as e:
@@ -414,9 +414,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    import socket
 
-    from ._apps.cli_store import served_agent
+    from ._apps.serving import serve_http, served_agent
 
     agent = served_agent(args.agent)
     host = args.host.strip("[]")
@@ -431,20 +430,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         allowed_hosts=hosts,
         allowed_origins=args.allow_origin,
     )
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, args.port))
-    except (OSError, OverflowError) as e:
-        print(f"error: cannot listen on {args.host}:{args.port}: {e}", file=sys.stderr)
-        return 2
-    sock.listen(128)
-    shown = f"[{host}]" if family == socket.AF_INET6 else host
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-    print(f"Serving {agent.name} on http://{shown}:{sock.getsockname()[1]}", flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
-    return 0
+    return serve_http(app, args.host, args.port, what=agent.name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

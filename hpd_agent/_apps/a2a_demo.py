@@ -159,7 +159,7 @@ def _serve_b() -> None:
     import uvicorn
 
     from ..a2a import create_app
-    from .a2a_command import bound
+    from .serving import bound
 
     sock = bound("127.0.0.1", 0)
     if sock is None:

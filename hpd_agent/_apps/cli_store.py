@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -326,28 +325,6 @@ def _load_agent(spec: str, recorded: bool = False, *, served: bool = False) -> A
     if not isinstance(agent, Agent):
         raise _Fail(EXIT_AGENT, f"{where} gave {type(agent).__name__}, not an Agent")
     return agent
-
-
-def serving_token(given: str | None, host: str, *, command: str = "") -> str | None:
-    """A server command's bearer token (``--token``, else ``HPD_AGENT_TOKEN``); refuses
-    (``EXIT_USAGE``) to serve beyond this machine without one. ``command`` prefixes the line."""
-    from ..hosting import is_loopback
-
-    token = given or os.environ.get("HPD_AGENT_TOKEN") or None
-    if not is_loopback(host) and token is None:
-        raise _Fail(
-            EXIT_USAGE,
-            f"{command}refusing to serve on {host} without a token: anyone on the network "
-            "could run the agent. Pass --token (or set HPD_AGENT_TOKEN), or bind 127.0.0.1.",
-        )
-    return token
-
-
-def served_agent(spec: str, *, served: bool = True) -> Agent:
-    """The agent a server command serves, ``spec`` importable from the current directory."""
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
-    return _load_agent(spec, served=served)
 
 
 async def _agent_of(store: Store, run_id: str, given: str | None) -> Agent:

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import hmac
-import socket
-import sys
 from typing import TYPE_CHECKING, Any
 
 from .cli_parser import port_number
@@ -49,7 +47,8 @@ def add_mcp_command(sub: Any) -> None:
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
-    from .cli_store import EXIT_USAGE, _Fail, served_agent, serving_token
+    from .cli_store import EXIT_USAGE, _Fail
+    from .serving import probe_store, served_agent, serving_token
 
     if not args.http and (args.token or args.host != "127.0.0.1" or args.port != 8000):
         raise _Fail(EXIT_USAGE, "mcp: --host, --port and --token go with --http")
@@ -59,22 +58,12 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
     from ..mcp import mcp_server
 
     if args.store is not None:
-        _probe_store(args.store)
+        probe_store(args.store)
     server = mcp_server(agent, store=args.store)
     if args.http:
         return _serve_http(server, args.host, args.port, token, agent.name)
     _serve_stdio(server)
     return 0
-
-
-def _probe_store(location: str) -> None:
-    """Open and close the store now: a bad one is one error line, before serving."""
-    import anyio
-
-    from ..store import open_store
-
-    store = open_store(location)
-    anyio.run(store.aclose)
 
 
 def _serve_stdio(server: Any) -> None:
@@ -89,26 +78,13 @@ def _serve_stdio(server: Any) -> None:
 
 
 def _serve_http(server: Any, host: str, port: int, token: str | None, name: str) -> int:
-    import uvicorn
+    from .serving import serve_http
 
     bare = host.strip("[]")
     app: Any = server.streamable_http_app(host=bare)
     if token is not None:
         app = _Bearer(app, token)
-    family = socket.AF_INET6 if ":" in bare else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((bare, port))
-    except (OSError, OverflowError) as e:
-        print(f"error: cannot listen on {host}:{port}: {e}", file=sys.stderr)
-        return 2
-    sock.listen(128)
-    shown = f"[{bare}]" if family == socket.AF_INET6 else bare
-    print(f"Serving {name} over MCP on http://{shown}:{sock.getsockname()[1]}/mcp", flush=True)
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
-    uvicorn.Server(config).run(sockets=[sock])
-    return 0
+    return serve_http(app, host, port, what=f"{name} over MCP", path="/mcp")
 
 
 class _Bearer:
