@@ -88,17 +88,7 @@ async def test_pending_lists_requests(workdir: Path) -> None:
 
 async def test_answer_exit_statuses(workdir: Path) -> None:
     db = workdir / "runs.db"
-    store = SQLiteStore(db)
-    event = ClarificationRequest(
-        run_id="run_1",
-        agent_path=("A",),
-        depth=0,
-        request_id="req_opt",
-        question="Pick",
-        options=("red", "blue"),
-    )
-    await store.add_request(RequestRecord.from_event(event))
-    await store.aclose()
+    await _options_request(db, "req_opt", "Pick", ("red", "blue"))
     unknown = await cli(workdir, "answer", "req_nope", "x", "--db", str(db))
     assert unknown.returncode == 3 and "no request" in unknown.stderr
     invalid = await cli(workdir, "answer", "req_opt", "green", "--db", str(db))
@@ -111,15 +101,22 @@ async def test_answer_exit_statuses(workdir: Path) -> None:
     assert again.returncode == 4 and "already answered" in again.stderr
 
 
-async def _options_request(db: Path, request_id: str, **kw: object) -> None:
+async def _options_request(
+    db: Path,
+    request_id: str,
+    question: str = "Framework?",
+    options: tuple[str, ...] = ("Express", "FastAPI"),
+    **kw: object,
+) -> None:
+    """Keep a pending question of run_1 (agent A) with ``options`` in the store at ``db``."""
     store = SQLiteStore(db)
     event = ClarificationRequest(
         run_id="run_1",
         agent_path=("A",),
         depth=0,
         request_id=request_id,
-        question="Framework?",
-        options=("Express", "FastAPI"),
+        question=question,
+        options=options,
         **kw,  # type: ignore[arg-type]
     )
     await store.add_request(RequestRecord.from_event(event))
@@ -288,30 +285,11 @@ async def test_resume_reports_bad_input(workdir: Path) -> None:
         workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:nothing"
     )
     assert bad_agent.returncode == 10 and "cannot load --agent" in bad_agent.stderr
-    bad_form = await cli(
-        workdir,
-        "resume",
-        run_id,
-        "--db",
-        str(db),
-        "--agent",
-        "durable_agents:build",
-        "--answer",
-        "oops",
-    )
+    resume = ["resume", run_id, "--db", str(db), "--agent", "durable_agents:build"]
+    bad_form = await cli(workdir, *resume, "--answer", "oops")
     assert bad_form.returncode == 2 and "REQUEST_ID=TEXT" in bad_form.stderr
     # A refused answer resumes nothing and leaves the request pending.
-    wrong = await cli(
-        workdir,
-        "resume",
-        run_id,
-        "--db",
-        str(db),
-        "--agent",
-        "durable_agents:build",
-        "--answer",
-        "req_x=1",
-    )
+    wrong = await cli(workdir, *resume, "--answer", "req_x=1")
     assert wrong.returncode == 12 and "no request" in wrong.stderr
     store = SQLiteStore(db)
     record = await store.get_request(rid)
@@ -531,17 +509,12 @@ async def test_agent_modules_are_found_in_the_current_directory(workdir: Path) -
 
 async def test_pending_shows_controls_instead_of_obeying_them(workdir: Path) -> None:
     db = workdir / "runs.db"
-    store = SQLiteStore(db)
-    event = ClarificationRequest(
-        run_id="run_1",
-        agent_path=("A",),
-        depth=0,
-        request_id="req_evil",
-        question="Deploy?\x1b[2J\x1b]0;owned\x07\nreq_fake  run_1  A  text: Fake row\r\u202eok",
-        options=("yes\x1b[8m", "no"),
+    await _options_request(
+        db,
+        "req_evil",
+        "Deploy?\x1b[2J\x1b]0;owned\x07\nreq_fake  run_1  A  text: Fake row\r\u202eok",
+        ("yes\x1b[8m", "no"),
     )
-    await store.add_request(RequestRecord.from_event(event))
-    await store.aclose()
     listed = await cli(workdir, "pending", "--db", str(db))
     assert listed.returncode == 0
     (line,) = listed.stdout.splitlines()  # the newline in the question fakes no second row
