@@ -15,7 +15,10 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hpd_agent.models import LiteLLMModel
 
 
 @dataclass
@@ -295,3 +298,11 @@ def _with_usage(reply: Stream, include_usage: bool) -> Iterator[dict[str, Any]]:
     if include_usage and reply.usage is not None:
         last = {**chunk({}), "choices": [], "usage": reply.usage}
         yield last
+
+
+def litellm_model(server: OpenAIServer, **kw: Any) -> LiteLLMModel:
+    """A ``LiteLLMModel`` that talks to ``server``; no retries unless ``max_retries`` says."""
+    from hpd_agent.models import LiteLLMModel
+
+    kw.setdefault("max_retries", 0)
+    return LiteLLMModel("openai/gpt-4o-mini", api_base=server.url, api_key="sk-test", **kw)

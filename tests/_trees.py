@@ -1,10 +1,12 @@
-"""Agent trees shared by test modules: a root calling one sub-agent twice in parallel."""
+"""Agent trees shared by test modules: a root calling one sub-agent twice in parallel; and
+a ``write_file`` tool that records where it wrote."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from hpd_agent import Agent, ask_user
+from hpd_agent import Agent, ask_user, tool
 from hpd_agent.messages import ToolCall, ToolResultMessage, UserMessage
 from hpd_agent.models import ModelResponse
 from hpd_agent.testing import FunctionModel, text, tool_call
@@ -41,3 +43,21 @@ def writers_root(writer: Agent) -> Agent:
         return text("done")
 
     return Agent("Root", model=FunctionModel(plan), tools=[writer.as_tool()])
+
+
+def write_file_tool(written: list[str]) -> Any:
+    """A ``write_file(path, content)`` tool that appends each path it is called with to
+    ``written`` and answers "written"."""
+
+    @tool
+    def write_file(path: str, content: str) -> str:
+        """Write a file.
+
+        Args:
+            path: Where.
+            content: What.
+        """
+        written.append(path)
+        return "written"
+
+    return write_file

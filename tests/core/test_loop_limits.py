@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from _trees import write_file_tool as _writer
 
 from hpd_agent import Agent, tool
 from hpd_agent.events import AgentFinished, RunFinished, ToolCallFinished
@@ -33,21 +34,6 @@ def _cut_call(name: str = "write_file", arguments: str = CUT) -> ModelResponse:
         usage=Usage(requests=1, input_tokens=30, output_tokens=16),
         finish_reason="length",
     )
-
-
-def _writer(written: list[str]) -> object:
-    @tool
-    def write_file(path: str, content: str) -> str:
-        """Write a file.
-
-        Args:
-            path: Where.
-            content: What.
-        """
-        written.append(path)
-        return "written"
-
-    return write_file
 
 
 async def test_a_call_cut_off_by_the_token_limit_is_not_run() -> None:

@@ -8,12 +8,12 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import trio
 from _openai_server import Error, OpenAIServer, Stream, chunk, text_stream, tool_call_stream
+from _openai_server import litellm_model as _model
 
 from hpd_agent import Agent, tool
 from hpd_agent.events import AgentFinished, RunFinished, TextDelta, ToolCallFinished
@@ -38,17 +38,6 @@ pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore:.*ReadOnly.*
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"  # litellm runs on asyncio only
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as s:
-        yield s
-
-
-def _model(server: OpenAIServer, **kw: Any) -> LiteLLMModel:
-    kw.setdefault("max_retries", 0)
-    return LiteLLMModel("openai/gpt-4o-mini", api_base=server.url, api_key="sk-test", **kw)
 
 
 async def test_text_deltas_arrive_while_the_response_is_still_streaming(

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,8 +19,10 @@ from _openai_server import (
     text_stream,
     tool_call_stream,
 )
+from _openai_server import litellm_model as _model
+from _trees import write_file_tool as _write_tool
 
-from hpd_agent import Agent, tool
+from hpd_agent import Agent
 from hpd_agent.events import AgentFinished, RunFinished, ToolCallFinished
 from hpd_agent.exceptions import ModelAuthenticationError, ModelBadRequestError, UserError
 from hpd_agent.messages import UserMessage
@@ -38,17 +39,6 @@ def anyio_backend() -> str:
     return "asyncio"  # litellm runs on asyncio only
 
 
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as s:
-        yield s
-
-
-def _model(server: OpenAIServer, **kw: Any) -> LiteLLMModel:
-    kw.setdefault("max_retries", 0)
-    return LiteLLMModel("openai/gpt-4o-mini", api_base=server.url, api_key="sk-test", **kw)
-
-
 def _like_llama_cpp(reply: Reply) -> Any:
     """A script that fails every request echoing unparsable tool-call arguments with HTTP 500
     (what llama.cpp does), and otherwise sends ``reply``."""
@@ -63,21 +53,6 @@ def _like_llama_cpp(reply: Reply) -> Any:
         return reply
 
     return answer
-
-
-def _write_tool(written: list[str]) -> Any:
-    @tool
-    def write_file(path: str, content: str) -> str:
-        """Write a file.
-
-        Args:
-            path: Where.
-            content: What.
-        """
-        written.append(path)
-        return "written"
-
-    return write_file
 
 
 # -- the token limit ---------------------------------------------------------------------------

@@ -4,8 +4,6 @@ spelling otherwise."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from _openai_server import OpenAIServer, text_stream
 
@@ -57,12 +55,6 @@ def test_an_agent_resolves_its_model_string_lazily() -> None:
     agent = Agent("A", model="openia:gpt-4o")  # built without complaint: nothing resolved yet
     with pytest.raises(UserError, match="not a provider litellm knows"):
         agent.run_sync("hi")
-
-
-@pytest.fixture
-def server() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as s:
-        yield s
 
 
 @pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")
