@@ -10,12 +10,12 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from _child import serving_child
 from a2a.types import GetTaskRequest
 from a2a_ours import (
     COMPLETED,
@@ -47,34 +47,13 @@ def served(folder: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[str
     """``hpd-agent serve --a2a --port 0`` serving the Planner; its URL once it listens."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
     env["HPD_A2A_TEST_DIR"] = str(folder)
-    proc = subprocess.Popen(
+    with serving_child(
         [*SERVE, "a2a_served_agents:planner", "--port", "0", *args],
         cwd=HERE,  # MODULE:ATTR is importable from the current directory
         env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    found: list[str] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            match = _SERVING.search(line)
-            if match and not found:
-                found.append(match.group(1))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        assert ready.wait(60) and found, "the server did not start"
-        yield found[0], proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(30)
+        serving=_SERVING,
+    ) as started:
+        yield started
 
 
 async def test_a_killed_server_restarted_on_its_store_takes_the_answer(tmp_path: Path) -> None:

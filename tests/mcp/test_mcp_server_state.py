@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -22,6 +21,7 @@ import anyio
 import mcp_server_agents as agents
 import mcp_types as types
 import pytest
+from _child import serving_child
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
@@ -158,34 +158,10 @@ def served(folder: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[str
     """``hpd-agent mcp --http --port 0`` serving the Planner; its URL once it listens."""
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
     env["HPD_MCP_TEST_DIR"] = str(folder)
-    proc = subprocess.Popen(
-        [*MCP, "--http", "--port", "0", *args],
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    found: list[str] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            match = _SERVING.search(line)
-            if match and not found:
-                found.append(match.group(1))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read, daemon=True).start()
-    try:
-        assert ready.wait(60) and found, "the server did not start"
-        yield found[0], proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(30)
+    with serving_child(
+        [*MCP, "--http", "--port", "0", *args], cwd=REPO, env=env, serving=_SERVING
+    ) as started:
+        yield started
 
 
 async def test_a_restarted_server_continues_the_stored_run(tmp_path: Path) -> None:
