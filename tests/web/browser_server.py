@@ -1,4 +1,9 @@
-"""A real ``hpd-agent serve`` subprocess for the browser tests, and where Chromium is."""
+"""A real ``hpd-agent serve`` subprocess for the browser tests, and where Chromium is.
+
+Importing it skips the importing test module on a machine without Playwright, Chromium or
+the web extra (a browser test module imports it before Playwright). The ``browser`` fixture
+(conftest.py) launches Chromium once per module.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -21,6 +28,19 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
+
+try:
+    from playwright.sync_api import expect
+except ImportError:  # pragma: no cover - depends on the machine
+    pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
+if not os.path.exists(CHROMIUM):  # pragma: no cover - depends on the machine
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+try:
+    from hpd_agent.web import create_app  # noqa: F401  # pyright: ignore[reportUnusedImport]
+except ImportError as exc:  # pragma: no cover - depends on the machine
+    pytest.skip(f"the web extra is not installed: {exc}", allow_module_level=True)
+
+expect.set_options(timeout=30_000)
 ROOT = Path(__file__).resolve().parents[2]
 SERVING = re.compile(r"Serving .* on (http://\S+)")
 

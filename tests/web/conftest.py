@@ -12,12 +12,15 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
 pytest.importorskip("starlette", reason='needs the web extra: pip install -e ".[web]"')
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 REPO = Path(__file__).resolve().parents[2]
 AGENT = "tests.web.agents:root"
@@ -160,3 +163,15 @@ def assert_conformant(text: str, folder: Path, name: str) -> dict[str, Any]:
     assert report["summary"]["errors"] == 0 and report["summary"]["warnings"] == 0
     assert report["eventCount"] > 0
     return report
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    """Headless Chromium under Playwright (the browser tests; ``browser_server``)."""
+    from browser_server import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -8,7 +8,6 @@ Every wait is on page state (Playwright's auto-waiting ``expect``), never a slee
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 from collections.abc import Iterator
@@ -17,20 +16,8 @@ from typing import Any
 
 import pytest
 from browser_agents import BUDGET_QUESTION, HOSTILE_URL, SIGN_IN_URL
-from browser_server import CHROMIUM, CHROMIUM_ARGS, Server
-
-try:
-    from playwright.sync_api import Browser, Locator, Page, Route, expect, sync_playwright
-except ImportError:  # pragma: no cover - depends on the machine
-    pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
-if not os.path.exists(CHROMIUM):  # pragma: no cover - depends on the machine
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-try:
-    from hpd_agent.web import create_app  # noqa: F401  # pyright: ignore[reportUnusedImport]
-except ImportError as exc:  # pragma: no cover - depends on the machine
-    pytest.skip(f"the web extra is not installed: {exc}", allow_module_level=True)
-
-expect.set_options(timeout=30_000)
+from browser_server import Server  # first: it skips the module without a browser
+from playwright.sync_api import Browser, Locator, Page, Route, expect
 
 
 @pytest.fixture(scope="module")
@@ -38,14 +25,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = Server(tmp_path_factory.mktemp("web") / "store.db")
     yield srv
     srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -20,20 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_server import CHROMIUM, CHROMIUM_ARGS, Server
+from browser_server import Server  # first: it skips the module without a browser
+from playwright.sync_api import Browser, Locator, Page, expect
 
-try:
-    from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
-except ImportError:  # pragma: no cover - depends on the machine
-    pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
-if not os.path.exists(CHROMIUM):  # pragma: no cover - depends on the machine
-    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
-try:
-    from hpd_agent.web import create_app  # noqa: F401  # pyright: ignore[reportUnusedImport]
-except ImportError as exc:  # pragma: no cover - depends on the machine
-    pytest.skip(f"the web extra is not installed: {exc}", allow_module_level=True)
-
-expect.set_options(timeout=30_000)
 AGENT = "examples/served_agent.py:agent"
 VIEWPORTS = {"phone": (390, 844), "desktop": (1280, 800)}
 TASK = "Build a todo API"
@@ -44,14 +33,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = Server(tmp_path_factory.mktemp("web") / "store.db", agent=AGENT)
     yield srv
     srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture
