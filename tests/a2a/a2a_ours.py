@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,15 @@ def our_server(agent: Agent, **options: Any) -> Iterator[str]:
 
 async def sdk_client(url: str, *, streaming: bool = True) -> Client:
     return await create_client(url, client_config=ClientConfig(streaming=streaming))
+
+
+@contextlib.asynccontextmanager
+async def served_client(
+    agent: Agent, *, streaming: bool = True, **options: Any
+) -> AsyncIterator[Client]:
+    """``agent`` served (``our_server(agent, **options)``) and an SDK client of it."""
+    with our_server(agent, **options) as url:
+        yield await sdk_client(url, streaming=streaming)
 
 
 def user_message(

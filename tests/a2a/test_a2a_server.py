@@ -19,13 +19,14 @@ from a2a_ours import (
     our_server,
     sdk_client,
     send,
+    served_client,
     status_metadata,
     status_text,
     user_message,
 )
 from a2a_served_agents import asker, counted, lead, planner
 
-from hpd_agent.store import SQLiteStore
+from hpd_agent.store import RunRecord, SQLiteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -45,8 +46,7 @@ def counting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 async def test_a_nested_question_is_input_required_and_the_answer_goes_on(
     streaming: bool,
 ) -> None:
-    with our_server(planner) as url:
-        client = await sdk_client(url, streaming=streaming)
+    async with served_client(planner, streaming=streaming) as client:
         first = await send(client, user_message("a shop"))
         task = first.task
         assert task.status.state == INPUT_REQUIRED
@@ -81,8 +81,7 @@ async def test_a_nested_question_is_input_required_and_the_answer_goes_on(
 async def test_two_pending_questions_answered_in_reverse_order_by_request_id(
     streaming: bool,
 ) -> None:
-    with our_server(lead) as url:
-        client = await sdk_client(url, streaming=streaming)
+    async with served_client(lead, streaming=streaming) as client:
         task = (await send(client, user_message("go"))).task
         listed = status_metadata(task)["requests"]
         assert [(r["question"], r["agent_path"]) for r in listed] == [
@@ -104,8 +103,7 @@ async def test_two_pending_questions_answered_in_reverse_order_by_request_id(
 async def test_an_invalid_answer_asks_the_same_request_again_with_the_reason(
     streaming: bool,
 ) -> None:
-    with our_server(planner) as url:
-        client = await sdk_client(url, streaming=streaming)
+    async with served_client(planner, streaming=streaming) as client:
         task = (await send(client, user_message("a shop"))).task
         rid = status_metadata(task)["request_id"]
         again = (await send(client, user_message("MySQL", task=task))).task
@@ -132,8 +130,7 @@ async def test_an_invalid_answer_asks_the_same_request_again_with_the_reason(
     ],
 )
 async def test_question_kinds_and_permissions(kind: str, answer: Any, expected: str | None) -> None:
-    with our_server(asker) as url:
-        client = await sdk_client(url, streaming=False)
+    async with served_client(asker, streaming=False) as client:
         task = (await send(client, user_message(kind))).task
         meta = status_metadata(task)
         if kind == "permission":
@@ -150,27 +147,29 @@ async def test_question_kinds_and_permissions(kind: str, answer: Any, expected: 
 
 
 async def test_a_declined_question_goes_on_without_an_answer() -> None:
-    with our_server(asker) as url:
-        client = await sdk_client(url)
+    async with served_client(asker) as client:
         task = (await send(client, user_message("text"))).task
         done = (await send(client, user_message("", task=task, metadata={"decline": True}))).task
     assert done.status.state == COMPLETED
     assert counted("effect") == []  # the asking tool raised: its side effect never ran
 
 
+async def _stored_run(db: str, run_id: str) -> RunRecord | None:
+    store = SQLiteStore(db)
+    try:
+        return await store.get_run(run_id)
+    finally:
+        await store.aclose()
+
+
 @pytest.mark.parametrize("streaming", [True, False])
 async def test_cancel_task_cancels_the_waiting_run(tmp_path: Path, streaming: bool) -> None:
     db = str(tmp_path / "runs.db")
-    with our_server(planner, store=db) as url:
-        client = await sdk_client(url, streaming=streaming)
+    async with served_client(planner, store=db, streaming=streaming) as client:
         task = (await send(client, user_message("a shop"))).task
         cancelled = await cancel(client, task)
         assert cancelled.status.state == CANCELED
-    store = SQLiteStore(db)
-    try:
-        record = await store.get_run(task.id)
-    finally:
-        await store.aclose()
+    record = await _stored_run(db, task.id)
     assert record is not None and record.status == "cancelled"
     assert counted("model") == ["Planner", "Clarifier", "Clarifier"]
 
@@ -181,15 +180,10 @@ async def test_a_task_canceled_after_a_restart_cancels_its_stored_run(tmp_path: 
     db = str(tmp_path / "runs.db")
     with our_server(planner, store=db) as url:
         task = (await send(await sdk_client(url), user_message("a shop"))).task
-    with our_server(planner, store=db) as url:
-        client = await sdk_client(url)
+    async with served_client(planner, store=db) as client:
         cancelled = await cancel(client, task)
         assert cancelled.status.state == CANCELED
-    store = SQLiteStore(db)
-    try:
-        record = await store.get_run(task.id)
-    finally:
-        await store.aclose()
+    record = await _stored_run(db, task.id)
     assert record is not None and record.status == "cancelled"
 
 
