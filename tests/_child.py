@@ -3,12 +3,17 @@ serves (``hpd-agent serve --a2a``, ``hpd-agent mcp --http``)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+PYTHONPATH = os.pathsep.join([str(TESTS.parent), str(TESTS)])
+"""A test's child process imports the checkout and the helpers in tests/ (by name)."""
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from _child import serving_child
+from _child import PYTHONPATH, serving_child
 from a2a.types import GetTaskRequest
 from a2a_ours import (
     COMPLETED,
@@ -45,7 +45,7 @@ def anyio_backend() -> str:
 @contextmanager
 def served(folder: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``hpd-agent serve --a2a --port 0`` serving the Planner; its URL once it listens."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "PYTHONUNBUFFERED": "1"}
     env["HPD_A2A_TEST_DIR"] = str(folder)
     with serving_child(
         [*SERVE, "a2a_served_agents:planner", "--port", "0", *args],
@@ -81,7 +81,7 @@ async def test_a_killed_server_restarted_on_its_store_takes_the_answer(tmp_path:
 
 
 def test_serve_a2a_refuses_a_public_interface_without_a_token(tmp_path: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HPD_A2A_TEST_DIR": str(tmp_path)}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "HPD_A2A_TEST_DIR": str(tmp_path)}
     done = subprocess.run(
         [*SERVE, "a2a_served_agents:planner", "--host", "0.0.0.0"],
         cwd=HERE,

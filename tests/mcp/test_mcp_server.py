@@ -22,6 +22,7 @@ import anyio
 import mcp_server_agents as agents
 import mcp_types as types
 import pytest
+from _child import PYTHONPATH
 from anyio import wait_all_tasks_blocked
 from mcp import Client, StdioServerParameters
 from mcp.client.session import ClientRequestContext
@@ -116,7 +117,7 @@ async def connect(
         params = StdioServerParameters(
             command=sys.executable,
             args=["-m", "hpd_agent.cli", "mcp", f"tests.mcp.mcp_server_agents:{name}"],
-            env={**os.environ, "PYTHONPATH": str(REPO)},
+            env={**os.environ, "PYTHONPATH": PYTHONPATH},
             cwd=str(REPO),
         )
         async with Client(params, mode=mode, **callback) as client:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from _child import PYTHONPATH
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -27,7 +28,7 @@ def anyio_backend() -> str:
 
 
 def hpd_agent(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH}
     env.pop("HPD_AGENT_TOKEN", None)
     return subprocess.run(
         [sys.executable, "-m", "hpd_agent.cli", "mcp", *args],

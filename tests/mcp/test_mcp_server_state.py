@@ -21,7 +21,7 @@ import anyio
 import mcp_server_agents as agents
 import mcp_types as types
 import pytest
-from _child import serving_child
+from _child import PYTHONPATH, serving_child
 from mcp import Client
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
@@ -156,7 +156,7 @@ async def test_a_run_whose_client_never_comes_back_is_cancelled() -> None:
 @contextmanager
 def served(folder: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """``hpd-agent mcp --http --port 0`` serving the Planner; its URL once it listens."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "PYTHONUNBUFFERED": "1"}
     env["HPD_MCP_TEST_DIR"] = str(folder)
     with serving_child(
         [*MCP, "--http", "--port", "0", *args], cwd=REPO, env=env, serving=_SERVING
