@@ -25,6 +25,8 @@ from hpd_agent.store import Store
 from hpd_agent.testing import FunctionModel, text, tool_call
 
 QUESTION = "Which framework?"
+EVERY_TURN = ["orchestrator@0", "coder@0", "coder@1", "orchestrator@1"]
+"""``calls.txt`` of a run that went to its end: every model turn, each called once."""
 
 
 def _dir() -> str:

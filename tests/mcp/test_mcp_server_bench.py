@@ -2,25 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-REPO = Path(__file__).resolve().parents[2]
+from _bench import bench_result
 
 
 def test_bench_mcp_server_reports_every_figure() -> None:
-    done = subprocess.run(
-        [sys.executable, "benchmarks/bench_mcp_server.py", "--calls", "10"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT_JSON "))
-    rows = json.loads(line.removeprefix("RESULT_JSON "))["rows"]
+    rows = bench_result("benchmarks/bench_mcp_server.py", "--calls", "10")["rows"]
     cases = [(r["transport"], r["protocol"]) for r in rows]
     assert cases == [
         ("memory", "2025-11-25"),

@@ -2,39 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from typing import Any
-
-from conftest import REPO
+from _bench import bench_result as _result
 
 
 def test_bench_web_reports_every_figure() -> None:
-    done = subprocess.run(
-        [sys.executable, "benchmarks/bench_web.py", "--turns", "3", "--repeat", "1"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT_JSON "))
-    result = json.loads(line.removeprefix("RESULT_JSON "))
+    result = _result("benchmarks/bench_web.py", "--turns", "3", "--repeat", "1")
     assert result["turns"] == 3
     # 3 tool turns: each is TOOL_CALL_START/ARGS/END/RESULT on the wire.
     assert result["sse_events"] >= 4 * 3
     assert result["sse_events_per_s"] > 0 and result["in_process_events_per_s"] > 0
     assert "pydantic_ai_sse_events" in result or result["pydantic_ai"].startswith("skipped")
-
-
-def _result(*command: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, *command], cwd=REPO, capture_output=True, text=True, timeout=240
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT_JSON "))
-    return json.loads(line.removeprefix("RESULT_JSON "))
 
 
 def test_bench_web_fanout_reports_every_figure() -> None:
