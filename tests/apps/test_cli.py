@@ -173,8 +173,9 @@ def test_ctrl_d_at_the_permission_prompt_approves_nothing(terminal: Any, tmp_pat
     assert list(tmp_path.iterdir()) == []  # write_file never ran
 
 
-def test_ctrl_d_at_a_question_in_chat_cancels_the_turn_and_leaves() -> None:
-    chat = pexpect.spawn(
+def _chat() -> pexpect.spawn:
+    """``hpd-agent chat`` on a pseudo-terminal (50 x 140)."""
+    return pexpect.spawn(
         sys.executable,
         ["-m", "hpd_agent.cli", "chat"],
         cwd=str(ROOT),
@@ -183,6 +184,10 @@ def test_ctrl_d_at_a_question_in_chat_cancels_the_turn_and_leaves() -> None:
         timeout=60,
         dimensions=(50, 140),
     )
+
+
+def test_ctrl_d_at_a_question_in_chat_cancels_the_turn_and_leaves() -> None:
+    chat = _chat()
     chat.logfile_read = screen = io.StringIO()
     try:
         chat.expect("you> ")
@@ -203,15 +208,7 @@ def test_ctrl_d_at_a_question_in_chat_cancels_the_turn_and_leaves() -> None:
 
 
 def test_ctrl_c_in_chat_cancels_the_turn_then_leaves_at_the_prompt() -> None:
-    chat = pexpect.spawn(
-        sys.executable,
-        ["-m", "hpd_agent.cli", "chat"],
-        cwd=str(ROOT),
-        env=_env(),
-        encoding="utf-8",
-        timeout=60,
-        dimensions=(50, 140),
-    )
+    chat = _chat()
     try:
         chat.expect("you> ")
         chat.sendline("hello there")

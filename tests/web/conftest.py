@@ -175,3 +175,12 @@ def browser() -> Iterator[Browser]:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+def read_until(chunks: Iterator[str], needle: str = "hpd_agent.request") -> str:
+    """The text read from ``chunks`` until it holds ``needle`` (by default: a request was
+    announced); the rest stays in ``chunks``."""
+    text = ""
+    while needle not in text:
+        text += next(chunks)
+    return text

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from conftest import REPO, Server, post_run, run_input, sse_events
+from conftest import REPO, Server, post_run, read_until, run_input, sse_events
 
 from hpd_agent.store import SQLiteStore
 
@@ -22,10 +22,8 @@ def test_live_request_is_answered_by_its_id_alone(server: Server) -> None:
         server.client() as c,
         c.stream("POST", "/agent", json=run_input("t", "r1", "deep", **LIVE)) as response,
     ):
-        text = ""
         chunks = response.iter_text()
-        while "hpd_agent.request" not in text:
-            text += next(chunks)
+        text = read_until(chunks)
         asked = next(e["value"] for e in sse_events(text) if e.get("name") == "hpd_agent.request")
         assert c.post(f"/requests/{asked['id']}", json={"answer": "nope"}).status_code == 400
         wrong = c.post(f"/requests/{asked['id']}", json={"threadId": "other", "answer": "sqlite"})
@@ -110,10 +108,8 @@ def test_a_live_request_is_declined_by_its_id(server: Server) -> None:
         server.client() as c,
         c.stream("POST", "/agent", json=run_input("t", "r1", "deep", **LIVE)) as response,
     ):
-        text = ""
         chunks = response.iter_text()
-        while "hpd_agent.request" not in text:
-            text += next(chunks)
+        text = read_until(chunks)
         asked = next(e["value"] for e in sse_events(text) if e.get("name") == "hpd_agent.request")
         path = f"/requests/{asked['id']}"
         for bad in ({"decline": False}, {"decline": True, "answer": "sqlite"}, {}):

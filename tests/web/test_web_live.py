@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Server, post_run, run_input, sse_events, start_server
+from conftest import Server, post_run, read_until, run_input, sse_events, start_server
 
 LIVE = {"forwardedProps": {"hpd_agent": {"mode": "live"}}}
 
@@ -175,10 +175,8 @@ def test_input_on_a_busy_thread_is_refused_and_the_run_goes_on(server: Server) -
         server.client() as c,
         c.stream("POST", "/agent", json=run_input("t", "r1", "deep", **LIVE)) as response,
     ):
-        text = ""
         lines = response.iter_text()
-        while "hpd_agent.request" not in text:
-            text += next(lines)
+        text = read_until(lines)
         _, refused = post_run(c, run_input("t", "r2", "hello"))
         assert [e["type"] for e in refused] == ["RUN_STARTED", "RUN_ERROR"]
         assert refused[-1]["code"] == "busy"
