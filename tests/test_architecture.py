@@ -80,6 +80,7 @@ LAYERS: dict[str, int] = {
     # 5 apps and the package faces that reach them
     "hpd_agent.handlers": 5,
     "hpd_agent.handlers.console": 5,
+    "hpd_agent.handlers._printing": 5,
     "hpd_agent.cli": 5,
     "hpd_agent._apps": 5,
     "hpd_agent._apps.cli_store": 5,

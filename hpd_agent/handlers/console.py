@@ -30,26 +30,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from .._values.vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, NO_WORDS, REJECT_WORDS, YES_WORDS
-from ..events import (
-    AgentFinished,
-    AgentStarted,
-    ClarificationRequest,
-    ClarificationResolved,
-    Event,
-    PermissionRequest,
-    PermissionResolved,
-    RunFinished,
-    RunStarted,
-    TextDelta,
-    ToolCallFinished,
-    ToolCallStarted,
-    format_path,
-)
+from ..events import ClarificationRequest, PermissionRequest
 from ..exceptions import RunCancelledError
 from ..permissions import Approve, Decision, Deny
-from ..text import printable
 from ._base import BaseHandler
-from ._stream import Calls, StreamWriter, path_label
+from ._printing import Printing
+from ._stream import Calls, StreamWriter
 from ._stream import esc as _esc
 
 __all__ = ["ConsoleHandler", "default_answer"]
@@ -159,7 +145,7 @@ def default_answer(request: ClarificationRequest | PermissionRequest) -> Any:
     return "No answer: the user is not available. Use your best judgement."
 
 
-class ConsoleHandler(BaseHandler):
+class ConsoleHandler(Printing, BaseHandler):
     """Shows a run in the terminal and asks the human its questions.
 
     Args:
@@ -202,92 +188,6 @@ class ConsoleHandler(BaseHandler):
         self._out = StreamWriter(self.console, self._calls)
         self._asking: str | None = None
         self._open: set[str] = set()  # requests seen and not resolved yet
-
-    # -- output --------------------------------------------------------------------------
-    def _end_line(self) -> None:
-        self._out.end_line()
-
-    def _label(self, path: tuple[str, ...]) -> str:
-        return path_label(path)
-
-    def _who(self, event: Event) -> str:
-        """Who produced ``event``: its agent path, plus the call's number and query when
-        another call of the same agent runs beside it."""
-        key = event.invocation_id or format_path(event.agent_path)
-        return self._calls.label(key, event.agent_path)[0]
-
-    def _line(self, markup: str) -> None:
-        self._end_line()
-        self.console.print(markup, highlight=False, soft_wrap=True)
-
-    def _short(self, text: str) -> str:
-        flat = " ".join(text.split())
-        return flat if len(flat) <= self.max_chars else flat[: self.max_chars - 1] + "…"
-
-    async def on_event(self, event: Event) -> None:
-        """Print one event: text as it streams, tool calls, outcomes."""
-        # Text and state are kept by agent call: parallel calls of one agent share a path.
-        key = event.invocation_id or format_path(event.agent_path)
-        if isinstance(event, TextDelta):
-            # Newlines and tabs stay (layout); escape sequences and other controls show.
-            self._out.text(key, event.agent_path, printable(event.text))
-            return
-        if isinstance(event, AgentStarted):
-            self._calls.started(key, event.agent_path, event.parent_invocation_id, event.input)
-        self._out.settle(key, ending=isinstance(event, (AgentFinished, RunFinished)))
-        if isinstance(event, AgentFinished):
-            self._calls.finished(key)
-        if isinstance(event, RunStarted):
-            self._line(f"[dim]▶ {_esc(event.agent_name)}: {_esc(self._short(event.prompt))}[/]")
-        elif isinstance(event, ToolCallStarted):
-            self._line(
-                f"  {self._who(event)} [dim]→[/] [bold]{_esc(event.tool_name)}[/]"
-                f"[dim]({_esc(self._short(_arguments(event)))})[/]"
-            )
-        elif isinstance(event, ToolCallFinished):
-            if self.show_tool_results or event.is_error:
-                style = "red" if event.is_error else "dim"
-                self._line(
-                    f"  {self._who(event)} [dim]←[/] {_esc(event.tool_name)}: "
-                    f"[{style}]{_esc(self._short(event.result))}[/]"
-                )
-        elif isinstance(event, AgentFinished):
-            # The root agent's failure is the run's: "Run failed" says it, once.
-            if event.status == "failed" and event.depth > 0:
-                self._line(f"[red]✗ {self._who(event)} failed: {_esc(event.error or '')}[/]")
-        elif isinstance(event, (ClarificationResolved, PermissionResolved)):
-            self._resolved(event)
-        elif isinstance(event, (ClarificationRequest, PermissionRequest)):
-            self._open.add(event.request_id)
-            if len(self._open) > 1:
-                self._line(
-                    f"[yellow]… {self._who(event)} also needs you: "
-                    "queued until the current question is answered[/]"
-                )
-        elif isinstance(event, RunFinished):
-            self._end_line()
-            if event.status == "failed":
-                self._line(f"[bold red]Run failed:[/] {_esc(event.error or '')}")
-            elif event.status == "cancelled":
-                self._line("[bold yellow]Run cancelled.[/]")
-
-    def _resolved(self, event: ClarificationResolved | PermissionResolved) -> None:
-        self._open.discard(event.request_id)
-        if event.status == "answered":
-            if (
-                isinstance(event, PermissionResolved)
-                and event.request_id != self._asking
-                and event.scope == "run"
-            ):
-                self._line(
-                    f"[green]✓ {_esc(event.tool_name)} approved for the run ({self._who(event)})[/]"
-                )
-            return
-        what = "permission request" if isinstance(event, PermissionResolved) else "question"
-        if event.status == "declined":  # from elsewhere (a UI, a store), or typed here
-            self._line(f"[yellow]! {self._who(event)}'s {what} was declined[/]")
-            return
-        self._line(f"[yellow]! {self._who(event)}'s {what} ended: {event.status}[/]")
 
     # -- input ---------------------------------------------------------------------------
     async def prompt(self, text: str = "> ") -> str | None:
@@ -433,12 +333,6 @@ def _is_terminal() -> bool:
         return sys.stdin.isatty()
     except (AttributeError, ValueError):  # no stdin at all, or a closed one
         return False
-
-
-def _arguments(event: ToolCallStarted) -> str:
-    if event.raw_arguments is not None:
-        return event.raw_arguments  # did not parse: shown as the model sent it
-    return ", ".join(f"{k}={v!r}" for k, v in event.arguments.items())
 
 
 def _numbered(count: int) -> str:
