@@ -66,6 +66,7 @@ LAYERS: dict[str, int] = {
     # 2 built on the public core: presets, test doubles
     "hpd_agent.presets": 2,
     "hpd_agent.testing": 2,
+    "hpd_agent.testing._rules": 2,
     # 3 durability
     "hpd_agent.store": 3,
     "hpd_agent.hosting": 3,

@@ -4,55 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-from ..events import ClarificationRequest, PermissionRequest, RequestEvent, format_path
+from ..events import RequestEvent
 from ..handlers._base import BaseHandler
 from ..permissions import Approve, Decision, Deny
 from ..questions import Decline
+from ._rules import Replying, Rule, UnexpectedRequestError
 
 __all__ = ["ScriptedHuman", "UnexpectedRequestError"]
-
-
-class UnexpectedRequestError(AssertionError):
-    """A ScriptedHuman got a request none of its rules matches."""
-
-
-@dataclass(kw_only=True)
-class _Rule:
-    kind: str  # "question" | "permission"
-    pattern: re.Pattern[str]
-    reply: Any
-    agent: str | None
-    times: int | None
-    question_kind: str | None = None
-    target: str = "question"  # what the pattern looks at: "question" or a ``data`` key
-    full: bool = False  # the whole target must match (argument and custom names)
-    used: int = 0
-    label: str = field(default="")
-
-    def matches(self, request: RequestEvent) -> bool:
-        if self.times is not None and self.used >= self.times:
-            return False
-        if self.agent is not None and self.agent not in (
-            request.agent_name,
-            format_path(request.agent_path),
-        ):
-            return False
-        if isinstance(request, ClarificationRequest):
-            if self.kind != "question":
-                return False
-            if self.question_kind is not None and request.question_kind != self.question_kind:
-                return False
-            if self.target == "question":
-                return bool(self.pattern.search(request.question))
-            value = (request.data or {}).get(self.target)
-            if not isinstance(value, str):
-                return False
-            found = self.pattern.fullmatch(value) if self.full else self.pattern.search(value)
-            return found is not None
-        return self.kind == "permission" and bool(self.pattern.fullmatch(request.tool_name))
 
 
 def _compile(match: str | re.Pattern[str], *, literal_full: bool = False) -> re.Pattern[str]:
@@ -62,7 +22,7 @@ def _compile(match: str | re.Pattern[str], *, literal_full: bool = False) -> re.
     return re.compile(re.escape(match), 0 if literal_full else re.IGNORECASE)
 
 
-class ScriptedHuman(BaseHandler):
+class ScriptedHuman(Replying, BaseHandler):
     """Answers questions and permission requests by rules, and records what it was asked.
 
     Questions match by a case-insensitive substring (or a compiled regex) of the question,
@@ -95,7 +55,7 @@ class ScriptedHuman(BaseHandler):
         *,
         permissions: Mapping[str, Decision | Decline | bool] | None = None,
     ) -> None:
-        self.rules: list[_Rule] = []
+        self.rules: list[Rule] = []
         self.asked: list[RequestEvent] = []
         """Every request received, in order."""
         self.answered: list[tuple[RequestEvent, Any]] = []
@@ -138,7 +98,7 @@ class ScriptedHuman(BaseHandler):
     ) -> ScriptedHuman:
         pattern = _compile(match, literal_full=full)
         self.rules.append(
-            _Rule(
+            Rule(
                 kind="question",
                 pattern=pattern,
                 reply=reply,
@@ -267,7 +227,7 @@ class ScriptedHuman(BaseHandler):
             decision = Approve() if decision else Deny()
         pattern = re.compile(re.escape(tool_name))
         self.rules.append(
-            _Rule(
+            Rule(
                 kind="permission",
                 pattern=pattern,
                 reply=decision,
@@ -277,39 +237,3 @@ class ScriptedHuman(BaseHandler):
             )
         )
         return self
-
-    def reply_for(self, request: RequestEvent) -> Any:
-        """The answer the rules give ``request`` (records it). Usable in your own event loop.
-
-        Raises:
-            UnexpectedRequestError: No rule matches.
-        """
-        self.asked.append(request)
-        for rule in self.rules:
-            if rule.matches(request):
-                rule.used += 1
-                reply = rule.reply(request) if callable(rule.reply) else rule.reply
-                self.answered.append((request, reply))
-                return reply
-        what = (
-            f"{request.question_kind} question {request.question!r}"
-            if isinstance(request, ClarificationRequest)
-            else f"permission for {request.tool_name!r}"
-        )
-        raise UnexpectedRequestError(
-            f"ScriptedHuman has no rule for {what} from {format_path(request.agent_path)}"
-        )
-
-    async def on_clarification(self, request: ClarificationRequest) -> Any:
-        """Answer a question from the rules."""
-        return self.reply_for(request)
-
-    async def on_permission(self, request: PermissionRequest) -> Any:
-        """Decide a permission request from the rules."""
-        return self.reply_for(request)
-
-    def assert_all_asked(self) -> None:
-        """Fail unless every rule was used at least once."""
-        unused = [r.label for r in self.rules if r.used == 0]
-        if unused:
-            raise AssertionError(f"ScriptedHuman: never asked about {unused}")
