@@ -69,6 +69,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.testing._rules": 2,
     # 3 durability
     "hpd_agent.store": 3,
+    "hpd_agent.store._pg_fast": 3,
     "hpd_agent.hosting": 3,
     # 4 integrations
     "hpd_agent.models": 4,

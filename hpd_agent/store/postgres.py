@@ -4,10 +4,10 @@ Needs the ``postgres`` extra (``pip install -e ".[postgres]"`` in the checkout).
 synchronous API runs in worker threads (``anyio.to_thread``, through the store's own
 limiters, so it never queues behind blocked sync tools), so the store works on asyncio and
 trio alike. When the server is on this machine (a Unix socket or a loopback address), a short
-statement about one row runs on the event loop instead, on a connection of its own whose
-statements give up after a few milliseconds (``lock_timeout``, ``statement_timeout``): a
-round trip there costs less than handing the statement to a thread; a statement that gives
-up was rolled back and goes to the thread.
+statement about one row runs on the event loop instead (``_pg_fast``), on a connection of
+its own whose statements give up after a few milliseconds (``lock_timeout``,
+``statement_timeout``): a round trip there costs less than handing the statement to a
+thread; a statement that gives up was rolled back and goes to the thread.
 
 Answers wake waiting runs in any process through LISTEN/NOTIFY: ``resolve`` sends
 ``pg_notify('hpd_agent_requests', request_id)`` in the same transaction as its update, and a
@@ -21,30 +21,26 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from typing import Any, LiteralString, TypeVar, cast
+from typing import Any, LiteralString, cast
 
 import anyio
 import anyio.to_thread
 
 from ..exceptions import StoreUnavailableError
-from ._base import JournalEntry, RequestRecord, RequestState, dump_json, refusal
-from ._fence import current_fence, fencing
-from ._group import GroupOp
+from ._base import RequestRecord, RequestState, dump_json, refusal
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
+from ._pg_fast import FastPaths
 from ._pg_journal import JournalPipe
 from ._pg_listen import CHANNEL, Listener
 from ._pg_raw import RawStatements
 from ._protocol import StoreCapabilities
 from ._sql import (
     MIGRATIONS,
-    MISSED,
     REQUEST_COLUMNS,
     Cursor,
     Dialect,
-    Missed,
-    SQLStore,
     record_from_row,
     schema,
 )
@@ -85,9 +81,6 @@ _FAST_LIMIT = "5ms"
 """How long a statement on the event loop may wait (for a row lock, or at all) before it
 gives up and goes to the worker thread."""
 
-T = TypeVar("T")
-
-
 _RESOLVE = (
     "WITH done AS (UPDATE hpd_requests SET status = %s, answer = %s, answered_at = %s, "
     "context = (context::jsonb || %s::jsonb)::text WHERE id = %s AND status = 'pending' "
@@ -120,7 +113,7 @@ def _where(dsn: str) -> str:
     return f"{host}:{port}/{db}"
 
 
-class PostgresStore(SQLStore[_Conn]):
+class PostgresStore(FastPaths):
     """A ``Store`` in PostgreSQL, shared by any number of processes and machines.
 
     Args:
@@ -222,110 +215,6 @@ class PostgresStore(SQLStore[_Conn]):
 
     def _transaction(self, conn: _Conn) -> AbstractContextManager[object]:
         return conn.transaction()
-
-    def _point_now(self, fn: Callable[[_Conn], T]) -> T | Missed:
-        """On the event loop when the server is local and the fast connection is free; a
-        statement that gave up (a row lock held, a slow server) was rolled back."""
-        fast = self._fast
-        if fast is None or not self._fast_lock.acquire(blocking=False):
-            return MISSED
-        try:
-            if self._fast is None:
-                return MISSED
-            pipe = self._pipe
-            if pipe.sent:
-                pipe.settle(fast.pgconn)
-            if pipe.again:
-                return MISSED  # ``_point`` writes them first, in the worker thread
-            return fn(fast)
-        except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
-            return MISSED
-        finally:
-            self._fast_lock.release()
-
-    async def _point(self, fn: Callable[[_Conn], T]) -> T:
-        result = self._point_now(fn)
-        if not isinstance(result, Missed):
-            return result
-        while self._pipe.again:
-            run_id, entry, fence = self._pipe.again.popleft()
-            with fencing(fence):
-                await self._run(super()._journal_write(run_id, entry))
-        return await self._run(fn)
-
-    def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[_Conn], object]:
-        fast = self._fast
-        usual = super()._journal_write(run_id, entry)
-        if fast is None or fast.info.encoding != "utf-8":
-            return usual
-        fence = current_fence(run_id)
-
-        def write(conn: _Conn) -> object:
-            if conn is not fast:  # the worker thread's connection: psycopg as usual
-                return usual(conn)
-            self._pipe.write(conn.pgconn, run_id, entry, fence)
-            return None
-
-        return write
-
-    def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
-        """Record one fact of a run at once on the event loop's connection: sent after the
-        writes sent ahead, and every reply read, so all of them take one round trip. False
-        when it could not be written there (then ``journal_put`` writes it)."""
-        if not self.journal_send_nowait(run_id, entry):
-            return False
-        fast = self._fast
-        with self._fast_lock:
-            if fast is None or self._fast is None:
-                return False
-            self._pipe.settle(fast.pgconn)
-        fence = current_fence(run_id)
-        if fence is not None and fence.lost is not None:
-            raise fence.lost
-        return not self._pipe.again
-
-    async def journal_confirm(self) -> None:
-        """Wait until every journal write sent ahead is confirmed by the server (one that
-        met a row lock is written again first)."""
-        pipe = self._pipe
-        if pipe.sent or pipe.again:
-            await self._point(lambda conn: None)
-
-    def journal_send_nowait(self, run_id: str, entry: JournalEntry) -> bool:
-        """Send one fact of a run to the server without waiting for its reply.
-
-        The write goes out at once on the event loop's connection (see ``_pg_journal``);
-        its reply is read before that connection's next statement, so an entry sent this
-        way is confirmed before the run acts on anything written after it. False when it
-        cannot go now (nothing was sent; write it with ``journal_put`` instead).
-        """
-        fast = self._fast
-        if fast is None or fast.info.encoding != "utf-8" or self._crowded():
-            return False  # crowded: ``journal_group`` commits it with the others due now
-        if self._pipe.again or not self._fast_lock.acquire(blocking=False):
-            return False
-        try:
-            if self._fast is None:
-                return False
-            self._pipe.send(fast.pgconn, run_id, entry, current_fence(run_id))
-        finally:
-            self._fast_lock.release()
-        return True
-
-    async def _commit_group(self, ops: list[GroupOp]) -> None:
-        """A batch (journal writes, runs' starts and ends) in the pipeline of the event
-        loop's connection: one transaction, one round trip. Else (that connection busy, a
-        row lock held, a statement failed) statement by statement in one transaction,
-        each op in its savepoint where it needs one (``_group``)."""
-        raw = self._raw
-        if self._fast is not None and raw is not None:
-            try:
-                done = self._point_now(lambda conn: self._pipe.batch(conn.pgconn, ops, raw))
-            except psycopg.Error:
-                done = MISSED  # rolled back: again statement by statement, in savepoints
-            if done is True:
-                return
-        await self._point(self._group_transaction(ops))
 
     def _resolve_in(
         self,
