@@ -76,6 +76,8 @@ LAYERS: dict[str, int] = {
     "hpd_agent.models.litellm": 4,
     "hpd_agent.otel": 4,
     "hpd_agent.web": 4,
+    "hpd_agent.web._runs": 4,
+    "hpd_agent.web._state": 4,
     "hpd_agent.temporal": 4,
     "hpd_agent.mcp": 4,
     "hpd_agent.a2a": 4,
