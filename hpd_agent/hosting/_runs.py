@@ -9,7 +9,6 @@ journal replays it to where it waited, nothing runs twice.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable
 from typing import Any, Generic
 
@@ -17,24 +16,13 @@ import anyio
 import anyio.abc
 from typing_extensions import TypeVar
 
-from .agent import Agent
-from .events import RequestEvent
-from .exceptions import InvalidAnswerError, RequestError, UnknownRunError
-from .run import Run, RunResult
-from .store import RunRecord, Store
+from ..agent import Agent
+from ..events import RequestEvent
+from ..exceptions import InvalidAnswerError, RequestError, UnknownRunError
+from ..run import Run, RunResult
+from ..store import RunRecord, Store
 
-__all__ = ["HostedRun", "RunHost", "UnknownRunError", "is_loopback"]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only listens on this machine (127.0.0.0/8, ::1, localhost): where a
-    server (web, MCP, A2A) may run without a token."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+__all__ = ["HostedRun", "RunHost", "UnknownRunError"]
 
 
 class HostedRun:
