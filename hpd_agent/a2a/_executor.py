@@ -38,7 +38,7 @@ from ..events import RequestEvent
 from ..hosting import UnknownRunError
 from ..run import RunResult, finished_event
 from ..store import RunRecord
-from ._pending import answer_of, describe, message_metadata
+from ._pending import answer_of, describe, message_metadata, shown
 from ._runs import ServedRun, ServedRuns
 from ._wire import TERMINAL, state_name
 
@@ -117,7 +117,7 @@ async def _answer(served: ServedRun, message: Message) -> str | None:
             if not match:
                 if named not in served.answered:
                     served.notes[request.request_id] = (
-                        f"no question with request_id {named!r} is pending in this task"
+                        f"no question with request_id {shown(named)} is pending in this task"
                     )
                 return None  # an answer sent twice counts once
             request = match[0]

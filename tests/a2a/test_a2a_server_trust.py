@@ -4,15 +4,28 @@ deep to read."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from a2a.client import Client
 from a2a.types import GetTaskRequest, SendMessageRequest, Task
-from a2a_ours import COMPLETED, INPUT_REQUIRED, artifact_text, send, served_client, user_message
-from a2a_served_agents import counted, planner
+from a2a_ours import (
+    COMPLETED,
+    INPUT_REQUIRED,
+    artifact_text,
+    our_server,
+    sdk_client,
+    send,
+    served_client,
+    status_metadata,
+    status_text,
+    user_message,
+)
+from a2a_served_agents import asker, counted, planner
 
 pytestmark = pytest.mark.anyio
 
@@ -62,3 +75,56 @@ async def test_two_answers_at_once_one_wins_and_the_task_completes(streaming: bo
     # One answer taken per task: the Clarifier went on once, the Planner finished once.
     assert counted("effect") == ["survey db"] * 5
     assert counted("model").count("Planner") == 10
+
+
+async def test_a_refused_answer_is_quoted_back_bounded() -> None:
+    huge = "x" * 2_000_000
+    async with served_client(asker, streaming=False) as client:
+        task = (await send(client, user_message("permission"))).task
+        rid = status_metadata(task)["request_id"]
+        refused = (await send(client, user_message(huge, task=task))).task
+        meta = status_metadata(refused)
+        unknown = user_message("deny", task=task, metadata={"request_id": huge})
+        unknown_refused = (await send(client, unknown)).task
+        done = (await send(client, user_message("approve_once", task=task))).task
+    assert refused.status.state == INPUT_REQUIRED
+    assert meta["request_id"] == rid  # asked again
+    assert meta["error"].startswith("the answer must be one of approve_once, approve_run, deny")
+    assert "[truncated 1,999,8" in meta["error"]
+    assert len(meta["error"]) < 400 and len(status_text(refused)) < 500
+    # An unknown request id is quoted as boundedly (it is the client's text too).
+    unknown_meta = status_metadata(unknown_refused)
+    assert "no question with request_id" in unknown_meta["error"]
+    assert len(unknown_meta["error"]) < 400 and len(status_text(unknown_refused)) < 500
+    assert done.status.state == COMPLETED
+    assert artifact_text(done) == "answer: deployed to prod"
+
+
+async def test_an_answer_nested_too_deep_is_refused_and_the_question_stays_open() -> None:
+    deep = '{"a":' * 100_000 + "1" + "}" * 100_000
+    with our_server(asker) as url:
+        client = await sdk_client(url, streaming=False)
+        task = (await send(client, user_message("permission"))).task
+        message = {
+            "role": "ROLE_USER",
+            "messageId": "deep-1",
+            "taskId": task.id,
+            "contextId": task.context_id,
+            "parts": [{"data": "DEEP"}],
+        }
+        call = {"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {"message": message}}
+        body = json.dumps(call).replace('"DEEP"', deep)
+        async with httpx.AsyncClient(timeout=60) as http:
+            refused = await http.post(
+                url + "/", content=body, headers={"Content-Type": "application/json"}
+            )
+        still = await client.get_task(GetTaskRequest(id=task.id))
+        # Brackets inside a string are text, not nesting: an ordinary (refused) answer.
+        brackets = (await send(client, user_message("{[" * 300, task=task))).task
+        done = (await send(client, user_message("approve_once", task=task))).task
+    error = refused.json()["error"]
+    assert error["code"] == -32600, error
+    assert error["message"] == "invalid request: the JSON nests deeper than 100 levels"
+    assert still.status.state == INPUT_REQUIRED
+    assert status_metadata(brackets)["error"].startswith("the answer must be one of")
+    assert done.status.state == COMPLETED
