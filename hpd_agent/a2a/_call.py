@@ -49,6 +49,7 @@ from ._relay import Outcome, Relay
 from ._view import TaskView
 from ._wire import (
     INTERRUPTED,
+    MAX_REQUEST_ID,
     RemoteQuestion,
     answer_message,
     message_id,
@@ -199,8 +200,7 @@ class RemoteCall:
             if self.view.terminal:
                 return self._ended()
             questions = self.relay.open_questions(self.view)
-            if any(q.auth and "url" not in q.details for q in questions):
-                raise self._error("the remote agent needs authentication and gave no URL")
+            self._refuse_unanswerable(questions)
             self.relay.relay(tg, questions, send)
             await self._close_events()  # the questions go out meanwhile
             question, answer = await receive.receive()
@@ -209,6 +209,19 @@ class RemoteCall:
             if isinstance(answer, BaseException):
                 raise answer
             await self._answer(question, answer)
+
+    def _refuse_unanswerable(self, questions: list[RemoteQuestion]) -> None:
+        """Raise when a question cannot be asked or its answer not carried back: the call
+        ends with the reason (once), instead of asking the human again and again."""
+        for q in questions:
+            if q.request_id is not None and len(q.request_id) > MAX_REQUEST_ID:
+                raise self._error(
+                    f"the remote agent asked a question with a request_id of "
+                    f"{len(q.request_id):,} characters; answers carry it back whole, up to "
+                    f"{MAX_REQUEST_ID:,}: the question cannot be answered"
+                )
+            if q.auth and "url" not in q.details:
+                raise self._error("the remote agent needs authentication and gave no URL")
 
     async def _settle(self) -> None:
         """Read the task's events until it waits for something new or ends."""
