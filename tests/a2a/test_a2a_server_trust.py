@@ -12,11 +12,13 @@ import anyio
 import httpx
 import pytest
 from a2a.client import Client
-from a2a.types import GetTaskRequest, SendMessageRequest, Task
+from a2a.types import GetTaskRequest, ListTasksRequest, SendMessageRequest, Task
+from a2a.utils.errors import A2AError
 from a2a_ours import (
     COMPLETED,
     INPUT_REQUIRED,
     artifact_text,
+    named_callers,
     our_server,
     sdk_client,
     send,
@@ -26,6 +28,9 @@ from a2a_ours import (
     user_message,
 )
 from a2a_served_agents import asker, counted, planner
+
+from hpd_agent.a2a._tasks import TASK_RUN_PREFIX
+from hpd_agent.store import JournalEntry, SQLiteStore
 
 pytestmark = pytest.mark.anyio
 
@@ -127,4 +132,46 @@ async def test_an_answer_nested_too_deep_is_refused_and_the_question_stays_open(
     assert error["message"] == "invalid request: the JSON nests deeper than 100 levels"
     assert still.status.state == INPUT_REQUIRED
     assert status_metadata(brackets)["error"].startswith("the answer must be one of")
+    assert done.status.state == COMPLETED
+
+
+async def test_a_kept_task_is_read_back_for_its_owner_only(tmp_path: Path) -> None:
+    """With named callers (an authentication middleware), a restarted server reads a task
+    back from the store for the caller who owns it, not for another (one shared token makes
+    every caller the same owner: docs/a2a.md)."""
+    db = str(tmp_path / "runs.db")
+    alice, bob = {"X-Test-User": "alice"}, {"X-Test-User": "bob"}
+    with our_server(planner, store=db, wrap=named_callers) as url:
+        task = (await send(await sdk_client(url, headers=alice), user_message("a shop"))).task
+        listed = await (await sdk_client(url, headers=bob)).list_tasks(ListTasksRequest())
+    assert task.status.state == INPUT_REQUIRED and list(listed.tasks) == []
+    with our_server(planner, store=db, wrap=named_callers) as url:  # restarted
+        with pytest.raises(A2AError):
+            await (await sdk_client(url, headers=bob)).get_task(GetTaskRequest(id=task.id))
+        as_alice = await sdk_client(url, headers=alice)
+        again = await as_alice.get_task(GetTaskRequest(id=task.id))
+        done = (await send(as_alice, user_message("SQLite", task=task))).task
+    assert again.status.state == INPUT_REQUIRED
+    assert done.status.state == COMPLETED
+
+
+async def test_a_task_kept_before_owners_were_is_the_unnamed_callers(tmp_path: Path) -> None:
+    db = str(tmp_path / "runs.db")
+    with our_server(planner, store=db) as url:
+        task = (await send(await sdk_client(url), user_message("a shop"))).task
+    store = SQLiteStore(db)
+    try:  # the entry as an earlier version wrote it: the task alone
+        kept = TASK_RUN_PREFIX + task.id
+        entry = (await store.journal(kept))["task"]
+        assert entry.value["owner"] == ""
+        await store.journal_put(
+            kept, JournalEntry(key="task", kind="step", value=entry.value["task"])
+        )
+    finally:
+        await store.aclose()
+    with our_server(planner, store=db) as url:
+        client = await sdk_client(url)
+        again = await client.get_task(GetTaskRequest(id=task.id))
+        done = (await send(client, user_message("SQLite", task=task))).task
+    assert again.status.state == INPUT_REQUIRED
     assert done.status.state == COMPLETED
