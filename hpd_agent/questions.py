@@ -12,7 +12,8 @@ The kinds:
   and a multiple choice takes a list of values or indices.
 - ``"confirm"``: yes or no, as a bool (the strings yes/no/y/n/true/false also count).
 - ``"action"``: the user must visit ``data["url"]`` (e.g. an OAuth link); answered True when
-  done, False when declined.
+  done, False when declined. The URL is ``https:`` (or ``http:`` to a loopback host): a
+  ``javascript:``, ``data:`` or ``file:`` link is refused where the question is built.
 - ``"custom"``: ``data={"name": ..., "payload": {...}, "schema": {...} | None}``; the answer
   is JSON, checked against the JSON schema when there is one (with ``jsonschema``, never
   fetching anything: only local ``$ref``s, bounded size and depth; see ``_schemas``).
@@ -31,10 +32,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal, cast
-from urllib.parse import urlsplit
 
 from ._core.requests import Asker, RequestSpec
 from ._values.schemas import MAX_SCHEMA_DEPTH, nesting_problem, schema_mismatch, schema_problem
+from ._values.urls import action_url_problem
 from ._values.vocabulary import DECLINED_WORDS, DONE_WORDS, NO_WORDS, YES_WORDS, normalise
 from .events import (
     ClarificationRequest,
@@ -435,10 +436,15 @@ class ActionQuestion(Question):
     the action's callback arrives (``run.respond(request_id, True)``).
 
     Args:
-        url: Where the user acts; needs a scheme (``https://...``).
+        url: Where the user acts: an ``https://`` URL, or ``http://`` to this machine
+            (``localhost``, ``127.0.0.1``, ``[::1]``); any other scheme (``javascript:``,
+            ``data:``, ``file:``, ...) is refused.
         label: Short text for a link or button.
         question: What to tell the user; defaults to asking them to open the URL.
         context: Why it is needed.
+
+    Raises:
+        UserError: The URL is not one a person may be sent to (see ``url``).
     """
 
     kind = "action"
@@ -452,9 +458,9 @@ class ActionQuestion(Question):
         question: str | None = None,
         context: str | None = None,
     ) -> None:
-        parts = urlsplit(url) if isinstance(url, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
-        if parts is None or not parts.scheme or not (parts.netloc or parts.path):
-            raise UserError(f"an action question needs a URL with a scheme, got {url!r}")
+        problem = action_url_problem(url)
+        if problem is not None:
+            raise UserError(problem)
         label = label or "Open link"
         super().__init__(
             question=question or f"Please complete this step: {label} ({url}), then confirm.",

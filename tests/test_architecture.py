@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.text": 0,
     "hpd_agent._values.schemas": 0,
     "hpd_agent._values.refs": 0,
+    "hpd_agent._values.urls": 0,
     "hpd_agent.version": 0,
     "hpd_agent.models._base": 0,
     # 1 core runtime

@@ -9,7 +9,9 @@ waits or ends:
 - waiting for input: each question it asks is relayed to the human through
   ``ToolContext.on_behalf_of`` (all at once when the remote lists several), and each answer
   goes back as a user message in the same task and context, in the order they come;
-- waiting for authentication with a URL: an ``action`` question on that URL;
+- waiting for authentication with a URL: an ``action`` question on that URL (a URL that is
+  not a web page, ``https:`` or ``http:`` to this machine, ends the call instead, and the
+  remote task is canceled);
 - completed: the tool's result is the artifacts' text, else the last agent message's;
 - failed, rejected, canceled: ``RemoteAgentError`` naming the state.
 
@@ -45,10 +47,12 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from ..text import bounded, error_text
 from ..tools import ToolContext
 from ._error import RemoteAgentError
+from ._questions import refused_url
 from ._relay import Outcome, Relay
 from ._view import TaskView
 from ._wire import (
     INTERRUPTED,
+    MAX_REQUEST_ID,
     RemoteQuestion,
     answer_message,
     message_id,
@@ -199,8 +203,7 @@ class RemoteCall:
             if self.view.terminal:
                 return self._ended()
             questions = self.relay.open_questions(self.view)
-            if any(q.auth and "url" not in q.details for q in questions):
-                raise self._error("the remote agent needs authentication and gave no URL")
+            self._refuse_unanswerable(questions)
             self.relay.relay(tg, questions, send)
             await self._close_events()  # the questions go out meanwhile
             question, answer = await receive.receive()
@@ -209,6 +212,26 @@ class RemoteCall:
             if isinstance(answer, BaseException):
                 raise answer
             await self._answer(question, answer)
+
+    def _refuse_unanswerable(self, questions: list[RemoteQuestion]) -> None:
+        """Raise when a question cannot be asked or its answer not carried back: the call
+        ends with the reason (once), instead of asking the human again and again."""
+        for q in questions:
+            if q.request_id is not None and len(q.request_id) > MAX_REQUEST_ID:
+                raise self._error(
+                    f"the remote agent asked a question with a request_id of "
+                    f"{len(q.request_id):,} characters; answers carry it back whole, up to "
+                    f"{MAX_REQUEST_ID:,}: the question cannot be answered"
+                )
+            if not q.auth:
+                continue
+            if "url" not in q.details:
+                raise self._error("the remote agent needs authentication and gave no URL")
+            why = refused_url(q)
+            if why is not None:
+                raise self._error(
+                    f"the remote agent asked to sign in at a URL this client does not open: {why}"
+                )
 
     async def _settle(self) -> None:
         """Read the task's events until it waits for something new or ends."""

@@ -11,6 +11,11 @@ branch waits for a human) or ends, and reports it:
 - completed: an artifact holding the output, then ``TASK_STATE_COMPLETED``;
 - failed / cancelled: ``TASK_STATE_FAILED`` / ``TASK_STATE_CANCELED`` saying why.
 
+Two answers sent at once to one question: the SDK runs their executions one after the
+other, so the second may find the task ended by the first (the run completed on its
+answer). It is refused (``UnsupportedOperationError``, as the SDK refuses a message to an
+ended task): the task keeps the state the first gave it, the second answer is not used.
+
 No ``TASK_STATE_WORKING`` is sent in between: the run's own steps are not A2A events, and
 each status costs the client a read (a task goes submitted, input-required..., completed).
 
@@ -27,13 +32,15 @@ from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message
+from a2a.utils.errors import UnsupportedOperationError
 
 from ..events import RequestEvent
 from ..hosting import UnknownRunError
 from ..run import RunResult, finished_event
 from ..store import RunRecord
-from ._pending import answer_of, describe, message_metadata
+from ._pending import answer_of, describe, message_metadata, shown
 from ._runs import ServedRun, ServedRuns
+from ._wire import TERMINAL, state_name
 
 __all__ = ["AgentRunner"]
 
@@ -61,6 +68,12 @@ class AgentRunner(AgentExecutor):
             served = await runs.start(context.get_user_input(), task.id)
             await self._report(served, updater, None)
             return
+        if task.status.state in TERMINAL:
+            # Sent at once with the answer that ended it: the SDK ran this one after.
+            raise UnsupportedOperationError(
+                f"task {task.id} already ended ({state_name(task.status.state)}): another "
+                "message answered it first, this one was not used"
+            )
         updater = TaskUpdater(event_queue, task.id, task.context_id)
         try:
             found = await runs.reopen(task.id)
@@ -104,7 +117,7 @@ async def _answer(served: ServedRun, message: Message) -> str | None:
             if not match:
                 if named not in served.answered:
                     served.notes[request.request_id] = (
-                        f"no question with request_id {named!r} is pending in this task"
+                        f"no question with request_id {shown(named)} is pending in this task"
                     )
                 return None  # an answer sent twice counts once
             request = match[0]

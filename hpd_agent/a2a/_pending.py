@@ -8,6 +8,10 @@ what ``RemoteAgent`` reads. A permission is a ``choice`` among ``approve_once``,
 
 An answer is the message's data part if it has one (a bool, a list of options, JSON), else
 its text; metadata ``"decline": true`` declines the question.
+
+A refusal quotes at most ``SHOWN_CHARS`` characters of what it refuses (an answer can be
+megabytes), and the note it adds to the question is bounded as a whole (``NOTE_CHARS``),
+whatever said it.
 """
 
 from __future__ import annotations
@@ -21,9 +25,17 @@ from google.protobuf.json_format import MessageToDict
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent
 from ..permissions import Approve, Deny
 from ..questions import Decline
-from ..text import permission_question
+from ..text import bounded, permission_question
 
-__all__ = ["DECISIONS", "answer_of", "describe", "message_metadata"]
+__all__ = [
+    "DECISIONS",
+    "NOTE_CHARS",
+    "SHOWN_CHARS",
+    "answer_of",
+    "describe",
+    "message_metadata",
+    "shown",
+]
 
 DECISIONS = ("approve_once", "approve_run", "deny")
 """The options of a permission, in the order a client shows them."""
@@ -34,6 +46,15 @@ _DECIDED = {
     "deny": Deny(reason="denied by the A2A client"),
 }
 _DETAILS = ("multiple", "url", "label", "argument", "name", "payload")
+SHOWN_CHARS = 200
+"""Longest piece of a refused answer (or request id) quoted back, as ``run.respond`` does."""
+NOTE_CHARS = 1_000
+"""Longest note saying why an answer was refused (it is in the question and ``error``)."""
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for a refusal, bounded to ``SHOWN_CHARS`` (see ``bounded``)."""
+    return bounded(repr(value), SHOWN_CHARS)
 
 
 def describe(request: RequestEvent, note: str | None = None) -> dict[str, Any]:
@@ -51,6 +72,7 @@ def describe(request: RequestEvent, note: str | None = None) -> dict[str, Any]:
     else:
         entry = _question(request)
     if note:
+        note = bounded(note, NOTE_CHARS)
         entry["question"] += f"\n(Your last answer was not accepted: {note})"
         entry["error"] = note
     entry["agent_path"] = list(request.agent_path)
@@ -95,7 +117,9 @@ def answer_of(request: RequestEvent, message: Message) -> Any:
             value = cast(dict[str, Any], value).get("decision")
         decided = _DECIDED.get(value.strip().lower()) if isinstance(value, str) else None
         if decided is None:
-            raise ValueError(f"the answer must be one of {', '.join(DECISIONS)}, got {value!r}")
+            raise ValueError(
+                f"the answer must be one of {', '.join(DECISIONS)}, got {shown(value)}"
+            )
         return decided
     return value
 

@@ -16,15 +16,19 @@ from ..questions import (
 )
 from ._wire import RemoteQuestion
 
-__all__ = ["question_spec"]
+__all__ = ["MAX_URL", "question_spec", "refused_url"]
+
+MAX_URL = 8_000
+"""Longest URL an action question takes from a remote (a URL cut short opens the wrong page)."""
 
 
 def question_spec(question: RemoteQuestion, tool_name: str) -> Question:
     """The question of the kind the remote named, with its options, schema and details.
 
     What the remote sent is untrusted: details that do not fit the kind (a custom schema
-    that is not a valid JSON schema, an action with no URL) make it a plain text question,
-    which any answer fits.
+    that is not a valid JSON schema, an action with no URL or one ``ActionQuestion``
+    refuses) make it a plain text question, which any answer fits. (An authentication step
+    is checked first, ``refused_url``: it cannot become text.)
     """
     try:
         return _typed(question, tool_name)
@@ -46,7 +50,7 @@ def _typed(question: RemoteQuestion, tool_name: str) -> Question:
         return ConfirmQuestion(question=text, context=context)
     if kind == "action":
         return ActionQuestion(
-            url=_string(details.get("url")) or "",
+            url=_url(details.get("url")),
             label=_string(details.get("label")),
             question=text,
             context=context,
@@ -64,6 +68,22 @@ def _typed(question: RemoteQuestion, tool_name: str) -> Question:
             context=context,
         )
     return TextQuestion(question=text, options=question.options, context=context)
+
+
+def refused_url(question: RemoteQuestion) -> str | None:
+    """Why the action question ``question`` (an authentication step) cannot be asked: its
+    URL is missing, too long, or not a web page (``ActionQuestion``'s rule); None if it can."""
+    try:
+        _typed(question, "")
+    except UserError as e:
+        return str(e)
+    return None
+
+
+def _url(value: Any) -> str:
+    if isinstance(value, str) and len(value) > MAX_URL:
+        raise UserError(f"the URL is {len(value):,} characters long (at most {MAX_URL:,})")
+    return value if isinstance(value, str) else ""
 
 
 def _context(question: RemoteQuestion) -> str | None:

@@ -63,7 +63,7 @@ class Relay:
             if (q.request_id or q.key, q.status_id) in self.sent:
                 continue
             if q.request_id is not None and q.request_id in self.sent_ids:
-                q = dataclasses.replace(q, key=f"{q.request_id}@{q.status_id}")
+                q = dataclasses.replace(q, key=f"{q.key}@{q.status_id}")
             found.append(q)
         return found
 

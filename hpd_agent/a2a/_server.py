@@ -31,6 +31,7 @@ from ..exceptions import UserError
 from ..hosting import is_loopback
 from ..store import Store, open_store
 from ..version import __version__
+from ._body import DepthLimit
 from ._executor import AgentRunner
 from ._runs import ServedRuns
 from ._tasks import KeptTasks
@@ -93,6 +94,7 @@ def create_app(
         *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
     ]
     app = Starlette(routes=routes, lifespan=_lifespan(agent, store, tasks, handler, held))
+    app.add_middleware(DepthLimit)  # inside the guard: a caller refused never gets parsed
     allowed = None if url is None else urlsplit(url).hostname
     app.add_middleware(_Guard, token=token, allowed_host=allowed)
     return app

@@ -6,6 +6,14 @@ every task saved is also written there (a journal entry under a run id no run ta
 ``hpd_agent.a2a.task:<task id>``), and a task not in memory is read back from it, so a
 restarted server shows the pending question (``GetTask``) and takes its answer.
 
+Each task has an owner: the SDK's in-memory store files tasks by the caller's user name
+(``resolve_user_scope``), and the kept entry records it beside the task
+(``{"owner": ..., "task": ...}``); a task is read back only for its owner. With the one
+shared bearer token every caller is the same (unnamed) owner: one tenant, whose
+``ListTasks`` shows every task. Named callers (an authentication middleware setting the
+request's user) get their own tasks, here and after a restart. An entry written before
+owners were kept (the task alone) belongs to the unnamed owner.
+
 Every ``TASK_STATE_CANCELED`` the SDK records goes through here, including the one it
 writes without calling the executor (a task waiting for input that no request holds): the
 run is cancelled then, so it goes no further.
@@ -17,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from a2a.server.context import ServerCallContext
+from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.tasks import InMemoryTaskStore
 from a2a.types import Task, TaskState
 from google.protobuf.json_format import MessageToDict, ParseDict
@@ -50,7 +59,8 @@ class KeptTasks(InMemoryTaskStore):
         """Save ``task`` (in memory, then in the run store)."""
         await super().save(task, context)
         if self._kept_in is not None:
-            entry = JournalEntry(key=_ENTRY, kind="step", value=MessageToDict(task))
+            kept = {"owner": resolve_user_scope(context), "task": MessageToDict(task)}
+            entry = JournalEntry(key=_ENTRY, kind="step", value=kept)
             await self._kept_in.journal_put(TASK_RUN_PREFIX + task.id, entry)
         if task.status.state == TaskState.TASK_STATE_CANCELED:
             await self._on_canceled(task.id)
@@ -61,11 +71,24 @@ class KeptTasks(InMemoryTaskStore):
         if found is not None or self._kept_in is None:
             return found
         entry = (await self._kept_in.journal(TASK_RUN_PREFIX + task_id)).get(_ENTRY)
-        kept: Any = None if entry is None else entry.value
-        if not isinstance(kept, dict):
+        kept = _owned(None if entry is None else entry.value, resolve_user_scope(context))
+        if kept is None:
             return None
-        task = ParseDict(cast(dict[str, Any], kept), Task(), ignore_unknown_fields=True)
+        task = ParseDict(kept, Task(), ignore_unknown_fields=True)
         if task.id != task_id:
             return None
         await super().save(task, context)
         return await super().get(task_id, context)
+
+
+def _owned(value: Any, owner: str) -> dict[str, Any] | None:
+    """The kept task (JSON) if ``owner`` owns it, else None."""
+    if not isinstance(value, dict):
+        return None
+    kept = cast(dict[str, Any], value)
+    if "task" not in kept:  # kept before owners were: the task alone, the unnamed owner's
+        return kept if owner == "" else None
+    task = kept["task"]
+    if kept.get("owner", "") != owner or not isinstance(task, dict):
+        return None
+    return cast(dict[str, Any], task)

@@ -4,7 +4,10 @@ Reading: a task status that waits for input becomes ``RemoteQuestion``s (``quest
 the status message's text and metadata, or the metadata's ``"requests"`` list when the
 remote has several questions pending (hpd_agent's own server does); a status that waits for
 authentication becomes an action question on the URL it names. Everything read is
-untrusted: a field of the wrong type or size is dropped, never raised on.
+untrusted: a field of the wrong type or size is dropped, never raised on. The remote's
+``request_id`` is the exception: it is kept verbatim, since the answer must name it exactly
+(one longer than ``MAX_REQUEST_ID`` is refused by the caller, not cut); what is derived
+from it here (``RemoteQuestion.key``) stays bounded.
 
 Writing: the query and each answer as a user message in the remote's task and context; an
 answer of text is a text part, any other answer (a bool, a list of options, JSON) one data
@@ -13,6 +16,7 @@ part; the remote's ``request_id`` goes back in the message's metadata.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import uuid
@@ -30,6 +34,7 @@ from ..text import bounded, mend
 
 __all__ = [
     "INTERRUPTED",
+    "MAX_REQUEST_ID",
     "TERMINAL",
     "RemoteQuestion",
     "answer_message",
@@ -58,6 +63,9 @@ _MAX_OPTIONS = 100
 _MAX_NAME = 100
 _MAX_PATH = 16
 _MAX_KEY = 200
+MAX_REQUEST_ID = 4_000
+"""Longest remote request id carried back in an answer; a question with a longer one is
+refused (an id cut short would never be recognised: the question would be asked again)."""
 _MAX_REQUESTS = 100
 _URL = re.compile(r"https?://[^\s<>\"')\]]+")
 _DETAILS = ("url", "label", "multiple", "argument", "name", "payload", "context")
@@ -70,9 +78,10 @@ class RemoteQuestion:
 
     Attributes:
         key: Names the question stably (the remote's request id, else its status message's
-            id): the relayed request's id derives from it.
-        request_id: The remote's own id for it, echoed in the answer's metadata; None when
-            the remote gave none.
+            id; a long one as its head and a digest, at most 200 characters): the relayed
+            request's id derives from it.
+        request_id: The remote's own id for it, verbatim, echoed in the answer's metadata;
+            None when the remote gave none.
         status_id: The id of the status message it came with (an answer is for that one).
         question: Its text.
         kind: One of ``hpd_agent.questions.QUESTION_KINDS``.
@@ -172,7 +181,7 @@ def questions_of(status: TaskStatus, event_metadata: Mapping[str, Any]) -> list[
     message = status.message if status.HasField("message") else Message()
     metadata = {**event_metadata, **struct_dict(message.metadata)}
     text = bounded(mend(message_text(message)), _MAX_QUESTION)
-    status_id = _text(message.message_id, _MAX_KEY) or _stamp(status)
+    status_id = _key(_text(message.message_id, None)) or _stamp(status)
     if status.state == TaskState.TASK_STATE_AUTH_REQUIRED:
         return [_auth_question(metadata, message, text, status_id)]
     if status.state != TaskState.TASK_STATE_INPUT_REQUIRED:
@@ -190,19 +199,19 @@ def _listed(entry: Any, status_id: str) -> RemoteQuestion | None:
     if not isinstance(entry, dict):
         return None
     data = cast(dict[str, Any], entry)
-    if _text(data.get("request_id"), _MAX_KEY) is None:
+    if _text(data.get("request_id"), None) is None:
         return None  # an entry nobody could answer by id
     question = bounded(mend(_text(data.get("question"), None) or ""), _MAX_QUESTION)
     return _question(data, question, status_id)
 
 
 def _question(metadata: Mapping[str, Any], text: str, status_id: str) -> RemoteQuestion:
-    request_id = _text(metadata.get("request_id"), _MAX_KEY)
+    request_id = _text(metadata.get("request_id"), None)
     kind = metadata.get("question_kind")
     schema = metadata.get("schema")
     details = {k: metadata[k] for k in _DETAILS if k in metadata}
     return RemoteQuestion(
-        key=request_id or status_id,
+        key=_key(request_id) or status_id,
         request_id=request_id,
         status_id=status_id,
         question=text or "The remote agent needs your input.",
@@ -217,7 +226,8 @@ def _question(metadata: Mapping[str, Any], text: str, status_id: str) -> RemoteQ
 def _auth_question(
     metadata: Mapping[str, Any], message: Message, text: str, status_id: str
 ) -> RemoteQuestion:
-    url = _text(metadata.get("url"), 2_000) or _text(metadata.get("auth_url"), 2_000)
+    # Whole: a URL cut short opens the wrong page (one too long is refused when asked).
+    url = _text(metadata.get("url"), None) or _text(metadata.get("auth_url"), None)
     if url is None:
         url = next((p.url for p in message.parts if p.HasField("url")), None)
     if url is None:
@@ -228,7 +238,7 @@ def _auth_question(
         details["url"] = url
     return RemoteQuestion(
         key=f"auth@{status_id}",
-        request_id=_text(metadata.get("request_id"), _MAX_KEY),
+        request_id=_text(metadata.get("request_id"), None),
         status_id=status_id,
         question=text or "The remote agent needs you to sign in.",
         kind="action",
@@ -242,6 +252,15 @@ def _text(value: Any, limit: int | None) -> str | None:
     if not isinstance(value, str) or not value:
         return None
     return value if limit is None else value[:limit]
+
+
+def _key(value: str | None) -> str | None:
+    """``value`` as a key of at most ``_MAX_KEY`` characters: itself when short enough,
+    else its head and a digest of the whole (two long ids sharing a head differ)."""
+    if value is None or len(value) <= _MAX_KEY:
+        return value
+    digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16)
+    return f"{value[: _MAX_KEY - 34]}#{digest.hexdigest()}"
 
 
 def _stamp(status: TaskStatus) -> str:

@@ -2,17 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
+from .._values.urls import is_loopback  # shared with the action questions' URL rule
 
 __all__ = ["is_loopback"]
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` only listens on this machine (127.0.0.0/8, ::1, localhost): where a
-    server (web, MCP, A2A) may run without a token."""
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

@@ -11,7 +11,8 @@ and the tool call's id, and waits there like any question:
   ``data["schema"]`` is the server's ``requestedSchema`` as received, and the answer
   (a JSON object) is checked against it before it is accepted;
 - a URL (``mode: "url"``) is an ``"action"`` question with ``data["url"]``: True accepts,
-  False declines.
+  False declines. A URL ``ActionQuestion`` refuses (anything but ``https:``, or ``http:``
+  to this machine: ``javascript:``, ``data:``, ``file:``, ...) is declined without asking.
 
 An answer accepts; a declined question (``status == "declined"``) declines; a question
 that ends otherwise (expired, cancelled, nobody there) cancels.
@@ -49,13 +50,16 @@ async def answer_one(
         about: What the question's payload says of it (server, tool, protocol).
 
     Raises:
-        MCPServerError: The elicitation cannot be asked (its schema or URL is unusable).
+        MCPServerError: The elicitation cannot be asked (its form's schema is unusable; a
+            URL that is not a web page is declined instead).
     """
     if isinstance(params, types.ElicitRequestURLParams):
         try:
             spec: Any = ActionQuestion(url=params.url, question=params.message)
-        except UserError as e:
-            raise MCPServerError(f"{about['server']} sent an unusable URL elicitation: {e}") from e
+        except UserError:
+            # Not a web page (javascript:, file:, plain http off this machine): nobody is
+            # sent there; the server hears "decline", as from a person who would not go.
+            return types.ElicitResult(action="decline")
     else:
         schema = params.requested_schema
         try:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import uvicorn
 from a2a.client import Client, ClientConfig, create_client
 from a2a.helpers import new_data_part, new_text_part
@@ -27,20 +28,26 @@ from a2a.types import (
     TaskState,
 )
 from google.protobuf.json_format import MessageToDict
+from starlette.authentication import SimpleUser
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hpd_agent import Agent
 from hpd_agent.a2a import create_app
 
 
 @contextlib.contextmanager
-def our_server(agent: Agent, **options: Any) -> Iterator[str]:
-    """Serve ``agent`` with ``create_app(agent, **options)``; its base URL."""
+def our_server(
+    agent: Agent, *, wrap: Callable[[ASGIApp], ASGIApp] | None = None, **options: Any
+) -> Iterator[str]:
+    """Serve ``agent`` with ``create_app(agent, **options)`` (inside ``wrap`` when given);
+    its base URL."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    app: ASGIApp = create_app(agent, **options)
     config = uvicorn.Config(
-        create_app(agent, **options), log_level="warning", timeout_graceful_shutdown=2
+        app if wrap is None else wrap(app), log_level="warning", timeout_graceful_shutdown=2
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -53,8 +60,26 @@ def our_server(agent: Agent, **options: Any) -> Iterator[str]:
         sock.close()
 
 
-async def sdk_client(url: str, *, streaming: bool = True) -> Client:
-    return await create_client(url, client_config=ClientConfig(streaming=streaming))
+async def sdk_client(
+    url: str, *, streaming: bool = True, headers: dict[str, str] | None = None
+) -> Client:
+    http = httpx.AsyncClient(headers=headers) if headers else None
+    config = ClientConfig(streaming=streaming, httpx_client=http)
+    return await create_client(url, client_config=config)
+
+
+def named_callers(app: ASGIApp) -> ASGIApp:
+    """``app`` behind a stand-in for an authentication middleware: the caller named by the
+    ``X-Test-User`` header is the request's user (what a2a-sdk files tasks by)."""
+
+    async def named(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            name = dict(scope["headers"]).get(b"x-test-user", b"").decode()
+            if name:
+                scope["user"] = SimpleUser(name)
+        await app(scope, receive, send)
+
+    return named
 
 
 @contextlib.asynccontextmanager

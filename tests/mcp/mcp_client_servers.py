@@ -78,7 +78,9 @@ def low_server(log: Log, ephemeral: bool) -> Server[Any]:
         ),
         types.Tool(name="ask_two", description="Ask two things.", input_schema={"type": "object"}),
         types.Tool(
-            name="visit", description="Send the user to a page.", input_schema={"type": "object"}
+            name="visit",
+            description="Send the user to a page.",
+            input_schema={"type": "object", "properties": {"url": {"type": "string"}}},
         ),
         types.Tool(name="forms", description="Ask sampling.", input_schema={"type": "object"}),
         types.Tool(name="crash", description="The server dies.", input_schema={"type": "object"}),
@@ -131,7 +133,8 @@ def low_server(log: Log, ephemeral: bool) -> Server[Any]:
                 return types.InputRequiredResult(input_requests=requests, request_state="two")
             return _text(" | ".join(f"{k}={_outcome(answers[k])}" for k in forms))
         if name == "visit":
-            url, message = "https://example.com/connect?x=1", "Connect your account"
+            url = str((params.arguments or {}).get("url", "https://example.com/connect?x=1"))
+            message = "Connect your account"
             if not modern:
                 result = await ctx.session.elicit_url(message, url, "el-1", ctx.request_id)
                 return _text(f"visit {result.action}")

@@ -300,6 +300,24 @@ async def test_a_url_elicitation_is_an_action_question(server: Target) -> None:
     assert contents == ["visit accept", "visit decline"]
 
 
+@_combos(("low", "stdio", "legacy"), ("low", "http", "auto"))
+async def test_a_url_elicitation_to_what_is_not_a_web_page_is_declined_unasked(
+    server: Target,
+) -> None:
+    contents: list[str] = []
+    for url in ("javascript:alert(document.cookie)", "file:///etc/passwd", "http://example.com/"):
+        agent = Agent(
+            "A",
+            model=ScriptedModel([tool_call("visit", url=url), text("done")]),
+            tools=[server.tools()],
+        )
+        run, asked = await drive(agent, lambda e: True)  # would accept any link
+        assert asked == []
+        assert run.result.status == "completed"
+        contents.append(tool_results(run)[0].content)
+    assert contents == ["visit decline"] * 3  # the server was told, not left waiting
+
+
 @_combos(("low", "http", "auto"))
 async def test_a_request_the_client_does_not_offer_is_an_error_result(server: Target) -> None:
     agent = Agent(
