@@ -3,19 +3,16 @@
 Over stdio by default (an MCP client starts the command and talks on its stdin/stdout, so
 nothing else is written to stdout); ``--http`` serves streamable HTTP at ``/mcp`` on
 127.0.0.1, and another interface only with ``--token`` (or ``HPD_AGENT_TOKEN``), which every
-request must then carry as ``Authorization: Bearer <token>``.
+request must then carry as ``Authorization: Bearer <token>``. Over HTTP the guard of every
+server we ship (``hpd_agent.hosting.Guard``) decides who may reach it, on any address.
 """
 
 from __future__ import annotations
 
 import argparse
-import hmac
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .cli_parser import port_number
-
-if TYPE_CHECKING:
-    from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["add_mcp_command"]
 
@@ -78,36 +75,15 @@ def _serve_stdio(server: Any) -> None:
 
 
 def _serve_http(server: Any, host: str, port: int, token: str | None, name: str) -> int:
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from ..hosting import Guard
     from .serving import serve_http
 
-    bare = host.strip("[]")
-    app: Any = server.streamable_http_app(host=bare)
-    if token is not None:
-        app = _Bearer(app, token)
-    return serve_http(app, host, port, what=f"{name} over MCP", path="/mcp")
-
-
-class _Bearer:
-    """Refuses (401) an HTTP request without ``Authorization: Bearer <token>``."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [
-                            (b"content-type", b"text/plain"),
-                            (b"www-authenticate", b"Bearer"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": b"a bearer token is required\n"})
-                return
-        await self.app(scope, receive, send)
+    # The SDK's DNS-rebinding check knows only 127.0.0.1, localhost and ::1 (nothing on
+    # 127.0.0.2, say): our guard decides instead, for any address, as web and A2A do.
+    unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = server.streamable_http_app(transport_security=unchecked)
+    hosts = [host.strip("[]")] if token is None else None
+    guarded = Guard(app, tokens=token, hosts=hosts)
+    return serve_http(guarded, host, port, what=f"{name} over MCP", path="/mcp")

@@ -9,7 +9,6 @@ executor (``_executor``) starts a run per task and reports where it stopped.
 from __future__ import annotations
 
 import os
-import secrets
 from collections.abc import AsyncGenerator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from urllib.parse import urlsplit
@@ -24,11 +23,10 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..agent import Agent
 from ..exceptions import UserError
-from ..hosting import is_loopback
+from ..hosting import Guard, is_loopback
 from ..store import Store, open_store
 from ..version import __version__
 from ._body import DepthLimit
@@ -67,7 +65,9 @@ def create_app(
             came in on.
         token: When set, JSON-RPC calls need ``Authorization: Bearer <token>`` (401
             otherwise); the agent card stays public. Without a token only loopback host
-            names (and ``url``'s) are served.
+            names (and ``url``'s) are served. Either way a browser page of another origin
+            is refused (403) and a POST must be ``application/json`` (415): the rules of
+            ``hpd_agent.hosting.Guard``, as for every server we ship.
 
     Returns:
         The app; its lifespan must run (every ASGI server runs it).
@@ -95,9 +95,20 @@ def create_app(
     ]
     app = Starlette(routes=routes, lifespan=_lifespan(agent, store, tasks, handler, held))
     app.add_middleware(DepthLimit)  # inside the guard: a caller refused never gets parsed
-    allowed = None if url is None else urlsplit(url).hostname
-    app.add_middleware(_Guard, token=token, allowed_host=allowed)
+    _guard(app, url, token)
     return app
+
+
+def _guard(app: Starlette, url: str | None, token: str | None) -> None:
+    """The guard every server applies, the card public; Host: without a token the loopback
+    names and ``url``'s, with one any (the token guards the server)."""
+    hosts: list[str] | None = None
+    if token is None:
+        named = None if url is None else urlsplit(url).hostname
+        hosts = [named] if named else []
+    app.add_middleware(
+        Guard, tokens=token, hosts=hosts, public=lambda path: path == AGENT_CARD_WELL_KNOWN_PATH
+    )
 
 
 class _Held:
@@ -160,42 +171,3 @@ def agent_card(agent: Agent, url: str) -> AgentCard:
         default_output_modes=["text/plain"],
         skills=[AgentSkill(id="run", name=agent.name, description=about, tags=["hpd-agent"])],
     )
-
-
-class _Guard:
-    """The token (JSON-RPC calls) and, without one, the Host rule (DNS rebinding: a page
-    whose name points at 127.0.0.1 reaches the server with its own name as Host)."""
-
-    def __init__(self, app: ASGIApp, *, token: str | None, allowed_host: str | None) -> None:
-        self.app = app
-        self.expected = None if token is None else f"Bearer {token}".encode()
-        self.allowed_host = allowed_host
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = dict(scope["headers"])
-        if self.expected is None:
-            host = _hostname(headers.get(b"host", b"").decode("latin-1"))
-            if not (is_loopback(host) or host == self.allowed_host):
-                await _refuse(scope, receive, send, 421, f"host {host!r} is not served")
-                return
-        elif scope["path"] != AGENT_CARD_WELL_KNOWN_PATH and not secrets.compare_digest(
-            headers.get(b"authorization", b""), self.expected
-        ):
-            await _refuse(scope, receive, send, 401, "missing or wrong bearer token")
-            return
-        await self.app(scope, receive, send)
-
-
-def _hostname(netloc: str) -> str:
-    netloc = netloc.strip().lower()
-    if netloc.startswith("["):
-        return netloc[1 : netloc.find("]")] if "]" in netloc else netloc
-    return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
-
-
-async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, why: str) -> None:
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    await JSONResponse({"error": why}, status_code=status, headers=headers)(scope, receive, send)

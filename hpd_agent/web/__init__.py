@@ -18,10 +18,11 @@ from starlette.applications import Starlette
 
 from ..agent import Agent
 from ..exceptions import UserError
+from ..hosting import is_loopback
 from ..store import Store, open_store
 from ._app import build_app
+from ._body import MAX_BODY
 from ._db import open_thread_db
-from ._guard import MAX_BODY, is_loopback
 from ._threads import Threads
 
 __all__ = ["DEFAULT_STORE", "MAX_BODY", "create_app", "is_loopback"]

@@ -1,4 +1,5 @@
-"""The Starlette app: routes, bearer-token auth, body limits, SSE responses.
+"""The Starlette app: routes behind the guard every server applies (``hpd_agent.hosting.Guard``:
+Host, Origin, bearer token, JSON bodies of at most ``MAX_BODY`` bytes), SSE responses.
 
 ``POST /agent`` takes an AG-UI ``RunAgentInput`` and streams the run's AG-UI events; the
 other routes answer, list and replay a thread's requests and events (see docs/web.md).
@@ -7,7 +8,6 @@ other routes answer, list and replay a thread's requests and events (see docs/we
 from __future__ import annotations
 
 import contextlib
-import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -23,10 +23,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..exceptions import InvalidAnswerError, RequestError, UnknownRequestError
+from ..hosting import Guard
 from ..messages import AssistantMessage, Message, UserMessage
 from ..questions import Decline
 from ..store import Store, respond
-from ._guard import MAX_BODY, BodyError, HostOriginGuard, check_content_type, parse_body
+from ._body import MAX_BODY, BodyError, parse_body
 from ._requests import check_web_answer
 from ._resume import ResumeRefused, check_resume
 from ._stream import EventStream
@@ -58,21 +59,12 @@ class _HTTPError(Exception):
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+    return JSONResponse({"error": message}, status_code=status)
 
 
 async def _json_body(request: Request) -> Any:
-    check_content_type(request.headers.get("content-type"))
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY:
-        raise BodyError(413, f"body over {MAX_BODY} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_BODY:
-            raise BodyError(413, f"body over {MAX_BODY} bytes")
-    return parse_body(bytes(body))
+    # The guard has read the whole body already: JSON, within MAX_BODY.
+    return parse_body(await request.body())
 
 
 async def _object_body(request: Request) -> dict[str, Any]:
@@ -126,28 +118,22 @@ async def _unsettled(store: Store, run_id: str, entries: list[ResumeEntry]) -> l
 
 
 class _Routes:
-    def __init__(self, threads: Threads, token: str | None) -> None:
+    def __init__(self, threads: Threads) -> None:
         self.threads = threads
-        self.token = token
 
-    def authorised(self, request: Request) -> bool:
-        if self.token is None:
-            return True
-        given = request.headers.get("authorization", "")
-        return secrets.compare_digest(given.encode(), f"Bearer {self.token}".encode())
-
-    def guard(
-        self, handler: Callable[[Request], Awaitable[Response]]
+    @staticmethod
+    def answered(
+        handler: Callable[[Request], Awaitable[Response]],
     ) -> Callable[[Request], Awaitable[Response]]:
-        async def guarded(request: Request) -> Response:
-            if not self.authorised(request):
-                return _error(401, "missing or wrong bearer token")
+        """``handler`` with its refusals answered as ``{"error": ...}``."""
+
+        async def handled(request: Request) -> Response:
             try:
                 return await handler(request)
             except (_HTTPError, BodyError) as e:
                 return _error(e.status, str(e))
 
-        return guarded
+        return handled
 
     async def _thread(self, request: Request, *, view: bool = False) -> Thread:
         thread = await self.threads.get(request.path_params["thread_id"], view=view)
@@ -306,11 +292,11 @@ def build_app(
     hosts: Sequence[str] | None = None,
     origins: Sequence[str] = (),
 ) -> Starlette:
-    """The app's routes over ``threads``, guarded by ``token`` when given, serving only the
-    loopback names and ``hosts`` (any Host with a token and no ``hosts``), refusing Origins
-    other than its own and ``origins``."""
-    r = _Routes(threads, token)
-    g = r.guard
+    """The app's routes over ``threads``, behind the guard: ``token`` when given (the page
+    and its static files public), only the loopback names and ``hosts`` (any Host with a
+    token and no ``hosts``), no Origin but its own and ``origins``."""
+    r = _Routes(threads)
+    g = r.answered
     routes = [
         Route("/", _index, methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static"),
@@ -322,5 +308,12 @@ def build_app(
         Route("/threads/{thread_id}/events", g(r.events), methods=["GET"]),
         Route("/threads/{thread_id}/messages", g(r.messages), methods=["GET"]),
     ]
-    guard = Middleware(HostOriginGuard, hosts=hosts, origins=origins, token=token is not None)
+    guard = Middleware(
+        Guard, tokens=token, hosts=hosts, origins=origins, public=_page, max_body=MAX_BODY
+    )
     return Starlette(routes=routes, lifespan=lifespan, middleware=[guard])
+
+
+def _page(path: str) -> bool:
+    """Whether ``path`` is the page or one of its files (served without a token)."""
+    return path == "/" or path.startswith("/static/")
