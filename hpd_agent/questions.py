@@ -47,7 +47,7 @@ from .events import (
 )
 from .exceptions import InvalidAnswerError, UserError
 from .permissions import to_decision
-from .text import bounded, mend
+from .text import mend, shown
 
 __all__ = [
     "QUESTION_KINDS",
@@ -90,19 +90,6 @@ class Decline:
 
 
 # -- answer checks (work from the event's fields alone) ---------------------------------------
-_SHOWN_CHARS = 200
-"""Longest piece of an answer quoted in the message refusing it (an answer can be 5 MB)."""
-
-
-def _shown(value: Any) -> str:
-    """``repr(value)`` for a refusal message, bounded (see ``hpd_agent.text.bounded``)."""
-    try:
-        text = repr(value)
-    except ValueError:  # an int of more digits than Python converts to text
-        return f"<{type(value).__name__} too large to show>"
-    return bounded(text, _SHOWN_CHARS)
-
-
 def _match_option(answer: str, options: tuple[str, ...]) -> str:
     if answer in options:
         return answer
@@ -110,7 +97,7 @@ def _match_option(answer: str, options: tuple[str, ...]) -> str:
     for option in options:
         if option.strip().casefold() == folded:
             return option
-    raise ValueError(f"{_shown(answer)} is not one of the options {list(options)}")
+    raise ValueError(f"{shown(answer)} is not one of the options {list(options)}")
 
 
 def _check_text(answer: Any, options: tuple[str, ...] | None) -> str:
@@ -138,9 +125,7 @@ def _pick(answer: Any, options: tuple[str, ...]) -> str:
     if isinstance(answer, int):
         if 0 <= answer < len(options):
             return options[answer]
-        raise ValueError(
-            f"index {_shown(answer)} is out of range: there are {len(options)} options"
-        )
+        raise ValueError(f"index {shown(answer)} is out of range: there are {len(options)} options")
     if isinstance(answer, str):
         return _match_option(answer, options)
     raise TypeError(
@@ -177,7 +162,7 @@ def _yes_no(answer: Any, yes: frozenset[str], no: frozenset[str], what: str) -> 
             return True
         if word in no:
             return False
-        raise ValueError(f"expected {what}, got {_shown(answer)}")
+        raise ValueError(f"expected {what}, got {shown(answer)}")
     raise TypeError(f"expected {what} (a bool), got {type(answer).__name__}")
 
 

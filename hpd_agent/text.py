@@ -16,6 +16,8 @@ context or the terminal:
   bidirectional overrides that reorder what is shown. Each becomes a visible ``\\xNN`` or
   ``\\uNNNN``, so nothing is hidden and nothing is lost.
 - ``permission_question`` says a permission request in one line a person reads.
+- ``shown`` quotes a value someone sent (an answer, a key) in the message refusing it, at
+  most ``MAX_SHOWN_CHARS`` of it: a refused 2 MB answer is not sent back whole.
 """
 
 from __future__ import annotations
@@ -27,17 +29,22 @@ from typing import Any
 
 __all__ = [
     "MAX_ERROR_CHARS",
+    "MAX_SHOWN_CHARS",
     "TextMender",
     "bounded",
     "error_text",
     "mend",
     "permission_question",
     "printable",
+    "shown",
 ]
 
 MAX_ERROR_CHARS = 4_000
 """Longest error text (tool failure, agent or run error) kept in events, journals and the
 model's context; longer texts are cut with a note (``bounded``)."""
+
+MAX_SHOWN_CHARS = 200
+"""Longest piece of a value quoted in the message refusing it (an answer can be 5 MB)."""
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is a one-byte CSI), and the
 # Unicode bidi embeddings, overrides and isolates.
@@ -134,6 +141,19 @@ def bounded(text: str, limit: int = MAX_ERROR_CHARS) -> str:
     if _SURROGATE.search(text) is not None:
         text = _SURROGATE.sub(_visible, text)
     return text
+
+
+def shown(value: Any, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``repr(value)`` for a refusal message, bounded (see ``bounded``).
+
+    A value that has no such text (an int of more digits than Python converts, a list
+    nested deeper than the recursion limit) is named by its type instead.
+    """
+    try:
+        text = repr(value)
+    except (ValueError, RecursionError):
+        return f"<{type(value).__name__} too large to show>"
+    return bounded(text, limit)
 
 
 def error_text(error: BaseException, limit: int = MAX_ERROR_CHARS) -> str:

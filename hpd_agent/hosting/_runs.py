@@ -9,7 +9,8 @@ journal replays it to where it waited, nothing runs twice.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Generic
 
 import anyio
@@ -18,11 +19,28 @@ from typing_extensions import TypeVar
 
 from ..agent import Agent
 from ..events import RequestEvent
-from ..exceptions import InvalidAnswerError, RequestError, UnknownRunError
+from ..exceptions import InvalidAnswerError, RequestError, RunLeasedError, UnknownRunError
 from ..run import Run, RunResult
-from ..store import RunRecord, Store
+from ..store import RequestRecord, RunRecord, Store
 
-__all__ = ["HostedRun", "RunHost", "UnknownRunError"]
+__all__ = ["HostedRun", "RunHost", "UnknownRunError", "given"]
+
+
+async def given(request_id: str, give: Callable[[], Awaitable[object]]) -> str | None:
+    """Give ``request_id`` its answer with ``give`` (which reads the protocol's reply as
+    the answer and hands it to the run, or to the store): None when it was taken, else why
+    not (the reply could not be read, or the answer was refused). A request that ended
+    meanwhile (answered, expired, cancelled) takes nothing: None too.
+    """
+    try:
+        await give()
+    except (ValueError, TypeError) as e:
+        return str(e)
+    except InvalidAnswerError as e:
+        return str(e).removeprefix(f"invalid answer for request {request_id}: ")
+    except RequestError:
+        pass
+    return None
 
 
 class HostedRun:
@@ -51,17 +69,16 @@ class HostedRun:
         """Answer ``request_id`` with what ``read`` gives (the protocol's reply read as the
         request's answer): None when the run took it, else why not (``read`` or the run
         refused it). A request that ended meanwhile (expired, cancelled) takes nothing and
-        the run goes on without it: None too.
+        the run goes on without it: None too (see ``given``).
         """
-        try:
-            await self.run.respond(request_id, read())
-        except (ValueError, TypeError) as e:
-            return str(e)
-        except InvalidAnswerError as e:
-            return str(e).removeprefix(f"invalid answer for request {request_id}: ")
-        except RequestError:
-            pass
-        return None
+        return await given(request_id, lambda: self.run.respond(request_id, read()))
+
+    @property
+    def elsewhere(self) -> bool:
+        """Whether another process drives the run: it ended here because its resume was
+        refused (the run's lease is live elsewhere; nothing was written) or because this
+        process lost the lease on the way (``RunLeasedError``). The run goes on there."""
+        return self.run.done and isinstance(self.run.result.error, RunLeasedError)
 
     async def stop(self) -> list[RequestEvent] | RunResult:
         """Wait until the run waits for answers (its pending requests) or has ended."""
@@ -77,6 +94,11 @@ class HostedRun:
 
 
 H = TypeVar("H", bound=HostedRun, default=HostedRun)
+
+_ENDED = ("completed", "failed", "cancelled")
+_FOLLOW_PAUSE = (0.05, 1.0)
+"""Seconds between looks at the store while following a run driven elsewhere: the first,
+then doubling up to the second."""
 
 
 class RunHost(Generic[H]):
@@ -129,6 +151,57 @@ class RunHost(Generic[H]):
             if record.status in ("completed", "failed", "cancelled"):
                 return record
             return await self._serve(self.agent.resume_stream(run_id, store=store))
+
+    async def moved_on(
+        self, run_id: str, known: Collection[str], wait: float
+    ) -> H | RunRecord | list[RequestRecord]:
+        """Follow the stored run ``run_id``, which another process drives
+        (``HostedRun.elsewhere``), until it moves on.
+
+        The store tells nothing more than what it holds, so "moved on" is: the run ended,
+        or it asks a request not in ``known``. If the run's lease lapses meanwhile (the
+        process driving it died), the run is resumed here.
+
+        Args:
+            run_id: The run.
+            known: The requests the caller knew pending (asked, or answered just now).
+            wait: Seconds to follow it at most; then whatever is pending is returned.
+
+        Returns:
+            The run's record once it has ended; its pending requests (maybe none) once it
+            has moved on or ``wait`` is over; the run, live here, if it was resumed here.
+
+        Raises:
+            UnknownRunError: The store has no such run of this agent.
+        """
+        store = self.store
+        if store is None:
+            raise UnknownRunError(f"no run {run_id!r} of agent {self.agent.name!r} here")
+        deadline = time.monotonic() + wait
+        pause = _FOLLOW_PAUSE[0]
+        while True:
+            record = await store.get_run(run_id)
+            if record is None or record.agent_name != self.agent.name:
+                raise UnknownRunError(f"no run {run_id!r} of agent {self.agent.name!r} here")
+            if record.status in _ENDED:
+                return record
+            pending = await store.list_requests(run_id=run_id)
+            left = deadline - time.monotonic()
+            if left <= 0 or any(r.request_id not in known for r in pending):
+                return pending
+            if await self._lapsed(store, run_id):
+                found = await self.reopen(run_id)
+                if isinstance(found, HostedRun):
+                    await found.run.settled()  # a resume refused again ends at once
+                if not isinstance(found, HostedRun) or not found.elsewhere:
+                    return found
+            await anyio.sleep(min(pause, left))
+            pause = min(pause * 2, _FOLLOW_PAUSE[1])
+
+    @staticmethod
+    async def _lapsed(store: Store, run_id: str) -> bool:
+        lease = await store.get_lease(run_id)
+        return lease is None or lease.expires_at <= time.time()
 
     async def _serve(self, run: Run) -> H:
         hosted = self._hosted(run)

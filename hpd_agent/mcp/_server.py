@@ -8,6 +8,7 @@ client as an elicitation (see ``_server_calls``): its message is the asker's pat
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import AsyncGenerator, Callable
@@ -20,12 +21,13 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..agent import Agent
 from ..exceptions import UserError
 from ..store import Store, open_store
+from ..text import shown
 from ..version import __version__
 from ._server_calls import Calls
 from ._server_keys import StateCodec, kept_key
@@ -38,6 +40,7 @@ DEFAULT_STATE_TTL = 86400.0
 a day, since a person answers the question at the other end (the SDK's default is 600 s)."""
 
 _NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+_log = logging.getLogger(__name__)
 
 
 def mcp_server(
@@ -129,16 +132,24 @@ async def _call_tool(
     calls = ctx.lifespan_context
     if params.name != calls.tool_name:
         raise MCPError(
-            INVALID_PARAMS, f"no tool {params.name!r}: this server has {calls.tool_name!r}"
+            INVALID_PARAMS, f"no tool {shown(params.name)}: this server has {calls.tool_name!r}"
         )
     query = (params.arguments or {}).get("query")
     if not isinstance(query, str):
         return types.CallToolResult(
             content=[types.TextContent(text='the tool takes {"query": string}')], is_error=True
         )
-    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-        return await calls.input_round(ctx, params, query)
-    return await calls.elicited(ctx, query)
+    try:
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return await calls.input_round(ctx, params, query)
+        return await calls.elicited(ctx, query)
+    except MCPError:
+        raise
+    except Exception:
+        # On 2025-11-25 the SDK would send the exception's text to the client: a store's
+        # error names runs, requests, paths, a lease's holder (host and process id).
+        _log.exception("the call of %s failed", calls.tool_name)
+        raise MCPError(INTERNAL_ERROR, "Internal server error") from None
 
 
 def _tool(agent: Agent) -> types.Tool:

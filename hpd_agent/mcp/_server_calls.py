@@ -5,10 +5,14 @@ the questions of parallel branches go out together:
 
 - 2025-11-25 (``mode="legacy"``): one ``elicitation/create`` per pending question, sent
   together while the call stays open; each answer goes to the run, a refused one is asked
-  again with the reason; then the next batch, until the run ends.
+  again with the reason; then the next batch, until the run ends. The client is pinged on
+  the call's own channel every ``PING_EVERY`` seconds: one that does not answer within
+  ``CLIENT_GRACE`` seconds has gone away (its connection dropped without a word, its process
+  died), and the run is cancelled.
 - 2026-07-28: an ``InputRequiredResult`` with one input request per pending question (its
   key the request id) and a ``requestState`` naming the run; the client's retry carries the
-  answers and the state, and the same run goes on.
+  answers and the state, and the same run goes on. A retry reaching a server of the store
+  that does not drive the run is answered through the store (``_server_relay``).
 
 An accepted form answers its question; "decline" declines it (``hpd_agent.Decline``: the
 asking tool's ``ask*`` raises ``QuestionNotAnswered(status="declined")`` and the run goes on);
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Mapping
 from typing import Any, cast
 
 import anyio
@@ -27,18 +30,30 @@ import anyio.abc
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
 
 from ..events import RequestEvent
 from ..exceptions import RequestError
 from ..hosting import UnknownRunError
-from ..questions import Decline
-from ..run import RunResult, finished_event
+from ..run import RunResult
 from ..store import RunRecord
-from ._server_forms import Form, form_for
+from ._server_answers import Driven, apply, reading
+from ._server_forms import form_for
+from ._server_relay import relayed
+from ._server_results import asking, record_result, text_result, tool_result
 from ._server_runs import ServedRun, ServedRuns
 
-__all__ = ["Calls", "tool_result"]
+__all__ = ["CLIENT_GRACE", "PING_EVERY", "Calls"]
+
+PING_EVERY = 5.0
+"""Seconds between the pings a 2025-11-25 call sends its client while it is open."""
+
+CLIENT_GRACE = 15.0
+"""Seconds a 2025-11-25 client has to answer a ping; one that does not has gone away, and
+the call's run is cancelled (at most ``PING_EVERY + CLIENT_GRACE`` seconds after)."""
+
+_GONE = (REQUEST_TIMEOUT, CONNECTION_CLOSED)
 
 
 class Calls:
@@ -65,23 +80,36 @@ class Calls:
         """Run the agent on ``query``, eliciting its questions batch by batch."""
         served = await self.runs.start(query)
         try:
+            result: types.CallToolResult | None = None
             async with served.lock:
-                while True:
-                    stop = await served.stop()
-                    if isinstance(stop, RunResult):
-                        return tool_result(stop, self.agent_name, served.why)
-                    if not _can_elicit(ctx):
-                        _unanswerable(served, stop)
-                        continue
-                    async with anyio.create_task_group() as tg:
-                        for request in stop:
-                            tg.start_soon(self._elicit, ctx, served, request, tg)
+                with anyio.CancelScope() as gone:
+                    async with anyio.create_task_group() as heeding:
+                        heeding.start_soon(_heed, ctx, served, gone)
+                        result = await self._batches(ctx, served)
+                        heeding.cancel_scope.cancel()
+            if result is None:  # the client went away: nobody reads this
+                return text_result("The run was cancelled: the client went away.", error=True)
+            return result
         finally:
             if not served.ended.is_set():
                 # The call ended early (the client cancelled it or went away): a legacy run
                 # has no state to come back with, so it ends here too.
                 with anyio.CancelScope(shield=True):
                     await served.cancel("the MCP client left the call")
+
+    async def _batches(
+        self, ctx: ServerRequestContext[Any, Any], served: ServedRun
+    ) -> types.CallToolResult:
+        while True:
+            stop = await served.stop()
+            if isinstance(stop, RunResult):
+                return tool_result(stop, self.agent_name, served.why)
+            if not _can_elicit(ctx):
+                _unanswerable(served, stop)
+                continue
+            async with anyio.create_task_group() as tg:
+                for request in stop:
+                    tg.start_soon(self._elicit, ctx, served, request, tg)
 
     async def _elicit(
         self,
@@ -106,7 +134,7 @@ class Calls:
                 served.cancel_now(f"the MCP client cancelled the question {form.message!r}")
                 tg.cancel_scope.cancel()
                 return
-            note = await _answer(served, form, reply)
+            note = await served.answer(form.request_id, reading(form, reply))
             if note is None:
                 return
 
@@ -125,15 +153,26 @@ class Calls:
             if isinstance(found, RunRecord):
                 return record_result(found)
             served = found
-        try:
-            async with served.lock:
-                served.unpark()
-                if params.request_state is not None:
-                    await self._apply(served, params.input_responses or {})
-                return await self._next(ctx, served)
-        finally:
-            if not served.ended.is_set():
-                self.runs.park(served)  # a client that never comes back does not keep it
+        responses = params.input_responses or {}
+        while True:
+            try:
+                async with served.lock:
+                    served.unpark()
+                    await served.run.settled()  # a resumed run reaches its questions, or
+                    if not served.elsewhere:  # ends at once: another server drives it
+                        if params.request_state is not None:
+                            await apply(Driven(served, self.runs.store), responses)
+                        outcome = await self._next(ctx, served)
+                        if outcome is not None:
+                            return outcome
+                        responses = {}  # given to the run before it went elsewhere
+            finally:
+                if not served.ended.is_set():
+                    self.runs.park(served)  # a client that never comes back does not keep it
+            relay = await relayed(self.runs, served.run_id, responses)
+            if not isinstance(relay, ServedRun):
+                return relay
+            served, responses = relay, {}  # its driver died: resumed here, driven on
 
     async def _reopen(self, state: str) -> ServedRun | RunRecord:
         try:
@@ -154,64 +193,48 @@ class Calls:
 
     async def _next(
         self, ctx: ServerRequestContext[Any, Any], served: ServedRun
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> types.CallToolResult | types.InputRequiredResult | None:
+        """The run's result or the questions it waits on; None when another process
+        drives it now (this one lost its lease)."""
         while True:
             stop = await served.stop()
             if isinstance(stop, RunResult):
+                if served.elsewhere:
+                    return None
                 return tool_result(stop, self.agent_name, served.why)
             if _can_elicit(ctx):
                 break
             _unanswerable(served, stop)
-        requests: dict[str, types.InputRequest] = {}
         for request in stop:
-            form = form_for(request, served.notes.pop(request.request_id, None))
             served.asked[request.request_id] = request
-            requests[request.request_id] = types.ElicitRequest(
-                params=types.ElicitRequestFormParams(
-                    message=form.message, requested_schema=form.schema
-                )
+        return asking(served.run_id, stop, served.notes)
+
+
+async def _heed(
+    ctx: ServerRequestContext[Any, Any], served: ServedRun, gone: anyio.CancelScope
+) -> None:
+    """Ping the client on the call's own channel (on HTTP, the call's response stream)
+    while the call is open; cancel ``gone`` once a ping goes unanswered."""
+    if not ctx.session.can_send_request:
+        return  # no channel to the client: nothing can be asked either
+    related = ServerMessageMetadata(related_request_id=ctx.request_id)
+    while True:
+        await anyio.sleep(PING_EVERY)
+        try:
+            await ctx.session.send_request(
+                types.PingRequest(),
+                types.EmptyResult,
+                request_read_timeout_seconds=CLIENT_GRACE,
+                metadata=related,
             )
-        state = json.dumps({"run": served.run_id})
-        return types.InputRequiredResult(input_requests=requests, request_state=state)
-
-    async def _apply(self, served: ServedRun, responses: Mapping[str, Any]) -> None:
-        """Give the run a retry's answers (a resumed run first reaches its questions)."""
-        pending = {r.request_id: r for r in await served.run.settled()}
-        for key, response in responses.items():
-            request = pending.get(key)
-            if request is None:
-                if key in served.asked or await self._kept(served, key):
-                    continue  # answered meanwhile (another retry, another process)
-                raise MCPError(
-                    INVALID_PARAMS, f"inputResponses names {key!r}: no question of this run"
-                )
-            if not isinstance(response, types.ElicitResult):
-                raise MCPError(
-                    INVALID_PARAMS, f"the response to {key!r} is not an elicitation result"
-                )
-            form = form_for(request)
-            if response.action == "cancel":
-                await served.cancel(f"the MCP client cancelled the question {form.message!r}")
+        except MCPError as e:
+            if e.code in _GONE:
+                served.cancel_now(f"the MCP client went away (no answer in {CLIENT_GRACE:g} s)")
+                gone.cancel()  # the questions it was asked go unanswered
                 return
-            note = await _answer(served, form, response)
-            if note is not None:
-                served.notes[key] = note
-
-    async def _kept(self, served: ServedRun, request_id: str) -> bool:
-        store = self.runs.store
-        if store is None:
-            return False
-        record = await store.get_request(request_id)
-        return record is not None and record.run_id == served.run_id
-
-
-async def _answer(served: ServedRun, form: Form, reply: types.ElicitResult) -> str | None:
-    """Give the run the client's reply to ``form``: None when it took it, else why not."""
-    if reply.action == "decline":
-        return await served.answer(form.request_id, Decline)  # the asker's ask* raises "declined"
-    return await served.answer(
-        form.request_id, lambda: form.read(cast(Mapping[str, Any] | None, reply.content))
-    )
+            # Any other error is an answer: the client is there.
+        except ValueError:
+            pass  # a reply that is not a ping's (pydantic's ValidationError): it is there
 
 
 def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
@@ -224,24 +247,3 @@ def _unanswerable(served: ServedRun, pending: list[RequestEvent]) -> None:
     for request in pending:
         with contextlib.suppress(RequestError):
             served.run.cancel_request(request.request_id)
-
-
-def tool_result(result: RunResult, agent_name: str, why: str | None = None) -> types.CallToolResult:
-    """The ``tools/call`` result of a finished run: its output text, or what ended it."""
-    finished = finished_event(result, agent_name)
-    if result.status == "completed":
-        return _text(finished.output or "", error=False)
-    if result.status == "cancelled":
-        return _text(f"The run was cancelled: {why or 'it was stopped'}.", error=True)
-    return _text(f"The run {result.status}: {finished.error or 'no output'}", error=True)
-
-
-def record_result(record: RunRecord) -> types.CallToolResult:
-    """The result of a stored run that ended before this retry came."""
-    if record.status == "completed":
-        return _text(record.output or "", error=False)
-    return _text(f"The run {record.status}: {record.error or 'no output'}", error=True)
-
-
-def _text(text: str, *, error: bool) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=error)

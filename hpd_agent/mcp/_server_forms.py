@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent, format_path
 from ..permissions import Approve, Deny
-from ..text import permission_question
+from ..text import permission_question, shown
 
 __all__ = ["DECISIONS", "Form", "form_for", "is_flat"]
 
@@ -111,6 +111,8 @@ def _read_json(content: Mapping[str, Any] | None) -> Any:
         raise ValueError(f"the answer must be JSON text, got {type(value).__name__}")
     try:
         return json.loads(value)
+    except RecursionError:
+        raise ValueError("the answer nests too deeply to be read as JSON") from None
     except ValueError as e:
         raise ValueError(f"the answer is not JSON: {e}") from None
 
@@ -121,8 +123,8 @@ def _read_content(content: Mapping[str, Any] | None) -> Any:
 
 def _read_decision(content: Mapping[str, Any] | None) -> Any:
     decision = (content or {}).get("decision")
-    if decision not in _DECIDED:
-        raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
+    if not isinstance(decision, str) or decision not in _DECIDED:
+        raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, got {shown(decision)}")
     return _DECIDED[decision]
 
 

@@ -3,7 +3,8 @@
 Snapshots first (the thread's state and messages), then exactly one terminal event: a
 completed run is RUN_FINISHED with its output as ``result``; an interrupted one is
 RUN_FINISHED with the interrupt outcome, one ``Interrupt`` per request pending in the store;
-a cancelled one has the cancelled outcome; anything else is RUN_ERROR.
+a cancelled one has the cancelled outcome; anything else is RUN_ERROR (its text what
+``hpd_agent.hosting.public_error`` lets a client read).
 """
 
 from __future__ import annotations
@@ -19,24 +20,11 @@ from ag_ui.core import (
     StateSnapshotEvent,
 )
 
-from ..exceptions import RunLeasedError
+from ..hosting import public_error
 from ..store import RequestRecord
 from ._requests import interrupt_of
 
 __all__ = ["finish_events", "public_error"]
-
-
-def public_error(error: BaseException, run_id: str) -> str:
-    """What a client may read of ``error``: never the run's secret id, nor who holds its
-    lease (a host and a process id)."""
-    if isinstance(error, RunLeasedError):
-        if error.lost:
-            return "this server lost the run to another process, which continues it"
-        return (
-            "the run is being driven by another process: resume again once it has stopped "
-            "(the run is left as it was)"
-        )
-    return (str(error) or type(error).__name__).replace(run_id, "the run")
 
 
 def finish_events(

@@ -96,8 +96,8 @@ def test_the_context_and_the_refusal_are_in_the_message() -> None:
     )
 
 
-def test_permission_decisions() -> None:
-    request = PermissionRequest(
+def _permission() -> PermissionRequest:
+    return PermissionRequest(
         run_id="r",
         agent_path=("Root",),
         depth=0,
@@ -107,7 +107,10 @@ def test_permission_decisions() -> None:
         arguments={"path": "/tmp/x"},
         tool_call_id="c",
     )
-    form = form_for(request)
+
+
+def test_permission_decisions() -> None:
+    form = form_for(_permission())
     assert form.read({"decision": "approve_once"}) == Approve(scope="once")
     assert form.read({"decision": "approve_run"}) == Approve(scope="run")
     assert isinstance(form.read({"decision": "deny"}), Deny)
@@ -126,3 +129,19 @@ def _question(kind: str, **fields: Any) -> ClarificationRequest:
         question_kind=kind,
         **fields,
     )
+
+
+def test_a_refusal_quotes_at_most_200_characters_of_what_came() -> None:
+    deep: list[Any] = []
+    for _ in range(100_000):
+        deep = [deep]
+    form = form_for(_permission())
+    said = "decision must be one of approve_once, approve_run, deny, got "
+    for decision, quoted in [("x" * 2_000_000, "'xxx"), (deep, "<list too large to show>")]:
+        with pytest.raises(ValueError, match="decision must be one of") as refused:
+            form.read({"decision": decision})
+        assert str(refused.value).startswith(said + quoted)
+        assert len(str(refused.value)) < len(said) + 250
+    nested = form_for(_question("custom", data={"name": "n", "payload": {}, "schema": NOT_FLAT[1]}))
+    with pytest.raises(ValueError, match=r"^the answer nests too deeply to be read as JSON$"):
+        nested.read({"answer": "[" * 100_000 + "]" * 100_000})

@@ -1,0 +1,158 @@
+"""A 2026-07-28 retry's ``inputResponses`` given to the run, wherever the run is driven.
+
+The server driving the run gives each answer to the run itself (``Driven``); a server of the
+same store that does not drive it (another server holds the run's lease) gives it through
+the store (``Stored``: ``hpd_agent.store.respond``), where the driving server's run wakes
+and takes it. Either way a key that is no question of the run is refused (``-32602``), one
+answered meanwhile is ignored, and a refused answer is noted (``notes``: the question is
+asked again with the reason).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, cast
+
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from ..events import RequestEvent
+from ..exceptions import RequestError
+from ..hosting import given
+from ..questions import Decline
+from ..store import Store, respond
+from ..text import shown
+from ._server_forms import Form, form_for
+from ._server_runs import ServedRun
+
+__all__ = ["Driven", "Stored", "Target", "apply", "reading"]
+
+
+class Target(Protocol):
+    """Where a retry's answers go."""
+
+    notes: dict[str, str]
+    """Why an answer was refused, by request id (said when the question is asked again)."""
+
+    async def pending(self) -> dict[str, RequestEvent]:
+        """The run's pending requests, by id."""
+        ...
+
+    async def known(self, request_id: str) -> bool:
+        """Whether ``request_id`` was a question of the run (answered meanwhile)."""
+        ...
+
+    async def give(self, form: Form, read: Callable[[], Any]) -> str | None:
+        """Answer ``form``'s request with what ``read`` gives: None, or why not."""
+        ...
+
+    async def cancel(self, form: Form) -> bool:
+        """The client cancelled ``form``'s question; True when that ended the run."""
+        ...
+
+
+def reading(form: Form, reply: types.ElicitResult) -> Callable[[], Any]:
+    """The client's accepted or declined reply to ``form`` as the request's answer."""
+    if reply.action == "decline":
+        return Decline  # the asker's ask* raises QuestionNotAnswered("declined")
+    return lambda: form.read(cast(Mapping[str, Any] | None, reply.content))
+
+
+async def apply(target: Target, responses: Mapping[str, Any]) -> bool:
+    """Give ``target`` a retry's answers; False once a cancel ended the run."""
+    pending = await target.pending()
+    for key, response in responses.items():
+        request = pending.get(key)
+        if request is None:
+            if await target.known(key):
+                continue  # answered meanwhile (another retry, another process)
+            raise MCPError(
+                INVALID_PARAMS, f"inputResponses names {shown(key)}: no question of this run"
+            )
+        if not isinstance(response, types.ElicitResult):
+            raise MCPError(
+                INVALID_PARAMS, f"the response to {shown(key)} is not an elicitation result"
+            )
+        form = form_for(request)
+        if response.action == "cancel":
+            if await target.cancel(form):
+                return False
+            continue
+        note = await target.give(form, reading(form, response))
+        if note is not None:
+            target.notes[key] = note
+    return True
+
+
+class Driven:
+    """The retry reached the server driving the run: answers go to the run.
+
+    Args:
+        served: The run.
+        store: The server's store (a question answered meanwhile is found there).
+    """
+
+    def __init__(self, served: ServedRun, store: Store | None) -> None:
+        self.served = served
+        self.store = store
+        self.notes = served.notes
+
+    async def pending(self) -> dict[str, RequestEvent]:
+        return {r.request_id: r for r in await self.served.run.settled()}
+
+    async def known(self, request_id: str) -> bool:
+        if request_id in self.served.asked:
+            return True
+        record = None if self.store is None else await self.store.get_request(request_id)
+        return record is not None and record.run_id == self.served.run_id
+
+    async def give(self, form: Form, read: Callable[[], Any]) -> str | None:
+        return await self.served.answer(form.request_id, read)
+
+    async def cancel(self, form: Form) -> bool:
+        await self.served.cancel(f"the MCP client cancelled the question {form.message!r}")
+        return True
+
+
+class Stored:
+    """The retry reached a server that does not drive the run (another server of the
+    store does): answers go through the store.
+
+    Args:
+        store: The store both servers share.
+        run_id: The run.
+    """
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.notes: dict[str, str] = {}
+        self.given: set[str] = set()
+        """The requests this retry answered (or declined, or cancelled)."""
+
+    async def pending(self) -> dict[str, RequestEvent]:
+        records = await self.store.list_requests(run_id=self.run_id)
+        return {r.request_id: r.event for r in records}
+
+    async def known(self, request_id: str) -> bool:
+        record = await self.store.get_request(request_id)
+        return record is not None and record.run_id == self.run_id
+
+    async def give(self, form: Form, read: Callable[[], Any]) -> str | None:
+        async def through_store() -> None:
+            await respond(self.store, form.request_id, read())
+
+        note = await given(form.request_id, through_store)
+        if note is None:
+            self.given.add(form.request_id)
+        return note
+
+    async def cancel(self, form: Form) -> bool:
+        # The run is driven elsewhere and cannot be stopped from here: the question ends
+        # cancelled (its asker is told nobody answered) and the run goes on.
+        with contextlib.suppress(RequestError):  # it ended meanwhile
+            await self.store.resolve(form.request_id, "cancelled")
+        self.given.add(form.request_id)
+        return False
