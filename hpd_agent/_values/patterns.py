@@ -40,7 +40,7 @@ from typing import Any, cast
 import re2 as _re2  # pyright: ignore[reportMissingTypeStubs]
 from jsonschema import ValidationError, validators
 
-from ..text import mend
+from ..text import bounded, mend, shown
 
 _engine: Any = _re2  # google-re2 ships no types
 
@@ -84,7 +84,7 @@ class PatternRefused(Exception):
 
 
 def _shown(pattern: str) -> str:
-    return repr(pattern if len(pattern) <= _SHOWN else pattern[:_SHOWN] + "...")
+    return shown(pattern, _SHOWN)
 
 
 def _unicode_escape(pattern: str, at: int) -> tuple[int, int] | None:
@@ -136,7 +136,7 @@ def _compile(pattern: str) -> tuple[Any, int]:
         raise PatternRefused(
             f"the pattern {_shown(pattern)} cannot be used: patterns are matched by RE2, "
             "a linear-time engine without lookaround, backreferences or atomic groups, "
-            f"within {_MAX_MEM >> 20} MiB ({str(reason)[:200]})"
+            f"within {_MAX_MEM >> 20} MiB ({bounded(str(reason), 200)})"
         ) from None
     return regex, cast(int, regex.programsize)
 

@@ -135,13 +135,13 @@ def test_pattern_properties_and_property_names_are_decided_at_once() -> None:
         ({"patternProperties": {r"^(a)\1$": {}}}, r"'^(a)\\1$'"),
         ({"items": {"pattern": "(?>a+)b"}}, "'(?>a+)b'"),
         ({"pattern": r"[\p{L}\p{N}]{1000}"}, r"'[\\p{L}\\p{N}]{1000}'"),  # over RE2's memory
-        ({"pattern": "(?=" + "x" * 500 + ")"}, "'(?=" + "x" * 77 + "...'"),  # quoted bounded
+        ({"pattern": "(?=" + "x" * 500 + ")"}, "'(?=" + "x" * 76 + " ... [truncated 426"),
     ],
 )
 def test_a_pattern_re2_cannot_run_is_refused_when_asked(schema: dict[str, Any], shown: str) -> None:
     with pytest.raises(UserError, match=RE2_REFUSAL) as info:
         CustomQuestion(name="r", question="?", schema=schema)
-    assert f"the pattern {shown} cannot be used" in str(info.value)
+    assert f"the pattern {shown}" in str(info.value)
     assert len(str(info.value)) < 500
     # Stored elsewhere (it never passed CustomQuestion): its answers are refused cleanly.
     with pytest.raises(InvalidAnswerError, match=f"JSON schema is invalid: .*{RE2_REFUSAL}"):
