@@ -57,8 +57,8 @@ __all__ = [
 MAX_PATTERN_STEPS = 1 << 25
 """Most work one answer's pattern checks may take: the sum, over every string or key a
 pattern is matched against, of its length times the pattern's compiled size (RE2's worst
-case per character). About a second at worst; ordinary patterns on ordinary answers use a
-tiny part of it (a 40-instruction e-mail pattern may check 800,000 characters)."""
+case per character). Well under a second at worst; ordinary patterns on ordinary answers use a
+tiny part of it (a 31-instruction e-mail pattern may check a million characters)."""
 
 _MAX_MEM = 4 << 20
 """RE2's memory for one pattern (two thirds for its program, bounding its compiled size,
