@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent._values.vocabulary": 0,
     "hpd_agent.text": 0,
     "hpd_agent._values.schemas": 0,
+    "hpd_agent._values.patterns": 0,
     "hpd_agent._values.refs": 0,
     "hpd_agent._values.urls": 0,
     "hpd_agent.version": 0,

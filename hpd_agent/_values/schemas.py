@@ -12,6 +12,10 @@ the recursion limit.
 them, and ``date-time`` (RFC 3339) and ``uri`` (an absolute URI) here, without the optional
 packages ``jsonschema`` would want for them. These are the formats an MCP elicitation's
 string fields may carry.
+
+Patterns (``pattern``, ``patternProperties``, the ``regex`` format) are matched by RE2 in
+linear time, never by Python's backtracking ``re``; a schema with a pattern RE2 cannot
+compile is refused, and one answer's matching is bounded (see ``patterns``).
 """
 
 from __future__ import annotations
@@ -137,9 +141,27 @@ def _is_uri(value: object) -> bool:
 def _format_checker() -> Any:
     from jsonschema import FormatChecker
 
+    from .patterns import is_regex  # lazily, like jsonschema: it imports RE2
+
     checker = FormatChecker()
     checker.checks("date-time")(_is_date_time)  # pyright: ignore[reportUnknownMemberType]
     checker.checks("uri")(_is_uri)  # pyright: ignore[reportUnknownMemberType]
+    checker.checks("regex")(is_regex)  # pyright: ignore[reportUnknownMemberType]
+    return checker
+
+
+@cache
+def _meta_checker(cls: Any) -> Any:
+    """``cls``'s own format checker for checking a schema, but with ``regex`` (a pattern's
+    format in the meta-schema) meaning what RE2 compiles, not what Python's ``re`` does:
+    ``\\p{L}`` is fine, a lookahead is not."""
+    from jsonschema import FormatChecker
+
+    from .patterns import is_pattern
+
+    checker = FormatChecker(formats=())
+    checker.checkers = {**cls.FORMAT_CHECKER.checkers}
+    checker.checks("regex")(is_pattern)  # pyright: ignore[reportUnknownMemberType]
     return checker
 
 
@@ -148,20 +170,32 @@ def _compiled(text: str) -> tuple[str | None, Any]:
     """(why the schema cannot check answers or None, its validator) for a schema's compact
     JSON: checking a schema and building its validator cost about 0.4 ms each, and the same
     schemas come back (every call of one tool asks alike)."""
-    from jsonschema import exceptions, validators  # lazily: only schema-checked questions need it
+    from jsonschema import exceptions  # lazily: only schema-checked questions need it
+
+    from .patterns import schema_pattern_problem
 
     schema = json.loads(text)
-    cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
-    # Built even for a schema refused below: whoever checks with it anyway fetches nothing.
-    validator = cls(schema, registry=_no_fetching(), format_checker=_format_checker())
-    problem = _safety_problem(schema, text)
+    validator = _validator(schema)
+    # Built even for a schema refused below: whoever checks with it anyway fetches nothing,
+    # and its patterns run on RE2 or not at all.
+    problem = _safety_problem(schema, text) or schema_pattern_problem(schema)
     if problem is not None:
         return problem, validator
+    cls: Any = validator.__class__
     try:
-        cls.check_schema(schema)
+        cls.check_schema(schema, format_checker=_meta_checker(cls))
     except exceptions.SchemaError as e:
         return str(e.message), validator
     return None, validator
+
+
+def _validator(schema: Any) -> Any:
+    from jsonschema import validators
+
+    from .patterns import linear
+
+    cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
+    return linear(cls)(schema, registry=_no_fetching(), format_checker=_format_checker())
 
 
 def _no_fetching() -> Any:
@@ -187,15 +221,17 @@ def schema_mismatch(schema: Any, value: Any) -> str | None:
     from jsonschema import exceptions
     from referencing.exceptions import Unresolvable
 
+    from .patterns import PatternRefused, pattern_budget
+
     validator = _checked(schema)[1]
     if validator is None:  # nested too deep to cache: checked as given
-        from jsonschema import validators
-
-        cls = cast(Any, validators.validator_for(schema))  # pyright: ignore[reportUnknownMemberType]
-        validator = cls(schema, registry=_no_fetching(), format_checker=_format_checker())
+        validator = _validator(schema)
     try:
-        errors = validator.iter_errors(value)
-        error = cast(Any, exceptions.best_match(errors))  # pyright: ignore[reportUnknownMemberType]
+        with pattern_budget():
+            errors = validator.iter_errors(value)
+            error = cast(Any, exceptions.best_match(errors))  # pyright: ignore[reportUnknownMemberType]
+    except PatternRefused as e:
+        return str(e)
     except Unresolvable as e:
         return f"the schema's reference {e} cannot be resolved (nothing is fetched)"
     except RecursionError:
