@@ -29,8 +29,8 @@ answer is given through the store (``hpd_agent.hosting.StoreRelay``), then the r
 followed in the store until it moves on: it ended (reported from its record), or asks
 something new (``input-required`` with every question pending in the store; a refused
 answer's question is asked again at once, with the reason). If the server driving it died
-meanwhile, the run is resumed here and reported as above. The same follows a run this server
-lost to another process on the way. A client never reads who drives a run: a run's failure
+meanwhile, the run is resumed here and reported as above. A run this server loses to another
+process on the way is followed the same way. A client never reads who drives a run: its failure
 is worded by ``hpd_agent.hosting.public_error``, and an error the server did not expect is
 logged and answered as JSON-RPC ``Internal server error``.
 """
