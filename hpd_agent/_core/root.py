@@ -23,7 +23,7 @@ from ..hooks import Hook, HookSet, process_hooks
 from ..messages import Message
 from ..run import Run, RunResult, finished_event
 from ..sessions import RunSession, SessionStore
-from .context import invocation_id
+from .context import _running, invocation_id
 from .loop import run_agent
 from .runner import BeforeRunResult, Blueprint, before_run, first_messages
 from .services import RunServices
@@ -156,43 +156,47 @@ class RootRun:
         The stream always reads ``RunStarted`` … ``RunFinished``, even when the session
         cannot open (an unknown run id to resume: then the run fails with ``UserError``).
         """
-        bp, prompt, history = self.bp, self.prompt, self.history
-        session: RunSession | None = None
+        token = _running.set(coordinator)  # what ToolContext.for_execution builds on
         try:
-            opener = opener or self.open_session
-            if opener is not None:
-                session = await opener()
-                prompt, history = session.prompt, session.history
-        except UserError as e:
-            coordinator.emit(_run_started(coordinator, bp.name, prompt))
-            result = RunResult(run_id=coordinator.run_id, status="failed", error=e)
+            bp, prompt, history = self.bp, self.prompt, self.history
+            session: RunSession | None = None
+            try:
+                opener = opener or self.open_session
+                if opener is not None:
+                    session = await opener()
+                    prompt, history = session.prompt, session.history
+            except UserError as e:
+                coordinator.emit(_run_started(coordinator, bp.name, prompt))
+                result = RunResult(run_id=coordinator.run_id, status="failed", error=e)
+                coordinator.emit(finished_event(result, bp.name))
+                return result
+            self._configure(coordinator, session)
+            # A store holds the run (its lease) for the whole execution; `async with` adds no
+            # coroutine frame to the hot path.
+            async with contextlib.nullcontext() if session is None else session.held():
+                if session is not None:
+                    await session.attach(coordinator)
+                scope = anyio.CancelScope()
+                coordinator.quiescence.scope = scope
+                result: RunResult | None = None
+                with scope:
+                    if bp.hosts:
+                        result = await self._hosted(coordinator, prompt, history, session)
+                    else:
+                        result = await self._body(coordinator, prompt, history, session)
+                if result is None:  # only "interrupt" cancels this scope
+                    result = RunResult(
+                        run_id=coordinator.run_id,
+                        status="interrupted",
+                        usage=coordinator.usage,
+                        pending=coordinator.pending(),
+                    )
+                if session is not None:
+                    await session.finish(result)
             coordinator.emit(finished_event(result, bp.name))
             return result
-        self._configure(coordinator, session)
-        # A store holds the run (its lease) for the whole execution; `async with` adds no
-        # coroutine frame to the hot path.
-        async with contextlib.nullcontext() if session is None else session.held():
-            if session is not None:
-                await session.attach(coordinator)
-            scope = anyio.CancelScope()
-            coordinator.quiescence.scope = scope
-            result: RunResult | None = None
-            with scope:
-                if bp.hosts:
-                    result = await self._hosted(coordinator, prompt, history, session)
-                else:
-                    result = await self._body(coordinator, prompt, history, session)
-            if result is None:  # only "interrupt" cancels this scope
-                result = RunResult(
-                    run_id=coordinator.run_id,
-                    status="interrupted",
-                    usage=coordinator.usage,
-                    pending=coordinator.pending(),
-                )
-            if session is not None:
-                await session.finish(result)
-        coordinator.emit(finished_event(result, bp.name))
-        return result
+        finally:
+            _running.reset(token)
 
     def _configure(self, coordinator: Coordinator, session: RunSession | None) -> None:
         everything = [h for h in (*self.hooks, *process_hooks()) if h.active()]
