@@ -1,10 +1,12 @@
-"""A pending request as an MCP elicitation form, and the form's content back as an answer.
+"""A pending request as a form (an MCP elicitation, an ACP ``elicitation/create``: ACP's form
+schema is MCP's), and the form's content back as an answer.
 
 Every question kind but a custom one with a flat schema asks for one required property
 ``answer`` (text and input: a string, an enum of the options when there are some; choice: an
 enum, an array of it when several may be picked; confirm and action: a boolean); a custom
 question whose JSON schema is a flat object MCP allows is sent as it is, any other custom
-question asks for its answer as a string holding JSON; a permission asks for ``decision``.
+question asks for its answer as a string holding JSON; a permission asks for ``decision``
+(one of ``DECISIONS``).
 """
 
 from __future__ import annotations
@@ -12,22 +14,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent, format_path
-from ..permissions import Approve, Deny
 from ..text import permission_question, shown
+from ._decisions import DECISIONS, decision_of
 
-__all__ = ["DECISIONS", "Form", "form_for", "is_flat"]
-
-DECISIONS = ("approve_once", "approve_run", "deny")
-"""The values of a permission form's ``decision``, in the order a client shows them."""
-
-_DECIDED = {
-    "approve_once": Approve(scope="once"),
-    "approve_run": Approve(scope="run"),
-    "deny": Deny(reason="denied by the MCP client"),
-}
+__all__ = ["Form", "form_for", "is_flat"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,14 +42,14 @@ class Form:
     read: Callable[[Mapping[str, Any] | None], Any]
 
 
-def form_for(request: RequestEvent, note: str | None = None) -> Form:
-    """The elicitation asking ``request``; ``note`` (why the last answer was refused) is
-    added to its message."""
+def form_for(request: RequestEvent, note: str | None = None, *, by: str = "the client") -> Form:
+    """The form asking ``request``; ``note`` (why the last answer was refused) is added to
+    its message; ``by`` names the client a permission is denied by (``decision_of``)."""
     path = format_path(request.agent_path)
     if isinstance(request, PermissionRequest):
         text = f"{path}: {permission_question(request.tool_name, request.arguments)}"
         schema = _one("decision", {"type": "string", "enum": list(DECISIONS)})
-        read: Callable[[Mapping[str, Any] | None], Any] = _read_decision
+        read: Callable[[Mapping[str, Any] | None], Any] = partial(_read_decision, by=by)
     else:
         text = f"{path}: {request.question}"
         if request.context:
@@ -121,11 +115,12 @@ def _read_content(content: Mapping[str, Any] | None) -> Any:
     return dict(content or {})
 
 
-def _read_decision(content: Mapping[str, Any] | None) -> Any:
+def _read_decision(content: Mapping[str, Any] | None, *, by: str) -> Any:
     decision = (content or {}).get("decision")
-    if not isinstance(decision, str) or decision not in _DECIDED:
+    decided = decision_of(decision, by=by)
+    if decided is None:
         raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, got {shown(decision)}")
-    return _DECIDED[decision]
+    return decided
 
 
 # -- what MCP allows in a requestedSchema ---------------------------------------------------
