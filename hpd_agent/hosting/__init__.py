@@ -4,7 +4,8 @@ hosts, what their clients read of them, and the rules of who may reach it.
 - ``RunHost`` / ``HostedRun``: runs a server hosts in its task group, found again by id
   (maybe on another connection, maybe after a restart), resumed from the store when this
   process does not hold them; a run may be the next turn of a conversation (its history:
-  ``Histories``, ``MemoryHistories``; one turn at a time: ``ConversationBusyError``).
+  ``Histories``, kept in memory, ``MemoryHistories``, or in a store's thread tables,
+  ``ThreadHistories``; one turn at a time: ``ConversationBusyError``).
   ``HostedRun.events()`` reads the run's events from its first, for any number of readers;
   ``answer_request`` / ``cancel_request`` end its requests (``why_refused`` says why an
   answer was refused); ``cancel(reason)`` ends it; ``wait_settled()`` waits until it waits
@@ -35,7 +36,7 @@ from ._drive import STOPPED, EventSink, drive
 from ._errors import public_error
 from ._forms import Form, form_for, is_flat
 from ._guard import DEFAULT_MAX_BODY, IDENTITY, LOCAL, TOKEN, Guard, is_loopback
-from ._histories import Histories, MemoryHistories
+from ._histories import Histories, MemoryHistories, ThreadHistories
 from ._hosted import HostedRun, why_refused
 from ._outcome import Outcome, outcome_of
 from ._relay import StoreRelay
@@ -60,6 +61,7 @@ __all__ = [
     "PermissionOption",
     "RunHost",
     "StoreRelay",
+    "ThreadHistories",
     "UnknownRunError",
     "decision_of",
     "drive",

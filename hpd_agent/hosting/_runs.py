@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
-from typing import Generic
+from typing import Any, Generic
 
 import anyio
 import anyio.abc
@@ -25,7 +25,7 @@ from ..exceptions import ConversationBusyError, UnknownRunError
 from ..run import Run
 from ..store import RequestRecord, RunRecord, Store, cancel_run
 from ._drive import drive
-from ._histories import Histories, MemoryHistories
+from ._histories import Histories, MemoryHistories, ThreadHistories
 from ._hosted import HostedRun
 
 __all__ = ["H", "RunHost", "UnknownRunError"]
@@ -46,7 +46,8 @@ class RunHost(Generic[H]):
         store: Where runs are journaled, or None (they live in this process only).
         task_group: The server's: runs live in it, not in the request that started them.
         hosted: Makes the ``HostedRun`` (or subclass) kept for each run.
-        histories: Where each conversation's history is kept (default: in memory).
+        histories: Where each conversation's history is kept (default: in the store's
+            thread tables when it declares them, ``ThreadHistories``; else in memory).
     """
 
     def __init__(
@@ -60,7 +61,7 @@ class RunHost(Generic[H]):
     ) -> None:
         self.agent = agent
         self.store = store
-        self.histories: Histories = MemoryHistories() if histories is None else histories
+        self.histories: Histories = _histories(store) if histories is None else histories
         self._tg = task_group
         self._hosted = hosted
         self._live: dict[str, H] = {}
@@ -235,3 +236,9 @@ class RunHost(Generic[H]):
         finally:
             self._forget(hosted)
             hosted.finish()
+
+
+def _histories(store: Store | None) -> Histories:
+    """Conversations kept in the store's thread tables when it declares them, else here."""
+    tables: Any = None if store is None else getattr(store.capabilities(), "threads", None)
+    return MemoryHistories() if tables is None else ThreadHistories(tables)

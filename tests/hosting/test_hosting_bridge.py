@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -37,6 +38,7 @@ from hpd_agent.hosting import (
     HostedRun,
     Outcome,
     RunHost,
+    ThreadHistories,
     decision_of,
     drive,
     outcome_of,
@@ -171,6 +173,64 @@ async def test_a_conversation_continues_its_completed_turns() -> None:
         assert host.turn("a") is None
         # The cancelled turn left the history as it was.
         assert (await turn("four", "a")).output == "heard: one | two | four"
+
+
+class _Tables:
+    """Thread tables as a store declares them (``ThreadTables``: rows upserted, an item
+    index written once keeps its text), for a store that does not offer them here."""
+
+    def __init__(self) -> None:
+        self.threads: dict[tuple[str, str], tuple[dict[str, str], dict[int, str]]] = {}
+
+    async def write_thread(
+        self,
+        space: str,
+        thread_id: str,
+        *,
+        rows: Mapping[str, str] | None = None,
+        items: Sequence[str] = (),
+        first: int = 0,
+    ) -> None:
+        kept_rows, kept_items = self.threads.setdefault((space, thread_id), ({}, {}))
+        kept_rows.update(rows or {})
+        for i, item in enumerate(items):
+            kept_items.setdefault(first + i, item)
+
+    async def read_thread(self, space: str, thread_id: str) -> Any:
+        found = self.threads.get((space, thread_id))
+        if found is None:
+            return None
+        rows, items = found
+        return SimpleNamespace(rows=dict(rows), items=[items[i] for i in sorted(items)])
+
+
+def _tables() -> Any:
+    try:
+        from hpd_agent.store import MemoryThreadTables  # type: ignore[attr-defined]
+    except ImportError:
+        return _Tables()
+    return MemoryThreadTables()  # pyright: ignore[reportUnknownVariableType]
+
+
+async def test_conversations_kept_in_thread_tables_outlive_the_server() -> None:
+    tables = _tables()
+    async with anyio.create_task_group() as tg:
+        host = RunHost(_agent(), None, tg, HostedRun, histories=ThreadHistories(tables))
+        for prompt in ("one", "two"):
+            hosted = await host.start(prompt, conversation="a")
+            await hosted.ended.wait()
+        tg.cancel_scope.cancel()
+    outputs: list[str | None] = []
+    async with anyio.create_task_group() as tg:  # a restarted server, the same tables
+        host = RunHost(_agent(), None, tg, HostedRun, histories=ThreadHistories(tables))
+        third = await host.start("three", conversation="a")
+        await third.ended.wait()
+        outputs.append(third.outcome.output)
+        tg.cancel_scope.cancel()
+    assert outputs == ["heard: one | two | three"]
+    history = await ThreadHistories(tables).history("a")
+    assert [m.content for m in history if isinstance(m, UserMessage)] == ["one", "two", "three"]
+    assert await ThreadHistories(tables).history("b") == []
 
 
 # -- driving a run -----------------------------------------------------------------------------
