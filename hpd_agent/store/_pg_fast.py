@@ -242,10 +242,14 @@ class FastPaths(SQLStore[_Conn]):
         each op in its savepoint where it needs one (``_group``)."""
         raw = self._raw
         if self._fast is not None and raw is not None:
+            committed: list[GroupOp] = []
             try:
-                done = self._point_now(lambda conn: self._pipe.batch(conn.pgconn, ops, raw))
+                done = self._point_now(
+                    lambda conn: self._pipe.batch(conn.pgconn, ops, raw, committed)
+                )
             except psycopg.Error:
                 done = MISSED  # rolled back: again statement by statement, in savepoints
             if done is True:
                 return
+            ops = ops[len(committed) :]  # the chunks committed before one that gave up
         await self._point(self._group_transaction(ops))

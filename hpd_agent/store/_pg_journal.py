@@ -185,16 +185,22 @@ class JournalPipe:
             raise StoreUnavailableError(failed)
 
     def batch(
-        self, pgconn: psycopg.pq.abc.PGconn, ops: Sequence[GroupOp], raw: RawStatements
+        self,
+        pgconn: psycopg.pq.abc.PGconn,
+        ops: Sequence[GroupOp],
+        raw: RawStatements,
+        committed: list[GroupOp],
     ) -> bool:
         """Write ``ops`` (journal writes of several runs, a run's start or end: one
         statement each) in one transaction per ``_CHUNK`` of them, one round trip each;
-        sets each op's ``result`` or ``error`` (a refused run's). False, having sent
-        nothing, when a statement cannot go this way.
+        sets each op's ``result`` or ``error`` (a refused run's), and adds the ops of each
+        chunk committed to ``committed``. False, having sent nothing, when a statement
+        cannot go this way.
 
         Raises:
             psycopg.Error: A statement failed: its chunk was rolled back (for the store to
-                write the batch again its other way: a row lock given up, say).
+                write the ops not in ``committed`` again its other way: a row lock given
+                up, say; a run's start written twice would find itself there already).
         """
         self.prepare(pgconn)
         sends: list[tuple[bytes, list[bytes | None]] | None] = []
@@ -206,6 +212,7 @@ class JournalPipe:
         for start in range(0, len(ops), _CHUNK):
             end = start + _CHUNK
             self._chunk(pgconn, ops[start:end], sends[start:end])
+            committed.extend(ops[start:end])
         return True
 
     def _chunk(

@@ -25,7 +25,7 @@ from test_store import question
 
 from hpd_agent import RunResult
 from hpd_agent.exceptions import StoreUnavailableError
-from hpd_agent.store import PostgresStore, respond
+from hpd_agent.store import JournalEntry, PostgresStore, respond
 
 pytestmark = pytest.mark.anyio
 
@@ -178,3 +178,49 @@ async def test_a_lost_listening_connection_is_opened_again(
     finally:
         await store.aclose()
         await answering.aclose()
+
+
+async def test_a_group_commit_chunk_that_gave_up_leaves_the_chunks_before_it_done(
+    fresh_postgres: str,  # noqa: F811
+    other: psycopg.Connection[Any],
+) -> None:
+    # A batch larger than one pipelined transaction commits chunk by chunk; when a later
+    # chunk gives up, the worker thread writes what is left, not again what committed (a
+    # run's start written twice would find the run there already).
+    from hpd_agent.store._group import GroupOp
+    from hpd_agent.store._pg_journal import _CHUNK  # pyright: ignore[reportPrivateUsage]
+
+    store = PostgresStore(fresh_postgres)
+    insert = "INSERT INTO hpd_journal (run_id, key, kind, value) VALUES (%s, %s, 'step', '1') "
+    insert += "ON CONFLICT (run_id, key) DO NOTHING"
+
+    def once(key: str) -> GroupOp:
+        args = ("r", key)
+
+        def apply(conn: Any) -> int:
+            return store._query(conn, insert, args).rowcount  # pyright: ignore[reportPrivateUsage]
+
+        return GroupOp(apply, statement=(insert, args), read=lambda rows: rows.rowcount)
+
+    try:
+        await store.journal_put("r", JournalEntry(key="locked", kind="tool", value=0))
+        ops = [once(f"k{i}") for i in range(_CHUNK)]
+        ops.append(GroupOp(None, rows=[("r", "locked", "tool", "1")]))
+        other.execute("SELECT 1 FROM hpd_journal WHERE key = 'locked' FOR UPDATE")
+        done: list[bool] = []
+
+        async def commit() -> None:
+            await store._commit_group(ops)  # pyright: ignore[reportPrivateUsage]
+            done.append(True)
+
+        with anyio.fail_after(60):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(commit)
+                while not done and not _waiting_for_a_lock(other):
+                    await anyio.wait_all_tasks_blocked()
+                other.commit()
+        assert [op.result for op in ops[:-1]] == [1] * _CHUNK  # each inserted its row once
+        assert all(op.error is None for op in ops)
+        assert (await store.journal("r"))["locked"].value == 1
+    finally:
+        await store.aclose()
