@@ -125,7 +125,9 @@ class ToolContext(Asking, Generic[DepsT]):
     def on_behalf_of(self, *names: str, key: str) -> ToolContext[DepsT]:
         """A frame of this call for questions relayed for other agents (a remote agent over
         A2A): ``agent_path`` = this path + ``names``; request ids from this call's path,
-        ``names`` and ``key`` (not a count), so a relayed question keeps its id on resume.
+        ``names`` and ``key`` (not a count), so a relayed question keeps its id on resume;
+        different names or keys never share one, whatever text they hold (a remote's).
+        A frame's own ``on_behalf_of`` relays one level further down.
 
         Args:
             *names: The agent names to append (at least one).
