@@ -233,6 +233,20 @@ async def test_conversations_kept_in_thread_tables_outlive_the_server() -> None:
     assert await ThreadHistories(tables).history("b") == []
 
 
+async def test_a_store_with_thread_tables_keeps_its_servers_conversations() -> None:
+    store = MemoryStore()
+    if getattr(store.capabilities(), "threads", None) is None:
+        pytest.skip("this store declares no thread tables")
+    outputs: list[str | None] = []
+    for prompt in ("one", "two"):  # each turn on a server of its own: the store remembers
+        async with _host(store) as host:
+            assert isinstance(host.histories, ThreadHistories)
+            hosted = await host.start(prompt, conversation="a")
+            await hosted.ended.wait()
+            outputs.append(hosted.outcome.output)
+    assert outputs == ["heard: one", "heard: one | two"]
+
+
 # -- driving a run -----------------------------------------------------------------------------
 class _Sink:
     def __init__(self) -> None:
