@@ -24,7 +24,8 @@ hosts, what their clients read of them, and the rules of who may reach it.
   an answer.
 - ``Guard``: who may reach a server, in front of every route of every server we ship (web,
   A2A, MCP over HTTP): the Host and Origin rules, the bearer token (its name put in the
-  request's scope under ``IDENTITY``), JSON bodies of bounded size.
+  request's scope under ``IDENTITY``), JSON bodies of bounded size; ``nests_deeper``, how
+  each server counts a JSON body's depth against its own limit.
 - ``is_loopback``: where a server may run without a token.
 
 docs/architecture.md ("The adapter bridge") shows how an adapter is built on these.
@@ -35,7 +36,7 @@ from ._decisions import DECISIONS, PERMISSION_OPTIONS, PermissionOption, decisio
 from ._drive import STOPPED, EventSink, drive
 from ._errors import public_error
 from ._forms import Form, form_for, is_flat
-from ._guard import DEFAULT_MAX_BODY, IDENTITY, LOCAL, TOKEN, Guard, is_loopback
+from ._guard import DEFAULT_MAX_BODY, IDENTITY, LOCAL, TOKEN, Guard, is_loopback, nests_deeper
 from ._histories import Histories, MemoryHistories, ThreadHistories
 from ._hosted import HostedRun, why_refused
 from ._outcome import Outcome, outcome_of
@@ -68,6 +69,7 @@ __all__ = [
     "form_for",
     "is_flat",
     "is_loopback",
+    "nests_deeper",
     "outcome_of",
     "public_error",
     "why_refused",
