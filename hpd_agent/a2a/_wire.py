@@ -77,8 +77,8 @@ class RemoteQuestion:
     """One question the remote task waits for.
 
     Attributes:
-        key: Names the question stably (the remote's request id, else its status message's
-            id; a long one as its head and a digest, at most 200 characters): the relayed
+        key: Names the question stably and distinctly (``key_of`` the remote's request id,
+            else a key ``derived_key`` makes from its status message's id): the relayed
             request's id derives from it.
         request_id: The remote's own id for it, verbatim, echoed in the answer's metadata;
             None when the remote gave none.
@@ -211,7 +211,7 @@ def _question(metadata: Mapping[str, Any], text: str, status_id: str) -> RemoteQ
     schema = metadata.get("schema")
     details = {k: metadata[k] for k in _DETAILS if k in metadata}
     return RemoteQuestion(
-        key=_key(request_id) or status_id,
+        key=key_of(request_id) if request_id is not None else derived_key("s", status_id),
         request_id=request_id,
         status_id=status_id,
         question=text or "The remote agent needs your input.",
@@ -237,7 +237,7 @@ def _auth_question(
     if url is not None:
         details["url"] = url
     return RemoteQuestion(
-        key=f"auth@{status_id}",
+        key=derived_key("a", status_id),
         request_id=_text(metadata.get("request_id"), None),
         status_id=status_id,
         question=text or "The remote agent needs you to sign in.",
@@ -254,9 +254,27 @@ def _text(value: Any, limit: int | None) -> str | None:
     return value if limit is None else value[:limit]
 
 
+def key_of(request_id: str) -> str:
+    """The key of a question the remote names ``request_id``: the id itself when short and
+    not starting with ``~``; ``~`` and the id when it does; a long one as ``~h:``, its head and
+    a digest of the whole. No two ids share a key, and no id's key is a ``derived_key``
+    (those start with ``~`` and a letter), so a remote cannot make two questions one."""
+    if len(request_id) < _MAX_KEY:
+        return "~" + request_id if request_id.startswith("~") else request_id
+    digest = hashlib.blake2b(request_id.encode("utf-8", "surrogatepass"), digest_size=16)
+    return f"~h:{request_id[: _MAX_KEY - 37]}#{digest.hexdigest()}"
+
+
+def derived_key(kind: str, *parts: str) -> str:
+    """A key made here, not named by the remote: ``~``, a one-letter ``kind`` (``s`` a status
+    without request id, ``a`` an authentication step, ``r`` a question asked again), then the
+    parts as a JSON list (so no two part lists share a key)."""
+    return f"~{kind}:{json.dumps(parts)}"
+
+
 def _key(value: str | None) -> str | None:
-    """``value`` as a key of at most ``_MAX_KEY`` characters: itself when short enough,
-    else its head and a digest of the whole (two long ids sharing a head differ)."""
+    """``value`` (a status message's id) as a bounded name: itself when short enough, else its
+    head and a digest of the whole."""
     if value is None or len(value) <= _MAX_KEY:
         return value
     digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16)
