@@ -193,7 +193,9 @@ _Schema = Callable[[Mapping[str, Any], Options], dict[str, Any]]
 _Parse = Callable[[str, Mapping[str, Any], Options], Any]
 
 
-def _builtin(name: str, label: str, check: _Check, schema_for: _Schema, parse: _Parse) -> BuiltinKind:
+def _builtin(
+    name: str, label: str, check: _Check, schema_for: _Schema, parse: _Parse
+) -> BuiltinKind:
     # The public fields answer as for a question without options (what a kind's user sees);
     # the package passes the options through schema_for and parse.
     return BuiltinKind(

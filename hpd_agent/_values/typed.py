@@ -76,9 +76,7 @@ def pick_options(text: str, options: Sequence[Any]) -> list[Any]:
     return [_pick(part, options) for part in parts]
 
 
-def yes_no(
-    text: str, yes: frozenset[str], no: frozenset[str], say: str = "Answer y or n."
-) -> bool:
+def yes_no(text: str, yes: frozenset[str], no: frozenset[str], say: str = "Answer y or n.") -> bool:
     """True for a word of ``yes``, False for one of ``no`` (any case); ``say`` otherwise."""
     word = normalise(text)
     if word in yes:
@@ -137,7 +135,7 @@ def answer_hint(schema: Mapping[str, Any]) -> str:
     if types and types <= {"integer", "number"}:
         return "a number" + _range(schema)
     if types == {"string"}:
-        return "text"
+        return "your answer"
     return "JSON"
 
 

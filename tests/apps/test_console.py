@@ -143,7 +143,7 @@ async def test_options_are_numbered_and_take_a_number_or_the_text() -> None:
     out = screen.text()
     assert "? CodingAgent asks: Which framework?" in out
     assert "1) Express" in out and "2) FastAPI" in out and "3) Django" in out
-    assert "Pick a number from 1 to 3." in out  # "7" was refused, then asked again
+    assert "There is no option 7: type a number from 1 to 3" in out  # refused, asked again
     # Numbered from 1 on screen while the API counts from 0: the prompt says which.
     shown = "type a number from 1 to {} (as listed: 1 is the first option) or the option's text"
     assert shown.format(3) in out and shown.format(2) in out
@@ -355,7 +355,7 @@ def _question(
             ),
             ["{not json", '{"region": "eu"}'],
             {"region": "eu"},
-            "That is not valid JSON; try again.",
+            "That is not valid JSON: Expecting property name",
         ),
     ],
 )
