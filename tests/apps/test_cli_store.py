@@ -139,8 +139,8 @@ async def test_options_are_numbered_from_1_where_a_person_types(workdir: Path) -
     out_of_range = await cli(workdir, "answer", "req_b", "3", "--db", str(db))
     assert out_of_range.returncode == 2
     assert one_line(out_of_range) == (
-        "error: request req_b has no option 3: answer with a number from 1 to 2 "
-        "(1. Express  2. FastAPI) or an option's text"
+        "error: request req_b: There is no option 3: type a number from 1 to 2 "
+        "(as listed: 1 is the first) or an option's text."
     )
     assert "Traceback" not in out_of_range.stderr
     zero = await cli(workdir, "answer", "req_b", "0", "--db", str(db))
