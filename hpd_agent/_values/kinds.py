@@ -128,8 +128,9 @@ def register_kind(kind: QuestionKind) -> QuestionKind:
         raise UserError(f"{kind.name!r} is a built-in question kind: it cannot be replaced")
     if known is not None:
         raise UserError(
-            f"another question kind named {kind.name!r} is already registered; "
-            "register each kind once (a module's global) or give it another name"
+            f"another question kind named {kind.name!r} is already registered; register "
+            "each kind once (a module's global, imported under one name; a Temporal workflow "
+            "passes its module through the sandbox) or give it another name"
         )
     _KINDS[kind.name] = kind
     return kind
