@@ -728,3 +728,14 @@ async def test_a_kind_unknown_here_is_asked_from_the_label_and_schema_it_carries
     out = screen.text()
     assert "  Priority\n  1) low\n  2) high\n" in out
     assert "There is no option 3: type a number from 1 to 2" in out
+
+
+async def test_yes_answers_a_kind_of_the_apps_own_with_its_default_or_declines_it() -> None:
+    screen = Screen()
+    handler = ConsoleHandler(console_for(screen), input=lambda p: "", assume_yes=True)
+    schema: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 5}
+    asked = dataclasses.replace(_question("rating"), answer_schema=schema, label="Rate 1–5")
+    assert await handler.on_request(asked) == Decline()  # nobody can rate unattended
+    with_default = dataclasses.replace(asked, answer_schema={**schema, "default": 3})
+    assert await handler.on_request(with_default) == 3
+    assert "(answered automatically: declined)" in screen.text()
