@@ -19,9 +19,6 @@ Prompts:
   ``<query>: <the answer>``.
 - ``turns N``: N model turns of one ``count`` tool call each, then text (benchmark workload).
 
-``tests.web.agents:rater`` is another root: its Rater asks the ``rating`` question of
-``tests/rating_kind.py`` (a kind of the app's own), then answers ``done: rated N of 5``.
-
 ``tests.web.agents:fanout`` is another root: ``fanout A T`` calls its ``Speaker`` sub-agent A
 times in one turn, each call streaming T text pieces (``tok ``), then answers ``done``: a
 run of A x (T + 8) AG-UI events, for the stalled-client tests.
@@ -32,8 +29,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-
-from rating_kind import rate_plan
 
 from hpd_agent import Agent, ask_user, tool
 from hpd_agent.messages import Message, ToolCall, ToolResultMessage, UserMessage
@@ -211,12 +206,3 @@ def build_fanout() -> Agent:
 
 
 fanout = build_fanout()
-
-
-def rater_turn(messages: Sequence[Message], info: ModelRequestParams):
-    if info.turn == 0:
-        return tool_call("rate_plan")
-    return text("done: " + _result(messages, "rate_plan"))
-
-
-rater = Agent("Rater", model=FunctionModel(rater_turn, name="rater"), tools=[rate_plan])

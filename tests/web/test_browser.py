@@ -365,7 +365,7 @@ def test_a_token_server_is_used_with_the_token_from_the_address_or_asked_once(
 def test_a_kind_of_the_apps_own_is_a_card_drawn_from_its_label_and_schema(
     browser: Browser, tmp_path: Path
 ) -> None:
-    srv = Server(tmp_path / "store.db", agent="tests.web.agents:rater")
+    srv = Server(tmp_path / "store.db", agent="tests.web.rating_agents:rater")
     context = browser.new_context(viewport={"width": 1300, "height": 1000})
     try:
         page = context.new_page()

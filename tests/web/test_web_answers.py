@@ -140,7 +140,7 @@ def test_an_interrupted_run_declined_by_the_thread_route_goes_on(server: Server)
 
 
 def test_a_kind_of_the_apps_own_is_described_and_checked_by_its_schema(tmp_path: Path) -> None:
-    server = start_server(tmp_path, agent="tests.web.agents:rater")
+    server = start_server(tmp_path, agent="tests.web.rating_agents:rater")
     try:
         with (
             server.client() as c,
