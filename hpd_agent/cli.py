@@ -7,7 +7,7 @@ journal key concerned), never a traceback, and its own exit status:
 |---|---|
 | 0 | done |
 | 1 | the run failed (a model or agent error); any other hpd_agent error |
-| 2 | bad command-line input: usage, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT``, ``answer`` with both or neither of TEXT and ``--decline`` |
+| 2 | bad command-line input: usage, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT``, ``answer`` with both or neither of TEXT and ``--decline``; a command, a ``postgresql://`` store or ``--temporal`` needing an extra that is not installed (the line gives its install command: ``_apps/extras``) |
 | 3 | ``answer``: no request has that id |
 | 4 | the request was already answered (or declined) |
 | 5 | the request expired |
@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._apps.cli_parser import CommandParser, port_number
 from ._apps.cli_store import EXIT_INTERRUPTED, EXIT_USAGE, _Fail, add_store_commands, failure
+from ._apps.extras import needs_extra, needs_store_extra
 from .text import bounded, printable
 
 if TYPE_CHECKING:
@@ -52,9 +53,6 @@ _DEMO_PACE = 0.02
 """Seconds between streamed words of the offline demo (``HPD_AGENT_DEMO_PACE`` overrides)."""
 
 _EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
-
-# hpd-agent is not on PyPI yet: an extra is installed from the checkout.
-_INSTALL_WEB = 'pip install -e ".[web]" in the hpd-agent checkout (it is not on PyPI yet)'
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -395,17 +393,12 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     if args.url is not None:
         print("error: serve: --url goes with --a2a", file=sys.stderr)
         return 2
-    # Errors other than these two go to main(): one line, the exit status of the table above.
-    try:
+    # Other errors go to main(): one line, the exit status of the table above.
+    with needs_extra("web", "serve"):
         import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
         from . import web
-    except ImportError as e:
-        print(
-            f"error: serve needs the web extra ({e}): {_INSTALL_WEB}",
-            file=sys.stderr,
-        )
-        return 2
+    needs_store_extra(args.store)
     token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
     if not web.is_loopback(args.host) and token is None:
         print(

@@ -8,25 +8,20 @@ then carry as ``Authorization: Bearer <token>``.
 from __future__ import annotations
 
 import argparse
-import sys
 
-__all__ = ["INSTALL_A2A", "serve_a2a"]
-
-INSTALL_A2A = 'pip install -e ".[a2a]" in the hpd-agent checkout (it is not on PyPI yet)'
+__all__ = ["serve_a2a"]
 
 
 def serve_a2a(args: argparse.Namespace) -> int:
     """Run ``serve --a2a``; the exit status."""
     from .cli_store import EXIT_USAGE, _Fail
+    from .extras import needs_extra
     from .serving import probe_store, serve_http, served_agent, serving_token
 
-    try:
+    with needs_extra("a2a", "serve --a2a"):
         import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
         from ..a2a import create_app
-    except ImportError as e:
-        print(f"error: serve --a2a needs the a2a extra ({e}): {INSTALL_A2A}", file=sys.stderr)
-        return 2
     if args.allow_host or args.allow_origin:
         raise _Fail(EXIT_USAGE, "serve --a2a: --allow-host and --allow-origin are for the web app")
     token = serving_token(args.token, args.host)

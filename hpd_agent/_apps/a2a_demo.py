@@ -132,10 +132,16 @@ def run_demo_a2a(
     """``hpd-agent demo --a2a``: the exit status (``run`` and ``stdin_note`` are the CLI's:
     Ctrl-C handling, the note on piped input)."""
     from .demo import DemoConsole
+    from .extras import needs_extra
 
     if args.model:
         print("error: demo --a2a runs offline only (no --model)", file=sys.stderr)
         return 2
+    # Both processes need the extra: say so here, before B is started (and fails in its turn).
+    with needs_extra("a2a", "demo --a2a"):
+        import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
+
+        from ..a2a import RemoteAgent, create_app  # noqa: F401  # pyright: ignore[reportUnusedImport]
     prompt = (args.prompt or "").strip() or DEFAULT_PROMPT
     handler = DemoConsole(console, assume_yes=args.yes, echo=not sys.stdin.isatty())
     console.print("[bold]hpd-agent demo --a2a[/] [dim](two processes, offline scripted agents)[/]")

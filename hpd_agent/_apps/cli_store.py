@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .._core.output import output_text
 from ..events import format_path
 from ..text import error_text, printable
+from .extras import MissingExtraError, is_postgres_dsn, needs_store_extra
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -128,11 +129,10 @@ def _open(db: str) -> Store:
 
     ttl = env_lease_ttl()
     options: dict[str, Any] = {} if ttl is None else {"lease_ttl": ttl}
-    if db.startswith(("postgresql://", "postgres://")):
-        try:
-            from ..store.postgres import PostgresStore
-        except ImportError as e:
-            raise _Fail(EXIT_STORE_UNAVAILABLE, str(e)) from None
+    if is_postgres_dsn(db):
+        needs_store_extra(db)
+        from ..store.postgres import PostgresStore
+
         return PostgresStore(db, **options)
     return SQLiteStore(db, create=False, **options)
 
@@ -512,7 +512,7 @@ def failure(error: BaseException) -> tuple[int, str]:
         StoreUnavailableError,
     )
 
-    if isinstance(error, _Fail):
+    if isinstance(error, (_Fail, MissingExtraError)):
         return error.status, str(error)
     if isinstance(error, RunLeasedError):
         return EXIT_LEASED, str(error)

@@ -45,15 +45,22 @@ def add_mcp_command(sub: Any) -> None:
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from .cli_store import EXIT_USAGE, _Fail
+    from .extras import needs_extra
     from .serving import probe_store, served_agent, serving_token
 
     if not args.http and (args.token or args.host != "127.0.0.1" or args.port != 8000):
         raise _Fail(EXIT_USAGE, "mcp: --host, --port and --token go with --http")
     # Without --http (stdio) no token is used.
     token = serving_token(args.token, args.host, command="mcp: ") if args.http else None
-    agent = served_agent(args.agent, served=False)
-    from ..mcp import mcp_server
+    with needs_extra("mcp", "mcp --http" if args.http else "mcp"):
+        from ..mcp import mcp_server
 
+        if args.http:  # the MCP SDK's HTTP app, served under uvicorn
+            import starlette  # noqa: F401  # pyright: ignore[reportUnusedImport]
+            import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
+        else:
+            import mcp.server.stdio  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    agent = served_agent(args.agent, served=False)
     if args.store is not None:
         probe_store(args.store)
     server = mcp_server(agent, store=args.store)

@@ -43,7 +43,9 @@ def probe_store(location: str) -> None:
     import anyio
 
     from ..store import open_store
+    from .extras import needs_store_extra
 
+    needs_store_extra(location)
     store = open_store(location)
     anyio.run(store.aclose)
 

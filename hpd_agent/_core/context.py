@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from typing import Any, Generic
@@ -71,6 +72,7 @@ class ToolContext(Asking, Generic[DepsT]):
 
     __slots__ = (
         "_asks",
+        "_relayed",
         "_steps",
         "agent_path",
         "call_path",
@@ -113,6 +115,9 @@ class ToolContext(Asking, Generic[DepsT]):
         self.deadlines = tuple(deadlines)
         self._asks = 0
         self._steps = 0
+        self._relayed: tuple[str, tuple[tuple[str, ...], ...]] | None = None
+        """For a frame of ``on_behalf_of``: the call path of the tool call's own frame and
+        the (names..., key) of each ``on_behalf_of`` from it down to this frame."""
 
     def __repr__(self) -> str:
         return f"ToolContext({self.tool_name!r}, path={format_path(self.agent_path)!r})"
@@ -120,7 +125,9 @@ class ToolContext(Asking, Generic[DepsT]):
     def on_behalf_of(self, *names: str, key: str) -> ToolContext[DepsT]:
         """A frame of this call for questions relayed for other agents (a remote agent over
         A2A): ``agent_path`` = this path + ``names``; request ids from this call's path,
-        ``names`` and ``key`` (not a count), so a relayed question keeps its id on resume.
+        ``names`` and ``key`` (not a count), so a relayed question keeps its id on resume;
+        different names or keys never share one, whatever text they hold (a remote's).
+        A frame's own ``on_behalf_of`` relays one level further down.
 
         Args:
             *names: The agent names to append (at least one).
@@ -131,18 +138,22 @@ class ToolContext(Asking, Generic[DepsT]):
         """
         if not names or not all(isinstance(n, str) and n for n in names):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"on_behalf_of needs agent names (non-empty text), got {names!r}")
-        below = f"{self.call_path}>{'/'.join(names)}"
-        return ToolContext(
+        key = str(key)
+        own, levels = (self.call_path, ()) if self._relayed is None else self._relayed
+        below, call_path = _relayed_paths(own, levels, names, key)
+        frame = ToolContext(
             coordinator=self.coordinator,
             agent_path=(*self.agent_path, *names),
             tool_name=self.tool_name,
             tool_call_id=self.tool_call_id,
-            call_path=f"{below}#{key}",
+            call_path=call_path,
             scope_path=self.scope_path,
             deadlines=self.deadlines,
             deps=self.deps,
             invocation=invocation_id(below),
         )
+        frame._relayed = (own, (*levels, (*names, key)))
+        return frame
 
     def next_request_id(self) -> str:
         """A request id for the next request of this call, stable across replays."""
@@ -226,6 +237,28 @@ class ToolContext(Asking, Generic[DepsT]):
             params,
             self.invocation_id,
         )
+
+
+def _relayed_paths(
+    own: str, levels: tuple[tuple[str, ...], ...], names: tuple[str, ...], key: str
+) -> tuple[str, str]:
+    """The paths of a frame relaying for ``names`` under ``key`` (``on_behalf_of``): the
+    agent's (its invocation id derives from it) and the frame's (its request ids do).
+
+    Injective: different names, keys or levels never share a path, whatever text the names
+    and keys hold (a remote chooses them). A first level whose names hold no ``/`` or ``#``
+    keeps the form it always had, ``{own}>{names joined by /}#{key}``, because journals of
+    durable runs replay answers by the request ids derived from it: the names end at the
+    first ``#``, the key runs to the end, and the names are not empty, so no such path
+    starts ``{own}>#``. Every other frame's paths do: ``{own}>#`` and the JSON list of its
+    levels (the agent's path: the last level's names without the key).
+    """
+    if not levels and not any("/" in n or "#" in n for n in names):
+        below = f"{own}>{'/'.join(names)}"
+        return below, f"{below}#{key}"
+    below = json.dumps([*levels, names], separators=(",", ":"))
+    path = json.dumps([*levels, (*names, key)], separators=(",", ":"))
+    return f"{own}>#{below}", f"{own}>#{path}"
 
 
 async def request_model(

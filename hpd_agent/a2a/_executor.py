@@ -9,7 +9,8 @@ branch waits for a human) or ends, and reports it:
   question (or the one whose answer was just refused, saying why), its metadata describing
   it and listing every pending one under ``"requests"`` (see ``_pending``);
 - completed: an artifact holding the output, then ``TASK_STATE_COMPLETED``;
-- failed / cancelled: ``TASK_STATE_FAILED`` / ``TASK_STATE_CANCELED`` saying why.
+- failed / cancelled: ``TASK_STATE_FAILED`` / ``TASK_STATE_CANCELED`` saying why (a
+  failure as ``hpd_agent.hosting.public_error`` words it).
 
 Two answers sent at once to one question: the SDK runs their executions one after the
 other, so the second may find the task ended by the first (the run completed on its
@@ -21,10 +22,22 @@ each status costs the client a read (a task goes submitted, input-required..., c
 
 The run lives in the server's task group, not in the execution: the execution ending (the
 task waits for input) leaves the run waiting for its answer.
+
+Several servers on one store: a message reaching a server that does not drive the task's run
+(another server holds its lease: ``HostedRun.elsewhere``) is answered all the same. Its
+answer is given through the store (``hpd_agent.hosting.StoreRelay``), then the run is
+followed in the store until it moves on: it ended (reported from its record), or asks
+something new (``input-required`` with every question pending in the store; a refused
+answer's question is asked again at once, with the reason). If the server driving it died
+meanwhile, the run is resumed here and reported as above. A run this server loses to another
+process on the way is followed the same way. A client never reads who drives a run: its failure
+is worded by ``hpd_agent.hosting.public_error``, and an error the server did not expect is
+logged and answered as JSON-RPC ``Internal server error``.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from a2a.helpers import new_task_from_user_message, new_text_part
@@ -35,11 +48,13 @@ from a2a.types import Message
 from a2a.utils.errors import UnsupportedOperationError
 
 from ..events import RequestEvent
-from ..hosting import UnknownRunError
+from ..hosting import StoreRelay, UnknownRunError, public_error
 from ..run import RunResult, finished_event
 from ..store import RunRecord
-from ._pending import answer_of, describe, message_metadata, shown
+from ._answers import Driven, answer
+from ._pending import describe
 from ._runs import ServedRun, ServedRuns
+from ._unexpected import unexpected
 from ._wire import TERMINAL, state_name
 
 __all__ = ["AgentRunner"]
@@ -57,6 +72,15 @@ class AgentRunner(AgentExecutor):
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Start a run or answer one of its requests, then report where it stopped."""
+        await unexpected(lambda: self._execute(context, event_queue), "take a message")
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        """The task is being canceled: its run goes no further, wherever it is driven."""
+        task_id = context.task_id
+        if task_id:
+            await unexpected(lambda: self._runs().cancel(task_id), "cancel a task")
+
+    async def _execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
         assert message is not None  # the SDK executes messages only
         runs = self._runs()
@@ -86,58 +110,50 @@ class AgentRunner(AgentExecutor):
         if isinstance(found, RunRecord):
             await _recorded(found, updater)
             return
-        focus = await _answer(found, message)
+        if not await found.run.settled():  # a resumed run reaches its questions, or ends
+            await found.ended.wait()  # (at once if another process drives it)
+        if found.elsewhere:
+            await self._relay(found.run_id, updater, message)
+            return
+        async with found.lock:
+            focus = await answer(Driven(found, runs.store), message)
         await self._report(found, updater, focus)
-
-    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
-        """The task is being canceled: its run goes no further."""
-        if context.task_id:
-            await self._runs().cancel(context.task_id)
 
     async def _report(self, served: ServedRun, updater: TaskUpdater, focus: str | None) -> None:
         stop = await served.stop()
         if isinstance(stop, RunResult):
             if self._runs().was_cancelled(served.run_id):
                 return  # the SDK records the cancellation it was asked for
+            if served.elsewhere:  # lost to another process on the way: follow it there
+                await self._relay(served.run_id, updater, None)
+                return
             await _finished(stop, self._runs().agent.name, updater)
             return
-        await updater.requires_input(_asking(served, stop, focus, updater))
+        await updater.requires_input(_asking(served.notes, stop, focus, updater))
 
-
-async def _answer(served: ServedRun, message: Message) -> str | None:
-    """Give the run the message's answer; the request asked again (refused), if any."""
-    async with served.lock:
-        pending = await served.run.settled()  # a resumed run first reaches its questions
-        if not pending:
-            return None  # it ended meanwhile: the report says how
-        named = message_metadata(message).get("request_id")
-        request = pending[0]
-        if isinstance(named, str) and named:
-            match = [r for r in pending if r.request_id == named]
-            if not match:
-                if named not in served.answered:
-                    served.notes[request.request_id] = (
-                        f"no question with request_id {shown(named)} is pending in this task"
-                    )
-                return None  # an answer sent twice counts once
-            request = match[0]
-        note = await _respond(served, request, message)
-        if note is not None:
-            served.notes[request.request_id] = note
-            return request.request_id
-        served.answered.add(request.request_id)
-    return None
-
-
-async def _respond(served: ServedRun, request: RequestEvent, message: Message) -> str | None:
-    """None when the run took the answer, else why not."""
-    return await served.answer(request.request_id, lambda: answer_of(request, message))
+    async def _relay(self, run_id: str, updater: TaskUpdater, message: Message | None) -> None:
+        """Another process drives the run: give it ``message``'s answer through the store,
+        then report the run once it has moved on."""
+        relay = StoreRelay(self._runs(), run_id)
+        focus = None if message is None else await answer(relay, message)
+        found = await relay.follow(math.inf)
+        if isinstance(found, ServedRun):  # its driver died: resumed here, driven from here
+            found.notes.update(relay.notes)
+            await self._report(found, updater, focus)
+        elif isinstance(found, RunRecord):
+            await _recorded(found, updater)
+        elif found:
+            await updater.requires_input(
+                _asking(relay.notes, [r.event for r in found], focus, updater)
+            )
+        else:  # not reached: followed until it asks or ends
+            await updater.start_work(_said(updater, "the run is working: read the task again"))
 
 
 def _asking(
-    served: ServedRun, pending: list[RequestEvent], focus: str | None, updater: TaskUpdater
+    notes: dict[str, str], pending: list[RequestEvent], focus: str | None, updater: TaskUpdater
 ) -> Message:
-    entries = [describe(r, served.notes.pop(r.request_id, None)) for r in pending]
+    entries = [describe(r, notes.pop(r.request_id, None)) for r in pending]
     first = next((e for e in entries if e["request_id"] == focus), entries[0])
     metadata = {k: v for k, v in first.items() if k != "question"}
     metadata["requests"] = entries
@@ -156,17 +172,17 @@ async def _finished(result: RunResult, agent_name: str, updater: TaskUpdater) ->
     elif result.status == "cancelled":
         await updater.cancel(_said(updater, "the run was cancelled"))
     else:
-        await updater.failed(
-            _said(updater, f"the run {result.status}: {finished.error or 'no output'}")
-        )
+        why = public_error(finished.error or "no output", result.run_id)
+        await updater.failed(_said(updater, f"the run {result.status}: {why}"))
 
 
 async def _recorded(record: RunRecord, updater: TaskUpdater) -> None:
-    """Report a stored run that ended before this message came."""
+    """Report a stored run that ended (here, or in another process of the store)."""
     if record.status == "completed":
         await updater.add_artifact([new_text_part(record.output or "")], name="output")
         await updater.complete()
+    elif record.status == "cancelled":
+        await updater.cancel(_said(updater, "the run was cancelled"))
     else:
-        await updater.failed(
-            _said(updater, f"the run {record.status}: {record.error or 'no output'}")
-        )
+        why = public_error(record.error or "no output", record.run_id)
+        await updater.failed(_said(updater, f"the run {record.status}: {why}"))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import anyio.abc
 
 from ..agent import Agent
-from ..hosting import HostedRun, RunHost, UnknownRunError
+from ..hosting import HostedRun, RunHost
 from ..run import Run
 from ..store import Store
 
@@ -40,22 +40,10 @@ class ServedRuns(RunHost[ServedRun]):
         self._cancelled: set[str] = set()
 
     async def cancel(self, run_id: str) -> None:
-        """The task was canceled: its run goes no further. Returns once it has ended (a
-        stored run this process does not hold is resumed to be cancelled, so its stored
-        requests end too)."""
+        """The task was canceled: its run goes no further, wherever it is driven
+        (``RunHost.cancel``). Returns once it has ended."""
         self._cancelled.add(run_id)
-        live = self.live(run_id)
-        if live is None and self.store is not None:
-            try:
-                found = await self.reopen(run_id)
-            except UnknownRunError:
-                return
-            live = found if isinstance(found, ServedRun) else None
-            if live is not None:
-                await live.run.settled()  # replayed to where it waited: its store learns
-        if live is not None:
-            live.run.cancel()
-            await live.ended.wait()
+        await super().cancel(run_id)
 
     def was_cancelled(self, run_id: str) -> bool:
         """Whether the task of ``run_id`` was canceled."""

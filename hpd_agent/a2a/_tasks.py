@@ -14,9 +14,16 @@ shared bearer token every caller is the same (unnamed) owner: one tenant, whose
 request's user) get their own tasks, here and after a restart. An entry written before
 owners were kept (the task alone) belongs to the unnamed owner.
 
+Several servers on one store keep their tasks there: a task is read from the store first
+(another server may have moved it on: answered its question, completed or canceled it), its
+copy in memory refreshed from it.
+
 Every ``TASK_STATE_CANCELED`` the SDK records goes through here, including the one it
-writes without calling the executor (a task waiting for input that no request holds): the
-run is cancelled then, so it goes no further.
+writes without calling the executor (a task waiting for input that no request holds, or one
+whose execution ran on another server): the run is cancelled then, wherever it is driven,
+so it goes no further.
+
+A store that fails is logged and answered as ``Internal server error`` (``_unexpected``).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from a2a.types import Task, TaskState
 from google.protobuf.json_format import MessageToDict, ParseDict
 
 from ..store import JournalEntry, Store
+from ._unexpected import unexpected
 
 __all__ = ["TASK_RUN_PREFIX", "KeptTasks"]
 
@@ -57,6 +65,9 @@ class KeptTasks(InMemoryTaskStore):
 
     async def save(self, task: Task, context: ServerCallContext) -> None:
         """Save ``task`` (in memory, then in the run store)."""
+        await unexpected(lambda: self._save(task, context), "save a task")
+
+    async def _save(self, task: Task, context: ServerCallContext) -> None:
         await super().save(task, context)
         if self._kept_in is not None:
             kept = {"owner": resolve_user_scope(context), "task": MessageToDict(task)}
@@ -66,10 +77,13 @@ class KeptTasks(InMemoryTaskStore):
             await self._on_canceled(task.id)
 
     async def get(self, task_id: str, context: ServerCallContext) -> Task | None:
-        """The task, read back from the run store when this process has not seen it."""
-        found = await super().get(task_id, context)
-        if found is not None or self._kept_in is None:
-            return found
+        """The task as the run store has it (the memory's copy refreshed from it); the
+        memory's without a store."""
+        return await unexpected(lambda: self._get(task_id, context), "read a task")
+
+    async def _get(self, task_id: str, context: ServerCallContext) -> Task | None:
+        if self._kept_in is None:
+            return await super().get(task_id, context)
         entry = (await self._kept_in.journal(TASK_RUN_PREFIX + task_id)).get(_ENTRY)
         kept = _owned(None if entry is None else entry.value, resolve_user_scope(context))
         if kept is None:

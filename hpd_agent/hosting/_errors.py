@@ -7,10 +7,14 @@ from ..text import bounded
 
 __all__ = ["public_error"]
 
+_LEASED = "RunLeasedError:"
+"""How a stored run's error text (``RunRecord.error``) starts when a lease refused it."""
 
-def public_error(error: BaseException, run_id: str) -> str:
-    """What a client may read of ``error``: never the run's secret id, nor who holds its
-    lease (a host and a process id); bounded (``hpd_agent.text.bounded``)."""
+
+def public_error(error: BaseException | str, run_id: str) -> str:
+    """What a client may read of ``error`` (an exception, or a stored run's error text):
+    never the run's secret id, nor who holds its lease (a host and a process id); bounded
+    (``hpd_agent.text.bounded``)."""
     if isinstance(error, RunLeasedError):
         if error.lost:
             return "this server lost the run to another process, which continues it"
@@ -18,4 +22,10 @@ def public_error(error: BaseException, run_id: str) -> str:
             "the run is being driven by another process: resume again once it has stopped "
             "(the run is left as it was)"
         )
-    return bounded((str(error) or type(error).__name__).replace(run_id, "the run"))
+    if isinstance(error, str):
+        if error.startswith(_LEASED):
+            return "the run was being driven by another process"
+        text = error
+    else:
+        text = str(error) or type(error).__name__
+    return bounded(text.replace(run_id, "the run"))

@@ -4,7 +4,9 @@ A server that carries an agent's questions across a protocol (MCP, A2A) answers 
 while the run waits: the run outlives the request that started it, and the next request
 (maybe on another connection, maybe after a restart) finds it by its run id. With a store,
 a run this process does not hold (the server was restarted) is resumed from the store: the
-journal replays it to where it waited, nothing runs twice.
+journal replays it to where it waited, nothing runs twice. A run another process of the
+store drives is followed in the store (``RunHost.moved_on``, and ``StoreRelay`` gives it
+answers there) and cancelled through it (``RunHost.cancel``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from ..agent import Agent
 from ..events import RequestEvent
 from ..exceptions import InvalidAnswerError, RequestError, RunLeasedError, UnknownRunError
 from ..run import Run, RunResult
-from ..store import RequestRecord, RunRecord, Store
+from ..store import RequestRecord, RunRecord, Store, cancel_run
 
 __all__ = ["HostedRun", "RunHost", "UnknownRunError", "given"]
 
@@ -59,6 +61,9 @@ class HostedRun:
         self.lock = anyio.Lock()
         self.ended = anyio.Event()
         self.notes: dict[str, str] = {}
+        self.raised: Exception | None = None
+        """What leaving the run's block raised, once it has ended: its failure, or the
+        ``RunLeasedError`` of a run that lost its lease (its result then says cancelled)."""
 
     @property
     def run_id(self) -> str:
@@ -76,9 +81,14 @@ class HostedRun:
     @property
     def elsewhere(self) -> bool:
         """Whether another process drives the run: it ended here because its resume was
-        refused (the run's lease is live elsewhere; nothing was written) or because this
-        process lost the lease on the way (``RunLeasedError``). The run goes on there."""
-        return self.run.done and isinstance(self.run.result.error, RunLeasedError)
+        refused (the run's lease is live elsewhere; nothing was written: told at once) or
+        because this process lost the lease on the way (``RunLeasedError``: told once
+        ``ended`` is set). The run goes on there, or was cancelled there
+        (``hpd_agent.store.cancel_run``)."""
+        return self.run.done and (
+            isinstance(self.run.result.error, RunLeasedError)
+            or isinstance(self.raised, RunLeasedError)
+        )
 
     async def stop(self) -> list[RequestEvent] | RunResult:
         """Wait until the run waits for answers (its pending requests) or has ended."""
@@ -152,6 +162,33 @@ class RunHost(Generic[H]):
                 return record
             return await self._serve(self.agent.resume_stream(run_id, store=store))
 
+    async def cancel(self, run_id: str) -> None:
+        """Cancel the run ``run_id`` wherever it is driven; return once it has ended.
+
+        Live here: cancelled. Stored and driven by no process (this server restarted, or
+        the process driving it died): resumed here, replayed to where it waited, then
+        cancelled, so its stored requests end too. Driven by another process: cancelled
+        through the store (``hpd_agent.store.cancel_run``: that process is fenced out and
+        stops, at once where it waits for a human). A run neither this process nor its
+        store has, or one that ended, is left alone.
+        """
+        hosted = self.live(run_id)
+        if hosted is None and self.store is not None:
+            try:
+                found = await self.reopen(run_id)
+            except UnknownRunError:
+                return
+            if isinstance(found, RunRecord):
+                return
+            await found.run.settled()  # replayed to where it waited (or refused at once)
+            hosted = found
+        if hosted is None:
+            return
+        hosted.run.cancel()
+        await hosted.ended.wait()
+        if hosted.elsewhere and self.store is not None:
+            await cancel_run(self.store, run_id)
+
     async def moved_on(
         self, run_id: str, known: Collection[str], wait: float
     ) -> H | RunRecord | list[RequestRecord]:
@@ -224,8 +261,10 @@ class RunHost(Generic[H]):
                 task_status.started()
                 async for _ in run:
                     pass  # the events go nowhere: draining keeps the run listening
-        except Exception:
-            pass  # a failed run: its result holds the error, the server reports it
+        except Exception as e:
+            # A failed run: its result holds the error, the server reports it. One that
+            # lost its lease raises it here (``elsewhere``).
+            hosted.raised = e
         finally:
             self._live.pop(hosted.run_id, None)
             hosted.ending()

@@ -2,15 +2,14 @@
 
 The server driving the run gives each answer to the run itself (``Driven``); a server of the
 same store that does not drive it (another server holds the run's lease) gives it through
-the store (``Stored``: ``hpd_agent.store.respond``), where the driving server's run wakes
-and takes it. Either way a key that is no question of the run is refused (``-32602``), one
+the store (``Stored``: an ``hpd_agent.hosting.StoreRelay``), where the driving server's run
+wakes and takes it. Either way a key that is no question of the run is refused (``-32602``), one
 answered meanwhile is ignored, and a refused answer is noted (``notes``: the question is
 asked again with the reason).
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast
 
@@ -19,10 +18,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from ..events import RequestEvent
-from ..exceptions import RequestError
-from ..hosting import given
+from ..hosting import StoreRelay
 from ..questions import Decline
-from ..store import Store, respond
+from ..store import Store
 from ..text import shown
 from ._server_forms import Form, form_for
 from ._server_runs import ServedRun
@@ -44,8 +42,8 @@ class Target(Protocol):
         """Whether ``request_id`` was a question of the run (answered meanwhile)."""
         ...
 
-    async def give(self, form: Form, read: Callable[[], Any]) -> str | None:
-        """Answer ``form``'s request with what ``read`` gives: None, or why not."""
+    async def give(self, request_id: str, read: Callable[[], Any]) -> str | None:
+        """Answer ``request_id`` with what ``read`` gives: None, or why not."""
         ...
 
     async def cancel(self, form: Form) -> bool:
@@ -80,7 +78,7 @@ async def apply(target: Target, responses: Mapping[str, Any]) -> bool:
             if await target.cancel(form):
                 return False
             continue
-        note = await target.give(form, reading(form, response))
+        note = await target.give(form.request_id, reading(form, response))
         if note is not None:
             target.notes[key] = note
     return True
@@ -108,51 +106,20 @@ class Driven:
         record = None if self.store is None else await self.store.get_request(request_id)
         return record is not None and record.run_id == self.served.run_id
 
-    async def give(self, form: Form, read: Callable[[], Any]) -> str | None:
-        return await self.served.answer(form.request_id, read)
+    async def give(self, request_id: str, read: Callable[[], Any]) -> str | None:
+        return await self.served.answer(request_id, read)
 
     async def cancel(self, form: Form) -> bool:
         await self.served.cancel(f"the MCP client cancelled the question {form.message!r}")
         return True
 
 
-class Stored:
+class Stored(StoreRelay[ServedRun]):
     """The retry reached a server that does not drive the run (another server of the
-    store does): answers go through the store.
-
-    Args:
-        store: The store both servers share.
-        run_id: The run.
-    """
-
-    def __init__(self, store: Store, run_id: str) -> None:
-        self.store = store
-        self.run_id = run_id
-        self.notes: dict[str, str] = {}
-        self.given: set[str] = set()
-        """The requests this retry answered (or declined, or cancelled)."""
-
-    async def pending(self) -> dict[str, RequestEvent]:
-        records = await self.store.list_requests(run_id=self.run_id)
-        return {r.request_id: r.event for r in records}
-
-    async def known(self, request_id: str) -> bool:
-        record = await self.store.get_request(request_id)
-        return record is not None and record.run_id == self.run_id
-
-    async def give(self, form: Form, read: Callable[[], Any]) -> str | None:
-        async def through_store() -> None:
-            await respond(self.store, form.request_id, read())
-
-        note = await given(form.request_id, through_store)
-        if note is None:
-            self.given.add(form.request_id)
-        return note
+    store does): answers go through the store (``StoreRelay``)."""
 
     async def cancel(self, form: Form) -> bool:
-        # The run is driven elsewhere and cannot be stopped from here: the question ends
+        # The client cancelled one question of a run driven elsewhere: the question ends
         # cancelled (its asker is told nobody answered) and the run goes on.
-        with contextlib.suppress(RequestError):  # it ended meanwhile
-            await self.store.resolve(form.request_id, "cancelled")
-        self.given.add(form.request_id)
+        await self.end(form.request_id)
         return False

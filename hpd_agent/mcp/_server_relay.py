@@ -43,16 +43,13 @@ async def relayed(
         The call's result or its next questions; or the run, resumed here because the
         server driving it died (the caller drives it on).
     """
-    store = runs.store
-    if store is None:  # a run is driven elsewhere only through a store
+    if runs.store is None:  # a run is driven elsewhere only through a store
         raise MCPError(INVALID_PARAMS, "the requestState names a run this server cannot reach")
-    stored = Stored(store, run_id)
-    known = set(await stored.pending())
+    stored = Stored(runs, run_id)
     await apply(stored, responses)
-    # Nothing given (or an answer refused): the questions are asked again at once.
-    wait = RELAY_WAIT if stored.given and not stored.notes else 0.0
     try:
-        found = await runs.moved_on(run_id, known | stored.given, wait)
+        # An answer refused (or none given while questions wait): asked again at once.
+        found = await stored.follow(RELAY_WAIT)
     except UnknownRunError:
         raise MCPError(
             INVALID_PARAMS, "the requestState names a run this server does not have"

@@ -3,7 +3,8 @@
 Pass a store to ``Agent.run/stream(..., store=store)`` and the run journals as it goes; after
 a crash ``await agent.resume(run_id, store=store)`` replays the journal (no model call and no
 tool side effect runs twice) and continues. Any process holding the store can list pending
-requests (``store.list_requests()``) and answer them (``hpd_agent.store.respond``).
+requests (``store.list_requests()``), answer them (``hpd_agent.store.respond``) and cancel a
+run, even one another process drives (``hpd_agent.store.cancel_run``).
 
 A store implements ``Store`` and declares what it offers beyond it with
 ``Store.capabilities()`` (a ``StoreCapabilities`` of ``JournalWriteNow``, ``JournalBatches``,
@@ -29,6 +30,7 @@ from ._base import (
     RunState,
     refusal,
 )
+from ._cancel import cancel_run
 from ._journal import Journal
 from ._protocol import (
     JournalBatches,
@@ -69,6 +71,7 @@ __all__ = [
     "Sessions",
     "Store",
     "StoreCapabilities",
+    "cancel_run",
     "env_lease_ttl",
     "jsonable",
     "open_store",

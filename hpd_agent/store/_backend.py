@@ -9,6 +9,7 @@ into an identical open one are journaled as aliases, so a replay merges them aga
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -48,9 +49,16 @@ class StoreRequests:
 
     durable = True
 
-    def __init__(self, store: Store, journal: Journal) -> None:
+    def __init__(
+        self,
+        store: Store,
+        journal: Journal,
+        check_lease: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.store = store
         self.journal = journal
+        self.check_lease = check_lease
+        """Renews the run's lease at once, cancelling the run if another holder has it."""
 
     def alias_of(self, request_id: str) -> str | None:
         entry = self.journal.entry(request_id, "alias")
@@ -85,6 +93,10 @@ class StoreRequests:
         record = await self.store.wait_resolved(request_id)
         settled = settlement(record)
         assert settled is not None
+        if settled.status == "cancelled" and self.check_lease is not None:
+            # Maybe by a process that took the run over to cancel it (``cancel_run``):
+            # nothing more runs here if so, not even the asker's next model request.
+            await self.check_lease()
         return settled
 
     async def resolve(self, request_id: str, status: Final, answer: Any) -> None:

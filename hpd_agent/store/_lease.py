@@ -117,17 +117,19 @@ class LeaseKeeper:
             self.lost = self.fence.lost
             raise self.lost
 
-    async def guard(self) -> None:
+    async def guard(self, *, now: bool = False) -> None:
         """Before a tool function or a journaled step starts: cancel the run if its lease
         is lost. A write refused by the fence tells so; else, when the last renewal is older
-        than a third of the TTL (the renewer may not have run yet after a stall), the
-        lease is renewed here first, which fails if another holder has it."""
+        than a third of the TTL (the renewer may not have run yet after a stall), or
+        ``now`` (a question of the run ended cancelled: maybe by a process that took the
+        run over to cancel it, ``cancel_run``), the lease is renewed here first, which fails
+        if another holder has it."""
         fence = self.fence
         if fence is not None and fence.lost is not None:
             self._lose(fence.lost)
         elif self._hold is None or self._hold.lost is None:
             lease = self._hold.lease if self._hold is not None else self.lease
-            if time.time() - (lease.expires_at - self.ttl) > self.ttl / 3:
+            if now or time.time() - (lease.expires_at - self.ttl) > self.ttl / 3:
                 await self._check(lease)
         hold = self._hold
         if hold is not None and hold.lost is not None:

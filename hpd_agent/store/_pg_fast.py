@@ -7,6 +7,12 @@ worker thread (``_point``), the journal write through ``JournalPipe`` (at once, 
 and confirmed later) and a group commit's batch in one pipelined transaction. A statement
 that gave up was rolled back and goes to the worker thread.
 
+After a statement failed or gave up, its connection is used again only once it is idle: a
+failure inside a transaction leaves it aborted (every later statement would fail, and its
+locks stay held), so it is rolled back (``reusable``), and one that cannot be (broken, or
+its rollback gave up too) is closed, its journal writes still unconfirmed written again in
+the worker thread, and a new one opened there at the next statement that goes there.
+
 A layer between ``SQLStore`` and ``PostgresStore`` rather than an object the store holds: the
 journal write on the event loop is the store's hottest path, and an override here costs no
 call more than one in ``PostgresStore`` itself.
@@ -14,24 +20,60 @@ call more than one in ``PostgresStore`` itself.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import anyio.to_thread
 import psycopg
 
 from ._base import JournalEntry
 from ._fence import current_fence, fencing
 from ._group import GroupOp
 from ._pg_journal import JournalPipe
-from ._pg_raw import RawStatements
+from ._pg_raw import GAVE_UP, RawStatements
 from ._sql import MISSED, Missed, SQLStore
 
-__all__ = ["FastPaths"]
+__all__ = ["FastPaths", "reusable"]
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
 
 T = TypeVar("T")
+
+_IDLE = psycopg.pq.TransactionStatus.IDLE
+_IN_TRANSACTION = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR)
+_PIPELINE_OFF = psycopg.pq.PipelineStatus.OFF
+_ROLLBACKS = 3
+"""Rollbacks tried before a connection is given up (on the event loop's connection a
+ROLLBACK too is under its time limit, which a loaded machine can exceed)."""
+
+
+def _idle(conn: _Conn) -> bool:
+    pgconn = conn.pgconn
+    return pgconn.transaction_status == _IDLE and pgconn.pipeline_status == _PIPELINE_OFF
+
+
+def reusable(conn: _Conn) -> bool:
+    """Whether ``conn`` can run the next statement: idle, or rolled back to idle now.
+
+    False when it cannot be made idle (closed, broken, left in pipeline mode, or its
+    rollbacks failed): close it and use another.
+    """
+    pgconn = conn.pgconn
+    if conn.closed or pgconn.pipeline_status != _PIPELINE_OFF:
+        return False
+    for _ in range(_ROLLBACKS):
+        status = pgconn.transaction_status
+        if status == _IDLE:
+            return True
+        if status not in _IN_TRANSACTION:
+            return False  # a statement still running, or the connection is lost
+        try:
+            pgconn.exec_(b"ROLLBACK")  # raw: psycopg would also drop its prepared statements
+        except psycopg.Error:
+            return False
+    return pgconn.transaction_status == _IDLE
 
 
 class FastPaths(SQLStore[_Conn]):
@@ -50,6 +92,12 @@ class FastPaths(SQLStore[_Conn]):
     _fast_lock: threading.Lock
     _pipe: JournalPipe
     _raw: RawStatements | None
+    _fast_lost = False
+    """The event loop's connection was closed after a failure: ``_point`` opens another."""
+
+    def _fast_connect(self) -> _Conn | None:
+        """A new connection for the event loop (blocking), or None if none can be made."""
+        raise NotImplementedError
 
     def _point_now(self, fn: Callable[[_Conn], T]) -> T | Missed:
         """On the event loop when the server is local and the fast connection is free; a
@@ -58,7 +106,7 @@ class FastPaths(SQLStore[_Conn]):
         if fast is None or not self._fast_lock.acquire(blocking=False):
             return MISSED
         try:
-            if self._fast is None:
+            if self._fast is not fast:
                 return MISSED
             pipe = self._pipe
             if pipe.sent:
@@ -66,10 +114,31 @@ class FastPaths(SQLStore[_Conn]):
             if pipe.again:
                 return MISSED  # ``_point`` writes them first, in the worker thread
             return fn(fast)
-        except (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled):
+        except GAVE_UP:
             return MISSED
         finally:
+            if not _idle(fast):  # only after a failure
+                self._after_failure(fast)
             self._fast_lock.release()
+
+    def _after_failure(self, fast: _Conn) -> None:
+        """Under ``_fast_lock``: ``fast`` idle again (rolled back), or closed."""
+        if not reusable(fast):
+            self._drop_fast(fast)
+
+    def _drop_fast(self, fast: _Conn) -> None:
+        """Under ``_fast_lock``: close ``fast``; the worker thread does its work meanwhile."""
+        if self._fast is not fast:
+            return
+        self._fast = None
+        self._fast_lost = True
+        pipe = self._pipe
+        # Their replies are lost with the connection: written again (an upsert, the same row).
+        pipe.again.extend(pipe.sent)
+        pipe.sent.clear()
+        pipe.prepared = False
+        with contextlib.suppress(psycopg.Error):
+            fast.close()  # its transaction, and the locks it held, end with it
 
     async def _point(self, fn: Callable[[_Conn], T]) -> T:
         result = self._point_now(fn)
@@ -79,7 +148,23 @@ class FastPaths(SQLStore[_Conn]):
             run_id, entry, fence = self._pipe.again.popleft()
             with fencing(fence):
                 await self._run(super()._journal_write(run_id, entry))
-        return await self._run(fn)
+        result = await self._run(fn)
+        if self._fast_lost:
+            await self._reopen_fast()
+        return result
+
+    async def _reopen_fast(self) -> None:
+        """Open a new event loop's connection in a thread (one try per connection lost)."""
+        self._fast_lost = False
+        fresh = await anyio.to_thread.run_sync(self._fast_connect, limiter=self._limiter())
+        if fresh is None:
+            return
+        with self._fast_lock:
+            if self._fast is None and self._conn is not None:  # not closed meanwhile
+                self._raw = RawStatements() if fresh.info.encoding == "utf-8" else None
+                self._fast, fresh = fresh, None
+        if fresh is not None:
+            fresh.close()
 
     def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[_Conn], object]:
         fast = self._fast
@@ -104,9 +189,13 @@ class FastPaths(SQLStore[_Conn]):
             return False
         fast = self._fast
         with self._fast_lock:
-            if fast is None or self._fast is None:
+            if fast is None or self._fast is not fast:
                 return False
-            self._pipe.settle(fast.pgconn)
+            try:
+                self._pipe.settle(fast.pgconn)
+            finally:
+                if not _idle(fast):
+                    self._after_failure(fast)
         fence = current_fence(run_id)
         if fence is not None and fence.lost is not None:
             raise fence.lost
@@ -133,9 +222,15 @@ class FastPaths(SQLStore[_Conn]):
         if self._pipe.again or not self._fast_lock.acquire(blocking=False):
             return False
         try:
-            if self._fast is None:
+            if self._fast is not fast:
                 return False
             self._pipe.send(fast.pgconn, run_id, entry, current_fence(run_id))
+        except psycopg.Error:
+            # The connection failed (its statements were prepared as it opened): another
+            # one will be opened, and ``journal_put`` writes the entry (maybe sent already:
+            # an upsert, the same row).
+            self._drop_fast(fast)
+            return False
         finally:
             self._fast_lock.release()
         return True
@@ -147,10 +242,14 @@ class FastPaths(SQLStore[_Conn]):
         each op in its savepoint where it needs one (``_group``)."""
         raw = self._raw
         if self._fast is not None and raw is not None:
+            committed: list[GroupOp] = []
             try:
-                done = self._point_now(lambda conn: self._pipe.batch(conn.pgconn, ops, raw))
+                done = self._point_now(
+                    lambda conn: self._pipe.batch(conn.pgconn, ops, raw, committed)
+                )
             except psycopg.Error:
                 done = MISSED  # rolled back: again statement by statement, in savepoints
             if done is True:
                 return
+            ops = ops[len(committed) :]  # the chunks committed before one that gave up
         await self._point(self._group_transaction(ops))

@@ -110,7 +110,13 @@ class JournalPipe:
         self.again: deque[tuple[str, JournalEntry, Fence | None]] = deque()
         """Writes sent ahead that met a row lock: to be written again, waiting for it."""
 
-    def _prepare(self, pgconn: psycopg.pq.abc.PGconn) -> None:
+    def prepare(self, pgconn: psycopg.pq.abc.PGconn) -> None:
+        """Prepare the journal writes on ``pgconn`` (once; ``PostgresStore`` does it as it
+        opens the connection, before any time limit: setup, not a point statement).
+
+        Raises:
+            psycopg.Error: The server could not prepare them.
+        """
         if not self.prepared:
             _check(pgconn.prepare(_JOURNAL_PUT, _JOURNAL_PUT_SQL))
             _check(pgconn.prepare(_JOURNAL_PUT_FENCED, _JOURNAL_PUT_FENCED_SQL))
@@ -124,7 +130,7 @@ class JournalPipe:
         Raises:
             RunLeasedError: ``fence`` no longer holds; nothing was written.
         """
-        self._prepare(pgconn)
+        self.prepare(pgconn)
         result = pgconn.exec_prepared(_name(fence), _journal_params(run_id, entry, fence))
         _check(result)
         if fence is not None and _refused(result):
@@ -134,7 +140,7 @@ class JournalPipe:
         self, pgconn: psycopg.pq.abc.PGconn, run_id: str, entry: JournalEntry, fence: Fence | None
     ) -> None:
         """Send one entry without waiting for its reply."""
-        self._prepare(pgconn)
+        self.prepare(pgconn)
         if pgconn.pipeline_status == psycopg.pq.PipelineStatus.OFF:
             pgconn.enter_pipeline_mode()
         pgconn.send_query_prepared(_name(fence), _journal_params(run_id, entry, fence))
@@ -179,18 +185,24 @@ class JournalPipe:
             raise StoreUnavailableError(failed)
 
     def batch(
-        self, pgconn: psycopg.pq.abc.PGconn, ops: Sequence[GroupOp], raw: RawStatements
+        self,
+        pgconn: psycopg.pq.abc.PGconn,
+        ops: Sequence[GroupOp],
+        raw: RawStatements,
+        committed: list[GroupOp],
     ) -> bool:
         """Write ``ops`` (journal writes of several runs, a run's start or end: one
         statement each) in one transaction per ``_CHUNK`` of them, one round trip each;
-        sets each op's ``result`` or ``error`` (a refused run's). False, having sent
-        nothing, when a statement cannot go this way.
+        sets each op's ``result`` or ``error`` (a refused run's), and adds the ops of each
+        chunk committed to ``committed``. False, having sent nothing, when a statement
+        cannot go this way.
 
         Raises:
             psycopg.Error: A statement failed: its chunk was rolled back (for the store to
-                write the batch again its other way: a row lock given up, say).
+                write the ops not in ``committed`` again its other way: a row lock given
+                up, say; a run's start written twice would find itself there already).
         """
-        self._prepare(pgconn)
+        self.prepare(pgconn)
         sends: list[tuple[bytes, list[bytes | None]] | None] = []
         for op in ops:
             prepared = None if op.statement is None else raw.prepared(pgconn, *op.statement)
@@ -200,6 +212,7 @@ class JournalPipe:
         for start in range(0, len(ops), _CHUNK):
             end = start + _CHUNK
             self._chunk(pgconn, ops[start:end], sends[start:end])
+            committed.extend(ops[start:end])
         return True
 
     def _chunk(

@@ -45,7 +45,11 @@ class Listener:
         with self._lock:
             if self._conn is None:
                 conn: _Conn = psycopg.connect(self._dsn, autocommit=True, **self._options)
-                conn.execute(f"LISTEN {CHANNEL}")
+                try:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                except BaseException:
+                    conn.close()
+                    raise
                 self._conn = conn
 
     def fileno(self) -> int:
@@ -57,13 +61,15 @@ class Listener:
         """The request ids notified so far, read without waiting.
 
         Raises:
-            StoreUnavailableError: The connection was lost.
+            StoreUnavailableError: The connection was lost (closed: the next wait opens a
+                new one).
         """
         assert self._conn is not None
         pgconn = self._conn.pgconn
         try:
             pgconn.consume_input()
         except psycopg.OperationalError as e:
+            self.close()
             raise StoreUnavailableError(
                 f"lost the listening connection to {self._where}: {' '.join(str(e).split())}"
             ) from None

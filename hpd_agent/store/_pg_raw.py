@@ -5,6 +5,13 @@ parameters in, text results out, converted by column type. psycopg's layer costs
 third of such a round trip (~30 of ~90 µs here), and a question's round trip makes four of
 them. Statements with a parameter psycopg alone can send (a list, a dict), or that the
 server cannot prepare without parameter types, keep psycopg's way (``None`` from ``run``).
+
+A statement is prepared at its first use, maybe inside a transaction. A PREPARE that fails
+there fails the transaction too, so it raises (``NotPrepared``, one of ``GAVE_UP``: the
+caller rolls back and does the work in the worker thread). Only a statement the server
+refused is remembered as psycopg's way; one whose PREPARE gave up (a lock, or the time
+limit of the event loop's connection, on a loaded machine) is prepared again at its next
+use.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ if TYPE_CHECKING:
 
 import psycopg
 
-__all__ = ["RawRows", "RawStatements"]
+__all__ = ["GAVE_UP", "NotPrepared", "RawRows", "RawStatements"]
 
 _MAX_PREPARED = 64
 """Statements prepared per connection at most (the point statements are a fixed few)."""
@@ -28,6 +35,18 @@ _UNSUPPORTED = b""
 
 class _PsycopgOnly(Exception):
     """A parameter only psycopg can send (a list, a dict, ...)."""
+
+
+class NotPrepared(Exception):
+    """A statement could not be prepared now (see the module doc); nothing was run."""
+
+
+GAVE_UP = (psycopg.errors.LockNotAvailable, psycopg.errors.QueryCanceled, NotPrepared)
+"""What a statement on the event loop's connection raises when it gave up (a row lock held,
+its time limit, a PREPARE that failed): rolled back, for the worker thread to do."""
+
+_GAVE_UP_STATES = (b"55P03", b"57014")
+"""lock_not_available, query_canceled."""
 
 
 def _param(value: Any) -> bytes | None:
@@ -99,6 +118,7 @@ class RawStatements:
 
         Raises:
             psycopg.Error: The statement failed (the class psycopg would raise).
+            NotPrepared: It could not be prepared now (see the module doc).
         """
         try:
             params = [_param(value) for value in args]
@@ -137,7 +157,14 @@ class RawStatements:
         name = f"hpd_q{len(self._names)}".encode()
         result = pgconn.prepare(name, text.encode())
         if result.status != psycopg.pq.ExecStatus.COMMAND_OK:
-            name = _UNSUPPORTED  # e.g. a parameter whose type the server cannot tell
+            state = result.error_field(psycopg.pq.DiagnosticField.SQLSTATE)
+            if state not in _GAVE_UP_STATES:
+                # e.g. a parameter whose type the server cannot tell: psycopg's way from now
+                self._names[sql] = _UNSUPPORTED
+                if pgconn.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                    return _UNSUPPORTED  # in no transaction: psycopg runs it now
+            message = (result.error_message or b"").decode(errors="replace")
+            raise NotPrepared(" ".join(message.split()) or "PREPARE failed")
         self._names[sql] = name
         return name
 

@@ -70,7 +70,9 @@ class StoreSession:
         self.keeper = keeper
         self.journal = Journal(store, record.run_id, entries, capabilities=capabilities)
         self.journal.guard = keeper.guard
-        self.backend = StoreRequests(store, self.journal)
+        self.backend = StoreRequests(
+            store, self.journal, check_lease=lambda: keeper.guard(now=True)
+        )
         self.hooks: Sequence[Hook] = (self.journal,)
 
     @property

@@ -341,9 +341,18 @@ class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], SQLRuns[C], ABC, Generic[C
 
     def _locked(self, fn: Callable[[C], T]) -> T:
         with self._lock:
-            if self._conn is None:
+            conn = self._conn
+            if conn is None:
                 raise UserError(f"{self!r} is closed")
-            return fn(self._conn)
+            try:
+                return fn(conn)
+            except BaseException:
+                self._recover(conn)
+                raise
+
+    def _recover(self, conn: C) -> None:
+        """Under the lock, after ``fn`` failed on ``conn``: make the connection fit for the
+        next statement (a PostgreSQL one may be left in an aborted transaction)."""
 
     def _limiter(self, name: str = "queries") -> anyio.CapacityLimiter:
         """The store's own thread limiter for ``name`` in the running event loop."""

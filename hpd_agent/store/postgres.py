@@ -31,7 +31,7 @@ import anyio.to_thread
 from ..exceptions import StoreUnavailableError
 from ._base import RequestRecord, RequestState, dump_json, refusal
 from ._lease import DEFAULT_LEASE_TTL, check_ttl
-from ._pg_fast import FastPaths
+from ._pg_fast import FastPaths, reusable
 from ._pg_journal import JournalPipe
 from ._pg_listen import CHANNEL, Listener
 from ._pg_raw import RawStatements
@@ -160,24 +160,46 @@ class PostgresStore(FastPaths):
                 f"cannot use PostgreSQL store {_where(dsn)}: {' '.join(str(e).split())}"
             ) from None
         self._listener = Listener(dsn, _where(dsn), _timeout(dsn))
-        self._fast = self._fast_connection(conn)
-        self._fast_lock = threading.Lock()
         self._pipe = JournalPipe()
+        self._fast = self._fast_connect() if _is_local(conn) else None
+        self._fast_lock = threading.Lock()
         utf8 = self._fast is not None and self._fast.info.encoding == "utf-8"
         self._raw = RawStatements() if utf8 else None
         super().__init__(conn, lease_ttl=lease_ttl)
 
-    def _fast_connection(self, conn: _Conn) -> _Conn | None:
-        """The event loop's connection, for a server on this machine (else None)."""
-        if not _is_local(conn):
+    def _fast_connect(self) -> _Conn | None:
+        """A new event loop's connection (for a server on this machine), or None.
+
+        The journal writes are prepared on it before its time limit is set: that is setup,
+        which a loaded machine may well take longer than ``_FAST_LIMIT`` to do. psycopg
+        prepares nothing on it (``prepare_threshold=None``): its rollback would drop every
+        prepared statement, ours too.
+        """
+        try:
+            fast: _Conn = psycopg.connect(
+                self.dsn, autocommit=True, prepare_threshold=None, **_timeout(self.dsn)
+            )
+        except psycopg.Error:
             return None
         try:
-            fast: _Conn = psycopg.connect(self.dsn, autocommit=True, **_timeout(self.dsn))
+            if fast.info.encoding == "utf-8":
+                self._pipe.prepare(fast.pgconn)
             fast.execute(f"SET lock_timeout = '{_FAST_LIMIT}'")
             fast.execute(f"SET statement_timeout = '{_FAST_LIMIT}'")
         except psycopg.Error:
+            fast.close()
             return None
         return fast
+
+    def _recover(self, conn: _Conn) -> None:
+        """After a failure in the worker thread: its connection idle again (rolled back:
+        an aborted transaction fails every later statement), or replaced by a new one."""
+        if self._conn is not conn or reusable(conn):
+            return
+        with contextlib.suppress(psycopg.Error):
+            conn.close()
+        with contextlib.suppress(psycopg.Error):  # else the next statement says it is closed
+            self._conn = psycopg.connect(self.dsn, autocommit=True, **_timeout(self.dsn))
 
     def _renewal_connect(self) -> _Conn:
         """The renewer thread's own connection; a renewal that cannot finish within a third

@@ -43,9 +43,12 @@ def anyio_backend() -> str:
 
 
 @contextmanager
-def served(folder: Path, *args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``hpd-agent serve --a2a --port 0`` serving the Planner; its URL once it listens."""
-    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "PYTHONUNBUFFERED": "1"}
+def served(
+    folder: Path, *args: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``hpd-agent serve --a2a --port 0`` serving the Planner (``env`` added to its
+    environment); its URL once it listens."""
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "PYTHONUNBUFFERED": "1", **(env or {})}
     env["HPD_A2A_TEST_DIR"] = str(folder)
     with serving_child(
         [*SERVE, "a2a_served_agents:planner", "--port", "0", *args],

@@ -4,6 +4,7 @@ finds the same request however many questions the call relayed before."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import anyio
@@ -138,3 +139,105 @@ async def test_waiting_for_a_relayed_answer_does_not_count_against_the_tool_time
                 await run.respond(event.request_id, "here")
     tool_results = [m.content for m in run.result.messages if m.kind == "tool"]
     assert tool_results == ["here"]
+
+
+# Names and keys come from the remote: each pair below was one request id, joined with "/"
+# and "#" unescaped.
+_COLLIDING = [
+    ((("a",), "x#y"), (("a#x",), "y")),
+    ((("p/q",), "k"), (("p", "q"), "k")),
+]
+
+
+@pytest.mark.parametrize(("one", "other"), _COLLIDING, ids=["hash-in-key", "slash-in-name"])
+async def test_names_and_keys_that_join_alike_give_distinct_request_ids(
+    one: tuple[tuple[str, ...], str], other: tuple[tuple[str, ...], str]
+) -> None:
+    ids: list[str] = []
+
+    @tool
+    async def peek(ctx: ToolContext) -> str:
+        """Peek at ids."""
+        for names, key in (one, other):
+            ids.append(ctx.on_behalf_of("R", *names, key=key).next_request_id())
+        return "ok"
+
+    agent = Agent("Root", model=ScriptedModel([tool_call("peek"), text("done")]), tools=[peek])
+    await agent.run("go")
+    assert ids[0] != ids[1]
+
+
+async def test_plain_names_and_keys_keep_the_request_ids_they_had() -> None:
+    # Journals of durable runs replay answers by request id: the form an unambiguous
+    # relayed question had is kept (blake2b of "<call path>>names/joined#key?<n>").
+    seen: dict[str, tuple[str, str]] = {}
+
+    @tool
+    async def peek(ctx: ToolContext) -> str:
+        """Peek at ids."""
+        for names, key in [(("R",), "k"), (("R", "In ner>x"), "req_1/2?#>%")]:
+            frame = ctx.on_behalf_of(*names, key=key)
+            old = f"{ctx.call_path}>{'/'.join(names)}#{key}?0"
+            seen[old] = (frame.next_request_id(), frame.call_path + "?0")
+        return "ok"
+
+    agent = Agent("Root", model=ScriptedModel([tool_call("peek"), text("done")]), tools=[peek])
+    await agent.run("go")
+    for old, (request_id, path) in seen.items():
+        assert path == old
+        assert request_id == "req_" + hashlib.blake2b(old.encode(), digest_size=8).hexdigest()
+
+
+async def test_a_relayed_question_below_a_relayed_one_has_an_id_of_its_own() -> None:
+    ids: list[str] = []
+
+    @tool
+    async def peek(ctx: ToolContext) -> str:
+        """Peek at ids."""
+        ids.append(ctx.on_behalf_of("A", key="k").on_behalf_of("B", key="j").next_request_id())
+        ids.append(ctx.on_behalf_of("A", key="k>B#j").next_request_id())
+        return "ok"
+
+    agent = Agent("Root", model=ScriptedModel([tool_call("peek"), text("done")]), tools=[peek])
+    await agent.run("go")
+    assert ids[0] != ids[1]
+
+
+@pytest.mark.parametrize(
+    "anyio_backend",
+    [pytest.param(("trio", {"clock": MockClock(autojump_threshold=0)}), id="trio-mockclock")],
+)
+@pytest.mark.parametrize(("one", "other"), _COLLIDING, ids=["hash-in-key", "slash-in-name"])
+async def test_a_remote_whose_questions_join_alike_gets_both_answered(
+    anyio_backend: object, one: tuple[tuple[str, ...], str], other: tuple[tuple[str, ...], str]
+) -> None:
+    # As a remote's relay does: both questions asked at once, each in a task of its own.
+    @tool
+    async def relay(ctx: ToolContext) -> str:
+        """Relay two questions at once."""
+        got: list[str] = []
+
+        async def ask(names: tuple[str, ...], key: str) -> None:
+            question = f"{'/'.join(names)} {key}?"
+            got.append(await ctx.on_behalf_of("Remote", *names, key=key).ask(question))
+
+        async with anyio.create_task_group() as tg:
+            for names, key in (one, other):
+                tg.start_soon(ask, names, key)
+        return ", ".join(sorted(got))
+
+    agent = Agent("Root", model=ScriptedModel([tool_call("relay"), text("done")]), tools=[relay])
+    asked: list[ClarificationRequest] = []
+    # Virtual time: a run that waits forever fails here at once, with no real waiting.
+    with anyio.fail_after(3600):
+        async with agent.stream("go") as run:
+            async for event in run:
+                if isinstance(event, ClarificationRequest):
+                    asked.append(event)
+                    if len(asked) == 2:
+                        for question in asked:
+                            await run.respond(question.request_id, f"ans {question.question}")
+    assert run.result.status == "completed"
+    assert len({q.request_id for q in asked}) == 2
+    (result,) = [m.content for m in run.result.messages if m.kind == "tool"]
+    assert result == ", ".join(sorted(f"ans {q.question}" for q in asked))

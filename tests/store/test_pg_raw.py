@@ -9,7 +9,7 @@ from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 psycopg = pytest.importorskip("psycopg")
 
-from hpd_agent.store._pg_raw import RawStatements  # noqa: E402
+from hpd_agent.store._pg_raw import NotPrepared, RawStatements  # noqa: E402
 
 
 def test_values_come_back_typed_and_failures_as_psycopg_errors(fresh_postgres: str) -> None:  # noqa: F811
@@ -52,3 +52,34 @@ def test_what_only_psycopg_can_send_keeps_psycopgs_way(fresh_postgres: str) -> N
         assert raw.run(conn.pgconn, "SELECT '100%%' || %s", ("x",)) is None
         # A parameter whose type the server cannot tell is not prepared: psycopg's way.
         assert raw.run(conn.pgconn, "SELECT %s IS NULL", (None,)) is None
+
+
+def test_a_statement_the_server_cannot_prepare_inside_a_transaction_is_not_run_there(
+    fresh_postgres: str,  # noqa: F811
+) -> None:
+    # Its failed PREPARE failed the transaction: the caller must start it again, and it
+    # goes psycopg's way from then on.
+    with psycopg.connect(fresh_postgres, autocommit=True) as conn:
+        raw = RawStatements()
+        with pytest.raises(NotPrepared), conn.transaction():
+            raw.run(conn.pgconn, "SELECT %s IS NULL", (None,))
+        with conn.transaction():
+            assert raw.run(conn.pgconn, "SELECT %s IS NULL", (None,)) is None
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_prepare_that_gave_up_is_tried_again(fresh_postgres: str) -> None:  # noqa: F811
+    with (
+        psycopg.connect(fresh_postgres, autocommit=True) as conn,
+        psycopg.connect(fresh_postgres) as other,
+    ):
+        conn.execute("CREATE TABLE t (id TEXT PRIMARY KEY)")
+        conn.execute("SET lock_timeout = '5ms'")
+        raw = RawStatements()
+        insert = "INSERT INTO t (id) VALUES (%s)"
+        other.execute("LOCK TABLE t IN ACCESS EXCLUSIVE MODE")
+        with pytest.raises(NotPrepared, match="lock"):
+            raw.run(conn.pgconn, insert, ("a",))
+        other.commit()
+        rows = raw.run(conn.pgconn, insert, ("a",))
+        assert rows is not None and rows.rowcount == 1  # prepared now, and run
