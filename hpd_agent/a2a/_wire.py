@@ -69,7 +69,10 @@ refused (an id cut short would never be recognised: the question would be asked 
 _MAX_REQUESTS = 100
 _URL = re.compile(r"https?://[^\s<>\"')\]]+")
 _DETAILS = ("url", "label", "multiple", "argument", "name", "payload", "context")
-"""Keys of a question's metadata besides the issue's (kind-specific details, optional)."""
+"""Keys of a question's metadata besides the issue's (kind-specific details, optional): the
+flattened ones older servers send; a newer one nests the kind's details under ``data``."""
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,63}")
+_MAX_LABEL = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +87,17 @@ class RemoteQuestion:
             None when the remote gave none.
         status_id: The id of the status message it came with (an answer is for that one).
         question: Its text.
-        kind: One of ``hpd_agent.questions.QUESTION_KINDS``.
+        kind: One of ``hpd_agent.questions.QUESTION_KINDS``, or a kind of the remote's own
+            when it came with its answer ``schema``.
         options: The allowed answers, if any.
-        schema: The JSON schema of a custom question's answer, if any.
+        schema: The JSON schema of the answer (a custom question's, or a kind of the
+            remote's own), if any.
         path: The remote's agent path below the remote agent itself (its ``agent_path``
             without the first element).
         details: Kind-specific details the remote sent (url, label, multiple, argument,
-            name, payload, context).
+            name, payload, context), nested under ``data`` or flattened.
+        data: The details as the remote nested them (``data``), if it did.
+        label: The label of a kind of the remote's own, if any.
         auth: It is the remote's authentication step (``TASK_STATE_AUTH_REQUIRED``).
     """
 
@@ -103,6 +110,8 @@ class RemoteQuestion:
     schema: dict[str, Any] | None = None
     path: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict[str, Any])
+    data: dict[str, Any] | None = None
+    label: str | None = None
     auth: bool = False
 
 
@@ -209,17 +218,28 @@ def _question(metadata: Mapping[str, Any], text: str, status_id: str) -> RemoteQ
     request_id = _text(metadata.get("request_id"), None)
     kind = metadata.get("question_kind")
     schema = metadata.get("schema")
+    schema = cast(dict[str, Any], schema) if isinstance(schema, dict) and schema else None
     details = {k: metadata[k] for k in _DETAILS if k in metadata}
+    nested = metadata.get("data")
+    data = cast(dict[str, Any], nested) if isinstance(nested, dict) else None
+    details.update(data or {})
+    if not isinstance(kind, str) or (
+        # A kind of the remote's own is asked as such when its answer schema came with it.
+        kind not in QUESTION_KINDS and (schema is None or _KIND.fullmatch(kind) is None)
+    ):
+        kind = "text"
     return RemoteQuestion(
         key=key_of(request_id) if request_id is not None else derived_key("s", status_id),
         request_id=request_id,
         status_id=status_id,
         question=text or "The remote agent needs your input.",
-        kind=kind if isinstance(kind, str) and kind in QUESTION_KINDS else "text",
+        kind=kind,
         options=_options(metadata.get("options")),
-        schema=cast(dict[str, Any], schema) if isinstance(schema, dict) and schema else None,
+        schema=schema,
         path=_below(metadata.get("agent_path")),
         details=details,
+        data=data,
+        label=_text(metadata.get("kind_label"), _MAX_LABEL),
     )
 
 
