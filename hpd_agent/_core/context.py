@@ -44,8 +44,9 @@ DepsT = TypeVar("DepsT", default=Any)
 
 _current: ContextVar[ToolContext | None] = ContextVar("hpd_agent_tool_context", default=None)
 _running: ContextVar[Coordinator | None] = ContextVar("hpd_agent_root_run", default=None)
-"""The coordinator of the root run this task works for (set by the root run for its whole
-body; nested runs share their root's): what ``ToolContext.for_execution`` builds frames on."""
+"""The coordinator of the root run this task works for, set by a root run that has a tool
+wrapper for its whole body (nested runs share their root's): what
+``ToolContext.for_execution`` builds frames on."""
 
 
 def current_context() -> ToolContext | None:

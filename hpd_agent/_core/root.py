@@ -156,23 +156,25 @@ class RootRun:
         The stream always reads ``RunStarted`` … ``RunFinished``, even when the session
         cannot open (an unknown run id to resume: then the run fails with ``UserError``).
         """
-        token = _running.set(coordinator)  # what ToolContext.for_execution builds on
+        bp, prompt, history = self.bp, self.prompt, self.history
+        session: RunSession | None = None
         try:
-            bp, prompt, history = self.bp, self.prompt, self.history
-            session: RunSession | None = None
-            try:
-                opener = opener or self.open_session
-                if opener is not None:
-                    session = await opener()
-                    prompt, history = session.prompt, session.history
-            except UserError as e:
-                coordinator.emit(_run_started(coordinator, bp.name, prompt))
-                result = RunResult(run_id=coordinator.run_id, status="failed", error=e)
-                coordinator.emit(finished_event(result, bp.name))
-                return result
-            self._configure(coordinator, session)
-            # A store holds the run (its lease) for the whole execution; `async with` adds no
-            # coroutine frame to the hot path.
+            opener = opener or self.open_session
+            if opener is not None:
+                session = await opener()
+                prompt, history = session.prompt, session.history
+        except UserError as e:
+            coordinator.emit(_run_started(coordinator, bp.name, prompt))
+            result = RunResult(run_id=coordinator.run_id, status="failed", error=e)
+            coordinator.emit(finished_event(result, bp.name))
+            return result
+        self._configure(coordinator, session)
+        # Only a tool wrapper asks for the frame the loop would give its tool
+        # (ToolContext.for_execution): a run with none leaves its task's context alone.
+        token = _running.set(coordinator) if coordinator.hooks.tool_wrappers else None
+        try:
+            # A store holds the run (its lease) for the whole execution; `async with` adds
+            # no coroutine frame to the hot path.
             async with contextlib.nullcontext() if session is None else session.held():
                 if session is not None:
                     await session.attach(coordinator)
@@ -193,10 +195,11 @@ class RootRun:
                     )
                 if session is not None:
                     await session.finish(result)
-            coordinator.emit(finished_event(result, bp.name))
-            return result
         finally:
-            _running.reset(token)
+            if token is not None:
+                _running.reset(token)
+        coordinator.emit(finished_event(result, bp.name))
+        return result
 
     def _configure(self, coordinator: Coordinator, session: RunSession | None) -> None:
         everything = [h for h in (*self.hooks, *process_hooks()) if h.active()]
