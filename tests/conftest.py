@@ -4,6 +4,9 @@
   connection to a non-loopback address raises.
 - Async tests run on both asyncio and trio (anyio's pytest plugin), unless a module pins
   ``anyio_backend``.
+- The whole suite runs in parallel workers (pytest-xdist, ``-n auto`` in pyproject.toml):
+  one more than the machine's cores, since most tests wait on a child process or a socket;
+  a subset (files or ``-k`` named) runs in this process, where it starts at once.
 """
 
 from __future__ import annotations
@@ -62,6 +65,23 @@ def _guarded_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.socket.connect_ex = _guarded_connect_ex  # type: ignore[method-assign]
 socket.getaddrinfo = _guarded_getaddrinfo  # type: ignore[assignment]
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """How many workers ``-n auto`` starts: none for a subset of the suite (files or ``-k``
+    named), else one more than the cores; ``HPD_TEST_WORKERS`` says otherwise."""
+    given = os.environ.get("HPD_TEST_WORKERS")
+    if given:
+        return int(given)
+    tests = config.rootpath / "tests"
+    named = {(config.invocation_params.dir / a).resolve() for a in config.args}
+    whole = config.args_source == pytest.Config.ArgsSource.TESTPATHS or named <= {
+        tests,
+        config.rootpath,
+    }
+    if not whole or config.getoption("keyword") or config.getoption("markexpr"):
+        return 0
+    return (os.cpu_count() or 1) + 1
 
 
 @pytest.fixture(params=["asyncio", "trio"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import os
 import subprocess
 import sys
@@ -74,7 +75,17 @@ def _check(result: dict[str, Any], framework: str, args: list[str], keys: list[s
     assert result["net_attempts"] == []
     assert result["calib_before_ms"] > 0 and result["calib_after_ms"] > 0
     for key in keys:
-        assert _number(result["metrics"][key]) >= 0, (key, result["metrics"][key])
+        number = _number(result["metrics"][key])
+        if key in DIFFERENCES:
+            # A difference of two timings of a few turns: noise on a loaded machine can make
+            # it negative; what matters here is that it is reported.
+            assert math.isfinite(number), (key, result["metrics"][key])
+        else:
+            assert number >= 0, (key, result["metrics"][key])
+
+
+DIFFERENCES = {"journal_us_per_turn"}
+"""Metrics that are one timing minus another (the cost of a layer), not timings."""
 
 
 # ----------------------------------------------------------------------------- hpd_agent

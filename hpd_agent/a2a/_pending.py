@@ -25,7 +25,7 @@ from google.protobuf.json_format import MessageToDict
 
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent
 from ..hosting import DECISIONS, decision_of
-from ..questions import QUESTION_KINDS, Decline, answer_schema_of
+from ..questions import QUESTION_KINDS, Decline, answer_schema_of, parse_typed
 from ..text import bounded, permission_question
 
 __all__ = [
@@ -119,6 +119,10 @@ def answer_of(request: RequestEvent, message: Message) -> Any:
                 f"the answer must be one of {', '.join(DECISIONS)}, got {shown(value)}"
             )
         return decided
+    if isinstance(value, str) and request.question_kind not in QUESTION_KINDS:
+        # A kind of the app's own (a rating, say) answered in words: read as a person's
+        # typed answer is, by the kind or its answer schema ("4" is the number 4).
+        return parse_typed(request, value)
     return value
 
 
@@ -126,7 +130,19 @@ def _value(message: Message) -> Any:
     texts: list[str] = []
     for part in message.parts:
         if part.HasField("data"):
-            return MessageToDict(part.data)
+            return _whole(MessageToDict(part.data))
         if part.HasField("text"):
             texts.append(part.text)
     return "\n".join(texts)
+
+
+def _whole(value: Any) -> Any:
+    """``value`` with every whole float an int: a protobuf ``Struct`` has only doubles, so a
+    client's 4 arrives as 4.0 (a tool asking for an integer would get a float)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _whole(v) for k, v in cast(dict[str, Any], value).items()}
+    if isinstance(value, list):
+        return [_whole(v) for v in cast(list[Any], value)]
+    return value

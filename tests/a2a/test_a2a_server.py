@@ -244,12 +244,15 @@ async def test_a_kind_of_the_apps_own_is_described_by_its_schema_and_checked_by_
         assert meta["schema"] == {"type": "integer", "minimum": 1, "maximum": 5}
         again = (await send(client, user_message(9, task=task))).task
         assert again.status.state == INPUT_REQUIRED
-        # A data part is a protobuf Value: whole numbers arrive as floats (9.0), which the
-        # schema checks as numbers.
-        assert "9.0 is greater than the maximum of 5" in status_metadata(again)["error"]
-        done = (await send(client, user_message(4, task=task))).task
+        # A data part is a protobuf Value (whole numbers travel as 9.0): read back as 9.
+        assert "9 is greater than the maximum of 5" in status_metadata(again)["error"]
+        # Words are read as a person's typed answer is, by the kind: "****" is 4 stars.
+        typed = (await send(client, user_message("six", task=task))).task
+        assert typed.status.state == INPUT_REQUIRED
+        assert "Rate from 1 to 5: type 4, 4/5 or ****." in status_metadata(typed)["error"]
+        done = (await send(client, user_message("****", task=task))).task
     assert done.status.state == COMPLETED
-    assert model.requests[-1][-1].content == "rated 4.0 of 5"  # type: ignore[union-attr]
+    assert model.requests[-1][-1].content == "rated 4 of 5"  # type: ignore[union-attr]
 
 
 async def test_a_questions_details_are_nested_under_data() -> None:
