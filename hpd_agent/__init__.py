@@ -36,6 +36,7 @@ from .events import (
 from .exceptions import (
     AgentRunError,
     ContextWindowExceededError,
+    ConversationBusyError,
     HpdAgentError,
     InvalidAnswerError,
     MaxTurnsExceededError,
@@ -102,6 +103,7 @@ __all__ = [
     "ClarificationResolved",
     "ConsoleHandler",
     "ContextWindowExceededError",
+    "ConversationBusyError",
     "Decision",
     "Decline",
     "Deny",

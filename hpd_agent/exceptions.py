@@ -10,7 +10,8 @@ HpdAgentError
 │   ├── ToolDefinitionError         a function cannot become a tool
 │   ├── RunNotFinishedError         result asked for before the run ended
 │   ├── RunLeasedError              another process drives the run (it holds the lease)
-│   └── UnknownRunError             a server hosts no run with that id (hpd_agent.hosting)
+│   ├── UnknownRunError             a server hosts no run with that id (hpd_agent.hosting)
+│   └── ConversationBusyError       a conversation's turn still runs (hpd_agent.hosting)
 ├── RequestError                    respond() refused an answer; nothing changed
 │   ├── UnknownRequestError         no request has that id
 │   ├── RequestAlreadyAnsweredError the request has its answer already (or was declined)
@@ -55,6 +56,7 @@ from .text import bounded
 __all__ = [
     "AgentRunError",
     "ContextWindowExceededError",
+    "ConversationBusyError",
     "HpdAgentError",
     "InvalidAnswerError",
     "MaxTurnsExceededError",
@@ -133,6 +135,11 @@ class RunLeasedError(UserError):
 class UnknownRunError(UserError):
     """A server hosts no run with that id: it ended without a store, or it is another
     agent's (``hpd_agent.hosting.RunHost.reopen``)."""
+
+
+class ConversationBusyError(UserError):
+    """A server was asked for a conversation's next turn while its last one still runs
+    (``hpd_agent.hosting.RunHost.start``): wait for it to end, or cancel it."""
 
 
 class RequestError(HpdAgentError):

@@ -231,6 +231,13 @@ class Run:
         """End one pending request without an answer; the asking agent is told so."""
         self.coordinator.cancel_request(request_id)
 
+    def stop_listening(self) -> None:
+        """Nobody will answer from now on (a server that ends a run at its first question
+        rather than wait): open and later requests resolve by the run's ``on_unhandled``
+        policy; under ``"interrupt"`` the run ends ``"interrupted"`` once it has settled,
+        its requests left pending in its store for a resume."""
+        self.coordinator.stop_listening()
+
     def cancel(self) -> None:
         """Cancel the run and its whole agent tree. Pending requests end as cancelled
         (in the store too, when the run has one)."""

@@ -372,6 +372,45 @@ def test_the_private_check_sees_a_private_import() -> None:
     assert not _outside("hpd_agent.web._app", "hpd_agent.web")
 
 
+def _coordinator_uses(tree: ast.AST) -> list[int]:
+    """The lines reading ``.coordinator``, passing ``coordinator=`` or naming ``Coordinator``."""
+    lines: list[int] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "coordinator":
+            lines.append(node.lineno)
+        elif isinstance(node, ast.keyword) and node.arg == "coordinator":
+            lines.append(node.value.lineno)
+        elif isinstance(node, (ast.Name, ast.alias)) and "Coordinator" in (
+            node.id if isinstance(node, ast.Name) else node.name
+        ):
+            lines.append(getattr(node, "lineno", 0))
+    return lines
+
+
+def test_no_integration_touches_the_coordinator() -> None:
+    # The run's coordinator is the core's: an integration asks through ToolContext
+    # (request, cancel_request, cancelling, durable, for_execution) and Run
+    # (stop_listening, cancel_request, respond).
+    found = [
+        f"{m}:{line}"
+        for m, path in MODULES.items()
+        if m.startswith((*INTEGRATIONS, "hpd_agent.hosting"))
+        for line in _coordinator_uses(ast.parse(path.read_text()))
+    ]
+    assert found == []
+
+
+def test_the_coordinator_check_sees_each_way_in() -> None:
+    for source in (
+        "ctx.coordinator.request(ctx, spec)",
+        "ToolContext(coordinator=c)",
+        "from ..coordinator import Coordinator",
+        "x: Coordinator | None = None",
+    ):
+        assert _coordinator_uses(ast.parse(source)), source
+    assert not _coordinator_uses(ast.parse("ctx.request(spec, request_id=rid)"))
+
+
 def test_no_module_reads_a_function_closure() -> None:
     # Walking an agent tree goes through Tool.agent, never through a function's closure.
     found = [m for m, p in MODULES.items() if "__closure__" in p.read_text()]

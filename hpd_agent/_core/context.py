@@ -22,7 +22,7 @@ from typing_extensions import TypeVar
 from ..coordinator import Coordinator
 from ..events import Event, format_path, invocation_id
 from ..exceptions import UserError
-from ..hooks import ModelCall, StepCall
+from ..hooks import ModelCall, StepCall, ToolExecution
 from ..messages import Message
 from ..models._base import Model, ModelRequestParams, ModelResponse
 from ..text import TextMender, mend
@@ -43,6 +43,10 @@ DepsT = TypeVar("DepsT", default=Any)
 """The type of ``ToolContext.deps`` (``Agent(deps_type=...)``); ``Any`` when not given."""
 
 _current: ContextVar[ToolContext | None] = ContextVar("hpd_agent_tool_context", default=None)
+_running: ContextVar[Coordinator | None] = ContextVar("hpd_agent_root_run", default=None)
+"""The coordinator of the root run this task works for, set by a root run that has a tool
+wrapper for its whole body (nested runs share their root's): what
+``ToolContext.for_execution`` builds frames on."""
 
 
 def current_context() -> ToolContext | None:
@@ -155,6 +159,35 @@ class ToolContext(Asking, Generic[DepsT]):
         frame._relayed = (own, (*levels, (*names, key)))
         return frame
 
+    @classmethod
+    def for_execution(cls, execution: ToolExecution, tool_name: str | None = None) -> ToolContext:
+        """The frame the loop gives the tool of ``execution`` (same path, same request ids),
+        for a tool wrapper (``Hook.wrap_tool_call``) that does the call's checks itself: a
+        Temporal hook that runs the tool as an activity asks its permission from it
+        (``await ctx.ask_permission(...)``) exactly as the loop would.
+
+        The frame has no deadlines and no deps of its own.
+
+        Args:
+            execution: The tool call, as the wrapper received it.
+            tool_name: The tool's name (default: the name the model called).
+
+        Raises:
+            UserError: Not called inside a run (the execution belongs to no run here).
+        """
+        coordinator = _running.get()
+        if coordinator is None or coordinator.run_id != execution.run_id:
+            raise UserError(f"{execution.call_path!r} is no tool call of a run in this task")
+        return cls(
+            coordinator=coordinator,
+            agent_path=execution.agent_path,
+            tool_name=tool_name or execution.tool_name,
+            tool_call_id=execution.call.id,
+            call_path=execution.call_path,
+            scope_path=execution.call_path.rsplit("@", 1)[0],
+            invocation=execution.invocation_id or None,
+        )
+
     def next_request_id(self) -> str:
         """A request id for the next request of this call, stable across replays."""
         n = self._asks
@@ -166,17 +199,53 @@ class ToolContext(Asking, Generic[DepsT]):
         """Put an event on the root run's stream."""
         self.coordinator.emit(event)
 
-    def request(self, spec: RequestSpec, *, timeout: float | None = None) -> Awaitable[Any]:
+    def request(
+        self, spec: RequestSpec, *, request_id: str | None = None, timeout: float | None = None
+    ) -> Awaitable[Any]:
         """Raise a request of any kind (a ``RequestSpec``) from this call and wait for it
         (``await ctx.request(spec)``).
 
         The ``ask*`` helpers and permission checks go through here; the request id comes
         from this call's path, so a replay asks under the same id.
+
+        Args:
+            spec: The request.
+            request_id: Its id when the caller took it beforehand (``next_request_id()``:
+                several questions whose ids must follow the order a server sent them in,
+                asked at once); by default the next id of this call.
+            timeout: Seconds to wait for the answer; None waits as long as the run does.
         """
         # Not a coroutine of its own: one frame less for every suspended question.
         return self.coordinator.request(
-            self, spec, request_id=self.next_request_id(), timeout=timeout
+            self,
+            spec,
+            request_id=self.next_request_id() if request_id is None else request_id,
+            timeout=timeout,
         )
+
+    def cancel_request(self, request_id: str) -> None:
+        """End a pending request of the run without an answer (a question relayed for a
+        remote agent that no longer asks it): its asker's ``request`` raises
+        ``QuestionNotAnswered(status="cancelled")``; the run goes on (as ``Run.cancel_request``).
+
+        Raises:
+            RequestError: It has ended already (answered, expired, cancelled), is being
+                answered, or is no request of the run.
+        """
+        self.coordinator.cancel_request(request_id)
+
+    @property
+    def cancelling(self) -> bool:
+        """Whether the run is being cancelled on purpose (``Run.cancel``): it ends here.
+        Any other cancellation of the call (an interrupt, the process shutting down) leaves
+        a durable run to be resumed, this call replayed."""
+        return self.coordinator.cancelling
+
+    @property
+    def durable(self) -> bool:
+        """Whether the run keeps its requests in a store: stopped without ``cancelling``,
+        it can be resumed, and this call runs again (its journaled steps replayed)."""
+        return self.coordinator.backend.durable
 
     async def step(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Do a side effect once, even if the run is resumed: a journaled step.

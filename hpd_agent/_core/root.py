@@ -23,7 +23,7 @@ from ..hooks import Hook, HookSet, process_hooks
 from ..messages import Message
 from ..run import Run, RunResult, finished_event
 from ..sessions import RunSession, SessionStore
-from .context import invocation_id
+from .context import _running, invocation_id
 from .loop import run_agent
 from .runner import BeforeRunResult, Blueprint, before_run, first_messages
 from .services import RunServices
@@ -169,28 +169,35 @@ class RootRun:
             coordinator.emit(finished_event(result, bp.name))
             return result
         self._configure(coordinator, session)
-        # A store holds the run (its lease) for the whole execution; `async with` adds no
-        # coroutine frame to the hot path.
-        async with contextlib.nullcontext() if session is None else session.held():
-            if session is not None:
-                await session.attach(coordinator)
-            scope = anyio.CancelScope()
-            coordinator.quiescence.scope = scope
-            result: RunResult | None = None
-            with scope:
-                if bp.hosts:
-                    result = await self._hosted(coordinator, prompt, history, session)
-                else:
-                    result = await self._body(coordinator, prompt, history, session)
-            if result is None:  # only "interrupt" cancels this scope
-                result = RunResult(
-                    run_id=coordinator.run_id,
-                    status="interrupted",
-                    usage=coordinator.usage,
-                    pending=coordinator.pending(),
-                )
-            if session is not None:
-                await session.finish(result)
+        # Only a tool wrapper asks for the frame the loop would give its tool
+        # (ToolContext.for_execution): a run with none leaves its task's context alone.
+        token = _running.set(coordinator) if coordinator.hooks.tool_wrappers else None
+        try:
+            # A store holds the run (its lease) for the whole execution; `async with` adds
+            # no coroutine frame to the hot path.
+            async with contextlib.nullcontext() if session is None else session.held():
+                if session is not None:
+                    await session.attach(coordinator)
+                scope = anyio.CancelScope()
+                coordinator.quiescence.scope = scope
+                result: RunResult | None = None
+                with scope:
+                    if bp.hosts:
+                        result = await self._hosted(coordinator, prompt, history, session)
+                    else:
+                        result = await self._body(coordinator, prompt, history, session)
+                if result is None:  # only "interrupt" cancels this scope
+                    result = RunResult(
+                        run_id=coordinator.run_id,
+                        status="interrupted",
+                        usage=coordinator.usage,
+                        pending=coordinator.pending(),
+                    )
+                if session is not None:
+                    await session.finish(result)
+        finally:
+            if token is not None:
+                _running.reset(token)
         coordinator.emit(finished_event(result, bp.name))
         return result
 

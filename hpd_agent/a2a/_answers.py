@@ -39,7 +39,7 @@ class Target(Protocol):
         """Whether ``request_id`` was a question of the run (answered meanwhile)."""
         ...
 
-    async def give(self, request_id: str, read: Callable[[], Any]) -> str | None:
+    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
         """Answer ``request_id`` with what ``read`` gives: None, or why not."""
         ...
 
@@ -61,7 +61,7 @@ async def answer(target: Target, message: Message) -> str | None:
             return None  # an answer sent twice counts once
         request = pending[named]
     chosen = request
-    note = await target.give(chosen.request_id, lambda: answer_of(chosen, message))
+    note = await target.answer_request(chosen.request_id, lambda: answer_of(chosen, message))
     if note is None:
         return None
     target.notes[chosen.request_id] = note
@@ -91,8 +91,8 @@ class Driven:
         record = None if self.store is None else await self.store.get_request(request_id)
         return record is not None and record.run_id == self.served.run_id
 
-    async def give(self, request_id: str, read: Callable[[], Any]) -> str | None:
-        note = await self.served.answer(request_id, read)
+    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
+        note = await self.served.answer_request(request_id, read)
         if note is None:
             self.served.answered.add(request_id)
         return note

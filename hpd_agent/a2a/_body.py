@@ -7,35 +7,23 @@ objects gets a JSON-RPC "invalid request" saying so instead; nothing reaches the
 so the question it meant to answer stays open. Shallower bodies pass untouched (the SDK
 refuses messages nesting deeper than protobuf reads, with its own "invalid params").
 
-The depth is counted without recursion, and only for a body holding more brackets than
-``MAX_DEPTH`` (counting them is one pass in C): an ordinary call costs nothing more.
+The depth is counted as every server counts it (``hpd_agent.hosting.nests_deeper``: without
+recursion, and only for a body holding more brackets than ``MAX_DEPTH``): an ordinary call
+costs nothing more.
 """
 
 from __future__ import annotations
 
-import re
-from itertools import accumulate
-
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..hosting import nests_deeper
 
 __all__ = ["MAX_DEPTH", "DepthLimit"]
 
 MAX_DEPTH = 100
 """Deepest nesting of arrays and objects a JSON-RPC body may have."""
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
 _INVALID_REQUEST = -32600
-
-
-def nesting(body: bytes) -> int:
-    """How deep the arrays and objects of the JSON text ``body`` nest (brackets inside
-    strings do not count; text that is not JSON gets some number, the parser says why)."""
-    if body.count(b"[") + body.count(b"{") <= MAX_DEPTH:
-        return 0  # too few brackets to nest too deep
-    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", body))
-    steps = (1 if b in b"[{" else -1 for b in brackets)
-    return max(accumulate(steps, initial=0))
 
 
 class DepthLimit:
@@ -57,7 +45,7 @@ class DepthLimit:
             chunks.append(message.get("body", b""))
             more = bool(message.get("more_body"))
         body = b"".join(chunks)
-        if nesting(body) > MAX_DEPTH:
+        if nests_deeper(body, MAX_DEPTH):
             error = {
                 "code": _INVALID_REQUEST,
                 "message": f"invalid request: the JSON nests deeper than {MAX_DEPTH} levels",

@@ -109,9 +109,8 @@ class RemoteCall:
             self.view.note_ids(str(started["task_id"]), str(started["context_id"]))
             return await self._drive()
         except anyio.get_cancelled_exc_class():
-            coordinator = self.ctx.coordinator
             # A run stopped to be resumed (interrupt, shutdown) will re-attach: keep the task.
-            if coordinator.cancelling or not coordinator.backend.durable:
+            if self.ctx.cancelling or not self.ctx.durable:
                 await self._cancel_remote()
             raise
         except (A2AError, httpx.HTTPError) as e:

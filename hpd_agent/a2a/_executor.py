@@ -48,8 +48,7 @@ from a2a.types import Message
 from a2a.utils.errors import UnsupportedOperationError
 
 from ..events import RequestEvent
-from ..hosting import StoreRelay, UnknownRunError, public_error
-from ..run import RunResult, finished_event
+from ..hosting import Outcome, StoreRelay, UnknownRunError, outcome_of
 from ..store import RunRecord
 from ._answers import Driven, answer
 from ._pending import describe
@@ -89,7 +88,7 @@ class AgentRunner(AgentExecutor):
             task = new_task_from_user_message(message)
             await event_queue.enqueue_event(task)
             updater = TaskUpdater(event_queue, task.id, task.context_id)
-            served = await runs.start(context.get_user_input(), task.id)
+            served = await runs.start(context.get_user_input(), run_id=task.id)
             await self._report(served, updater, None)
             return
         if task.status.state in TERMINAL:
@@ -108,7 +107,7 @@ class AgentRunner(AgentExecutor):
             )  # fmt: skip
             return
         if isinstance(found, RunRecord):
-            await _recorded(found, updater)
+            await _finished(outcome_of(found), updater)
             return
         if not await found.run.settled():  # a resumed run reaches its questions, or ends
             await found.ended.wait()  # (at once if another process drives it)
@@ -120,14 +119,14 @@ class AgentRunner(AgentExecutor):
         await self._report(found, updater, focus)
 
     async def _report(self, served: ServedRun, updater: TaskUpdater, focus: str | None) -> None:
-        stop = await served.stop()
-        if isinstance(stop, RunResult):
+        stop = await served.wait_settled()
+        if isinstance(stop, Outcome):
             if self._runs().was_cancelled(served.run_id):
                 return  # the SDK records the cancellation it was asked for
             if served.elsewhere:  # lost to another process on the way: follow it there
                 await self._relay(served.run_id, updater, None)
                 return
-            await _finished(stop, self._runs().agent.name, updater)
+            await _finished(stop, updater)
             return
         await updater.requires_input(_asking(served.notes, stop, focus, updater))
 
@@ -141,7 +140,7 @@ class AgentRunner(AgentExecutor):
             found.notes.update(relay.notes)
             await self._report(found, updater, focus)
         elif isinstance(found, RunRecord):
-            await _recorded(found, updater)
+            await _finished(outcome_of(found), updater)
         elif found:
             await updater.requires_input(
                 _asking(relay.notes, [r.event for r in found], focus, updater)
@@ -164,25 +163,13 @@ def _said(updater: TaskUpdater, text: str) -> Message:
     return updater.new_agent_message([new_text_part(text)])
 
 
-async def _finished(result: RunResult, agent_name: str, updater: TaskUpdater) -> None:
-    finished = finished_event(result, agent_name)
-    if result.status == "completed":
-        await updater.add_artifact([new_text_part(finished.output or "")], name="output")
+async def _finished(outcome: Outcome, updater: TaskUpdater) -> None:
+    """Report a run that ended: here, or in another process of the store (its record)."""
+    if outcome.status == "completed":
+        await updater.add_artifact([new_text_part(outcome.output or "")], name="output")
         await updater.complete()
-    elif result.status == "cancelled":
+    elif outcome.status == "cancelled":
         await updater.cancel(_said(updater, "the run was cancelled"))
     else:
-        why = public_error(finished.error or "no output", result.run_id)
-        await updater.failed(_said(updater, f"the run {result.status}: {why}"))
-
-
-async def _recorded(record: RunRecord, updater: TaskUpdater) -> None:
-    """Report a stored run that ended (here, or in another process of the store)."""
-    if record.status == "completed":
-        await updater.add_artifact([new_text_part(record.output or "")], name="output")
-        await updater.complete()
-    elif record.status == "cancelled":
-        await updater.cancel(_said(updater, "the run was cancelled"))
-    else:
-        why = public_error(record.error or "no output", record.run_id)
-        await updater.failed(_said(updater, f"the run {record.status}: {why}"))
+        why = outcome.error or "no output"
+        await updater.failed(_said(updater, f"the run {outcome.status}: {why}"))

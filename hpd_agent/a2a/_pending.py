@@ -24,7 +24,7 @@ from a2a.types import Message
 from google.protobuf.json_format import MessageToDict
 
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent
-from ..permissions import Approve, Deny
+from ..hosting import DECISIONS, decision_of
 from ..questions import QUESTION_KINDS, Decline, answer_schema_of, parse_typed
 from ..text import bounded, permission_question
 
@@ -38,14 +38,6 @@ __all__ = [
     "shown",
 ]
 
-DECISIONS = ("approve_once", "approve_run", "deny")
-"""The options of a permission, in the order a client shows them."""
-
-_DECIDED = {
-    "approve_once": Approve(scope="once"),
-    "approve_run": Approve(scope="run"),
-    "deny": Deny(reason="denied by the A2A client"),
-}
 SHOWN_CHARS = 200
 """Longest piece of a refused answer (or request id) quoted back, as ``run.respond`` does."""
 NOTE_CHARS = 1_000
@@ -121,7 +113,7 @@ def answer_of(request: RequestEvent, message: Message) -> Any:
     if isinstance(request, PermissionRequest):
         if isinstance(value, dict):
             value = cast(dict[str, Any], value).get("decision")
-        decided = _DECIDED.get(value.strip().lower()) if isinstance(value, str) else None
+        decided = decision_of(value, by="the A2A client")
         if decided is None:
             raise ValueError(
                 f"the answer must be one of {', '.join(DECISIONS)}, got {shown(value)}"

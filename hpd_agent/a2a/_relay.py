@@ -119,7 +119,7 @@ class Relay:
         asking = self.asking.pop(key)
         # Answered meanwhile, or merged into an identical question: nothing to end here.
         with contextlib.suppress(RequestError):
-            self.ctx.coordinator.cancel_request(asking.request_id)
+            self.ctx.cancel_request(asking.request_id)
         asking.scope.cancel()
 
 

@@ -1,37 +1,76 @@
-"""What every protocol adapter (web, MCP, A2A) stands on: the runs a server hosts and the rules
-of who may reach it.
+"""What every protocol adapter (web, MCP, A2A, the next one) stands on: the runs a server
+hosts, what their clients read of them, and the rules of who may reach it.
 
-- ``RunHost`` / ``HostedRun``: runs a server hosts in its task group, found again by id (maybe
-  on another connection, maybe after a restart), resumed from the store when this process does
-  not hold them.
+- ``RunHost`` / ``HostedRun``: runs a server hosts in its task group, found again by id
+  (maybe on another connection, maybe after a restart), resumed from the store when this
+  process does not hold them; a run may be the next turn of a conversation (its history:
+  ``Histories``, kept in memory, ``MemoryHistories``, or in a store's thread tables,
+  ``ThreadHistories``; one turn at a time: ``ConversationBusyError``).
+  ``HostedRun.events()`` reads the run's events from its first, for any number of readers;
+  ``answer_request`` / ``cancel_request`` end its requests (``why_refused`` says why an
+  answer was refused); ``cancel(reason)`` ends it; ``wait_settled()`` waits until it waits
+  for answers or has ended; ``outcome`` says how it ended.
   A run another process drives (``HostedRun.elsewhere``) is answered through the store
-  (``StoreRelay``; ``given`` reads why an answer was refused either way), followed there
-  until it moves on (``RunHost.moved_on``) and cancelled through it (``RunHost.cancel``).
+  (``StoreRelay``, the same verbs), followed there until it moves on
+  (``RunHost.moved_on``) and cancelled through it (``RunHost.cancel``).
+- ``drive`` / ``EventSink``: the one way a run is driven for a server (its events handed to
+  a sink in order, then its ``Outcome``); ``RunHost`` and the web server use it.
+- ``Outcome`` / ``outcome_of``: how a run ended as a client may read it (a result, or a
+  stored record); ``public_error``: what a client may read of a run's failure (no run id,
+  no lease holder).
+- ``PERMISSION_OPTIONS`` / ``DECISIONS`` / ``decision_of``: a permission's three answers
+  and the decision each stands for; ``Form`` / ``form_for`` / ``is_flat``: a pending
+  request as a form (MCP's elicitation schema, which ACP shares) and its content back as
+  an answer.
 - ``Guard``: who may reach a server, in front of every route of every server we ship (web,
   A2A, MCP over HTTP): the Host and Origin rules, the bearer token (its name put in the
-  request's scope under ``IDENTITY``), JSON bodies of bounded size.
-- ``public_error``: what a client may read of a run's failure, raised or stored (no run id,
-  no lease holder).
+  request's scope under ``IDENTITY``), JSON bodies of bounded size; ``nests_deeper``, how
+  each server counts a JSON body's depth against its own limit.
 - ``is_loopback``: where a server may run without a token.
+
+docs/architecture.md ("The adapter bridge") shows how an adapter is built on these.
 """
 
-from ..exceptions import UnknownRunError
+from ..exceptions import ConversationBusyError, UnknownRunError
+from ._decisions import DECISIONS, PERMISSION_OPTIONS, PermissionOption, decision_of
+from ._drive import STOPPED, EventSink, drive
 from ._errors import public_error
-from ._guard import DEFAULT_MAX_BODY, IDENTITY, LOCAL, TOKEN, Guard, is_loopback
+from ._forms import Form, form_for, is_flat
+from ._guard import DEFAULT_MAX_BODY, IDENTITY, LOCAL, TOKEN, Guard, is_loopback, nests_deeper
+from ._histories import Histories, MemoryHistories, ThreadHistories
+from ._hosted import HostedRun, why_refused
+from ._outcome import Outcome, outcome_of
 from ._relay import StoreRelay
-from ._runs import HostedRun, RunHost, given
+from ._runs import RunHost
 
 __all__ = [
+    "DECISIONS",
     "DEFAULT_MAX_BODY",
     "IDENTITY",
     "LOCAL",
+    "PERMISSION_OPTIONS",
+    "STOPPED",
     "TOKEN",
+    "ConversationBusyError",
+    "EventSink",
+    "Form",
     "Guard",
+    "Histories",
     "HostedRun",
+    "MemoryHistories",
+    "Outcome",
+    "PermissionOption",
     "RunHost",
     "StoreRelay",
+    "ThreadHistories",
     "UnknownRunError",
-    "given",
+    "decision_of",
+    "drive",
+    "form_for",
+    "is_flat",
     "is_loopback",
+    "nests_deeper",
+    "outcome_of",
     "public_error",
+    "why_refused",
 ]

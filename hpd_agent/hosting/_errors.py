@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..exceptions import RunLeasedError
-from ..text import bounded
+from ..text import bounded, error_text
 
 __all__ = ["public_error"]
 
@@ -13,8 +13,8 @@ _LEASED = "RunLeasedError:"
 
 def public_error(error: BaseException | str, run_id: str) -> str:
     """What a client may read of ``error`` (an exception, or a stored run's error text):
-    never the run's secret id, nor who holds its lease (a host and a process id); bounded
-    (``hpd_agent.text.bounded``)."""
+    ``"TypeName: message"`` either way, never the run's secret id, nor who holds its lease
+    (a host and a process id); bounded (``hpd_agent.text.bounded``)."""
     if isinstance(error, RunLeasedError):
         if error.lost:
             return "this server lost the run to another process, which continues it"
@@ -27,5 +27,5 @@ def public_error(error: BaseException | str, run_id: str) -> str:
             return "the run was being driven by another process"
         text = error
     else:
-        text = str(error) or type(error).__name__
+        text = error_text(error)  # as a stored run's error reads: "TypeName: message"
     return bounded(text.replace(run_id, "the run"))

@@ -18,13 +18,18 @@ Checked in this order, the first refusal answering ``{"error": ...}``:
   (415: a ``text/plain`` post is what any page can send without a CORS preflight) and at most
   ``max_body`` bytes (413), counted as the body arrives (a chunked body too), all of it read
   before the app runs.
+
+How deep a JSON body nests is each server's rule past the guard (its own limit and its own
+way of saying no: a 400, a JSON-RPC error), counted one way: ``nests_deeper``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from itertools import accumulate
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,6 +43,7 @@ __all__ = [
     "TOKEN",
     "Guard",
     "is_loopback",
+    "nests_deeper",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -61,8 +67,23 @@ DEFAULT_MAX_BODY = 4 << 20
 """Largest request body a server accepts unless told otherwise (bytes; the MCP SDK's own)."""
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
 _SHOWN = 80
 """Characters of a refused Host or Origin quoted in the error."""
+
+
+def nests_deeper(body: bytes, limit: int) -> bool:
+    """Whether the arrays and objects of the JSON text ``body`` nest deeper than ``limit``
+    (brackets inside strings do not count; text that is not JSON gets some answer, the
+    parser then says why). Counted without recursion, and only for a body holding more
+    brackets than ``limit`` (counting them is one pass in C): an ordinary body costs
+    nothing more, a deep one never reaches a recursive parser."""
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False  # too few brackets to nest too deep
+    brackets = _NOT_BRACKET.sub(b"", _STRING.sub(b"", body))
+    steps = (1 if b in b"[{" else -1 for b in brackets)
+    return max(accumulate(steps, initial=0)) > limit
 
 
 def _hostname(netloc: str) -> str:

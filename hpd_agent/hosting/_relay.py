@@ -18,7 +18,8 @@ from typing import Any, Generic
 from ..events import RequestEvent
 from ..exceptions import RequestError, UnknownRunError
 from ..store import RequestRecord, RunRecord, respond
-from ._runs import H, RunHost, given
+from ._hosted import why_refused
+from ._runs import H, RunHost
 
 __all__ = ["StoreRelay"]
 
@@ -65,22 +66,22 @@ class StoreRelay(Generic[H]):
         record = await self.store.get_request(request_id)
         return record is not None and record.run_id == self.run_id
 
-    async def give(self, request_id: str, read: Callable[[], Any]) -> str | None:
+    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
         """Answer ``request_id`` with what ``read`` gives (the protocol's reply read as the
         answer), through the store: None when it was taken (or the request ended
-        meanwhile), else why not (``given``)."""
+        meanwhile), else why not (``why_refused``)."""
 
         async def through_store() -> None:
             await respond(self.store, request_id, read())
 
-        note = await given(request_id, through_store)
+        note = await why_refused(request_id, through_store)
         if note is None:
             self.given.add(request_id)
         return note
 
-    async def end(self, request_id: str) -> None:
-        """End ``request_id`` cancelled (its asker is told nobody answered); the run goes
-        on."""
+    async def cancel_request(self, request_id: str) -> None:
+        """End ``request_id`` unanswered, cancelled in the store (its asker is told nobody
+        answered); the run goes on. One that ended meanwhile is left as it is."""
         with contextlib.suppress(RequestError):  # it ended meanwhile
             await self.store.resolve(request_id, "cancelled")
         self.given.add(request_id)

@@ -1,18 +1,19 @@
 """Runs a server hosts: each in the server's task group, found again by id (``RunHost``).
 
-A server that carries an agent's questions across a protocol (MCP, A2A) answers a request
-while the run waits: the run outlives the request that started it, and the next request
-(maybe on another connection, maybe after a restart) finds it by its run id. With a store,
-a run this process does not hold (the server was restarted) is resumed from the store: the
-journal replays it to where it waited, nothing runs twice. A run another process of the
-store drives is followed in the store (``RunHost.moved_on``, and ``StoreRelay`` gives it
-answers there) and cancelled through it (``RunHost.cancel``).
+A server that carries an agent's questions across a protocol (MCP, A2A, ACP) answers a
+request while the run waits: the run outlives the request that started it, and the next
+request (maybe on another connection, maybe after a restart) finds it by its run id. With a
+store, a run this process does not hold (the server was restarted) is resumed from the
+store: the journal replays it to where it waited, nothing runs twice. A run another process
+of the store drives is followed in the store (``RunHost.moved_on``, and ``StoreRelay`` gives
+it answers there) and cancelled through it (``RunHost.cancel``). A run may be a turn of a
+conversation: the conversation's earlier completed turns are its history (``Histories``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection
 from typing import Any, Generic
 
 import anyio
@@ -20,88 +21,14 @@ import anyio.abc
 from typing_extensions import TypeVar
 
 from ..agent import Agent
-from ..events import RequestEvent
-from ..exceptions import InvalidAnswerError, RequestError, RunLeasedError, UnknownRunError
-from ..run import Run, RunResult
+from ..exceptions import ConversationBusyError, UnknownRunError
+from ..run import Run
 from ..store import RequestRecord, RunRecord, Store, cancel_run
+from ._drive import drive
+from ._histories import Histories, MemoryHistories, ThreadHistories
+from ._hosted import HostedRun
 
-__all__ = ["HostedRun", "RunHost", "UnknownRunError", "given"]
-
-
-async def given(request_id: str, give: Callable[[], Awaitable[object]]) -> str | None:
-    """Give ``request_id`` its answer with ``give`` (which reads the protocol's reply as
-    the answer and hands it to the run, or to the store): None when it was taken, else why
-    not (the reply could not be read, or the answer was refused). A request that ended
-    meanwhile (answered, expired, cancelled) takes nothing: None too.
-    """
-    try:
-        await give()
-    except (ValueError, TypeError) as e:
-        return str(e)
-    except InvalidAnswerError as e:
-        return str(e).removeprefix(f"invalid answer for request {request_id}: ")
-    except RequestError:
-        pass
-    return None
-
-
-class HostedRun:
-    """One run a server hosts, driven in the server's task group.
-
-    Attributes:
-        run: The run.
-        lock: Held by the request driving it (one at a time).
-        ended: Set once the run has ended.
-        notes: Why the last answer to a request was refused, by request id (said with the
-            question when it is asked again).
-    """
-
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self.lock = anyio.Lock()
-        self.ended = anyio.Event()
-        self.notes: dict[str, str] = {}
-        self.raised: Exception | None = None
-        """What leaving the run's block raised, once it has ended: its failure, or the
-        ``RunLeasedError`` of a run that lost its lease (its result then says cancelled)."""
-
-    @property
-    def run_id(self) -> str:
-        """The run's id."""
-        return self.run.run_id
-
-    async def answer(self, request_id: str, read: Callable[[], Any]) -> str | None:
-        """Answer ``request_id`` with what ``read`` gives (the protocol's reply read as the
-        request's answer): None when the run took it, else why not (``read`` or the run
-        refused it). A request that ended meanwhile (expired, cancelled) takes nothing and
-        the run goes on without it: None too (see ``given``).
-        """
-        return await given(request_id, lambda: self.run.respond(request_id, read()))
-
-    @property
-    def elsewhere(self) -> bool:
-        """Whether another process drives the run: it ended here because its resume was
-        refused (the run's lease is live elsewhere; nothing was written: told at once) or
-        because this process lost the lease on the way (``RunLeasedError``: told once
-        ``ended`` is set). The run goes on there, or was cancelled there
-        (``hpd_agent.store.cancel_run``)."""
-        return self.run.done and (
-            isinstance(self.run.result.error, RunLeasedError)
-            or isinstance(self.raised, RunLeasedError)
-        )
-
-    async def stop(self) -> list[RequestEvent] | RunResult:
-        """Wait until the run waits for answers (its pending requests) or has ended."""
-        pending = await self.run.settled()
-        if pending:
-            return pending
-        await self.ended.wait()
-        return self.run.result
-
-    def ending(self) -> None:
-        """Called as the run ends, before ``ended`` is set (override to let go of what
-        waits on it)."""
-
+__all__ = ["H", "RunHost", "UnknownRunError"]
 
 H = TypeVar("H", bound=HostedRun, default=HostedRun)
 
@@ -119,6 +46,8 @@ class RunHost(Generic[H]):
         store: Where runs are journaled, or None (they live in this process only).
         task_group: The server's: runs live in it, not in the request that started them.
         hosted: Makes the ``HostedRun`` (or subclass) kept for each run.
+        histories: Where each conversation's history is kept (default: in the store's
+            thread tables when it declares them, ``ThreadHistories``; else in memory).
     """
 
     def __init__(
@@ -127,25 +56,55 @@ class RunHost(Generic[H]):
         store: Store | None,
         task_group: anyio.abc.TaskGroup,
         hosted: Callable[[Run], H],
+        *,
+        histories: Histories | None = None,
     ) -> None:
         self.agent = agent
         self.store = store
+        self.histories: Histories = _histories(store) if histories is None else histories
         self._tg = task_group
         self._hosted = hosted
         self._live: dict[str, H] = {}
+        self._turns: dict[str, H] = {}
         self._reopening = anyio.Lock()
 
-    async def start(self, query: str, run_id: str | None = None) -> H:
-        """A new run of the agent on ``query`` (with ``run_id`` when given)."""
-        return await self._serve(self.agent.stream(query, run_id=run_id, store=self.store))
+    async def start(
+        self, query: str, *, conversation: str | None = None, run_id: str | None = None
+    ) -> H:
+        """A new run of the agent on ``query``, driven in the server's task group.
+
+        Args:
+            query: The prompt.
+            conversation: The conversation the run is the next turn of: the messages of
+                its completed turns are the run's history, and the run's are once it
+                completes (a failed or cancelled turn leaves the history as it was).
+            run_id: The run's id (default: a new one).
+
+        Raises:
+            ConversationBusyError: The conversation's last turn is still running.
+        """
+        history = None
+        if conversation is not None:
+            if conversation in self._turns:
+                raise ConversationBusyError(
+                    "this conversation's turn is still running: wait for it or cancel it"
+                )
+            history = await self.histories.history(conversation)
+        run = self.agent.stream(query, history=history, run_id=run_id, store=self.store)
+        return await self._serve(run, conversation)
+
+    def turn(self, conversation: str) -> H | None:
+        """The conversation's turn running now, if any."""
+        return self._turns.get(conversation)
 
     def live(self, run_id: str) -> H | None:
         """The run ``run_id`` if this process drives it."""
         return self._live.get(run_id)
 
-    async def reopen(self, run_id: str) -> H | RunRecord:
-        """The run ``run_id``: live here, or resumed from the store; the store's record of
-        it if it has ended.
+    async def reopen(self, run_id: str, *, conversation: str | None = None) -> H | RunRecord:
+        """The run ``run_id``: live here, or resumed from the store (a turn of
+        ``conversation`` when given: its messages are kept once it completes); the store's
+        record of it if it has ended.
 
         Raises:
             UnknownRunError: Not a run of this agent that this process or its store has.
@@ -160,7 +119,7 @@ class RunHost(Generic[H]):
                 raise UnknownRunError(f"no run {run_id!r} of agent {self.agent.name!r} here")
             if record.status in ("completed", "failed", "cancelled"):
                 return record
-            return await self._serve(self.agent.resume_stream(run_id, store=store))
+            return await self._serve(self.agent.resume_stream(run_id, store=store), conversation)
 
     async def cancel(self, run_id: str) -> None:
         """Cancel the run ``run_id`` wherever it is driven; return once it has ended.
@@ -184,8 +143,7 @@ class RunHost(Generic[H]):
             hosted = found
         if hosted is None:
             return
-        hosted.run.cancel()
-        await hosted.ended.wait()
+        await hosted.cancel()
         if hosted.elsewhere and self.store is not None:
             await cancel_run(self.store, run_id)
 
@@ -240,15 +198,24 @@ class RunHost(Generic[H]):
         lease = await store.get_lease(run_id)
         return lease is None or lease.expires_at <= time.time()
 
-    async def _serve(self, run: Run) -> H:
+    async def _serve(self, run: Run, conversation: str | None = None) -> H:
         hosted = self._hosted(run)
+        hosted.conversation = conversation
         self._live[hosted.run_id] = hosted
+        if conversation is not None:
+            self._turns[conversation] = hosted
         try:
             await self._tg.start(self._drive, hosted)
         except BaseException:
-            self._live.pop(hosted.run_id, None)
+            self._forget(hosted)
             raise
         return hosted
+
+    def _forget(self, hosted: H) -> None:
+        self._live.pop(hosted.run_id, None)
+        conversation = hosted.conversation
+        if conversation is not None and self._turns.get(conversation) is hosted:
+            del self._turns[conversation]
 
     async def _drive(
         self,
@@ -257,15 +224,21 @@ class RunHost(Generic[H]):
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         try:
-            async with hosted.run as run:
-                task_status.started()
-                async for _ in run:
-                    pass  # the events go nowhere: draining keeps the run listening
-        except Exception as e:
-            # A failed run: its result holds the error, the server reports it. One that
-            # lost its lease raises it here (``elsewhere``).
-            hosted.raised = e
+            # Each event is kept once, for every reader of ``hosted.events()``; draining
+            # keeps the run listening. A failed run's outcome holds its error (the server
+            # reports it); one that lost its lease has it in ``hosted.raised``.
+            await drive(hosted.run, hosted, entered=task_status.started)
+            result = hosted.outcome.result
+            conversation = hosted.conversation
+            if conversation is not None and result is not None and result.status == "completed":
+                with anyio.CancelScope(shield=True):  # the turn is done: keep it
+                    await self.histories.keep(conversation, result.messages)
         finally:
-            self._live.pop(hosted.run_id, None)
-            hosted.ending()
-            hosted.ended.set()
+            self._forget(hosted)
+            hosted.finish()
+
+
+def _histories(store: Store | None) -> Histories:
+    """Conversations kept in the store's thread tables when it declares them, else here."""
+    tables: Any = None if store is None else getattr(store.capabilities(), "threads", None)
+    return MemoryHistories() if tables is None else ThreadHistories(tables)

@@ -71,7 +71,7 @@ async def answer_one(
                 f"{about['server']} sent an elicitation that cannot be asked: {e}"
             ) from e
     try:
-        answer = await ctx.coordinator.request(ctx, spec, request_id=request_id, timeout=None)
+        answer = await ctx.request(spec, request_id=request_id)
     except QuestionNotAnswered as e:
         return types.ElicitResult(action="decline" if e.status == "declined" else "cancel")
     if isinstance(params, types.ElicitRequestURLParams):

@@ -18,12 +18,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from ..events import RequestEvent
-from ..hosting import StoreRelay
+from ..hosting import Form, StoreRelay, form_for
 from ..questions import Decline
 from ..store import Store
 from ..text import shown
-from ._server_forms import Form, form_for
-from ._server_runs import ServedRun
+from ._server_runs import MCP_CLIENT, ServedRun
 
 __all__ = ["Driven", "Stored", "Target", "apply", "reading"]
 
@@ -42,7 +41,7 @@ class Target(Protocol):
         """Whether ``request_id`` was a question of the run (answered meanwhile)."""
         ...
 
-    async def give(self, request_id: str, read: Callable[[], Any]) -> str | None:
+    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
         """Answer ``request_id`` with what ``read`` gives: None, or why not."""
         ...
 
@@ -73,12 +72,12 @@ async def apply(target: Target, responses: Mapping[str, Any]) -> bool:
             raise MCPError(
                 INVALID_PARAMS, f"the response to {shown(key)} is not an elicitation result"
             )
-        form = form_for(request)
+        form = form_for(request, by=MCP_CLIENT)
         if response.action == "cancel":
             if await target.cancel(form):
                 return False
             continue
-        note = await target.give(form.request_id, reading(form, response))
+        note = await target.answer_request(form.request_id, reading(form, response))
         if note is not None:
             target.notes[key] = note
     return True
@@ -106,8 +105,8 @@ class Driven:
         record = None if self.store is None else await self.store.get_request(request_id)
         return record is not None and record.run_id == self.served.run_id
 
-    async def give(self, request_id: str, read: Callable[[], Any]) -> str | None:
-        return await self.served.answer(request_id, read)
+    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
+        return await self.served.answer_request(request_id, read)
 
     async def cancel(self, form: Form) -> bool:
         await self.served.cancel(f"the MCP client cancelled the question {form.message!r}")

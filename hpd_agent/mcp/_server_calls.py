@@ -21,7 +21,6 @@ asking tool's ``ask*`` raises ``QuestionNotAnswered(status="declined")`` and the
 
 from __future__ import annotations
 
-import contextlib
 import json
 from typing import Any, cast
 
@@ -34,15 +33,12 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
 
 from ..events import RequestEvent
-from ..exceptions import RequestError
-from ..hosting import UnknownRunError
-from ..run import RunResult
+from ..hosting import Outcome, UnknownRunError, form_for
 from ..store import RunRecord
 from ._server_answers import Driven, apply, reading
-from ._server_forms import form_for
 from ._server_relay import relayed
 from ._server_results import asking, record_result, text_result, tool_result
-from ._server_runs import ServedRun, ServedRuns
+from ._server_runs import MCP_CLIENT, ServedRun, ServedRuns
 
 __all__ = ["CLIENT_GRACE", "PING_EVERY", "Calls"]
 
@@ -67,11 +63,6 @@ class Calls:
     def __init__(self, runs: ServedRuns, tool_name: str) -> None:
         self.runs = runs
         self.tool_name = tool_name
-
-    @property
-    def agent_name(self) -> str:
-        """The served agent's name."""
-        return self.runs.agent.name
 
     # -- 2025-11-25: elicitations while the call stays open ---------------------------------
     async def elicited(
@@ -101,11 +92,11 @@ class Calls:
         self, ctx: ServerRequestContext[Any, Any], served: ServedRun
     ) -> types.CallToolResult:
         while True:
-            stop = await served.stop()
-            if isinstance(stop, RunResult):
-                return tool_result(stop, self.agent_name, served.why)
+            stop = await served.wait_settled()
+            if isinstance(stop, Outcome):
+                return tool_result(stop, served.reason)
             if not _can_elicit(ctx):
-                _unanswerable(served, stop)
+                await _unanswerable(served, stop)
                 continue
             async with anyio.create_task_group() as tg:
                 for request in stop:
@@ -120,21 +111,21 @@ class Calls:
     ) -> None:
         note: str | None = None
         while True:
-            form = form_for(request, note)
+            form = form_for(request, note, by=MCP_CLIENT)
             served.asked[request.request_id] = request
             try:
                 reply = await ctx.session.elicit_form(
                     form.message, form.schema, related_request_id=ctx.request_id
                 )
             except MCPError as e:
-                served.cancel_now(f"the MCP client could not answer {form.message!r}: {e}")
+                served.cancel_nowait(f"the MCP client could not answer {form.message!r}: {e}")
                 tg.cancel_scope.cancel()  # the other questions of the batch go unanswered
                 return
             if reply.action == "cancel":
-                served.cancel_now(f"the MCP client cancelled the question {form.message!r}")
+                served.cancel_nowait(f"the MCP client cancelled the question {form.message!r}")
                 tg.cancel_scope.cancel()
                 return
-            note = await served.answer(form.request_id, reading(form, reply))
+            note = await served.answer_request(form.request_id, reading(form, reply))
             if note is None:
                 return
 
@@ -197,14 +188,14 @@ class Calls:
         """The run's result or the questions it waits on; None when another process
         drives it now (this one lost its lease)."""
         while True:
-            stop = await served.stop()
-            if isinstance(stop, RunResult):
+            stop = await served.wait_settled()
+            if isinstance(stop, Outcome):
                 if served.elsewhere:
                     return None
-                return tool_result(stop, self.agent_name, served.why)
+                return tool_result(stop, served.reason)
             if _can_elicit(ctx):
                 break
-            _unanswerable(served, stop)
+            await _unanswerable(served, stop)
         for request in stop:
             served.asked[request.request_id] = request
         return asking(served.run_id, stop, served.notes)
@@ -229,7 +220,7 @@ async def _heed(
             )
         except MCPError as e:
             if e.code in _GONE:
-                served.cancel_now(f"the MCP client went away (no answer in {CLIENT_GRACE:g} s)")
+                served.cancel_nowait(f"the MCP client went away (no answer in {CLIENT_GRACE:g} s)")
                 gone.cancel()  # the questions it was asked go unanswered
                 return
             # Any other error is an answer: the client is there.
@@ -242,8 +233,7 @@ def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:
     return caps is not None and caps.elicitation is not None
 
 
-def _unanswerable(served: ServedRun, pending: list[RequestEvent]) -> None:
+async def _unanswerable(served: ServedRun, pending: list[RequestEvent]) -> None:
     """The client cannot be asked: each question ends unanswered, its asker told so."""
     for request in pending:
-        with contextlib.suppress(RequestError):
-            served.run.cancel_request(request.request_id)
+        await served.cancel_request(request.request_id)

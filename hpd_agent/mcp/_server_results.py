@@ -1,8 +1,9 @@
 """What a served agent's ``tools/call`` returns: the run's result, or (2026-07-28) the
 questions it waits on as an ``InputRequiredResult``.
 
-A client reads a run's failure as ``hpd_agent.hosting.public_error`` words it when another
-process drives the run: never the lease holder's host and process id.
+A client reads how a run ended as ``hpd_agent.hosting.outcome_of`` says it (one run's
+result or a stored run's record alike): its failure never names the lease holder's host and
+process id, nor the run's id.
 """
 
 from __future__ import annotations
@@ -13,33 +14,25 @@ from collections.abc import Sequence
 import mcp_types as types
 
 from ..events import RequestEvent
-from ..exceptions import RunLeasedError
-from ..hosting import public_error
-from ..run import RunResult, finished_event
+from ..hosting import Outcome, form_for, outcome_of
 from ..store import RunRecord
-from ._server_forms import form_for
+from ._server_runs import MCP_CLIENT
 
 __all__ = ["asking", "record_result", "text_result", "tool_result"]
 
 
-def tool_result(result: RunResult, agent_name: str, why: str | None = None) -> types.CallToolResult:
+def tool_result(outcome: Outcome, why: str | None = None) -> types.CallToolResult:
     """The ``tools/call`` result of a finished run: its output text, or what ended it."""
-    finished = finished_event(result, agent_name)
-    if result.status == "completed":
-        return text_result(finished.output or "", error=False)
-    if result.status == "cancelled":
+    if outcome.status == "completed":
+        return text_result(outcome.output or "", error=False)
+    if outcome.status == "cancelled":
         return text_result(f"The run was cancelled: {why or 'it was stopped'}.", error=True)
-    error = finished.error
-    if isinstance(result.error, RunLeasedError):
-        error = public_error(result.error, result.run_id)
-    return text_result(f"The run {result.status}: {error or 'no output'}", error=True)
+    return text_result(f"The run {outcome.status}: {outcome.error or 'no output'}", error=True)
 
 
 def record_result(record: RunRecord) -> types.CallToolResult:
     """The result of a stored run that ended before this retry came."""
-    if record.status == "completed":
-        return text_result(record.output or "", error=False)
-    return text_result(f"The run {record.status}: {record.error or 'no output'}", error=True)
+    return tool_result(outcome_of(record))
 
 
 def asking(
@@ -51,7 +44,7 @@ def asking(
     retries with the state alone."""
     asked: dict[str, types.InputRequest] = {}
     for request in requests:
-        form = form_for(request, notes.pop(request.request_id, None))
+        form = form_for(request, notes.pop(request.request_id, None), by=MCP_CLIENT)
         asked[request.request_id] = types.ElicitRequest(
             params=types.ElicitRequestFormParams(message=form.message, requested_schema=form.schema)
         )

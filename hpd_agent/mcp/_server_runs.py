@@ -15,39 +15,28 @@ import anyio.abc
 from ..agent import Agent
 from ..events import RequestEvent
 from ..hosting import HostedRun, RunHost
-from ..run import Run, RunResult
+from ..run import Run
 from ..store import Store
 
-__all__ = ["ServedRun", "ServedRuns"]
+__all__ = ["MCP_CLIENT", "ServedRun", "ServedRuns"]
+
+MCP_CLIENT = "the MCP client"
+"""Who a permission is denied by (``hosting.decision_of``)."""
 
 
 class ServedRun(HostedRun):
-    """One run of the served agent (``HostedRun``), as the MCP server tracks it.
+    """One run of the served agent (``HostedRun``: ``reason`` says what ended it early,
+    the client cancelling, for the tool result), as the MCP server tracks it.
 
     Attributes:
         asked: The requests sent to the client, by id.
-        why: What ended it early (the client cancelled), for the tool result.
     """
 
     def __init__(self, run: Run) -> None:
         super().__init__(run)
         self.asked: dict[str, RequestEvent] = {}
-        self.why: str | None = None
         self.idle: anyio.CancelScope | None = None
         """The expiry running while it waits for its client's retry."""
-
-    def cancel_now(self, why: str) -> None:
-        """Cancel the run on purpose (its stored requests end cancelled); ``why`` is what
-        the tool result will say."""
-        if self.why is None:
-            self.why = why
-        self.run.cancel()
-
-    async def cancel(self, why: str) -> RunResult:
-        """``cancel_now``, then wait for the run to end."""
-        self.cancel_now(why)
-        await self.ended.wait()
-        return self.run.result
 
     def unpark(self) -> None:
         """A client came back for it: no expiry while it is driven."""
@@ -90,5 +79,4 @@ class ServedRuns(RunHost[ServedRun]):
         with anyio.CancelScope() as scope:
             served.idle = scope
             await anyio.sleep(self.idle_ttl)
-            served.why = f"no answer came within {self.idle_ttl:g} seconds"
-            served.run.cancel()
+            served.cancel_nowait(f"no answer came within {self.idle_ttl:g} seconds")

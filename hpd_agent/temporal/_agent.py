@@ -11,7 +11,7 @@ touch the world into activities:
 
 Tools that take a ``ToolContext`` run in the workflow: agents-as-tools (a nested agent is
 more workflow code: its own model and tool calls become activities in turn), ``ask_user``
-and any tool that asks the human. They need the run's coordinator, which lives in the
+and any tool that asks the human. They need the run's request table, which lives in the
 workflow, and their waits must be workflow state, not a worker holding a coroutine. Such a
 tool must therefore be deterministic like workflow code: its side effects go in
 ``ctx.step(...)``, which becomes a local activity (done once, its result in the history),
@@ -31,7 +31,7 @@ import contextlib
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -49,9 +49,6 @@ from ..tools import Tool, ToolArgumentsError, ToolContext
 from ._activities import MODEL_ACTIVITY, STEP_ACTIVITY, STEPS, TOOL_ACTIVITY
 from ._state import RunState, WorkflowRequests
 from ._tree import AgentTree, dump_params, error_class, load_response
-
-if TYPE_CHECKING:
-    from ..coordinator import Coordinator
 
 __all__ = ["TemporalAgent"]
 
@@ -163,7 +160,6 @@ class _ActivityHook(Hook):
 
     def __init__(self, owner: TemporalAgent) -> None:
         self.owner = owner
-        self.coordinator: Coordinator | None = None
 
     async def wrap_model_request(
         self, call: ModelCall, call_next: CallNext[ModelCall, ModelResponse]
@@ -278,17 +274,9 @@ class _ActivityHook(Hook):
     ) -> str | None:
         if not tool.needs_approval(arguments):
             return None
-        if self.coordinator is None:  # never runs a guarded tool unasked
-            raise UserError("the run's coordinator is not attached: cannot ask permission")
-        # The same frame the loop would build, so the request id is the same as locally.
-        ctx = ToolContext(
-            coordinator=self.coordinator,
-            agent_path=execution.agent_path,
-            tool_name=tool.name,
-            tool_call_id=execution.call.id,
-            call_path=execution.call_path,
-            scope_path=execution.call_path.rsplit("@", 1)[0],
-        )
+        # The same frame the loop would build, so the request id is the same as locally
+        # (outside a run it raises: a guarded tool never runs unasked).
+        ctx = ToolContext.for_execution(execution, tool.name)
         return await ctx.ask_permission(tool.name, arguments)
 
 
@@ -320,15 +308,15 @@ class _Session:
         self.history = list(history) if history else None
         self.hooks: Sequence[Hook] = (hook,)
         self.backend = requests
-        self._hook = hook
         self._conversations: dict[str, list[Message]] = {}
 
     def held(self) -> AbstractAsyncContextManager[None]:
         # No lease to take: Temporal already lets one worker at a time drive a workflow.
         return contextlib.nullcontext()
 
-    async def attach(self, coordinator: Coordinator) -> None:
-        self._hook.coordinator = coordinator
+    async def attach(self, coordinator: object) -> None:
+        # The workflow replays the run from its history: nothing to bring back.
+        return None
 
     async def finish(self, result: RunResult) -> None:
         return None

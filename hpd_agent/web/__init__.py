@@ -72,7 +72,7 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncGenerator[dict[str, Any]]:
         try:
             async with anyio.create_task_group() as tg:
-                threads.task_group = tg
+                threads.runs.task_group = tg
                 tg.start_soon(threads.keep_alive)
                 # What is alive now (modules, the agent tree, the app) lives as long as the
                 # server: out of the cyclic GC's full collections, which otherwise walk it

@@ -155,14 +155,18 @@ class _Routes:
         thread = await self.threads.claim(data.thread_id)
         if thread.running:
             message = "a run is in progress on this thread"
-            return self._sse(_frames(self.threads.refusal(thread, data.run_id, message, "busy")))
+            return self._sse(
+                _frames(self.threads.runs.refusal(thread, data.run_id, message, "busy"))
+            )
         thread.running = True  # claimed before any await: a second input on it is "busy"
         try:
             start = await self._start(thread, data)
         except _Refused as e:
             thread.running = False
             self.threads.release(thread)  # a refused input leaves nothing behind
-            return self._sse(_frames(self.threads.refusal(thread, data.run_id, str(e), e.code)))
+            return self._sse(
+                _frames(self.threads.runs.refusal(thread, data.run_id, str(e), e.code))
+            )
         except BaseException:
             thread.running = False
             self.threads.release(thread)
@@ -185,7 +189,7 @@ class _Routes:
                 answers = await check_resume(threads.store, last.run_id, entries)
             except ResumeRefused as e:
                 raise _Refused(str(e), e.code) from None
-            return await threads.resume(thread, run_id, answers)
+            return await threads.runs.resume(thread, run_id, answers)
         if waiting:
             message = (
                 "the thread's run waits: send resume entries for its interrupts (an empty "
@@ -194,7 +198,7 @@ class _Routes:
             raise _Refused(message, "interrupted")
         prompt, history = _conversation(data)
         snapshot = MessagesSnapshotEvent(messages=list(data.messages))
-        return await threads.start(
+        return await threads.runs.start(
             thread, run_id, prompt=prompt, history=history, mode=_mode(data), snapshot=snapshot
         )
 

@@ -6,7 +6,9 @@ JSON nesting at most ``MAX_DEPTH`` arrays/objects deep (400 otherwise).
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
+
+from ..hosting import nests_deeper
 
 __all__ = ["MAX_BODY", "MAX_DEPTH", "BodyError", "parse_body"]
 
@@ -25,32 +27,16 @@ class BodyError(Exception):
         self.status = status
 
 
-def _too_deep(value: Any) -> bool:
-    """Whether ``value`` nests arrays/objects deeper than ``MAX_DEPTH`` (no recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict | list):
-            if depth > MAX_DEPTH:
-                return True
-            container = cast(dict[str, Any] | list[Any], item)
-            children = container.values() if isinstance(container, dict) else container
-            stack.extend((child, depth + 1) for child in children)
-    return False
-
-
 def parse_body(body: bytes) -> Any:
     """The JSON value of a body already within ``MAX_BODY``.
 
     Raises:
         BodyError: 400, not JSON or nested deeper than ``MAX_DEPTH``.
     """
+    # Counted on the text, before a recursive parser sees it (as the A2A server counts).
+    if nests_deeper(body, MAX_DEPTH):
+        raise BodyError(400, f"body nests deeper than {MAX_DEPTH} levels")
     try:
-        value = json.loads(body)
-    except RecursionError:
-        raise BodyError(400, f"body nests deeper than {MAX_DEPTH} levels") from None
+        return json.loads(body)
     except ValueError:
         raise BodyError(400, "body is not JSON") from None
-    if _too_deep(value):
-        raise BodyError(400, f"body nests deeper than {MAX_DEPTH} levels")
-    return value

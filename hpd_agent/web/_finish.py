@@ -4,7 +4,7 @@ Snapshots first (the thread's state and messages), then exactly one terminal eve
 completed run is RUN_FINISHED with its output as ``result``; an interrupted one is
 RUN_FINISHED with the interrupt outcome, one ``Interrupt`` per request pending in the store;
 a cancelled one has the cancelled outcome; anything else is RUN_ERROR (its text what
-``hpd_agent.hosting.public_error`` lets a client read).
+``hpd_agent.hosting.outcome_of`` lets a client read).
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ from ag_ui.core import (
     StateSnapshotEvent,
 )
 
-from ..hosting import public_error
 from ..store import RequestRecord
 from ._requests import interrupt_of
 
-__all__ = ["finish_events", "public_error"]
+__all__ = ["finish_events"]
 
 
 def finish_events(

@@ -1,69 +1,80 @@
-"""The runs side of the thread registry: a thread's root runs started, resumed and driven.
+"""A thread's root runs started, resumed and driven: ``ThreadRuns``, an object the thread
+registry (``_threads``) holds.
 
-``ThreadRuns`` is a mixin of ``Threads`` (``_threads``): an input opens an AG-UI run on the
-thread (RUN_STARTED), starts or resumes its root run, and the run is driven in the server's
-task group (each event translated and recorded, a live question announced), then closed with
-its terminal events, written before anyone sees them. A refused input's frames are made here
-too. A mixin rather than an object the registry holds: a run's events pay no call more.
+An input opens an AG-UI run on the thread (RUN_STARTED), starts or resumes its root run, and
+the run is driven in the server's task group by ``hosting.drive``, the driver every adapter
+shares, with a sink of this thread's (``RunFrames``: each event translated and recorded in
+the thread's log, a live question announced), then closed with its terminal events from its
+``hosting.Outcome``, written before anyone sees them. A refused input's frames are made here
+too.
 """
 
 from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import Any
 
-import anyio
 from ag_ui.core import BaseEvent, CustomEvent, RunErrorEvent, RunStartedEvent
 from ag_ui.core.version import PROTOCOL_VERSION
 from anyio.abc import TaskGroup
 
 from ..agent import Agent
-from ..events import RequestEvent
+from ..events import Event, RequestEvent
+from ..hosting import Outcome, drive
 from ..messages import Message
 from ..run import Run
 from ..store import RequestRecord, Store
 from ._db import RunRow, ThreadDB
-from ._finish import finish_events, public_error
+from ._finish import finish_events
+from ._log import ThreadLog
 from ._requests import request_value
 from ._state import Mode, Thread
 from ._translate import Translator
-from ._wire import Out, frame
+from ._wire import frame
 
-__all__ = ["ThreadRuns"]
+__all__ = ["RunFrames", "ThreadRuns"]
 
 _FLUSH_EVERY = 256
 """Recorded events kept in memory only before they are written to the thread DB."""
 
 
 class ThreadRuns:
-    """The methods of ``Threads`` that start, resume and drive a thread's root runs.
+    """Starts, resumes and drives the threads' root runs.
 
-    Attributes:
+    Args:
         agent: The agent whose runs the threads hold.
         store: Where the runs are kept.
+        db: The threads' runs and events.
+        log: The threads' event log.
+        release: Forgets a thread whose run has ended (the registry's).
+
+    Attributes:
         task_group: The server's task group, which owns every run (set by the app's lifespan).
     """
 
-    # Set by Threads.__init__; declared here so that the methods below are typed.
-    agent: Agent
-    store: Store
-    _db: ThreadDB
-    task_group: TaskGroup | None
+    def __init__(
+        self,
+        agent: Agent,
+        store: Store,
+        db: ThreadDB,
+        log: ThreadLog,
+        release: Callable[[Thread], None],
+    ) -> None:
+        self.agent = agent
+        self.store = store
+        self.db = db
+        self.log = log
+        self.release = release
+        self.task_group: TaskGroup | None = None
 
-    if TYPE_CHECKING:
-        # Threads defines these (the registry and the log).
-        def append(self, thread: Thread, event: Out, *, publish: bool = True) -> None: ...
-        def publish(self, thread: Thread) -> None: ...
-        async def flush(self, thread: Thread, *, run: bool = False) -> None: ...
-        def release(self, thread: Thread) -> None: ...
-
-    async def begin(self, thread: Thread, agui_run_id: str) -> int:
+    def begin(self, thread: Thread, agui_run_id: str) -> int:
         """Open an AG-UI run on the thread (RUN_STARTED); returns its first frame's index."""
         thread.running = True
         start = len(thread.frames)
-        self.append(
+        self.log.append(
             thread,
             RunStartedEvent(
                 thread_id=thread.thread_id, run_id=agui_run_id, protocol_version=PROTOCOL_VERSION
@@ -71,7 +82,8 @@ class ThreadRuns:
         )
         return start
 
-    def refusal(self, thread: Thread, agui_run_id: str, message: str, code: str) -> list[str]:
+    @staticmethod
+    def refusal(thread: Thread, agui_run_id: str, message: str, code: str) -> list[str]:
         """The frames of a refused input: RUN_STARTED then RUN_ERROR, recorded nowhere (the
         thread's own run, if any, goes on untouched)."""
         now = int(time.time() * 1000)
@@ -83,16 +95,6 @@ class ThreadRuns:
         )
         error = RunErrorEvent(message=message, code=code, timestamp=now)
         return [frame(started), frame(error)]
-
-    async def _end(self, thread: Thread) -> None:
-        # The closing frames (and how the run ended) are written before anyone sees them:
-        # a client that saw RUN_FINISHED may kill the server at once and still find the
-        # thread as it saw it.
-        await self.flush(thread, run=True)
-        thread.running = False
-        thread.live = None
-        self.publish(thread)
-        self.release(thread)  # followers keep their reference; the registry forgets it
 
     async def start(
         self,
@@ -108,9 +110,9 @@ class ThreadRuns:
         run_id = "run_" + secrets.token_hex(16)
         row = RunRow(run_id=run_id, mode=mode, status="running")
         thread.runs.append(row)
-        await self._db.put_run(thread.thread_id, len(thread.runs), row)
-        start = await self.begin(thread, agui_run_id)
-        self.append(thread, snapshot)
+        await self.db.put_run(thread.thread_id, len(thread.runs), row)
+        start = self.begin(thread, agui_run_id)
+        self.log.append(thread, snapshot)
         run = self.agent.stream(
             prompt, history=history, run_id=run_id, store=self.store, on_unhandled="interrupt"
         )
@@ -124,9 +126,9 @@ class ThreadRuns:
         row = thread.run
         assert row is not None
         row.status = "running"
-        await self._db.put_run(thread.thread_id, len(thread.runs), row)
-        start = await self.begin(thread, agui_run_id)
-        self.append(thread, thread.view.snapshot())
+        await self.db.put_run(thread.thread_id, len(thread.runs), row)
+        start = self.begin(thread, agui_run_id)
+        self.log.append(thread, thread.view.snapshot())
         run = self.agent.resume_stream(
             row.run_id, store=self.store, on_unhandled="interrupt", answers=answers, wait=True
         )
@@ -135,59 +137,12 @@ class ThreadRuns:
 
     def _spawn(self, thread: Thread, run: Run, agui_run_id: str, mode: Mode) -> None:
         assert self.task_group is not None, "the app's lifespan has not started"
-        row = thread.run
-        assert row is not None
-        translator = Translator(row.run_id, thread.view)
-        self.task_group.start_soon(self._drive, thread, run, translator, agui_run_id, mode)
+        sink = RunFrames(self, thread, run, agui_run_id, mode)
+        # Interrupt mode: nobody answers mid-run, a question ends the run with an interrupt.
+        driving = partial(drive, run, sink, listening=mode == "live", entered=sink.entered)
+        self.task_group.start_soon(driving)
 
-    async def _drive(
-        self, thread: Thread, run: Run, translator: Translator, agui_run_id: str, mode: Mode
-    ) -> None:
-        row = thread.run
-        assert row is not None
-        status, error, output = "failed", None, None
-        try:
-            async with run:
-                thread.live = run
-                if mode == "interrupt":
-                    # Nobody answers mid-run: a question ends the run with an interrupt.
-                    run.coordinator.stop_listening()
-                async for event in run:
-                    outs = translator.translate(event)
-                    if outs:
-                        for out in outs:
-                            self.append(thread, out, publish=False)
-                        self.publish(thread)
-                    if mode == "live" and isinstance(event, RequestEvent) and not event.replayed:
-                        await self._announce(thread, event)
-                    if len(thread.frames) - thread.flushed >= _FLUSH_EVERY:
-                        await self.flush(thread)
-            result = run.result
-            status, output = result.status, result.output
-            error = None if result.error is None else public_error(result.error, row.run_id)
-        except Exception as e:  # the run failed: the client gets RUN_ERROR, never a hang
-            error = public_error(e, row.run_id)
-        finally:
-            with anyio.CancelScope(shield=True):
-                row.status = await self._row_status(row.run_id, status)
-                pending = await self.store.list_requests(run_id=row.run_id)
-                for out in translator.close():
-                    self.append(thread, out, publish=False)
-                snapshot = thread.view.snapshot()
-                for out in finish_events(
-                    thread.thread_id,
-                    snapshot,
-                    agui_run_id,
-                    status,
-                    output,
-                    error,
-                    pending,
-                ):
-                    self.append(thread, out, publish=False)
-                thread.ends.append(len(thread.frames) - 1)
-                await self._end(thread)
-
-    async def _row_status(self, run_id: str, status: str) -> str:
+    async def row_status(self, run_id: str, status: str) -> str:
         """The thread's record of how its run ended: a run that did not end in the store
         (refused by another holder's lease, a failed attempt) stays resumable."""
         if status in ("completed", "interrupted", "cancelled"):
@@ -197,10 +152,88 @@ class ThreadRuns:
             return "interrupted"
         return "failed"
 
-    async def _announce(self, thread: Thread, event: RequestEvent) -> None:
-        record = await self.store.get_request(event.request_id) or RequestRecord.from_event(event)
+
+class RunFrames:
+    """One run of a thread as AG-UI frames: the ``hosting.EventSink`` it is driven with.
+
+    Args:
+        runs: The registry's runs (store, log, release).
+        thread: The thread.
+        run: Its root run.
+        agui_run_id: The AG-UI run the frames belong to.
+        mode: ``"live"``: a question is announced as it comes; ``"interrupt"``: it ends the
+            run.
+    """
+
+    __slots__ = ("agui_run_id", "live", "log", "run", "runs", "thread", "translator")
+
+    def __init__(
+        self, runs: ThreadRuns, thread: Thread, run: Run, agui_run_id: str, mode: Mode
+    ) -> None:
+        row = thread.run
+        assert row is not None
+        self.runs = runs
+        self.log = runs.log
+        self.thread = thread
+        self.run = run
+        self.agui_run_id = agui_run_id
+        self.live = mode == "live"
+        self.translator = Translator(row.run_id, thread.view)
+
+    def entered(self) -> None:
+        """The run has started: answers reach it live from now on."""
+        self.thread.live = self.run
+
+    def take(self, event: Event) -> Awaitable[None] | None:
+        """Translate one event into frames, recorded and published."""
+        thread, log = self.thread, self.log
+        outs = self.translator.translate(event)
+        if outs:
+            for out in outs:
+                log.append(thread, out, publish=False)
+            log.publish(thread)
+        if self.live and isinstance(event, RequestEvent) and not event.replayed:
+            return self._announce(event)  # written at once (a flush)
+        if len(thread.frames) - thread.flushed >= _FLUSH_EVERY:
+            return log.flush(thread)
+        return None
+
+    async def _announce(self, event: RequestEvent) -> None:
+        store = self.runs.store
+        record = await store.get_request(event.request_id) or RequestRecord.from_event(event)
         value = request_value(record)
         custom = CustomEvent(name="hpd_agent.request", value=value)
         custom.subagent_run_id = value["subagentRunId"]
-        self.append(thread, custom)
-        await self.flush(thread)
+        self.log.append(self.thread, custom)
+        await self.log.flush(self.thread)
+
+    async def close(self, outcome: Outcome, raised: Exception | None) -> None:
+        """The closing frames (snapshots, then RUN_FINISHED or RUN_ERROR), written before
+        anyone sees them: a client that saw RUN_FINISHED may kill the server at once and
+        still find the thread as it saw it."""
+        thread, log = self.thread, self.log
+        row = thread.run
+        assert row is not None
+        row.status = await self.runs.row_status(row.run_id, outcome.status)
+        pending = await self.runs.store.list_requests(run_id=row.run_id)
+        for out in self.translator.close():
+            log.append(thread, out, publish=False)
+        result = outcome.result  # its output as the run gave it (a structured one too)
+        output = outcome.output if result is None else result.output
+        snapshot = thread.view.snapshot()
+        for out in finish_events(
+            thread.thread_id,
+            snapshot,
+            self.agui_run_id,
+            outcome.status,
+            output,
+            outcome.error,
+            pending,
+        ):
+            log.append(thread, out, publish=False)
+        thread.ends.append(len(thread.frames) - 1)
+        await log.flush(thread, run=True)
+        thread.running = False
+        thread.live = None
+        log.publish(thread)
+        self.runs.release(thread)  # followers keep their reference; the registry forgets it

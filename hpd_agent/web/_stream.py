@@ -137,7 +137,7 @@ class EventStream(Response):
                 continue
             if stop is not None and index > stop:
                 return True
-            await self._threads.changed(thread)
+            await self._threads.log.changed(thread)
             if thread.published == index and time.monotonic() - last >= PING_SECONDS:
                 await self._write(send, thread, follower, _PING)
                 last = time.monotonic()

@@ -4,27 +4,26 @@ Every run is owned by the server's task group, not by an HTTP request: a respons
 follows the thread's event log (``follow``), so a client that disconnects (a page reload)
 leaves the run going, and any number of clients can follow the same thread. Runs get secret
 ids (``secrets.token_hex``); request ids are derived from them, so clients cannot guess one.
-The runs are started, resumed and driven by ``ThreadRuns`` (``_runs``), a mixin of
-``Threads``; a thread's state in memory is ``Thread`` (``_state``).
+The registry holds two objects: the threads' event log (``ThreadLog``, ``_log``: each event
+recorded once, published to followers, written to the DB) and their runs (``ThreadRuns``,
+``_runs``: started, resumed and driven by ``hosting.drive``); a thread's state in memory is
+``Thread`` (``_state``).
 """
 
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import anyio
-from ag_ui.core import BaseEvent
-from anyio.abc import TaskGroup
 
 from ..agent import Agent
 from ..store import Store
 from ._db import ThreadDB
+from ._log import MAX_BEHIND, ThreadLog
 from ._requests import request_value
 from ._runs import ThreadRuns
 from ._state import Follower, Mode, Thread
-from ._wire import Out, frame
 
 __all__ = ["MAX_BEHIND", "PING_SECONDS", "STARTING", "Follower", "Mode", "Thread", "Threads"]
 
@@ -37,20 +36,22 @@ recorded, the run created), the others waiting their turn. A start costs the eve
 millisecond or so, in steps: 200 inputs started in one moment put 200 such steps in every
 turn of the loop, ahead of the pieces of the runs already streaming; a few at a time, a few."""
 
-MAX_BEHIND = 8192
-"""Events a client may have waiting for it (published while its connection accepted none
-of them) before it is told to resync and its stream is closed."""
 
+class Threads:
+    """Every thread of one server, backed by ``db`` and the agent's ``store``.
 
-class Threads(ThreadRuns):
-    """Every thread of one server, backed by ``db`` and the agent's ``store``."""
+    Attributes:
+        log: The threads' event log.
+        runs: Their root runs (its ``task_group`` set by the app's lifespan).
+    """
 
     def __init__(self, agent: Agent, store: Store, db: ThreadDB) -> None:
         self.agent = agent
         self.store = store
         self._db = db
         self._threads: dict[str, Thread] = {}
-        self.task_group: TaskGroup | None = None
+        self.log = ThreadLog(db)
+        self.runs = ThreadRuns(agent, store, db, self.log, self.release)
         self.admission = anyio.Semaphore(STARTING)
         """Held while an input is started (``STARTING`` at once, the others wait in turn)."""
 
@@ -95,43 +96,6 @@ class Threads(ThreadRuns):
         """The thread that started root run ``run_id``, or None."""
         return await self._db.thread_of(run_id)
 
-    # -- the log ---------------------------------------------------------------------------
-    def append(self, thread: Thread, event: Out, *, publish: bool = True) -> None:
-        """Record one event on the thread, encoded once; publish it (and any held back)
-        unless told not to."""
-        now = int(time.time() * 1000)
-        if isinstance(event, BaseEvent):
-            event.timestamp = now
-        else:
-            event["timestamp"] = now
-        thread.view.fold(event)
-        thread.frames.append(frame(event))
-        if publish:
-            self.publish(thread)
-
-    def publish(self, thread: Thread) -> None:
-        """Let followers see every frame recorded so far; a follower whose client has
-        ``MAX_BEHIND`` events waiting is told to resync (``_stream``)."""
-        published = thread.published = len(thread.frames)
-        self._wake(thread)
-        for follower in thread.writing:
-            if not follower.behind and follower.waiting(published) > MAX_BEHIND:
-                follower.fall_behind()
-
-    async def changed(self, thread: Thread) -> None:
-        """Wait for the next publish (or the next ``keep_alive`` tick)."""
-        event = thread.changed
-        if event is None:
-            event = thread.changed = anyio.Event()
-        await event.wait()
-
-    @staticmethod
-    def _wake(thread: Thread) -> None:
-        changed = thread.changed
-        if changed is not None:
-            thread.changed = None
-            changed.set()
-
     async def keep_alive(self) -> None:
         """Wake the followers of every thread once a second, so a stream that had nothing
         to send for ``PING_SECONDS`` sends its keep-alive comment (one timer for the
@@ -139,16 +103,7 @@ class Threads(ThreadRuns):
         while True:
             await anyio.sleep(1)
             for thread in list(self._threads.values()):
-                self._wake(thread)
-
-    async def flush(self, thread: Thread, *, run: bool = False) -> None:
-        """Write the frames recorded since the last flush (and, with ``run``, the newest
-        run's row in the same transaction)."""
-        first, frames = thread.flushed, thread.frames[thread.flushed :]
-        thread.flushed = len(thread.frames)
-        row = thread.run if run else None
-        where = None if row is None else (len(thread.runs), row)
-        await self._db.add_events(thread.thread_id, first, frames, where)
+                ThreadLog.wake(thread)
 
     async def pending(self, thread: Thread) -> list[dict[str, Any]]:
         """The thread's pending requests, as ``hpd_agent.request`` values, oldest first."""

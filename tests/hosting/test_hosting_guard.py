@@ -279,3 +279,16 @@ async def test_a_refused_value_is_quoted_bounded() -> None:
 def test_an_empty_token_or_name_is_refused(tokens: Any) -> None:
     with pytest.raises(UserError, match="must not be empty"):
         Guard(App(), tokens=tokens)
+
+
+def test_a_json_body_depth_is_counted_one_way() -> None:
+    """``nests_deeper``: what the web and A2A servers count against their own limits."""
+    from hpd_agent.hosting import nests_deeper
+
+    assert not nests_deeper(b"[" * 3 + b"]" * 3, 3)
+    assert nests_deeper(b"[" * 4 + b"]" * 4, 3)
+    assert nests_deeper(b'{"a": [[[[1]]]]}', 4)
+    # Brackets inside strings (escaped quotes too) are text, not nesting.
+    assert not nests_deeper(b'["[[[[[", "\\"[[[[[", {"k": "{{{{{"}]', 2)
+    assert not nests_deeper(b"[" * 1_000_000, 1_000_000)  # too few brackets: not even counted
+    assert nests_deeper(b"[" * 1_000_000, 100)  # counted without recursion

@@ -13,8 +13,8 @@ from mcp import Client
 from mcp.client.session import ClientRequestContext
 
 from hpd_agent.events import ClarificationRequest, PermissionRequest
+from hpd_agent.hosting import form_for, is_flat
 from hpd_agent.mcp import mcp_server
-from hpd_agent.mcp._server_forms import form_for, is_flat
 from hpd_agent.permissions import Approve, Deny
 
 pytestmark = pytest.mark.anyio

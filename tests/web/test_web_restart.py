@@ -187,7 +187,7 @@ def test_a_resume_refused_by_a_live_holder_writes_nothing_and_leaves_the_run_res
 def test_no_secret_in_a_run_error(tmp_path: Path) -> None:
     """The client's copy of an error never carries the run's id (``public_error``)."""
     from hpd_agent.exceptions import RunLeasedError, UserError
-    from hpd_agent.web._finish import public_error
+    from hpd_agent.hosting import public_error
 
     run_id = "run_" + "ab" * 16
     leased = RunLeasedError(

@@ -1,10 +1,11 @@
-"""A pending request as an MCP elicitation form, and the form's content back as an answer.
+"""A pending request as a form (an MCP elicitation, an ACP ``elicitation/create``: ACP's form
+schema is MCP's), and the form's content back as an answer.
 
 A question's form is drawn from its answer schema (``answer_schema_of``, any kind): a flat
 object schema MCP allows is sent as it is; a schema MCP allows for one field (a string, an
 enum of the options, an array of them, a boolean, a number...) is one required property
 ``answer``; any other asks for ``answer`` as a string holding JSON. A permission asks for
-``decision``.
+``decision`` (one of ``DECISIONS``).
 """
 
 from __future__ import annotations
@@ -12,23 +13,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent, format_path
-from ..permissions import Approve, Deny
 from ..questions import answer_schema_of
 from ..text import permission_question, shown
+from ._decisions import DECISIONS, decision_of
 
-__all__ = ["DECISIONS", "Form", "form_for", "is_flat"]
-
-DECISIONS = ("approve_once", "approve_run", "deny")
-"""The values of a permission form's ``decision``, in the order a client shows them."""
-
-_DECIDED = {
-    "approve_once": Approve(scope="once"),
-    "approve_run": Approve(scope="run"),
-    "deny": Deny(reason="denied by the MCP client"),
-}
+__all__ = ["Form", "form_for", "is_flat"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +42,14 @@ class Form:
     read: Callable[[Mapping[str, Any] | None], Any]
 
 
-def form_for(request: RequestEvent, note: str | None = None) -> Form:
-    """The elicitation asking ``request``; ``note`` (why the last answer was refused) is
-    added to its message."""
+def form_for(request: RequestEvent, note: str | None = None, *, by: str = "the client") -> Form:
+    """The form asking ``request``; ``note`` (why the last answer was refused) is added to
+    its message; ``by`` names the client a permission is denied by (``decision_of``)."""
     path = format_path(request.agent_path)
     if isinstance(request, PermissionRequest):
         text = f"{path}: {permission_question(request.tool_name, request.arguments)}"
         schema = _one("decision", {"type": "string", "enum": list(DECISIONS)})
-        read: Callable[[Mapping[str, Any] | None], Any] = _read_decision
+        read: Callable[[Mapping[str, Any] | None], Any] = partial(_read_decision, by=by)
     else:
         text = f"{path}: {request.question}"
         if request.context:
@@ -106,11 +99,12 @@ def _read_content(content: Mapping[str, Any] | None) -> Any:
     return dict(content or {})
 
 
-def _read_decision(content: Mapping[str, Any] | None) -> Any:
+def _read_decision(content: Mapping[str, Any] | None, *, by: str) -> Any:
     decision = (content or {}).get("decision")
-    if not isinstance(decision, str) or decision not in _DECIDED:
+    decided = decision_of(decision, by=by)
+    if decided is None:
         raise ValueError(f"decision must be one of {', '.join(DECISIONS)}, got {shown(decision)}")
-    return _DECIDED[decision]
+    return decided
 
 
 # -- what MCP allows in a requestedSchema ---------------------------------------------------
