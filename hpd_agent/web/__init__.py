@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 from starlette.applications import Starlette
 
-from ..agent import Agent
+from ..agent import Agent, check_examples
 from ..exceptions import UserError
 from ..hosting import is_loopback
 from ..store import Store, open_store
@@ -39,6 +39,7 @@ def create_app(
     agent_ref: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] = (),
+    examples: Sequence[str] | None = None,
 ) -> Starlette:
     """An ASGI app serving ``agent``: AG-UI at ``POST /agent``, the inbox API, the page.
 
@@ -57,12 +58,15 @@ def create_app(
             name with one.
         allowed_origins: Browser origins (``https://app.example``) allowed to call the API
             besides the server's own page (any other ``Origin`` gets 403).
+        examples: The prompts the page suggests (``GET /info``) instead of the agent's own
+            (``Agent(examples=...)``); checked the same way.
 
     Returns:
         The Starlette app.
     """
     if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"create_app needs an Agent, got {type(agent).__name__}")
+    shown = agent.examples if examples is None else check_examples(examples)
     resolved = store if isinstance(store, Store) else open_store(store or DEFAULT_STORE)
     owns_store = not isinstance(store, Store)
     db = open_thread_db(resolved)
@@ -85,7 +89,9 @@ def create_app(
             if owns_store:
                 await resolved.aclose()
 
-    app = build_app(threads, token, lifespan, hosts=allowed_hosts, origins=allowed_origins)
+    app = build_app(
+        threads, token, lifespan, hosts=allowed_hosts, origins=allowed_origins, examples=shown
+    )
     app.state.agent_name = agent.name
     app.state.agent_ref = agent_ref or agent.name
     app.state.threads = threads

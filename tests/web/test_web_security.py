@@ -45,7 +45,11 @@ def test_the_right_token_is_let_in(guarded: Server) -> None:
         assert events[-1]["result"] == "Hello! You said: hello"
         assert c.get("/threads/t/messages").status_code == 200
         # What the page names the agent by (the header, the root of the tree).
-        assert c.get("/info").json() == {"name": "Orchestrator", "description": None}
+        assert c.get("/info").json() == {
+            "name": "Orchestrator",
+            "description": None,
+            "examples": [],
+        }
 
 
 def test_non_loopback_host_without_token_refuses_to_start(tmp_path: Path) -> None:
