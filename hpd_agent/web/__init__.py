@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 import anyio
@@ -22,13 +22,39 @@ from ..hosting import is_loopback
 from ..store import Store, open_store
 from ._app import build_app
 from ._body import MAX_BODY
-from ._db import open_thread_db
+from ._db import ThreadDB, open_thread_db
 from ._threads import Threads
 
 __all__ = ["DEFAULT_STORE", "MAX_BODY", "create_app", "is_loopback"]
 
+_Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[dict[str, Any]]]
+
 DEFAULT_STORE = "hpd-agent-web.db"
 """The SQLite file a server uses when given no store (in the current directory)."""
+
+
+def _lifespan(threads: Threads, db: ThreadDB, owned: Store | None) -> _Lifespan:
+    """The app's lifespan: the task group the runs live in; then the thread database and
+    the store it opened (``owned``) closed."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncGenerator[dict[str, Any]]:
+        try:
+            async with anyio.create_task_group() as tg:
+                threads.task_group = tg
+                tg.start_soon(threads.keep_alive)
+                # What is alive now (modules, the agent tree, the app) lives as long as the
+                # server: out of the cyclic GC's full collections, which otherwise walk it
+                # again and again while runs come and go (a pause of tens of ms each).
+                gc.freeze()
+                yield {}
+                tg.cancel_scope.cancel()  # a shutdown leaves stored requests resumable
+        finally:
+            db.close()
+            if owned is not None:
+                await owned.aclose()
+
+    return lifespan
 
 
 def create_app(
@@ -71,24 +97,7 @@ def create_app(
     owns_store = not isinstance(store, Store)
     db = open_thread_db(resolved)
     threads = Threads(agent, resolved, db)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncGenerator[dict[str, Any]]:
-        try:
-            async with anyio.create_task_group() as tg:
-                threads.task_group = tg
-                tg.start_soon(threads.keep_alive)
-                # What is alive now (modules, the agent tree, the app) lives as long as the
-                # server: out of the cyclic GC's full collections, which otherwise walk it
-                # again and again while runs come and go (a pause of tens of ms each).
-                gc.freeze()
-                yield {}
-                tg.cancel_scope.cancel()  # a shutdown leaves stored requests resumable
-        finally:
-            db.close()
-            if owns_store:
-                await resolved.aclose()
-
+    lifespan = _lifespan(threads, db, resolved if owns_store else None)
     app = build_app(
         threads, token, lifespan, hosts=allowed_hosts, origins=allowed_origins, examples=shown
     )

@@ -102,6 +102,12 @@ def test_agent_markdown_is_drawn_and_its_markup_stays_inert(
         ["Build the API", "Coder", "3", "Write the tests", "Tester", "2"]
     )
     expect(answer.locator("pre > code")).to_have_text("def add(a, b):\n    return a + b\n")
+    # The code block's own button copies it.
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    copy = answer.get_by_role("button", name="Copy code")
+    copy.click()
+    expect(copy).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "def add(a, b):\n    return a + b\n"
     # Links: the web ones clickable (in a new tab, telling nobody where from); an image is a
     # link to it, never loaded; javascript: and data: links are their text, not links.
     expect(answer.get_by_role("link")).to_have_text(["guide", "a pixel"])

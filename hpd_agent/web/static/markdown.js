@@ -79,12 +79,30 @@ function libraries() {
   return tools;
 }
 
-/** Wide tables and code scroll inside their own box, not the page. */
+/** A button that copies `pre`'s code (where the page may use the clipboard). */
+function copyButton(pre) {
+  if (!navigator.clipboard) return null;
+  const button = el("button", {
+    type: "button", class: "copy-code", "aria-label": "Copy code",
+    onclick: () => navigator.clipboard.writeText(pre.textContent).then(
+      () => { button.textContent = "Copied"; }, () => { button.textContent = "Not copied"; }),
+  }, "Copy");
+  return button;
+}
+
+/** Wide tables and code scroll inside their own box, not the page; code can be copied. */
 function wrapWide(fragment) {
   for (const table of fragment.querySelectorAll("table")) {
     const box = el("div", { class: "table-wrap" });
     table.replaceWith(box);
     box.append(table);
+  }
+  for (const pre of fragment.querySelectorAll("pre")) {
+    const box = el("div", { class: "code-block" });
+    pre.replaceWith(box);
+    const copy = copyButton(pre);
+    if (copy) box.append(copy);
+    box.append(pre);
   }
   return fragment;
 }
