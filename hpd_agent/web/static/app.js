@@ -188,6 +188,7 @@ class App {
     showDescription(document.getElementById("agent-description"),
       document.getElementById("more-description"), info.description || "");
     this.prompt.placeholder = `Message ${info.name}`;
+    this.prompt.dispatchEvent(new Event("input")); // its height, for the new placeholder
     this.welcome.fill(info);
     this.transcript.setRootName(info.name);
   }

@@ -52,7 +52,7 @@ export class Follower {
 
   scrollDown() {
     const s = scroller();
-    window.scrollTo({ top: s.scrollHeight, behavior: "instant" });
+    window.scrollTo({ top: s.scrollHeight, behavior: "auto" });
     this.lastTop = s.scrollTop;
   }
 

@@ -106,14 +106,12 @@ export class Inbox {
   }
 }
 
-/** Brings a new card into view unless the person is typing somewhere (a phone shows the
- * inbox above the conversation, out of sight of the message box). */
+/** Brings a new card into view (between the pinned header and composer: the page's scroll
+ * padding) unless the person is typing somewhere. */
 function reveal(card) {
   const active = document.activeElement;
   const typing = active && (active.tagName === "TEXTAREA" || active.tagName === "INPUT") && active.value;
-  if (typing) return;
-  const box = card.getBoundingClientRect();
-  if (box.top < 0 || box.bottom > window.innerHeight) card.scrollIntoView({ block: "nearest" });
+  if (!typing) card.scrollIntoView({ block: "nearest" });
 }
 
 /** What the card asks for, by the request's kind (a question with options is a choice). */
