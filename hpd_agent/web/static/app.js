@@ -117,7 +117,9 @@ class App {
       this.setStatus("Ready");
       return;
     }
-    await this.restore(this.abort.signal);
+    const signal = this.abort.signal;
+    await this.restore(signal);
+    if (signal.aborted) return; // another conversation was opened meanwhile
     this.loading = false;
     this.updateWelcome();
   }
