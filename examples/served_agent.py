@@ -108,6 +108,7 @@ agent = Agent(
     model=FunctionModel(orchestrator_turn, name="orchestrator", chunk_size=8),
     tools=[coder.as_tool()],
     description="Hands the task to the Coder and reports what was built.",
+    examples=["Build a todo API", "Build a blog with comments"],
 )
 
 

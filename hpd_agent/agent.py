@@ -15,7 +15,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, cast
 
 import anyio
 from typing_extensions import Unpack
@@ -59,6 +59,35 @@ class RunOptions(TypedDict, total=False):
     deps: Any
 
 
+MAX_EXAMPLES = 8
+"""How many example prompts an agent may suggest."""
+MAX_EXAMPLE_LENGTH = 200
+"""The longest example prompt, in characters."""
+
+
+def check_examples(examples: object) -> tuple[str, ...]:
+    """``examples`` as a tuple of prompts (each stripped), else ``UserError`` saying what is
+    wrong: not a sequence of strings, a blank one, a long one, too many."""
+    if isinstance(examples, str | bytes) or not isinstance(examples, Sequence):
+        raise UserError(f"examples must be a list of prompt strings, got {type(examples).__name__}")
+    items = cast(Sequence[object], examples)
+    if len(items) > MAX_EXAMPLES:
+        raise UserError(f"at most {MAX_EXAMPLES} examples, got {len(items)}")
+    out: list[str] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise UserError(f"examples[{i}] must be a string, got {type(item).__name__}")
+        prompt = item.strip()
+        if not prompt:
+            raise UserError(f"examples[{i}] is blank")
+        if len(prompt) > MAX_EXAMPLE_LENGTH:
+            raise UserError(
+                f"examples[{i}] is {len(prompt)} characters long; at most {MAX_EXAMPLE_LENGTH}"
+            )
+        out.append(prompt)
+    return tuple(out)
+
+
 def _new_run_id() -> str:
     return f"run_{time.time_ns() // 1000:013x}{secrets.token_hex(8)}"
 
@@ -94,6 +123,9 @@ class Agent(Resuming):
             the model (with the validation error) before ``OutputValidationError``.
         deps_type: The type of the ``deps=`` every run must be given (tools read them as
             ``ctx.deps``); a run whose deps are missing or of another class is refused.
+        examples: A few short prompts people might start with (at most
+            ``MAX_EXAMPLES``, each at most ``MAX_EXAMPLE_LENGTH`` characters): the web page
+            of ``hpd-agent serve`` offers them as suggestions (``GET /info``).
     """
 
     def __init__(
@@ -113,6 +145,7 @@ class Agent(Resuming):
         output_type: Any = None,
         output_retries: int = 1,
         deps_type: Any = None,
+        examples: Sequence[str] = (),
     ) -> None:
         if not name:
             raise UserError("an agent needs a name")
@@ -123,6 +156,8 @@ class Agent(Resuming):
         self.name = name
         self.instructions = instructions
         self.description = description
+        self.examples: tuple[str, ...] = check_examples(examples)
+        """Prompts to suggest to people (the served page's welcome)."""
         self.max_turns = max_turns
         self.model_settings: Mapping[str, Any] = dict(model_settings or {})
         self.on_unhandled: OnUnhandled = check_on_unhandled(on_unhandled)

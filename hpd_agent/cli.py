@@ -382,10 +382,36 @@ def _add_serve_command(sub: Any) -> None:
         metavar="ORIGIN",
         help="a browser origin (https://app.example) allowed to call the API (repeatable)",
     )
+    serve.add_argument(
+        "--example",
+        action="append",
+        default=None,
+        metavar="TEXT",
+        help="a prompt the page suggests, instead of the agent's own examples (repeatable)",
+    )
     serve.set_defaults(func=_cmd_serve)
 
 
+def _bad_examples(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``--example`` (before anything is loaded), or None."""
+    from .agent import check_examples
+    from .exceptions import UserError
+
+    if args.a2a:
+        return "--example is for the web page, not --a2a"
+    try:
+        args.example = list(check_examples(args.example))
+    except UserError as e:
+        return f"--example: {e}"
+    return None
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
+    if args.example is not None:
+        failed = _bad_examples(args)
+        if failed:
+            print(f"error: serve: {failed}", file=sys.stderr)
+            return 2
     if args.a2a:
         from ._apps.a2a_command import serve_a2a
 
@@ -422,6 +448,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         agent_ref=args.agent,
         allowed_hosts=hosts,
         allowed_origins=args.allow_origin,
+        examples=args.example,
     )
     return serve_http(app, args.host, args.port, what=agent.name)
 

@@ -10,25 +10,51 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 import anyio
 from starlette.applications import Starlette
 
-from ..agent import Agent
+from ..agent import Agent, check_examples
 from ..exceptions import UserError
 from ..hosting import is_loopback
 from ..store import Store, open_store
 from ._app import build_app
 from ._body import MAX_BODY
-from ._db import open_thread_db
+from ._db import ThreadDB, open_thread_db
 from ._threads import Threads
 
 __all__ = ["DEFAULT_STORE", "MAX_BODY", "create_app", "is_loopback"]
 
+_Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[dict[str, Any]]]
+
 DEFAULT_STORE = "hpd-agent-web.db"
 """The SQLite file a server uses when given no store (in the current directory)."""
+
+
+def _lifespan(threads: Threads, db: ThreadDB, owned: Store | None) -> _Lifespan:
+    """The app's lifespan: the task group the runs live in; then the thread database and
+    the store it opened (``owned``) closed."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncGenerator[dict[str, Any]]:
+        try:
+            async with anyio.create_task_group() as tg:
+                threads.runs.task_group = tg
+                tg.start_soon(threads.keep_alive)
+                # What is alive now (modules, the agent tree, the app) lives as long as the
+                # server: out of the cyclic GC's full collections, which otherwise walk it
+                # again and again while runs come and go (a pause of tens of ms each).
+                gc.freeze()
+                yield {}
+                tg.cancel_scope.cancel()  # a shutdown leaves stored requests resumable
+        finally:
+            db.close()
+            if owned is not None:
+                await owned.aclose()
+
+    return lifespan
 
 
 def create_app(
@@ -39,6 +65,7 @@ def create_app(
     agent_ref: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] = (),
+    examples: Sequence[str] | None = None,
 ) -> Starlette:
     """An ASGI app serving ``agent``: AG-UI at ``POST /agent``, the inbox API, the page.
 
@@ -57,35 +84,23 @@ def create_app(
             name with one.
         allowed_origins: Browser origins (``https://app.example``) allowed to call the API
             besides the server's own page (any other ``Origin`` gets 403).
+        examples: The prompts the page suggests (``GET /info``) instead of the agent's own
+            (``Agent(examples=...)``); checked the same way.
 
     Returns:
         The Starlette app.
     """
     if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"create_app needs an Agent, got {type(agent).__name__}")
+    shown = agent.examples if examples is None else check_examples(examples)
     resolved = store if isinstance(store, Store) else open_store(store or DEFAULT_STORE)
     owns_store = not isinstance(store, Store)
     db = open_thread_db(resolved)
     threads = Threads(agent, resolved, db)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncGenerator[dict[str, Any]]:
-        try:
-            async with anyio.create_task_group() as tg:
-                threads.runs.task_group = tg
-                tg.start_soon(threads.keep_alive)
-                # What is alive now (modules, the agent tree, the app) lives as long as the
-                # server: out of the cyclic GC's full collections, which otherwise walk it
-                # again and again while runs come and go (a pause of tens of ms each).
-                gc.freeze()
-                yield {}
-                tg.cancel_scope.cancel()  # a shutdown leaves stored requests resumable
-        finally:
-            db.close()
-            if owns_store:
-                await resolved.aclose()
-
-    app = build_app(threads, token, lifespan, hosts=allowed_hosts, origins=allowed_origins)
+    lifespan = _lifespan(threads, db, resolved if owns_store else None)
+    app = build_app(
+        threads, token, lifespan, hosts=allowed_hosts, origins=allowed_origins, examples=shown
+    )
     app.state.agent_name = agent.name
     app.state.agent_ref = agent_ref or agent.name
     app.state.threads = threads

@@ -118,8 +118,9 @@ async def _unsettled(store: Store, run_id: str, entries: list[ResumeEntry]) -> l
 
 
 class _Routes:
-    def __init__(self, threads: Threads) -> None:
+    def __init__(self, threads: Threads, examples: Sequence[str]) -> None:
         self.threads = threads
+        self.examples = list(examples)
 
     @staticmethod
     def answered(
@@ -203,9 +204,11 @@ class _Routes:
         )
 
     async def info(self, request: Request) -> Response:
-        """What the page shows of the agent it talks to: its name and description."""
+        """What the page shows of the agent it talks to: its name, its description and the
+        prompts it suggests."""
         agent = self.threads.agent
-        return JSONResponse({"name": agent.name, "description": agent.description})
+        info = {"name": agent.name, "description": agent.description, "examples": self.examples}
+        return JSONResponse(info)
 
     # -- threads ---------------------------------------------------------------------------
     async def events(self, request: Request) -> Response:
@@ -295,11 +298,13 @@ def build_app(
     *,
     hosts: Sequence[str] | None = None,
     origins: Sequence[str] = (),
+    examples: Sequence[str] = (),
 ) -> Starlette:
     """The app's routes over ``threads``, behind the guard: ``token`` when given (the page
     and its static files public), only the loopback names and ``hosts`` (any Host with a
-    token and no ``hosts``), no Origin but its own and ``origins``."""
-    r = _Routes(threads)
+    token and no ``hosts``), no Origin but its own and ``origins``; ``GET /info`` suggests
+    ``examples``."""
+    r = _Routes(threads, examples)
     g = r.answered
     routes = [
         Route("/", _index, methods=["GET"]),

@@ -312,6 +312,22 @@ def test_agent_rejects_bad_configuration() -> None:
         Agent("a", model=ScriptedModel([]), on_unhandled="interupt")  # type: ignore[arg-type]
 
 
+def test_examples_are_short_prompts_checked_when_the_agent_is_built() -> None:
+    agent = Agent("a", model=ScriptedModel([]), examples=["  Build a todo API ", "Plan a trip"])
+    assert agent.examples == ("Build a todo API", "Plan a trip")
+    assert Agent("a", model=ScriptedModel([])).examples == ()
+    refused = [
+        ("Build a todo API", "a list of prompt strings, got str"),
+        (["ok", 3], r"examples\[1\] must be a string, got int"),
+        (["ok", "   "], r"examples\[1\] is blank"),
+        (["x" * 201], r"examples\[0\] is 201 characters long; at most 200"),
+        ([f"p{i}" for i in range(9)], "at most 8 examples, got 9"),
+    ]
+    for examples, message in refused:
+        with pytest.raises(UserError, match=message):
+            Agent("a", model=ScriptedModel([]), examples=examples)  # type: ignore[arg-type]
+
+
 async def test_stream_inside_tool_is_refused() -> None:
     inner = Agent("Inner", model=ScriptedModel([text("x")]))
 

@@ -17,6 +17,10 @@ Prompts:
 - ``hostile``: the model's text and its question carry HTML/script markup, and a tool asks the
   person to follow a ``javascript:`` URL (an action request built past ``ActionQuestion``'s
   URL rule, as an old store may hold one: the page must still not make it a link).
+- ``markdown``: the Orchestrator asks the Reporter (depth 1), whose answer is a markdown list
+  with a link, then answers ``MARKDOWN``: a heading, a table, a code block, a link, and markup
+  that must stay inert (a ``javascript:`` link, ``<script>``, an image).
+- ``hostile`` also calls the Echo (depth 1), whose query and answer carry the same markup.
 - ``decline``: the Orchestrator delegates to the Surveyor (depth 1), whose ``ask_budget`` tool
   asks "What is the budget?" and reports how the question ended (``budget not given:
   <QuestionNotAnswered.status>`` when it got no answer); the Surveyor answers ``surveyor:
@@ -50,6 +54,27 @@ DEPLOY_SCHEMA = {
     "required": ["region", "replicas"],
     "additionalProperties": False,
 }
+
+
+MARKDOWN = f"""## The plan
+
+Build it in **two steps**, with `pytest` and the [guide](https://example.com/guide).
+
+| Step | Owner | Days |
+|------|-------|-----:|
+| Build the API | Coder | 3 |
+| Write the tests | Tester | 2 |
+
+```python
+def add(a, b):
+    return a + b
+```
+
+1. Then [click me](javascript:window.__pwned=1) or [here](data:text/html,hi).
+2. And {HOSTILE} ![a pixel](https://example.com/pixel.png) <a href="javascript:window.__pwned=1">a</a>
+"""
+REPORT = "- *findings*: all good\n- see <https://example.com/report>"
+ECHO = f"Echo: {HOSTILE} [x](javascript:window.__pwned=1) <iframe src=javascript:1></iframe>"
 
 
 def _prompt(messages: Sequence[Message]) -> str:
@@ -139,6 +164,14 @@ def surveyor_turn(messages: Sequence[Message], info: ModelRequestParams):
     return text("surveyor: " + _results(messages)[-1])
 
 
+def reporter_turn(messages: Sequence[Message], info: ModelRequestParams):
+    return text(REPORT)
+
+
+def echo_turn(messages: Sequence[Message], info: ModelRequestParams):
+    return text(ECHO)
+
+
 def specialist_turn(messages: Sequence[Message], info: ModelRequestParams):
     if info.turn == 0:
         return tool_call("ask_user", question=DB_QUESTION, options=["postgres", "sqlite"])
@@ -194,8 +227,16 @@ def orchestrator_turn(messages: Sequence[Message], info: ModelRequestParams):
         return text("Writers done: " + " | ".join(_results(messages)))
     if prompt == "hostile":
         if info.turn == 0:
-            return [tool_call("ask_user", question=f"Pick {HOSTILE}?"), tool_call("open_link")]
+            return [
+                tool_call("ask_user", question=f"Pick {HOSTILE}?"),
+                tool_call("open_link"),
+                tool_call("Echo", query=f"say {HOSTILE}"),
+            ]
         return text(f"Model says {HOSTILE} and " + " | ".join(_results(messages)))
+    if prompt == "markdown":
+        if info.turn == 0:
+            return tool_call("Reporter", query="report")
+        return text(MARKDOWN)
     if prompt == "decline":
         if info.turn == 0:
             return tool_call("Surveyor", query="estimate the budget")
@@ -221,6 +262,8 @@ def build() -> Agent:
     surveyor = Agent(
         "Surveyor", model=FunctionModel(surveyor_turn, name="surveyor"), tools=[ask_budget]
     )
+    reporter = Agent("Reporter", model=FunctionModel(reporter_turn, name="reporter", chunk_size=5))
+    echo = Agent("Echo", model=FunctionModel(echo_turn, name="echo", chunk_size=7))
     return Agent(
         "Orchestrator",
         model=FunctionModel(orchestrator_turn, name="orchestrator", chunk_size=4),
@@ -228,6 +271,8 @@ def build() -> Agent:
             manager.as_tool(),
             writer.as_tool(),
             surveyor.as_tool(),
+            reporter.as_tool(),
+            echo.as_tool(),
             ask_user(),
             delete_file,
             confirm_deploy,

@@ -1,4 +1,5 @@
-"""A real ``hpd-agent serve`` subprocess for the browser tests, and where Chromium is.
+"""A real ``hpd-agent serve`` subprocess for the browser tests, where Chromium is, and what
+the browser tests share (the two viewports, screenshots, layout checks, sending a prompt).
 
 Importing it skips the importing test module on a machine without Playwright, Chromium or
 the web extra (a browser test module imports it before Playwright). The ``browser`` fixture
@@ -30,7 +31,7 @@ CHROMIUM_ARGS = [
 ]
 
 try:
-    from playwright.sync_api import expect
+    from playwright.sync_api import Locator, Page, expect
 except ImportError:  # pragma: no cover - depends on the machine
     pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
 if not os.path.exists(CHROMIUM):  # pragma: no cover - depends on the machine
@@ -113,3 +114,49 @@ class Server:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+VIEWPORTS = {"phone": (390, 844), "desktop": (1280, 800)}
+"""The sizes the page is checked at: a phone's and a laptop's."""
+
+
+def shoot(page: Page, folder: Path, width: str, step: str, *, full: bool = True) -> None:
+    """A screenshot ``<width>-<step>.png`` in ``folder``: the whole page, or what is in view."""
+    page.screenshot(path=str(folder / f"{width}-{step}.png"), full_page=full)
+
+
+def assert_fits(page: Page, *inside: Locator) -> None:
+    """No horizontal scrolling; each of ``inside`` wholly within the viewport, between the
+    pinned header and composer (not under them)."""
+    width, scroll = page.evaluate("[innerWidth, document.scrollingElement.scrollWidth]")
+    assert scroll <= width, f"the page scrolls sideways: {scroll} > {width}"
+    if width < 900:  # one column: the inbox is part of the page, never a box that scrolls
+        inbox = page.evaluate(
+            "(e => [e.scrollHeight, e.clientHeight])(document.querySelector('.inbox'))"
+        )
+        assert inbox[0] <= inbox[1] + 1, f"the inbox scrolls inside itself: {inbox}"
+    top, bottom = page.evaluate(
+        "[document.querySelector('header.top')?.getBoundingClientRect().bottom ?? 0,"
+        " document.getElementById('composer')?.getBoundingClientRect().top ?? innerHeight]"
+    )
+    for item in inside:
+        expect(item).to_be_in_viewport(ratio=1)
+        box = item.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, box
+        if item.evaluate("e => !e.closest('#composer, header.top')"):
+            assert box["y"] >= top - 1 and box["y"] + box["height"] <= bottom + 1, (
+                box,
+                top,
+                bottom,
+            )
+
+
+def send(page: Page, prompt: str) -> None:
+    """Types ``prompt`` in the message box and sends it."""
+    page.get_by_label("Message").fill(prompt)
+    page.get_by_role("button", name="Send", exact=True).click()
+
+
+def final_text(page: Page) -> Locator:
+    """The served agent's last words (its final answer)."""
+    return page.locator(".root-agent > .agent-body > .agent-text").last

@@ -179,6 +179,16 @@ def browser() -> Iterator[Browser]:
         b.close()
 
 
+@pytest.fixture
+def artifacts(tmp_path: Path) -> Path:
+    """Where a browser test saves its screenshots: ``$HPD_TEST_ARTIFACTS/web-page/`` when
+    the variable is set, else the test's ``tmp_path``."""
+    root = os.environ.get("HPD_TEST_ARTIFACTS")
+    folder = Path(root) / "web-page" if root else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def read_until(chunks: Iterator[str], needle: str = "hpd_agent.request") -> str:
     """The text read from ``chunks`` until it holds ``needle`` (by default: a request was
     announced); the rest stays in ``chunks``."""

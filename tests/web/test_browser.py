@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from browser_agents import BUDGET_QUESTION, HOSTILE_URL, SIGN_IN_URL
-from browser_server import Server  # first: it skips the module without a browser
+from browser_server import Server, final_text, send  # first: skips without a browser
 from playwright.sync_api import Browser, Locator, Page, Route, expect
 
 
@@ -39,21 +39,12 @@ def page(browser: Browser) -> Iterator[Page]:
     assert errors == [], f"uncaught errors in the page: {errors}"
 
 
-def send(page: Page, prompt: str) -> None:
-    page.get_by_label("Message").fill(prompt)
-    page.get_by_role("button", name="Send", exact=True).click()
-
-
 def question(page: Page, title: str) -> Locator:
     return page.get_by_role("article", name=title)
 
 
 def agent(page: Page, name: str) -> Locator:
     return page.get_by_role("region", name=f"Agent {name}")
-
-
-def final_text(page: Page) -> Locator:
-    return page.locator(".root-agent > .agent-body > .agent-text").last
 
 
 def answer_region(page: Page) -> None:
@@ -112,7 +103,8 @@ def test_nested_agents_questions_from_two_depths_in_reverse_order_and_a_permissi
         other = question(page, next(t for t in asked if t != title))
         if title == "Which database?":
             answer_database(page)
-            expect(specialist.locator(".agent-text")).to_have_text("use sqlite")
+            # Finished, the Specialist folds away inside the Manager (found by its name, then).
+            expect(page.locator('[data-agent="Specialist"] .agent-text')).to_have_text("use sqlite")
         else:
             answer_region(page)
             expect(
@@ -128,13 +120,19 @@ def test_nested_agents_questions_from_two_depths_in_reverse_order_and_a_permissi
     )
     approve_and_finish(page)
 
-    # The tree is collapsible: hiding the Manager hides the Specialist inside it.
-    toggle = manager.get_by_role("button", name="Manager", exact=True)
-    toggle.click()
+    # A finished agent is folded to one line; opening the Manager shows the Specialist's line,
+    # and folding it again hides it.
+    toggle = manager.get_by_role("button", name=re.compile(r"^Manager worked \d+ s · 1 tool$"))
     expect(toggle).to_have_attribute("aria-expanded", "false")
     expect(specialist).to_be_hidden()
     toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
     expect(specialist).to_be_visible()
+    expect(
+        specialist.get_by_role("button", name=re.compile("^Specialist worked"))
+    ).to_have_attribute("aria-expanded", "false")
+    toggle.click()
+    expect(specialist).to_be_hidden()
 
 
 def test_reload_mid_question_relists_questions_and_rebuilds_the_tree(

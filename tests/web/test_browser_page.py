@@ -14,17 +14,15 @@ Screenshots of every step are written as PNG files to ``$HPD_TEST_ARTIFACTS/web-
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from browser_server import Server  # first: it skips the module without a browser
-from playwright.sync_api import Browser, Locator, Page, expect
+from browser_server import VIEWPORTS, Server, assert_fits, shoot  # first: skips without a browser
+from playwright.sync_api import Browser, Page, expect
 
 AGENT = "examples/served_agent.py:agent"
-VIEWPORTS = {"phone": (390, 844), "desktop": (1280, 800)}
 TASK = "Build a todo API"
 
 
@@ -33,33 +31,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     srv = Server(tmp_path_factory.mktemp("web") / "store.db", agent=AGENT)
     yield srv
     srv.stop()
-
-
-@pytest.fixture
-def artifacts(tmp_path: Path) -> Path:
-    root = os.environ.get("HPD_TEST_ARTIFACTS")
-    folder = Path(root) / "web-page" if root else tmp_path
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-def shoot(page: Page, folder: Path, width: str, step: str) -> None:
-    page.screenshot(path=str(folder / f"{width}-{step}.png"), full_page=True)
-
-
-def assert_fits(page: Page, *inside: Locator) -> None:
-    """No horizontal scrolling; each of ``inside`` wholly within the viewport."""
-    width, scroll = page.evaluate("[innerWidth, document.scrollingElement.scrollWidth]")
-    assert scroll <= width, f"the page scrolls sideways: {scroll} > {width}"
-    if width < 900:  # one column: the inbox is part of the page, never a box that scrolls
-        inbox = page.evaluate(
-            "(e => [e.scrollHeight, e.clientHeight])(document.querySelector('.inbox'))"
-        )
-        assert inbox[0] <= inbox[1] + 1, f"the inbox scrolls inside itself: {inbox}"
-    for item in inside:
-        expect(item).to_be_in_viewport(ratio=1)
-        box = item.bounding_box()
-        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, box
 
 
 def transcript_count(page: Page, text: str) -> int:
@@ -143,6 +114,14 @@ def test_the_page_reads_as_a_product_at_phone_and_desktop_widths(
     expect(tools).to_have_count(2)  # ask_user and write_file; the agent calls are nodes
     for tool in tools.all():
         expect(tool).not_to_have_attribute("open", re.compile(".*"))
+    # A finished sub-agent is one line (who, how long, how many tools) that opens on a click.
+    coder = page.get_by_role("region", name="Agent Coder: Build a todo API")
+    fold = coder.get_by_role("button", name=re.compile(r"^Coder worked \d+ s · 2 tools$"))
+    expect(fold).to_have_attribute("aria-expanded", "false")
+    expect(coder.locator(":scope > .agent-body")).to_be_hidden()
+    shoot(page, artifacts, width, "3-done")
+    fold.click()
+    expect(fold).to_have_attribute("aria-expanded", "true")
     write = page.locator('#transcript [data-tool="write_file"]')
     expect(write.locator("summary.tool-head")).to_contain_text("wrote app.js (2 lines)")
     expect(write.get_by_label("Arguments of write_file")).to_be_hidden()
@@ -150,7 +129,7 @@ def test_the_page_reads_as_a_product_at_phone_and_desktop_widths(
     expect(write.get_by_label("Arguments of write_file").locator("dd").first).to_have_text("app.js")
     expect(write.locator(".tool-id")).to_contain_text("tc_")
     assert_fits(page)
-    shoot(page, artifacts, width, "3-done")
+    shoot(page, artifacts, width, "4-opened")
 
     # A reload rebuilds the same page from the server.
     page.reload()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -39,13 +40,37 @@ def test_token_guards_every_route_but_the_page(guarded: Server, method: str, pat
         assert c.get("/").status_code != 401  # the page itself needs no token
 
 
+def test_the_page_loads_every_file_from_the_server_itself_without_a_token(
+    guarded: Server,
+) -> None:
+    with httpx.Client(base_url=guarded.url, timeout=30) as c:
+        page = c.get("/").text
+        wanted = re.findall(r'(?:src|href)="([^"]+)"', page)
+        # Nothing from elsewhere (no CDN): the page's files, and its blank icon.
+        assert [w for w in wanted if not w.startswith("static/")] == ["data:,"]
+        files = [w for w in wanted if w.startswith("static/")]
+        assert "static/vendor/marked.umd.js" in files and "static/vendor/purify.min.js" in files
+        for name in files:
+            got = c.get("/" + name)
+            assert got.status_code == 200, name
+            assert got.headers["content-type"].split(";")[0] in {
+                "text/javascript",
+                "application/javascript",
+                "text/css",
+            }, name
+
+
 def test_the_right_token_is_let_in(guarded: Server) -> None:
     with guarded.client() as c:
         _, events = post_run(c, run_input("t", "r1", "hello"))
         assert events[-1]["result"] == "Hello! You said: hello"
         assert c.get("/threads/t/messages").status_code == 200
         # What the page names the agent by (the header, the root of the tree).
-        assert c.get("/info").json() == {"name": "Orchestrator", "description": None}
+        assert c.get("/info").json() == {
+            "name": "Orchestrator",
+            "description": None,
+            "examples": [],
+        }
 
 
 def test_non_loopback_host_without_token_refuses_to_start(tmp_path: Path) -> None:

@@ -2,9 +2,11 @@
 // questions wait; answers go to POST /threads/{t}/requests/{id}). Reloading the page rebuilds
 // everything from the server: GET /threads/{t}/requests and /threads/{t}/events?from=0.
 import { Api, ApiError } from "./api.js";
+import { Follower } from "./follow.js";
 import { Inbox } from "./inbox.js";
 import { readSSE } from "./sse.js";
 import { Transcript, callLabel, markAsking } from "./view.js";
+import { Welcome, growWithText, showDescription } from "./welcome.js";
 
 const THREAD_KEY = "hpd_agent.thread";
 const TOKEN_KEY = "hpd_agent.token";
@@ -38,10 +40,31 @@ class App {
       (request, answer) => this.answer(request, answer), (request) => this.decline(request));
     this.inbox.onChange = () => this.settledStatus();
     this.inbox.callLabel = (subagentRunId) => callLabel(this.transcript, subagentRunId);
+    this.transcript.onActivity = (name) => {
+      this.busyWith = name;
+      if (this.running) this.settledStatus();
+    };
+    this.welcome = new Welcome(document.getElementById("welcome"), (text) => {
+      this.prompt.value = text;
+      this.send();
+    });
+    this.showQuestions = document.getElementById("show-questions");
+    this.showQuestions.addEventListener("click", () => this.inbox.focusFirst());
+    this.follower = new Follower({
+      watched: [this.transcript.root, this.inbox.list],
+      pill: document.getElementById("new-messages"),
+      header: document.querySelector("header.top"),
+      composer: document.getElementById("composer"),
+      onMove: () => this.questionsHint(),
+    });
+    new MutationObserver(() => this.updateWelcome()).observe(this.transcript.root, { childList: true });
+    growWithText(this.prompt);
     this.api = new Api(() => hashParams().get("token") || sessionStorage.getItem(TOKEN_KEY));
     this.history = []; // the thread's messages, sent with the next prompt
     this.asking = new Map(); // request id -> request, for the agents marked as waiting
     this.running = false;
+    this.loading = true; // a known conversation is being fetched: no welcome yet
+    this.busyWith = null; // the name of the agent at work
     this.lastId = -1; // index of the last thread event seen (SSE id)
     this.abort = null;
 
@@ -87,11 +110,36 @@ class App {
     this.asking.clear();
     this.lastId = -1;
     this.setRunning(false);
+    this.follower.follow();
+    this.loading = !fresh;
+    this.updateWelcome();
     if (fresh) {
       this.setStatus("Ready");
       return;
     }
-    await this.restore(this.abort.signal);
+    const signal = this.abort.signal;
+    await this.restore(signal);
+    if (signal.aborted) return; // another conversation was opened meanwhile
+    this.loading = false;
+    this.updateWelcome();
+  }
+
+  /** The welcome (the agent, its suggested prompts) while the conversation is empty. */
+  updateWelcome() {
+    this.welcome.show(!this.loading && this.transcript.root.childElementCount === 0);
+  }
+
+  /** On a phone the questions sit under the conversation: when they wait out of sight, a
+   * button above the composer says so and brings the first one into view. */
+  questionsHint() {
+    const waiting = this.inbox.cards.size;
+    const box = this.inbox.list.closest("aside").getBoundingClientRect();
+    const top = document.querySelector("header.top").getBoundingClientRect().bottom;
+    const bottom = document.getElementById("composer").getBoundingClientRect().top;
+    const seen = box.bottom > top && box.top < bottom && box.height > 0;
+    this.showQuestions.hidden = !waiting || seen;
+    const label = `${waiting} question${waiting === 1 ? "" : "s"} waiting`;
+    if (this.showQuestions.textContent !== label) this.showQuestions.textContent = label;
   }
 
   async restore(signal) {
@@ -139,9 +187,11 @@ class App {
     if (!info || typeof info.name !== "string") return;
     document.getElementById("agent-name").textContent = info.name;
     document.title = info.name;
-    const description = document.getElementById("agent-description");
-    description.textContent = info.description || "";
-    description.hidden = !info.description;
+    showDescription(document.getElementById("agent-description"),
+      document.getElementById("more-description"), info.description || "");
+    this.prompt.placeholder = `Message ${info.name}`;
+    this.prompt.dispatchEvent(new Event("input")); // its height, for the new placeholder
+    this.welcome.fill(info);
     this.transcript.setRootName(info.name);
   }
 
@@ -166,9 +216,11 @@ class App {
     if (!text || this.running) return;
     const message = { id: randomId("msg-"), role: "user", content: text };
     this.prompt.value = "";
+    this.prompt.dispatchEvent(new Event("input")); // back to one line
+    this.follower.follow();
     this.transcript.addUserMessage(message);
     this.setRunning(true);
-    this.setStatus("Working…");
+    this.settledStatus();
     const input = {
       threadId: this.threadId,
       runId: randomId("run-"),
@@ -234,7 +286,7 @@ class App {
     switch (event.type) {
       case "RUN_STARTED":
         this.setRunning(true);
-        this.setStatus("Working…");
+        this.settledStatus();
         break;
       case "RUN_FINISHED":
         this.setRunning(false);
@@ -297,8 +349,9 @@ class App {
   settledStatus() {
     const waiting = this.inbox.cards.size;
     if (waiting) this.setStatus(`Waiting for your answer${waiting === 1 ? "" : "s"} (${waiting})`);
-    else if (this.running) this.setStatus("Working…");
+    else if (this.running) this.setStatus(`${this.busyWith || this.transcript.rootName} is working`, false, true);
     else this.setStatus(this.transcript.run ? "Done" : "Ready");
+    this.questionsHint();
   }
 
   setRunning(running) {
@@ -307,9 +360,11 @@ class App {
     document.body.dataset.running = String(running);
   }
 
-  setStatus(text, isError = false) {
+  /** The line over the composer; `busy` draws the activity dots before it. */
+  setStatus(text, isError = false, busy = false) {
     this.status.textContent = text;
     this.status.dataset.error = String(isError);
+    this.status.dataset.busy = String(busy);
   }
 }
 

@@ -7,6 +7,7 @@
 // person will not answer, and the asking tool is told so (QuestionNotAnswered "declined").
 import { argumentList } from "./args.js";
 import { el, prettyJSON, uid } from "./dom.js";
+import { renderInline, renderMarkdown } from "./markdown.js";
 import { customAnswerEditor } from "./schemaform.js";
 
 export class Inbox {
@@ -88,6 +89,15 @@ export class Inbox {
     }
   }
 
+  /** Brings the first waiting card into view and puts the focus on its first control. */
+  focusFirst() {
+    const card = this.cards.values().next().value;
+    if (!card) return;
+    card.scrollIntoView({ block: "nearest" });
+    const control = card.querySelector("button:not(:disabled), input:not(:disabled), textarea, select");
+    (control || card).focus({ preventScroll: true });
+  }
+
   update() {
     const n = this.cards.size;
     this.counter.textContent = n === 0 ? "No questions waiting" : `${n} question${n === 1 ? "" : "s"} waiting`;
@@ -96,14 +106,12 @@ export class Inbox {
   }
 }
 
-/** Brings a new card into view unless the person is typing somewhere (a phone shows the
- * inbox above the conversation, out of sight of the message box). */
+/** Brings a new card into view (between the pinned header and composer: the page's scroll
+ * padding) unless the person is typing somewhere. */
 function reveal(card) {
   const active = document.activeElement;
   const typing = active && (active.tagName === "TEXTAREA" || active.tagName === "INPUT") && active.value;
-  if (typing) return;
-  const box = card.getBoundingClientRect();
-  if (box.top < 0 || box.bottom > window.innerHeight) card.scrollIntoView({ block: "nearest" });
+  if (!typing) card.scrollIntoView({ block: "nearest" });
 }
 
 /** What the card asks for, by the request's kind (a question with options is a choice). */
@@ -156,11 +164,17 @@ function buildCard(request, call, submit, decline) {
     el("span", { class: "kind" }, kindLabel(request)),
     el("span", { class: "agent-path", title: "Asked by" }, path)),
   el("p", { class: "agent-call", title: "The task of the call that asks" }, call),
-  el("h3", { id: titleId }, titleOf(request)),
-  request.context ? el("p", { class: "context" }, request.context) : null,
+  markdown(el("h3", { id: titleId }), titleOf(request), renderInline),
+  request.context ? markdown(el("div", { class: "context" }), request.context, renderMarkdown) : null,
   expires && !Number.isNaN(expires.getTime())
     ? el("p", { class: "expires" }, `Expires at ${expires.toLocaleTimeString()}`) : null,
   widget, refuse, error);
+}
+
+/** `element` showing `text` drawn as markdown by `render` (markdown.js: sanitized). */
+function markdown(element, text, render) {
+  render(element, text);
+  return element;
 }
 
 function textBox(label, rows, onSend, buttonText = "Send answer") {
