@@ -8,8 +8,14 @@ run, even one another process drives (``hpd_agent.store.cancel_run``).
 
 A store implements ``Store`` and declares what it offers beyond it with
 ``Store.capabilities()`` (a ``StoreCapabilities`` of ``JournalWriteNow``, ``JournalBatches``,
-``JournalSendAhead``, ``JournalGroups`` and ``RunLeases``); ``Sessions`` gives any ``Store`` class its
-``open_session`` / ``resume_session``. See docs/durability.md, "Writing a store".
+``JournalSendAhead``, ``JournalGroups``, ``RunLeases`` and ``ThreadTables``); ``Sessions`` gives
+any ``Store`` class its ``open_session`` / ``resume_session``. The kit for writing one, all
+here: the lease as a fence (``current_fence``, ``Fence``), lease holders (``new_holder``,
+``holder_gone``), ``DEFAULT_LEASE_TTL`` / ``check_lease_ttl``, the errors a store raises
+(``refusal``, ``lease_refusal``, ``run_exists_refusal``), ``expire_stale`` (``recover``),
+``MemoryThreadTables``, and ``register_scheme`` so ``open_store`` and the ``hpd-agent``
+commands open its locations; ``hpd_agent.testing.store_contract`` tests it. See
+docs/durability.md, "Writing a store".
 Integrations that keep requests their own way (``hpd_agent.temporal``) reuse the record
 type and its helpers: ``RequestRecord``, ``jsonable``, ``refusal`` and ``settlement``.
 """
@@ -31,7 +37,10 @@ from ._base import (
     refusal,
 )
 from ._cancel import cancel_run
+from ._fence import Fence, current_fence
+from ._holder import holder_gone, new_holder
 from ._journal import Journal
+from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl, lease_refusal
 from ._protocol import (
     JournalBatches,
     JournalGroups,
@@ -40,9 +49,17 @@ from ._protocol import (
     RunLeases,
     Store,
     StoreCapabilities,
+    ThreadData,
+    ThreadTables,
+    expire_stale,
 )
 from ._renewer import LeaseRenewer, RenewIO
-from ._session import Sessions
+from ._schemes import StoreFactory, StoreOptions, open_location, register_scheme
+from ._session import Sessions, run_exists_refusal
+from ._threads import MemoryThreadTables
+
+# ``memory`` is built from the names above only, imported from this package: they are
+# bound before it is imported (the private modules sort first).
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
@@ -51,6 +68,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CANCEL_REQUEST",
+    "DEFAULT_LEASE_TTL",
+    "Fence",
     "Journal",
     "JournalBatches",
     "JournalEntry",
@@ -60,6 +79,7 @@ __all__ = [
     "Lease",
     "LeaseRenewer",
     "MemoryStore",
+    "MemoryThreadTables",
     "PostgresStore",
     "RenewIO",
     "RequestRecord",
@@ -71,12 +91,24 @@ __all__ = [
     "Sessions",
     "Store",
     "StoreCapabilities",
+    "StoreFactory",
+    "StoreOptions",
+    "ThreadData",
+    "ThreadTables",
     "cancel_run",
+    "check_lease_ttl",
+    "current_fence",
     "env_lease_ttl",
+    "expire_stale",
+    "holder_gone",
     "jsonable",
+    "lease_refusal",
+    "new_holder",
     "open_store",
     "refusal",
+    "register_scheme",
     "respond",
+    "run_exists_refusal",
     "settlement",
 ]
 
@@ -86,40 +118,35 @@ def open_store(
     *,
     lease_ttl: float | None = None,
     durability: Literal["process", "os"] | None = None,
+    create: bool = True,
 ) -> Store:
-    """A store from a location: a ``postgresql://`` DSN opens a ``PostgresStore``; anything
-    else is a SQLite file path.
+    """The store at a location: ``scheme:...`` opens the store registered for the scheme
+    (``register_scheme``: ``postgresql://`` and ``postgres://`` a ``PostgresStore``,
+    ``sqlite://`` a ``SQLiteStore``, ``memory:`` a ``MemoryStore``); anything else, and any
+    ``os.PathLike``, is a SQLite file path.
 
     Args:
-        location: The DSN or the file.
+        location: The location.
         lease_ttl: Seconds a run's lease lasts unless renewed; by default the environment
             variable ``HPD_AGENT_LEASE_TTL`` if set (so the ``hpd-agent`` commands and
             servers that open their store here can be told), else the store's default.
         durability: A SQLite file's ``durability`` (``"process"`` by default, or ``"os"``;
             see ``SQLiteStore`` and docs/durability.md). A PostgreSQL server's durability is
             the server's own setting: given with a DSN, it is refused.
+        create: False: an existing store only (a SQLite file that is missing is refused
+            rather than made).
 
     Raises:
-        UserError: A bad ``HPD_AGENT_LEASE_TTL``, or ``durability`` with a DSN.
+        UserError: A bad ``HPD_AGENT_LEASE_TTL``, or ``durability`` for a store without it.
+        StoreUnavailableError: The store cannot be opened (a ``name://`` location whose
+            scheme nobody registered too).
     """
-    text = os.fspath(location)
     if lease_ttl is None:
         lease_ttl = env_lease_ttl()
-    options: dict[str, Any] = {} if lease_ttl is None else {"lease_ttl": lease_ttl}
-    if text.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresStore
-
-        if durability is not None:
-            from ..exceptions import UserError
-
-            raise UserError(
-                "durability is a SQLite store option; a PostgreSQL server's durability is "
-                "its own setting (synchronous_commit)"
-            )
-        return PostgresStore(text, **options)
-    if durability is not None:
-        options["durability"] = durability
-    return SQLiteStore(text, **options)
+    options = StoreOptions(lease_ttl=lease_ttl, durability=durability, create=create)
+    if not isinstance(location, str):
+        return open_location(os.fspath(location), options, path=True)
+    return open_location(location, options)
 
 
 def env_lease_ttl() -> float | None:

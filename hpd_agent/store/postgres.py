@@ -30,12 +30,13 @@ import anyio.to_thread
 
 from ..exceptions import StoreUnavailableError
 from ._base import RequestRecord, RequestState, dump_json, refusal
-from ._lease import DEFAULT_LEASE_TTL, check_ttl
+from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from ._pg_fast import FastPaths, reusable
 from ._pg_journal import JournalPipe
 from ._pg_listen import CHANNEL, Listener
 from ._pg_raw import RawStatements
 from ._protocol import StoreCapabilities
+from ._schemes import StoreOptions, lease_option, no_durability
 from ._sql import (
     MIGRATIONS,
     REQUEST_COLUMNS,
@@ -44,6 +45,7 @@ from ._sql import (
     record_from_row,
     schema,
 )
+from ._threads import postgres_thread_tables
 from ._waiters import Wakeup
 
 try:
@@ -53,7 +55,7 @@ except ImportError as e:  # pragma: no cover - depends on the installed extras
         'PostgresStore needs psycopg 3: pip install -e ".[postgres]" in the hpd-agent checkout'
     ) from e
 
-__all__ = ["CHANNEL", "RENEWER_NAME", "PostgresStore"]
+__all__ = ["CHANNEL", "RENEWER_NAME", "PostgresStore", "open_dsn"]
 
 RENEWER_NAME = "hpd-agent lease renewer"
 """The ``application_name`` of the renewer thread's connection (see ``_renewer``)."""
@@ -131,7 +133,7 @@ class PostgresStore(FastPaths):
     def __init__(
         self, dsn: str, *, recheck_interval: float = 1.0, lease_ttl: float = DEFAULT_LEASE_TTL
     ) -> None:
-        check_ttl(lease_ttl)
+        check_lease_ttl(lease_ttl)
         self.dsn = dsn
         self.recheck_interval = recheck_interval
         try:
@@ -165,6 +167,7 @@ class PostgresStore(FastPaths):
         self._fast_lock = threading.Lock()
         utf8 = self._fast is not None and self._fast.info.encoding == "utf-8"
         self._raw = RawStatements() if utf8 else None
+        self._threads = postgres_thread_tables(dsn)
         super().__init__(conn, lease_ttl=lease_ttl)
 
     def _fast_connect(self) -> _Conn | None:
@@ -220,9 +223,15 @@ class PostgresStore(FastPaths):
         """Everything: journal writes at once, in batches and sent ahead, and cheap leases.
         The journal sends entries ahead (a round trip saved per turn) rather than hold
         them back; while the store drives several runs, their writes due at once go in one
-        pipelined transaction instead (see ``StoreCapabilities``)."""
+        pipelined transaction instead (see ``StoreCapabilities``). Thread tables in the same
+        database (``_threads``)."""
         return StoreCapabilities(
-            write_now=self, batches=self, send_ahead=self, leases=self, groups=self
+            write_now=self,
+            batches=self,
+            send_ahead=self,
+            leases=self,
+            groups=self,
+            threads=self._threads,
         )
 
     # -- the PostgreSQL way of the shared steps ------------------------------------------
@@ -271,6 +280,7 @@ class PostgresStore(FastPaths):
                 self._fast.close()
                 self._fast = None
         self._listener.close()
+        self._threads.close()
 
     # -- answers from other processes: LISTEN/NOTIFY -------------------------------------
     async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:
@@ -297,3 +307,10 @@ class PostgresStore(FastPaths):
             return [r[0] for r in rows]
 
         return await self._run(select) if waited else []
+
+
+def open_dsn(location: str, options: StoreOptions) -> PostgresStore:
+    """The ``postgresql://`` and ``postgres://`` schemes' factory (``register_scheme``)."""
+    why = "a PostgreSQL server's durability is its own setting (synchronous_commit)"
+    no_durability(options, why)
+    return PostgresStore(location, **lease_option(options))

@@ -1,0 +1,190 @@
+"""Store locations: which store a text such as ``postgresql://host/db`` or ``runs.db`` opens.
+
+A location starting with ``scheme:`` opens the store registered for that scheme
+(``register_scheme``); anything else is a SQLite file path. The shipped stores are
+registered here through the same call: ``postgresql`` and ``postgres`` (``PostgresStore``,
+the ``postgres`` extra), ``sqlite`` (``sqlite:///abs/path.db``, ``sqlite://rel/path.db``)
+and ``memory`` (``memory:``, a ``MemoryStore``). ``open_store``, the ``hpd-agent``
+commands and the servers open every location through this registry.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from ..exceptions import StoreUnavailableError, UserError
+from ._protocol import Store
+
+__all__ = [
+    "Scheme",
+    "StoreFactory",
+    "StoreOptions",
+    "lease_option",
+    "no_durability",
+    "open_location",
+    "register_scheme",
+    "scheme_of",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoreOptions:
+    """What ``open_store`` passes a scheme's factory besides the location.
+
+    Attributes:
+        lease_ttl: Seconds a run's lease lasts unless renewed; None: the store's default.
+        durability: A SQLite file's ``durability`` (``"process"`` or ``"os"``); None: its
+            default. A store that has no such setting refuses it (``UserError``).
+        create: False: open an existing store only, refusing one that is missing (the
+            ``pending``, ``answer`` and ``resume`` commands: a mistyped location must not
+            make a new, empty store).
+    """
+
+    lease_ttl: float | None = None
+    durability: Literal["process", "os"] | None = None
+    create: bool = True
+
+
+StoreFactory = Callable[[str, StoreOptions], Store]
+"""A scheme's factory: the store at a location (the whole text, scheme included)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scheme:
+    """A registered scheme.
+
+    Attributes:
+        name: The scheme, lower case, without its colon.
+        factory: The factory, or ``"module:attribute"`` naming it (imported at first use).
+        extra: The hpd-agent extra its imports need, if any (the CLI names it when an
+            import fails).
+    """
+
+    name: str
+    factory: StoreFactory | str
+    extra: str | None = None
+
+    def load(self) -> StoreFactory:
+        """The factory, imported if named.
+
+        Raises:
+            ImportError: Its module (or what that imports) is not installed.
+        """
+        if not isinstance(self.factory, str):
+            return self.factory
+        module, _, attribute = self.factory.partition(":")
+        factory: StoreFactory = getattr(importlib.import_module(module), attribute)
+        return factory
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+"""A location's scheme (RFC 3986; two characters at least, so a drive letter is none)."""
+
+_SCHEMES: dict[str, Scheme] = {}
+_LOCK = threading.Lock()
+
+
+def register_scheme(
+    scheme: str, factory: StoreFactory | str, *, extra: str | None = None
+) -> StoreFactory | str:
+    """Open locations starting with ``scheme:`` with ``factory``.
+
+    Args:
+        scheme: The scheme without its colon (``"redis"`` for ``redis://...``); letters,
+            digits, ``+``, ``-`` and ``.``, starting with a letter, two characters at least.
+        factory: Called as ``factory(location, options)`` (the whole location text and a
+            ``StoreOptions``) to make the store; or ``"module:attribute"`` naming it, so
+            the module (and the driver it needs) is imported only when such a location is
+            opened.
+        extra: The hpd-agent extra the factory's imports need, if it is one of ours.
+
+    Returns:
+        ``factory`` (usable as a decorator's result).
+
+    Raises:
+        UserError: Not a scheme, or one registered already with another factory.
+    """
+    name = scheme.lower()
+    if not _SCHEME.fullmatch(name + ":"):
+        raise UserError(f"not a URL scheme: {scheme!r} (letters, digits, '+', '-', '.')")
+    with _LOCK:
+        known = _SCHEMES.get(name)
+        if known is not None and known.factory != factory:
+            raise UserError(f"the store scheme {name!r} is registered already, to another factory")
+        _SCHEMES[name] = Scheme(name, factory, extra)
+    return factory
+
+
+def scheme_of(location: str) -> Scheme | None:
+    """The registered scheme ``location`` names; None for a file path.
+
+    Raises:
+        StoreUnavailableError: It names a scheme (``name://``) that nobody registered.
+    """
+    match = _SCHEME.match(location)
+    if match is None:
+        return None
+    name = match.group(1).lower()
+    found = _SCHEMES.get(name)
+    if found is None and location[match.end() :].startswith("//"):
+        raise StoreUnavailableError(
+            f"cannot open {name}://...: no store is registered for {name}:// locations (register one with "
+            "hpd_agent.store.register_scheme, or give a SQLite file path)"
+        )
+    return found
+
+
+def open_location(location: str, options: StoreOptions, *, path: bool = False) -> Store:
+    """The store at ``location`` (``path``: a file path, whatever it looks like)."""
+    found = None if path else scheme_of(location)
+    if found is None:
+        return _sqlite(location, options)
+    return found.load()(location, options)
+
+
+def lease_option(options: StoreOptions) -> dict[str, float]:
+    """``options.lease_ttl`` as a store's keyword argument (none if not set)."""
+    return {} if options.lease_ttl is None else {"lease_ttl": options.lease_ttl}
+
+
+def no_durability(options: StoreOptions, what: str) -> None:
+    """Refuse ``options.durability`` for a store that has no such setting (``what`` says
+    why, after "durability is a SQLite store option; ")."""
+    if options.durability is not None:
+        raise UserError(f"durability is a SQLite store option; {what}")
+
+
+def _sqlite(location: str, options: StoreOptions) -> Store:
+    """``sqlite://`` locations and plain paths: a ``SQLiteStore``."""
+    from .sqlite import SQLiteStore
+
+    path = location
+    if location[:7].lower() == "sqlite:":
+        path = location[7:]
+        path = path[2:] if path.startswith("//") else path
+    durability = options.durability or "process"  # SQLiteStore's default
+    return SQLiteStore(path, create=options.create, durability=durability, **lease_option(options))
+
+
+def _memory(location: str, options: StoreOptions) -> Store:
+    """``memory:``: a new ``MemoryStore`` (this process's only)."""
+    from .memory import MemoryStore
+
+    no_durability(options, "a memory: store keeps nothing on disk")
+    if not options.create:
+        raise UserError(
+            "a memory: store is new and empty in every process: it holds no run or request "
+            "to list, answer or resume"
+        )
+    return MemoryStore(**lease_option(options))
+
+
+register_scheme("sqlite", _sqlite)
+register_scheme("memory", _memory)
+for _name in ("postgresql", "postgres"):
+    register_scheme(_name, "hpd_agent.store.postgres:open_dsn", extra="postgres")
