@@ -1,7 +1,10 @@
 """Store locations: which store a text such as ``postgresql://host/db`` or ``runs.db`` opens.
 
 A location starting with ``scheme:`` opens the store registered for that scheme
-(``register_scheme``); anything else is a SQLite file path. The shipped stores are
+(``register_scheme``, or an installed package's entry point of the group ``hpd_agent.stores``
+named after the scheme, whose value is ``module:factory``: so the ``hpd-agent`` commands
+open a third-party store's locations without importing anything first); anything else is a
+SQLite file path. The shipped stores are
 registered here through the same call: ``postgresql`` and ``postgres`` (``PostgresStore``,
 the ``postgres`` extra), ``sqlite`` (``sqlite:///abs/path.db``, ``sqlite://rel/path.db``)
 and ``memory`` (``memory:``, a ``MemoryStore``). ``open_store``, the ``hpd-agent``
@@ -11,6 +14,7 @@ commands and the servers open every location through this registry.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import re
 import threading
 from collections.abc import Callable
@@ -21,6 +25,7 @@ from ..exceptions import StoreUnavailableError, UserError
 from ._protocol import Store
 
 __all__ = [
+    "ENTRY_POINTS",
     "Scheme",
     "StoreFactory",
     "StoreOptions",
@@ -85,6 +90,9 @@ class Scheme:
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
 """A location's scheme (RFC 3986; two characters at least, so a drive letter is none)."""
 
+ENTRY_POINTS = "hpd_agent.stores"
+"""The entry point group naming installed packages' schemes (``name = module:factory``)."""
+
 _SCHEMES: dict[str, Scheme] = {}
 _LOCK = threading.Lock()
 
@@ -130,13 +138,21 @@ def scheme_of(location: str) -> Scheme | None:
     if match is None:
         return None
     name = match.group(1).lower()
-    found = _SCHEMES.get(name)
+    found = _SCHEMES.get(name) or _installed(name)
     if found is None and location[match.end() :].startswith("//"):
         raise StoreUnavailableError(
             f"cannot open {name}://...: no store is registered for {name}:// locations (register one with "
             "hpd_agent.store.register_scheme, or give a SQLite file path)"
         )
     return found
+
+
+def _installed(name: str) -> Scheme | None:
+    """The scheme an installed package declares (entry point group ``hpd_agent.stores``)."""
+    for point in importlib.metadata.entry_points(group=ENTRY_POINTS, name=name):
+        register_scheme(name, point.value)
+        return _SCHEMES[name]
+    return None
 
 
 def open_location(location: str, options: StoreOptions, *, path: bool = False) -> Store:

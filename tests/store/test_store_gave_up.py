@@ -21,11 +21,11 @@ import psycopg
 import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 from psycopg import sql
-from test_store import question
 
 from hpd_agent import RunResult
 from hpd_agent.exceptions import StoreUnavailableError
 from hpd_agent.store import JournalEntry, PostgresStore, respond
+from hpd_agent.testing._contract_requests import question
 
 pytestmark = pytest.mark.anyio
 
