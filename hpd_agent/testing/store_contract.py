@@ -20,9 +20,10 @@ records, leases), the lease as a fence (a session whose lease was taken over wri
 nothing, whatever the store declares in ``capabilities()``), runs through the store (a
 question, an interrupt and a resume that runs no tool twice, leases held, released and
 lost, ``cancel_run``), that each declared capability implements its protocol, and the
-thread tables when the store offers them (skipped otherwise). The shipped stores run the
-same tests (tests/store/test_store_contract.py); docs/durability.md, "Writing a store",
-shows a store written from scratch that passes them.
+thread tables when the store offers them (skipped otherwise). ``question`` and
+``permission`` make the request records they store, for tests of your own. The shipped
+stores run the same tests (tests/store/test_store_contract.py); docs/durability.md,
+"Writing a store", shows a store written from scratch that passes them.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ from ._contract_leases import (  # noqa: E402
 from ._contract_requests import (  # noqa: E402
     StoreFactory,
     contract_store,
+    permission,
+    question,
     test_store_add_request_is_idempotent_and_round_trips,
     test_store_answer_context_is_merged_key_by_key,
     test_store_journal_and_run_records,
@@ -76,6 +79,8 @@ from ._contract_threads import (  # noqa: E402
 __all__ = [
     "StoreFactory",
     "contract_store",
+    "permission",
+    "question",
     "test_store_a_cancelled_run_releases_its_lease",
     "test_store_a_gone_holders_lease_is_taken_over_at_once",
     "test_store_a_new_run_on_a_kept_id_is_refused_and_takes_no_lease",

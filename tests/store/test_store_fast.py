@@ -23,7 +23,7 @@ from hpd_agent.models import ModelRequestParams, ModelResponse
 from hpd_agent.store import JournalEntry, RequestRecord, SQLiteStore, open_store
 from hpd_agent.store._sqlite_io import notify_all
 from hpd_agent.testing import FunctionModel
-from hpd_agent.testing._contract_requests import question
+from hpd_agent.testing.store_contract import question
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent.store import RequestRecord, SQLiteStore, Store, open_store
-from hpd_agent.testing._contract_requests import question
+from hpd_agent.testing.store_contract import question
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
