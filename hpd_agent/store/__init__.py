@@ -14,8 +14,8 @@ here: the lease as a fence (``current_fence``, ``Fence``), lease holders (``new_
 ``holder_gone``), ``DEFAULT_LEASE_TTL`` / ``check_lease_ttl``, the errors a store raises
 (``refusal``, ``lease_refusal``, ``run_exists_refusal``), ``expire_stale`` (``recover``),
 ``MemoryThreadTables``, and ``register_scheme`` so ``open_store`` and the ``hpd-agent``
-commands open its locations; ``hpd_agent.testing.store_contract`` tests it. See
-docs/durability.md, "Writing a store".
+commands open its locations (``hpd_agent.store.kit`` holds these names alone);
+``hpd_agent.testing.store_contract`` tests it. See docs/durability.md, "Writing a store".
 Integrations that keep requests their own way (``hpd_agent.temporal``) reuse the record
 type and its helpers: ``RequestRecord``, ``jsonable``, ``refusal`` and ``settlement``.
 """
@@ -25,41 +25,46 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._answers import CANCEL_REQUEST, jsonable, respond
+from ._answers import CANCEL_REQUEST, respond
 from ._backend import settlement
-from ._base import (
-    JournalEntry,
-    Lease,
-    RequestRecord,
-    RequestState,
-    RunRecord,
-    RunState,
-    refusal,
-)
 from ._cancel import cancel_run
-from ._fence import Fence, current_fence
-from ._holder import holder_gone, new_holder
 from ._journal import Journal
-from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl, lease_refusal
-from ._protocol import (
+from ._schemes import open_location
+from .kit import (
+    DEFAULT_LEASE_TTL,
+    Fence,
     JournalBatches,
+    JournalEntry,
     JournalGroups,
     JournalSendAhead,
     JournalWriteNow,
+    Lease,
+    LeaseRenewer,
+    MemoryThreadTables,
+    RenewIO,
+    RequestRecord,
+    RequestState,
     RunLeases,
+    RunRecord,
+    RunState,
+    Sessions,
     Store,
     StoreCapabilities,
+    StoreFactory,
+    StoreOptions,
     ThreadData,
     ThreadTables,
+    check_lease_ttl,
+    current_fence,
     expire_stale,
+    holder_gone,
+    jsonable,
+    lease_refusal,
+    new_holder,
+    refusal,
+    register_scheme,
+    run_exists_refusal,
 )
-from ._renewer import LeaseRenewer, RenewIO
-from ._schemes import StoreFactory, StoreOptions, open_location, register_scheme
-from ._session import Sessions, run_exists_refusal
-from ._threads import MemoryThreadTables
-
-# ``memory`` is built from the names above only, imported from this package: they are
-# bound before it is imported (the private modules sort first).
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import anyio.to_thread
 import psycopg
@@ -37,10 +37,7 @@ from ._fence import current_fence, fencing
 from ._group import GroupOp
 from ._pg_journal import JournalPipe
 from ._pg_raw import GAVE_UP, RawStatements
-from ._sql import MISSED, Missed
-
-if TYPE_CHECKING:
-    from .postgres import PostgresStore
+from ._sql import MISSED, Missed, SQLStore
 
 __all__ = ["FAST_LIMIT", "FastConnection", "connect_options", "reusable"]
 
@@ -101,6 +98,7 @@ class FastConnection:
     Args:
         store: The store (its worker thread, limiter, group commit and usual journal
             write serve what cannot run here).
+        dsn: Its server.
         local: Whether the server is on this machine: else no connection is opened and
             every statement goes to the worker thread.
 
@@ -113,10 +111,11 @@ class FastConnection:
         lost: ``conn`` was closed after a failure: ``point`` opens another.
     """
 
-    __slots__ = ("_store", "_usual_write", "conn", "lock", "lost", "pipe", "raw")
+    __slots__ = ("_dsn", "_store", "_usual_write", "conn", "lock", "lost", "pipe", "raw")
 
-    def __init__(self, store: PostgresStore, *, local: bool) -> None:
+    def __init__(self, store: SQLStore[_Conn], dsn: str, *, local: bool) -> None:
         self._store = store
+        self._dsn = dsn
         # The store's own journal write (a psycopg statement), before it is bound here.
         self._usual_write = store._journal_write
         self.lock = threading.Lock()
@@ -134,7 +133,7 @@ class FastConnection:
         prepares nothing on it (``prepare_threshold=None``): its rollback would drop every
         prepared statement, ours too.
         """
-        dsn = self._store.dsn
+        dsn = self._dsn
         try:
             fast: _Conn = psycopg.connect(
                 dsn, autocommit=True, prepare_threshold=None, **connect_options(dsn)

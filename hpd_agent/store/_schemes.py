@@ -159,7 +159,7 @@ def open_location(location: str, options: StoreOptions, *, path: bool = False) -
     """The store at ``location`` (``path``: a file path, whatever it looks like)."""
     found = None if path else scheme_of(location)
     if found is None:
-        return _sqlite(location, options)
+        found = _SCHEMES["sqlite"]  # a file path
     return found.load()(location, options)
 
 
@@ -175,32 +175,8 @@ def no_durability(options: StoreOptions, what: str) -> None:
         raise UserError(f"durability is a SQLite store option; {what}")
 
 
-def _sqlite(location: str, options: StoreOptions) -> Store:
-    """``sqlite://`` locations and plain paths: a ``SQLiteStore``."""
-    from .sqlite import SQLiteStore
-
-    path = location
-    if location[:7].lower() == "sqlite:":
-        path = location[7:]
-        path = path[2:] if path.startswith("//") else path
-    durability = options.durability or "process"  # SQLiteStore's default
-    return SQLiteStore(path, create=options.create, durability=durability, **lease_option(options))
-
-
-def _memory(location: str, options: StoreOptions) -> Store:
-    """``memory:``: a new ``MemoryStore`` (this process's only)."""
-    from .memory import MemoryStore
-
-    no_durability(options, "a memory: store keeps nothing on disk")
-    if not options.create:
-        raise UserError(
-            "a memory: store is new and empty in every process: it holds no run or request "
-            "to list, answer or resume"
-        )
-    return MemoryStore(**lease_option(options))
-
-
-register_scheme("sqlite", _sqlite)
-register_scheme("memory", _memory)
+# The shipped stores, by name: their modules are imported when a location of theirs opens.
+register_scheme("sqlite", "hpd_agent.store.sqlite:open_file")
+register_scheme("memory", "hpd_agent.store.memory:open_memory")
 for _name in ("postgresql", "postgres"):
     register_scheme(_name, "hpd_agent.store.postgres:open_dsn", extra="postgres")

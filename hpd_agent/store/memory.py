@@ -10,8 +10,8 @@ from typing import Any
 
 import anyio
 
-# Public names of ``hpd_agent.store`` only, as a store of your own would use (a test checks).
-from . import (
+# The kit's public names only, as a store of your own would use (a test checks).
+from .kit import (
     DEFAULT_LEASE_TTL,
     JournalEntry,
     Lease,
@@ -24,6 +24,7 @@ from . import (
     RunState,
     Sessions,
     StoreCapabilities,
+    StoreOptions,
     check_lease_ttl,
     current_fence,
     expire_stale,
@@ -34,7 +35,7 @@ from . import (
     run_exists_refusal,
 )
 
-__all__ = ["MemoryStore"]
+__all__ = ["MemoryStore", "open_memory"]
 
 
 class MemoryStore(Sessions):
@@ -272,6 +273,24 @@ class _MemoryRenewIO(RenewIO):
 
     def current(self, run_id: str) -> Lease | None:
         return self.store._leases.get(run_id)  # pyright: ignore[reportPrivateUsage]
+
+
+def open_memory(location: str, options: StoreOptions) -> MemoryStore:
+    """The ``memory:`` scheme's factory (``register_scheme``): a new, empty store."""
+    from ..exceptions import UserError
+
+    if options.durability is not None:
+        raise UserError(
+            "durability is a SQLite store option; a memory: store keeps nothing on disk"
+        )
+    if not options.create:
+        raise UserError(
+            "a memory: store is new and empty in every process: it holds no run or request "
+            "to list, answer or resume"
+        )
+    if options.lease_ttl is None:
+        return MemoryStore()
+    return MemoryStore(lease_ttl=options.lease_ttl)
 
 
 def _with_context(record: RequestRecord, context: Mapping[str, Any]) -> RequestRecord:

@@ -153,7 +153,7 @@ class PostgresStore(SQLStore[_Conn]):
         # The event loop's connection: an object the store holds, whose methods its shared
         # steps and its journal capabilities are bound to (no call more than a method of
         # its own: the journal write on the event loop is the store's hottest path).
-        fast = self._fast = FastConnection(self, local=_is_local(conn))
+        fast = self._fast = FastConnection(self, dsn, local=_is_local(conn))
         self._point_now = fast.point_now
         self._point = fast.point
         self._journal_write = fast.journal_write

@@ -27,6 +27,7 @@ from ..exceptions import StoreUnavailableError, UserError
 from ._base import RequestRecord, RequestState, dump_json, refusal
 from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from ._protocol import StoreCapabilities
+from ._schemes import StoreOptions, lease_option
 from ._sql import (
     MIGRATIONS,
     MISSED,
@@ -48,7 +49,7 @@ from ._sqlite_watch import AnswerWatch
 from ._threads import MemoryThreadTables, SQLThreadTables
 from ._waiters import Wakeup
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "open_file"]
 
 T = TypeVar("T")
 
@@ -313,3 +314,14 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
     # -- answers from other processes: a wake-up socket, else short polling --------------
     async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:
         return await self._answers.watch(waited, wakeup)
+
+
+def open_file(location: str, options: StoreOptions) -> SQLiteStore:
+    """The ``sqlite:`` scheme's factory, and plain paths' (``register_scheme``):
+    ``sqlite:///abs/path.db``, ``sqlite://rel/path.db``, ``sqlite:path.db`` or a path."""
+    path = location
+    if location[:7].lower() == "sqlite:":
+        path = location[7:]
+        path = path[2:] if path.startswith("//") else path
+    durability = options.durability or "process"  # SQLiteStore's default
+    return SQLiteStore(path, create=options.create, durability=durability, **lease_option(options))
