@@ -4,8 +4,9 @@
 question travels to the root run's stream as a ``ClarificationRequest``, the tool waits
 mid-turn, and the human's answer becomes the tool result, all in the same turn. Any tool can
 do the same with ``await ctx.ask(...)``, or ask a typed question (input, choice, confirmation,
-action, custom: see ``hpd_agent.questions``) with ``ctx.ask_input``, ``ctx.ask_choice``,
-``ctx.confirm``, ``ctx.ask_action`` or ``ctx.ask_custom``.
+action, custom, or a kind of your own: see ``hpd_agent.questions``) with ``ctx.ask_input``,
+``ctx.ask_choice``, ``ctx.confirm``, ``ctx.ask_action``, ``ctx.ask_custom`` or
+``ctx.ask_kind``.
 """
 
 from __future__ import annotations

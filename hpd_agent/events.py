@@ -201,7 +201,8 @@ class ClarificationRequest(_Base):
     """An agent asks the human a question and waits, mid-turn, for ``respond(request_id, ...)``.
 
     ``question_kind`` says what answer fits: ``"text"`` (free text; with ``options`` it must be
-    one of them, by value or 0-based index), and the typed kinds of ``hpd_agent.questions``.
+    one of them, by value or 0-based index), the typed kinds of ``hpd_agent.questions``, and
+    any kind registered there (``register_kind``).
     """
 
     request_id: str
@@ -212,6 +213,12 @@ class ClarificationRequest(_Base):
     data: dict[str, Any] | None = None
     """Kind-specific details (an argument name, a URL, a custom payload and schema)."""
     tool_call_id: str | None = None
+    answer_schema: dict[str, Any] | None = None
+    """The JSON Schema of a valid answer, resolved from the kind when the question was asked:
+    how a process that never imported the kind checks an answer (None on events recorded
+    before schemas travelled with questions)."""
+    label: str | None = None
+    """The kind's short label (``"Rate 1–5"``), for whoever shows the question."""
     kind: Literal["clarification_request"] = "clarification_request"
 
 

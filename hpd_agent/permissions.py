@@ -15,6 +15,7 @@ from typing import Any, Literal
 from ._core.requests import Asker, RequestSpec, RequestTable
 from ._values.vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, REJECT_WORDS, normalise
 from .events import Event, PermissionRequest, PermissionResolved, RequestEvent, RequestStatus
+from .text import shown
 
 __all__ = ["Approve", "Decision", "Deny", "PermissionSpec", "to_decision"]
 
@@ -66,7 +67,7 @@ def to_decision(answer: Any) -> Decision:
             return Approve(scope="run")
         if word in REJECT_WORDS:
             return Deny()
-        raise ValueError(f"{answer!r} is neither an approval nor a denial")
+        raise ValueError(f"{shown(answer)} is neither an approval nor a denial")
     raise TypeError(f"expected Approve, Deny or bool, got {type(answer).__name__}")
 
 

@@ -1,9 +1,11 @@
-"""Typed questions: the kinds of ``ClarificationRequest`` and how their answers are checked.
+"""Typed questions: the kinds of ``ClarificationRequest``, their registry, and how answers are
+checked.
 
-A question's kind travels on the request event (``question_kind``, ``data``, ``options``), so
-anything that holds the event alone (a stream consumer, a handler, a durable store that loaded
-the record after a restart) can tell what answer fits and check it with ``validate_answer``.
-The kinds:
+A question's kind travels on the request event (``question_kind``, ``data``, ``options``, and
+the ``answer_schema`` and ``label`` it was asked with), so anything that holds the event alone
+(a stream consumer, a handler, a durable store that loaded the record after a restart, a
+process that never imported the kind) can tell what answer fits and check it with
+``validate_answer``. The built-in kinds:
 
 - ``"text"``: free text; with ``options`` the answer must be one of them, by value or by
   0-based index (an int; a bool is refused).
@@ -18,6 +20,10 @@ The kinds:
   is JSON, checked against the JSON schema when there is one (with ``jsonschema``, never
   fetching anything: only local ``$ref``s, bounded size and depth; see ``_schemas``).
 
+A kind of your own is a ``QuestionKind`` (a name, the JSON Schema of its answers, how typed
+text reads, a label) given to ``register_kind``; a tool asks it with ``ctx.ask_kind(name,
+question, data=...)``. Its answer schema is its check, on every path.
+
 Tools raise them with one awaited call on their context (``ctx.ask_choice(...)`` and friends);
 the classes here are the ``RequestSpec``s behind those calls.
 
@@ -31,12 +37,21 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal
 
 from ._core.requests import Asker, RequestSpec
-from ._values.schemas import MAX_SCHEMA_DEPTH, nesting_problem, schema_mismatch, schema_problem
+from ._values.builtin_kinds import BUILTIN_KINDS
+from ._values.kinds import (
+    QuestionKind,
+    answer_schema_of,
+    asked_schema,
+    check_kind,
+    kind_named,
+    register_kind,
+)
+from ._values.schemas import MAX_SCHEMA_DEPTH, nesting_problem, schema_problem
+from ._values.typed import parse_typed
 from ._values.urls import action_url_problem
-from ._values.vocabulary import DECLINED_WORDS, DONE_WORDS, NO_WORDS, YES_WORDS, normalise
 from .events import (
     ClarificationRequest,
     ClarificationResolved,
@@ -57,16 +72,23 @@ __all__ = [
     "CustomQuestion",
     "Decline",
     "InputQuestion",
+    "KindQuestion",
     "Question",
+    "QuestionKind",
     "TextQuestion",
     "answer_for",
+    "answer_schema_of",
     "check_answer",
+    "kind_named",
+    "parse_typed",
+    "register_kind",
     "restore_question",
     "validate_answer",
 ]
 
-QUESTION_KINDS: tuple[str, ...] = ("text", "input", "choice", "confirm", "action", "custom")
-"""Every ``ClarificationRequest.question_kind`` this version understands."""
+QUESTION_KINDS: tuple[str, ...] = tuple(kind.name for kind in BUILTIN_KINDS)
+"""The built-in ``ClarificationRequest.question_kind`` names. Kinds registered with
+``register_kind`` are in the registry (``kind_named``), not here."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -89,108 +111,6 @@ class Decline:
     kind: Literal["decline"] = "decline"
 
 
-# -- answer checks (work from the event's fields alone) ---------------------------------------
-def _match_option(answer: str, options: tuple[str, ...]) -> str:
-    if answer in options:
-        return answer
-    folded = answer.strip().casefold()
-    for option in options:
-        if option.strip().casefold() == folded:
-            return option
-    raise ValueError(f"{shown(answer)} is not one of the options {list(options)}")
-
-
-def _check_text(answer: Any, options: tuple[str, ...] | None) -> str:
-    if options is not None:
-        # One of the options, by its text or its 0-based index, as for a choice.
-        return _pick(answer, options)
-    if not isinstance(answer, str):
-        raise TypeError(f"expected text, got {type(answer).__name__}")
-    return answer
-
-
-def _check_input(answer: Any, data: Mapping[str, Any]) -> str:
-    argument = data.get("argument", "the argument")
-    if not isinstance(answer, str):
-        raise TypeError(f"expected a text value for {argument!r}, got {type(answer).__name__}")
-    value = answer.strip()
-    if not value:
-        raise ValueError(f"a value for {argument!r} is required; the answer was empty")
-    return value
-
-
-def _pick(answer: Any, options: tuple[str, ...]) -> str:
-    if isinstance(answer, bool):
-        raise TypeError("expected an option (text) or its 0-based index (int), got a bool")
-    if isinstance(answer, int):
-        if 0 <= answer < len(options):
-            return options[answer]
-        raise ValueError(f"index {shown(answer)} is out of range: there are {len(options)} options")
-    if isinstance(answer, str):
-        return _match_option(answer, options)
-    raise TypeError(
-        f"expected an option (text) or its 0-based index (int), got {type(answer).__name__}"
-    )
-
-
-def _check_choice(answer: Any, options: tuple[str, ...] | None, data: Mapping[str, Any]) -> Any:
-    if not options:
-        raise ValueError("the choice question has no options to choose from")
-    if not data.get("multiple", False):
-        if isinstance(answer, (list, tuple)):
-            raise TypeError("this question takes one option, not a list")
-        return _pick(answer, options)
-    if not isinstance(answer, (list, tuple)):
-        raise TypeError(f"expected a list of options, got {type(answer).__name__}")
-    picked: list[str] = []
-    for item in cast(Sequence[Any], answer):
-        value = _pick(item, options)
-        if value in picked:
-            raise ValueError(f"option {value!r} was chosen twice")
-        picked.append(value)
-    if not picked:
-        raise ValueError("choose at least one option")
-    return picked
-
-
-def _yes_no(answer: Any, yes: frozenset[str], no: frozenset[str], what: str) -> bool:
-    if isinstance(answer, bool):
-        return answer
-    if isinstance(answer, str):
-        word = normalise(answer)
-        if word in yes:
-            return True
-        if word in no:
-            return False
-        raise ValueError(f"expected {what}, got {shown(answer)}")
-    raise TypeError(f"expected {what} (a bool), got {type(answer).__name__}")
-
-
-def _to_json(answer: Any) -> Any:
-    try:
-        return json.loads(json.dumps(answer, allow_nan=False))
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"the answer must be JSON data: {e}") from None
-
-
-def _check_custom(answer: Any, data: Mapping[str, Any]) -> Any:
-    deep = nesting_problem(answer, what="the answer")
-    if deep is not None:
-        raise ValueError(deep)
-    value = _to_json(answer)
-    schema = data.get("schema")
-    if schema is None:
-        return value
-    # A schema restored from a store never passed CustomQuestion's checks: check it here.
-    problem = schema_problem(schema)
-    if problem is not None:
-        raise ValueError(f"the question's JSON schema is invalid: {problem}")
-    mismatch = schema_mismatch(schema, value)
-    if mismatch is not None:
-        raise ValueError(mismatch)
-    return value
-
-
 def check_answer(
     kind: str,
     answer: Any,
@@ -201,33 +121,21 @@ def check_answer(
     """Check an answer against a question's kind, options and data.
 
     Args:
-        kind: The question kind (one of ``QUESTION_KINDS``).
+        kind: The question kind: a built-in one (``QUESTION_KINDS``) or one registered with
+            ``register_kind`` (checked against its answer schema for ``data``).
         answer: The answer given.
         options: The question's options, if any.
         data: The question's kind-specific data, if any.
 
     Returns:
         The answer in canonical form: the option's own spelling for a choice, a bool for a
-        confirmation or an action, stripped text for an input, plain JSON for a custom kind.
+        confirmation or an action, stripped text for an input, plain JSON for a custom kind
+        or a registered one.
 
     Raises:
         ValueError, TypeError: The answer does not fit; the message says why.
     """
-    opts = tuple(options) if options else None
-    details: Mapping[str, Any] = data or {}
-    if kind == "text":
-        return _check_text(answer, opts)
-    if kind == "input":
-        return _check_input(answer, details)
-    if kind == "choice":
-        return _check_choice(answer, opts, details)
-    if kind == "confirm":
-        return _yes_no(answer, YES_WORDS, NO_WORDS, "yes or no")
-    if kind == "action":
-        return _yes_no(answer, DONE_WORDS, DECLINED_WORDS, "True (done) or False (declined)")
-    if kind == "custom":
-        return _check_custom(answer, details)
-    raise ValueError(f"unknown question kind {kind!r}; known kinds: {', '.join(QUESTION_KINDS)}")
+    return check_kind(kind, answer, options=tuple(options) if options else None, data=data)
 
 
 def answer_for(request: RequestEvent, answer: Any) -> Any:
@@ -235,14 +143,24 @@ def answer_for(request: RequestEvent, answer: Any) -> Any:
     (a question of any kind, or a permission request: then a ``Decision``).
 
     Every way an answer arrives goes through it (``run.respond``, a store's ``respond`` from
-    another process, ``resume(answers=...)``), so they all accept exactly the same answers.
+    another process, ``resume(answers=...)``, the web, MCP and A2A servers, Temporal), so
+    they all accept exactly the same answers. A built-in kind checks with its own rules; any
+    other kind against the answer schema the question was asked with (its registered kind's
+    schema for an event that carries none), so a process that never imported the kind
+    decides exactly as the asking process does.
 
     Raises:
         ValueError, TypeError: The answer does not fit; the message says why.
     """
     if isinstance(request, PermissionRequest):
         return to_decision(answer)
-    return check_answer(request.question_kind, answer, options=request.options, data=request.data)
+    return check_kind(
+        request.question_kind,
+        answer,
+        options=request.options,
+        data=request.data,
+        schema=request.answer_schema,
+    )
 
 
 def validate_answer(request: RequestEvent, answer: Any) -> Any:
@@ -268,6 +186,12 @@ class Question(RequestSpec):
     """A question of some kind: builds its ``ClarificationRequest`` and checks answers.
 
     Subclasses set ``kind`` and check their own arguments; ``ToolContext.ask_*`` build them.
+    The kind must be registered (the built-in ones are): its answer schema and label are
+    resolved when the question is asked and travel with the request. A subclass does not
+    override ``validate`` to take other answers: no other path would know them (a store's
+    ``respond`` in another process, the web routes, Temporal); register a ``QuestionKind``
+    whose answer schema says what fits instead. One that does, for a kind nobody registered,
+    is refused when asked.
 
     Args:
         question: What to ask, phrased for the user.
@@ -277,7 +201,7 @@ class Question(RequestSpec):
     """
 
     kind: ClassVar[str] = "text"
-    __slots__ = ("context", "data", "options", "question")
+    __slots__ = ("_label", "_schema", "context", "data", "options", "question")
 
     def __init__(
         self,
@@ -293,14 +217,35 @@ class Question(RequestSpec):
         self.context = context
         self.options = tuple(options) if options else None
         self.data: dict[str, Any] | None = dict(data) if data is not None else None
+        self._schema: dict[str, Any] | None = None  # resolved when asked (see _asked)
+        self._label: str | None = None
 
     @property
     def question_kind(self) -> str:
         """The kind this question has on the stream (``ClarificationRequest.question_kind``)."""
         return self.kind
 
+    def _asked(self) -> tuple[dict[str, Any] | None, str | None]:
+        """The answer schema and label it is asked with (resolved once, then kept)."""
+        if self._schema is not None:
+            return self._schema, self._label
+        kind = self.question_kind
+        if type(self).validate is not Question.validate and kind_named(kind) is None:
+            raise UserError(
+                f"register a QuestionKind for {kind!r} (hpd_agent.questions.register_kind) "
+                "instead of overriding validate: only its answer schema is known to every "
+                "path an answer takes (a store's respond in another process, the web, Temporal)"
+            )
+        self._schema, self._label = asked_schema(kind, self.data, self.options)
+        return self._schema, self._label
+
     def build(self, *, request_id: str, asker: Asker) -> RequestEvent:
-        """The ``ClarificationRequest`` event, tagged with the asking agent's path."""
+        """The ``ClarificationRequest`` event, tagged with the asking agent's path.
+
+        Raises:
+            UserError: Its kind is not registered (see the class docstring).
+        """
+        schema, label = self._asked()
         return ClarificationRequest(
             run_id=asker.run_id,
             agent_path=asker.agent_path,
@@ -313,11 +258,19 @@ class Question(RequestSpec):
             question_kind=self.question_kind,
             data=self.data,
             tool_call_id=asker.tool_call_id,
+            answer_schema=schema,
+            label=label,
         )
 
     def validate(self, answer: Any) -> Any:
         """The answer in canonical form; ``ValueError``/``TypeError`` say why it does not fit."""
-        return check_answer(self.question_kind, answer, options=self.options, data=self.data)
+        return check_kind(
+            self.question_kind,
+            answer,
+            options=self.options,
+            data=self.data,
+            schema=self._schema,
+        )
 
     def resolved(self, request: RequestEvent, status: RequestStatus, answer: Any) -> Event:
         """The ``ClarificationResolved`` event."""
@@ -505,6 +458,76 @@ class CustomQuestion(Question):
         )
 
 
+def _json_object(value: Mapping[str, Any] | None, what: str) -> dict[str, Any] | None:
+    """``value`` as plain JSON data (a dict), or ``UserError`` saying why it is not."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"{what} must be a dict of JSON data, got {type(value).__name__}")
+    deep = nesting_problem(value, MAX_SCHEMA_DEPTH if what.endswith("schema") else 200, what)
+    if deep is not None:
+        raise UserError(deep)
+    try:
+        return json.loads(json.dumps(dict(value), allow_nan=False))
+    except (TypeError, ValueError) as e:
+        raise UserError(f"{what} must be JSON data: {e}") from None
+
+
+class KindQuestion(Question):
+    """A question of a registered kind (``ToolContext.ask_kind`` asks one).
+
+    Args:
+        kind: The kind's name (``register_kind``).
+        question: What to ask.
+        data: The kind's details (JSON data): what its answer schema and parser read.
+        context: Why it is asked.
+        schema: The answer schema, for a question relayed from elsewhere whose kind this
+            process may not know (checked: a safe, valid JSON Schema); None: the registered
+            kind's, resolved when asked.
+        label: The label shown with it, with ``schema``; None: the registered kind's.
+
+    Raises:
+        UserError: No kind ``kind`` is registered and no ``schema`` is given, or ``data`` or
+            ``schema`` is not JSON (or the schema is invalid, too big, too deep, or refers
+            outside itself).
+    """
+
+    __slots__ = ("_kind",)
+
+    def __init__(
+        self,
+        kind: str,
+        *,
+        question: str,
+        data: Mapping[str, Any] | None = None,
+        context: str | None = None,
+        schema: Mapping[str, Any] | None = None,
+        label: str | None = None,
+    ) -> None:
+        known = kind_named(kind) if isinstance(kind, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
+        if known is None and schema is None:
+            raise UserError(
+                f"no question kind named {shown(kind)} is registered: register a QuestionKind "
+                "(hpd_agent.questions.register_kind) before asking it"
+            )
+        super().__init__(
+            question=question, context=context, data=_json_object(data, "the question's data")
+        )
+        self._kind = kind
+        if schema is not None:
+            given = _json_object(schema, "the answer schema")
+            problem = schema_problem(given)
+            if problem is not None:
+                raise UserError(f"invalid answer schema for {kind!r}: {problem}")
+            self._schema = given
+            self._label = label if label is not None else (known.label if known else None)
+
+    @property
+    def question_kind(self) -> str:
+        """The kind's name."""
+        return self._kind
+
+
 class _Restored(Question):
     __slots__ = ("_kind",)
 
@@ -516,16 +539,25 @@ class _Restored(Question):
             data=request.data,
         )
         self._kind = request.question_kind
+        self._schema = request.answer_schema
+        self._label = request.label
 
     @property
     def question_kind(self) -> str:
         return self._kind
 
+    def _asked(self) -> tuple[dict[str, Any] | None, str | None]:
+        if self._schema is None and kind_named(self._kind) is None:
+            # Recorded before schemas travelled with questions, of a kind unknown here: it
+            # is asked again as it was (and checked as it was: see check_kind).
+            return None, None
+        return super()._asked()
+
 
 def restore_question(request: ClarificationRequest) -> Question:
     """The spec of a stored question event, e.g. to register it again after a restart.
 
-    The spec builds the same question (kind, options, data) and checks answers exactly as
-    the original did.
+    The spec builds the same question (kind, options, data, answer schema, label) and checks
+    answers exactly as the original did, even in a process that never imported its kind.
     """
     return _Restored(request)

@@ -19,6 +19,9 @@ Trees (``AGENTS[name]``):
 - ``failing``: Failing calls ``explode`` (raises) and answers with the result it got.
 - ``stepper``: Stepper calls ``book``, a tool taking a context (so it runs in the workflow):
   it charges in ``ctx.step`` (a local activity), then asks "Which seat?".
+- ``rating``: Rater calls ``rate_plan``, which asks the ``rating`` question of
+  ``tests/rating_kind.py`` (a kind of the app's own; its module is passed through the
+  sandbox like hpd_agent, so the kind is registered once).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from typing import Any
 from temporalio import workflow
 
 with workflow.unsafe.imports_passed_through():
+    from rating_kind import rate_plan
+
     from hpd_agent import Agent, StepFailed, ToolContext, ask_user, tool
     from hpd_agent.messages import Message, ToolResultMessage
     from hpd_agent.models import ModelRequestParams
@@ -218,6 +223,12 @@ def _guarded(messages: Sequence[Message], turn: int) -> Any:
     return text("guarded: " + _result(messages, "guarded_step"))
 
 
+def _rater(messages: Sequence[Message], turn: int) -> Any:
+    if turn == 0:
+        return tool_call("rate_plan", _id="rate")
+    return text(_result(messages, "rate_plan"))
+
+
 ROLES: dict[str, Any] = {
     "Orchestrator": _delegate("CodingAgent", "Orchestrator: "),
     "CodingAgent": _asker("scaffolded", FRAMEWORK, None, "built with "),
@@ -231,6 +242,7 @@ ROLES: dict[str, Any] = {
     "Failing": _failing,
     "StepFailer": _step_failer,
     "Mumbler": _mumbler,
+    "Rater": _rater,
 }
 
 
@@ -255,6 +267,7 @@ def _trees() -> dict[str, TemporalAgent]:
         "failing": TemporalAgent(_agent("Failing", explode), name="failing"),
         "failstep": TemporalAgent(_agent("StepFailer", charge_twice), name="failstep"),
         "mumbler": TemporalAgent(_agent("Mumbler"), name="mumbler"),
+        "rating": TemporalAgent(_agent("Rater", rate_plan), name="rating"),
     }
 
 

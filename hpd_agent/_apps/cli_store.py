@@ -10,7 +10,7 @@ import argparse
 import dataclasses
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._core.output import output_text
 from ..events import format_path
@@ -19,6 +19,7 @@ from .extras import MissingExtraError, needs_store_extra
 
 if TYPE_CHECKING:
     from ..agent import Agent
+    from ..events import ClarificationRequest
     from ..store import RequestRecord, Store
 
 __all__ = ["EXIT_INTERRUPTED", "add_store_commands", "failure"]
@@ -143,7 +144,23 @@ def _show(text: str) -> str:
     return printable(text, one_line=True)
 
 
+def _question_of(r: RequestRecord) -> ClarificationRequest | None:
+    """The record's question event; None for a permission or a payload that is no question
+    (``answer`` names what is wrong with it; ``pending`` still lists the record)."""
+    from ..events import ClarificationRequest
+    from ..exceptions import StoreCorruptError
+
+    try:
+        event = r.event
+    except StoreCorruptError:
+        return None
+    return event if isinstance(event, ClarificationRequest) else None
+
+
 def _print_request(r: RequestRecord, as_json: bool) -> None:
+    from ..questions import answer_schema_of
+
+    question = _question_of(r)
     if as_json:
         item = {
             "request_id": r.request_id,
@@ -155,12 +172,36 @@ def _print_request(r: RequestRecord, as_json: bool) -> None:
             "options": None if r.options is None else list(r.options),
             "created_at": r.created_at,
             "expires_at": r.expires_at,
+            "label": None if question is None else question.label,
+            "answer_schema": None if question is None else answer_schema_of(question),
         }
         print(json.dumps(item))  # ASCII JSON: controls and surrogates are escaped
         return
     options = f"  {_numbered(r.options)}" if r.options else ""
     agent = format_path(r.agent_path)
-    print(_show(f"{r.request_id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}"))
+    print(
+        _show(
+            f"{r.request_id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}{_kind(question)}"
+        )
+    )
+
+
+def _kind(question: ClarificationRequest | None) -> str:
+    """What a question of a kind not built in wants, from its label and answer schema:
+    ``  (Rate 1–5: type a whole number from 1 to 5)``."""
+    from .._values.typed import answer_hint
+    from ..questions import QUESTION_KINDS, answer_schema_of
+
+    if question is None or question.question_kind in QUESTION_KINDS:
+        return ""
+    schema = answer_schema_of(question)
+    enum = schema.get("enum")
+    listed = (
+        f"  {_numbered(tuple(map(str, cast(list[Any], enum))))}" if isinstance(enum, list) else ""
+    )
+    hint = answer_hint(schema)
+    what = "answer with JSON" if hint == "JSON" else f"type {hint}"
+    return f"  ({question.label or question.question_kind}: {what}){listed}"
 
 
 def _numbered(options: tuple[str, ...]) -> str:
@@ -169,31 +210,23 @@ def _numbered(options: tuple[str, ...]) -> str:
 
 
 def _typed_answer(record: RequestRecord | None, text: str) -> Any:
-    """A typed answer as a person means it: a number picks the option listed with it
-    (1 is the first, as ``pending`` shows); an option's text stays text. A question taking
-    several options takes them separated by commas (``1,3``)."""
-    if record is None or record.status != "pending" or not record.options:
-        return text  # refused or checked by the store, with its own message
-    data: dict[str, Any] = record.payload.get("data") or {}
-    if record.kind == "choice" and data.get("multiple"):
-        if text in record.options:
-            return [text]
-        return [_typed_option(record, part.strip()) for part in text.split(",")]
-    return _typed_option(record, text)
+    """A typed answer as a person means it (``parse_typed``): a number picks the option
+    listed with it (1 is the first, as ``pending`` shows), an option's text stays text, a
+    question taking several options takes them separated by commas (``1,3``), and any kind
+    reads by its own rules or its answer schema (``4`` for an integer). Text that cannot be
+    read is a usage error; what is read is checked by the store."""
+    from ..events import ClarificationRequest
+    from ..questions import parse_typed
 
-
-def _typed_option(record: RequestRecord, text: str) -> str:
-    options = record.options or ()
-    if text in options or not text.strip().isdecimal():
-        return text
-    number = int(text)
-    if 1 <= number <= len(options):
-        return options[number - 1]
-    raise _Fail(
-        EXIT_USAGE,
-        f"request {record.request_id} has no option {number}: answer with a number from 1 to "
-        f"{len(options)} ({_show(_numbered(options))}) or an option's text",
-    )
+    if record is None or record.status != "pending":
+        return text  # refused by the store, with its own message
+    event = record.event  # a corrupt payload: the store's error, naming the request
+    if not isinstance(event, ClarificationRequest):
+        return text  # a permission: the decision words are read by the store
+    try:
+        return parse_typed(event, text)
+    except ValueError as e:
+        raise _Fail(EXIT_USAGE, f"request {record.request_id}: {e}") from None
 
 
 def _cmd_pending(args: argparse.Namespace) -> int:

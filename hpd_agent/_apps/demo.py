@@ -418,9 +418,9 @@ class DemoConsole(ConsoleHandler):
             if event.tool_name == "ask_user":
                 if self.left:
                     return  # the run is being cancelled: no turn goes on
-                self._line(
-                    f"  [green]↳[/] {escape(self._short(event.result))} [dim]goes back into[/] "
-                    f"{self._label(event.agent_path)}[dim]'s turn, which goes on[/]"
+                self._printer.line(
+                    f"  [green]↳[/] {escape(self._printer.short(event.result))} [dim]goes back into[/] "
+                    f"{self._printer.label(event.agent_path)}[dim]'s turn, which goes on[/]"
                 )
                 return
             if event.tool_call_id in self._streamed_calls:
@@ -447,9 +447,9 @@ class DemoConsole(ConsoleHandler):
         gathering = not self._gathered
         if gathering and len(self._queue) >= self._together:
             self._gathered = True
-            askers = ", ".join(self._label(r.agent_path) for r in self._queue)
+            askers = ", ".join(self._printer.label(r.agent_path) for r in self._queue)
             self._queue.sort(key=lambda r: -r.depth)  # stable: deepest first
-            self._line(
+            self._printer.line(
                 f"[bold]{len(self._queue)} questions wait at once[/] (asked by {askers}, in "
                 "that order). Answers go back by request id, not by order: the deepest first."
             )

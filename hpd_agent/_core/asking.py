@@ -1,7 +1,8 @@
 """The typed questions a tool asks from its frame: ``ToolContext``'s ``ask*`` methods.
 
 ``Asking`` is a mixin of ``ToolContext``: ``ask``, ``ask_input``, ``ask_choice``,
-``confirm``, ``ask_action`` (racing a resolver), ``ask_custom`` and ``ask_permission``. Each
+``confirm``, ``ask_action`` (racing a resolver), ``ask_custom``, ``ask_kind`` (a registered
+kind) and ``ask_permission``. Each
 builds its question (a ``RequestSpec`` of ``hpd_agent.questions`` or ``permissions``) and
 raises it through the frame's ``request``, so its id comes from the call's path. A mixin with
 no slots of its own: a frame is made for every tool call and stays as small as it was.
@@ -23,6 +24,7 @@ from ..questions import (
     ConfirmQuestion,
     CustomQuestion,
     InputQuestion,
+    KindQuestion,
     TextQuestion,
 )
 from .requests import RequestSpec
@@ -252,6 +254,40 @@ class Asking:
         spec = CustomQuestion(
             name=name, question=question, payload=payload, schema=schema, context=context
         )
+        return await self.request(spec, timeout=timeout)
+
+    async def ask_kind(
+        self,
+        name: str,
+        question: str,
+        *,
+        data: Mapping[str, Any] | None = None,
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Ask a question of a registered kind (``hpd_agent.questions.register_kind``).
+
+        The kind's answer schema for ``data`` is resolved now and travels with the request,
+        so every path an answer takes (``run.respond``, a store's ``respond`` in another
+        process, the web, MCP and A2A servers, Temporal) checks it the same way.
+
+        Args:
+            name: The kind's name.
+            question: What to ask.
+            data: The kind's details (JSON data), as its answer schema and parser read them.
+            context: Why it is asked.
+            timeout: Seconds to wait; None waits as long as the run lives.
+
+        Returns:
+            The answer, as plain JSON data matching the kind's answer schema.
+
+        Raises:
+            UserError: No kind ``name`` is registered, or its answer schema for ``data`` is
+                not a safe, valid JSON Schema.
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
+        """
+
+        spec = KindQuestion(name, question=question, data=data, context=context)
         return await self.request(spec, timeout=timeout)
 
     async def ask_permission(

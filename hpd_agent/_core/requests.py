@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 import anyio
 
+from .._values.kinds import BuiltinKind, kind_named
 from ..backend import Final, RequestBackend, Settlement
 from ..events import ClarificationRequest, Event, RequestEvent, RequestStatus
 from ..exceptions import (
@@ -152,11 +153,16 @@ def question_key(event: RequestEvent) -> tuple[Any, ...] | None:
     """What makes two questions "the same" for deduplication (permissions never are).
 
     Everything the human would see and everything the answer is checked against: the
-    asking agent, kind, text, context, options and data (schema and payload included).
-    Two questions that differ in any of these get two requests and two answers.
+    asking agent, kind, text, context, options and data (schema and payload included), and
+    the answer schema of a kind not built in (a built-in kind's follows from the rest; a
+    question relayed from elsewhere brings its own). Two questions that differ in any of
+    these get two requests and two answers.
     """
     if isinstance(event, ClarificationRequest):
         data = None if event.data is None else json.dumps(event.data, sort_keys=True)
+        schema = event.answer_schema
+        if schema is not None and not isinstance(kind_named(event.question_kind), BuiltinKind):
+            data = (data, json.dumps(schema, sort_keys=True))
         return (
             event.agent_path,
             event.question_kind,

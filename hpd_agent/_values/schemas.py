@@ -27,6 +27,8 @@ from functools import cache, lru_cache
 from typing import Any, NoReturn, cast
 from urllib.parse import urlsplit
 
+from ..text import bounded
+
 __all__ = [
     "MAX_SCHEMA_BYTES",
     "MAX_SCHEMA_DEPTH",
@@ -43,6 +45,9 @@ MAX_SCHEMA_DEPTH = 32
 
 _MAX_DATA_DEPTH = 200
 """Deepest nesting of a payload or an answer: far past any real one, well within recursion."""
+
+_MISMATCH_CHARS = 400
+"""Longest message saying why an answer does not match (it quotes part of the answer)."""
 
 _REF_KEYS = ("$ref", "$dynamicRef", "$recursiveRef")
 
@@ -240,4 +245,5 @@ def schema_mismatch(schema: Any, value: Any) -> str | None:
         return None
     path: list[Any] = list(error.absolute_path)
     where = "/".join(str(p) for p in path) or "the answer"
-    return f"{where} does not match the schema: {error.message}"
+    # jsonschema's message quotes the answer whole: an answer can be megabytes.
+    return bounded(f"{where} does not match the schema: {error.message}", _MISMATCH_CHARS)

@@ -1,10 +1,12 @@
 """A pending request as the A2A server describes it, and a user message back as its answer.
 
 A question is described by its text and metadata ``request_id``, ``question``,
-``question_kind``, ``options``, ``schema`` and ``agent_path`` (plus the kind's details:
-``multiple``, ``url``, ``label``, ``argument``, ``name``, ``payload``, ``context``), which is
-what ``RemoteAgent`` reads. A permission is a ``choice`` among ``approve_once``,
-``approve_run`` and ``deny``.
+``question_kind``, ``options``, ``schema`` (the JSON Schema of its answer: a custom
+question's, or that of a kind of the app's own), ``agent_path``, and, when it has them, its
+kind's details nested as ``data`` (``multiple``, ``url``, ``label``, ``argument``, ``name``,
+``payload``...), the ``kind_label`` of a kind of the app's own and ``context``: what
+``RemoteAgent`` reads. A permission is a ``choice`` among ``approve_once``, ``approve_run``
+and ``deny``.
 
 An answer is the message's data part if it has one (a bool, a list of options, JSON), else
 its text; metadata ``"decline": true`` declines the question.
@@ -16,7 +18,6 @@ whatever said it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, cast
 
 from a2a.types import Message
@@ -24,7 +25,7 @@ from google.protobuf.json_format import MessageToDict
 
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent
 from ..permissions import Approve, Deny
-from ..questions import Decline
+from ..questions import QUESTION_KINDS, Decline, answer_schema_of
 from ..text import bounded, permission_question
 
 __all__ = [
@@ -45,7 +46,6 @@ _DECIDED = {
     "approve_run": Approve(scope="run"),
     "deny": Deny(reason="denied by the A2A client"),
 }
-_DETAILS = ("multiple", "url", "label", "argument", "name", "payload")
 SHOWN_CHARS = 200
 """Longest piece of a refused answer (or request id) quoted back, as ``run.respond`` does."""
 NOTE_CHARS = 1_000
@@ -80,18 +80,24 @@ def describe(request: RequestEvent, note: str | None = None) -> dict[str, Any]:
 
 
 def _question(request: ClarificationRequest) -> dict[str, Any]:
-    data: Mapping[str, Any] = request.data or {}
-    schema = data.get("schema") if request.question_kind == "custom" else None
+    kind = request.question_kind
+    builtin = kind in QUESTION_KINDS
+    schema: Any = None  # the other built-in kinds' answers are said by kind and options
+    if kind == "custom":
+        schema = (request.data or {}).get("schema")
+    elif not builtin:
+        schema = answer_schema_of(request)
     entry: dict[str, Any] = {
         "request_id": request.request_id,
         "question": request.question,
-        "question_kind": request.question_kind,
+        "question_kind": kind,
         "options": list(request.options) if request.options else None,
         "schema": schema if isinstance(schema, dict) else None,
     }
-    for key in _DETAILS:
-        if data.get(key) is not None:
-            entry[key] = data[key]
+    if request.data:
+        entry["data"] = request.data
+    if not builtin and request.label:
+        entry["kind_label"] = request.label
     if request.context:
         entry["context"] = request.context
     return entry

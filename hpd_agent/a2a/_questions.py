@@ -6,11 +6,13 @@ from typing import Any, cast
 
 from ..exceptions import UserError
 from ..questions import (
+    QUESTION_KINDS,
     ActionQuestion,
     ChoiceQuestion,
     ConfirmQuestion,
     CustomQuestion,
     InputQuestion,
+    KindQuestion,
     Question,
     TextQuestion,
 )
@@ -23,11 +25,13 @@ MAX_URL = 8_000
 
 
 def question_spec(question: RemoteQuestion, tool_name: str) -> Question:
-    """The question of the kind the remote named, with its options, schema and details.
+    """The question of the kind the remote named, with its options, schema and details (a
+    kind of the remote's own keeps its name, answer schema and label: the human answers it
+    as the remote will check it).
 
     What the remote sent is untrusted: details that do not fit the kind (a custom schema
-    that is not a valid JSON schema, an action with no URL or one ``ActionQuestion``
-    refuses) make it a plain text question, which any answer fits. (An authentication step
+    or a kind's answer schema that is not a valid JSON schema, an action with no URL or one
+    ``ActionQuestion`` refuses) make it a plain text question, which any answer fits. (An authentication step
     is checked first, ``refused_url``: it cannot become text.)
     """
     try:
@@ -66,6 +70,15 @@ def _typed(question: RemoteQuestion, tool_name: str) -> Question:
             payload=cast(dict[str, Any], payload) if isinstance(payload, dict) else None,
             schema=question.schema,
             context=context,
+        )
+    if kind not in QUESTION_KINDS:  # the remote's own kind, with its answer schema
+        return KindQuestion(
+            kind,
+            question=text,
+            data=question.data,
+            context=context,
+            schema=question.schema,
+            label=question.label,
         )
     return TextQuestion(question=text, options=question.options, context=context)
 

@@ -22,7 +22,7 @@ from ..exceptions import RequestError
 from ..tools import ToolContext
 from ._questions import question_spec
 from ._view import TaskView
-from ._wire import RemoteQuestion, questions_of
+from ._wire import RemoteQuestion, derived_key, questions_of
 
 __all__ = ["Outcome", "Relay"]
 
@@ -49,9 +49,9 @@ class Relay:
         self.name = name
         self.ctx = ctx
         self.asking: dict[str, _Asking] = {}
-        self.sent: set[tuple[str, str]] = set()
-        """(request id or key, status message id) of each question answered: a status seen
-        again (a stale snapshot) is not a new question."""
+        self.sent: set[tuple[tuple[str, str], str]] = set()
+        """(what names it, ``_named``; status message id) of each question answered: a
+        status seen again (a stale snapshot) is not a new question."""
         self.sent_ids: set[str] = set()
         """The remote's request ids answered: one asked again was refused, and is new."""
 
@@ -60,16 +60,16 @@ class Relay:
         answer was refused is new: it gets a key of its own)."""
         found: list[RemoteQuestion] = []
         for q in questions_of(view.status, view.status_metadata):
-            if (q.request_id or q.key, q.status_id) in self.sent:
+            if (_named(q), q.status_id) in self.sent:
                 continue
             if q.request_id is not None and q.request_id in self.sent_ids:
-                q = dataclasses.replace(q, key=f"{q.key}@{q.status_id}")
+                q = dataclasses.replace(q, key=derived_key("r", q.key, q.status_id))
             found.append(q)
         return found
 
     def answered(self, question: RemoteQuestion) -> None:
         """``question``'s answer is being sent."""
-        self.sent.add((question.request_id or question.key, question.status_id))
+        self.sent.add((_named(question), question.status_id))
         if question.request_id is not None:
             self.sent_ids.add(question.request_id)
 
@@ -121,3 +121,11 @@ class Relay:
         with contextlib.suppress(RequestError):
             self.ctx.coordinator.cancel_request(asking.request_id)
         asking.scope.cancel()
+
+
+def _named(question: RemoteQuestion) -> tuple[str, str]:
+    """What names ``question`` across the statuses that ask it: the remote's request id, else
+    its key (tagged apart, so an id never passes for a key)."""
+    if question.request_id is not None:
+        return ("id", question.request_id)
+    return ("key", question.key)

@@ -69,7 +69,10 @@ refused (an id cut short would never be recognised: the question would be asked 
 _MAX_REQUESTS = 100
 _URL = re.compile(r"https?://[^\s<>\"')\]]+")
 _DETAILS = ("url", "label", "multiple", "argument", "name", "payload", "context")
-"""Keys of a question's metadata besides the issue's (kind-specific details, optional)."""
+"""Keys of a question's metadata besides the issue's (kind-specific details, optional): the
+flattened ones older servers send; a newer one nests the kind's details under ``data``."""
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9_.:-]{0,63}")
+_MAX_LABEL = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,20 +80,24 @@ class RemoteQuestion:
     """One question the remote task waits for.
 
     Attributes:
-        key: Names the question stably (the remote's request id, else its status message's
-            id; a long one as its head and a digest, at most 200 characters): the relayed
+        key: Names the question stably and distinctly (``key_of`` the remote's request id,
+            else a key ``derived_key`` makes from its status message's id): the relayed
             request's id derives from it.
         request_id: The remote's own id for it, verbatim, echoed in the answer's metadata;
             None when the remote gave none.
         status_id: The id of the status message it came with (an answer is for that one).
         question: Its text.
-        kind: One of ``hpd_agent.questions.QUESTION_KINDS``.
+        kind: One of ``hpd_agent.questions.QUESTION_KINDS``, or a kind of the remote's own
+            when it came with its answer ``schema``.
         options: The allowed answers, if any.
-        schema: The JSON schema of a custom question's answer, if any.
+        schema: The JSON schema of the answer (a custom question's, or a kind of the
+            remote's own), if any.
         path: The remote's agent path below the remote agent itself (its ``agent_path``
             without the first element).
         details: Kind-specific details the remote sent (url, label, multiple, argument,
-            name, payload, context).
+            name, payload, context), nested under ``data`` or flattened.
+        data: The details as the remote nested them (``data``), if it did.
+        label: The label of a kind of the remote's own, if any.
         auth: It is the remote's authentication step (``TASK_STATE_AUTH_REQUIRED``).
     """
 
@@ -103,6 +110,8 @@ class RemoteQuestion:
     schema: dict[str, Any] | None = None
     path: tuple[str, ...] = ()
     details: dict[str, Any] = field(default_factory=dict[str, Any])
+    data: dict[str, Any] | None = None
+    label: str | None = None
     auth: bool = False
 
 
@@ -209,17 +218,28 @@ def _question(metadata: Mapping[str, Any], text: str, status_id: str) -> RemoteQ
     request_id = _text(metadata.get("request_id"), None)
     kind = metadata.get("question_kind")
     schema = metadata.get("schema")
+    schema = cast(dict[str, Any], schema) if isinstance(schema, dict) and schema else None
     details = {k: metadata[k] for k in _DETAILS if k in metadata}
+    nested = metadata.get("data")
+    data = cast(dict[str, Any], nested) if isinstance(nested, dict) else None
+    details.update(data or {})
+    if not isinstance(kind, str) or (
+        # A kind of the remote's own is asked as such when its answer schema came with it.
+        kind not in QUESTION_KINDS and (schema is None or _KIND.fullmatch(kind) is None)
+    ):
+        kind = "text"
     return RemoteQuestion(
-        key=_key(request_id) or status_id,
+        key=key_of(request_id) if request_id is not None else derived_key("s", status_id),
         request_id=request_id,
         status_id=status_id,
         question=text or "The remote agent needs your input.",
-        kind=kind if isinstance(kind, str) and kind in QUESTION_KINDS else "text",
+        kind=kind,
         options=_options(metadata.get("options")),
-        schema=cast(dict[str, Any], schema) if isinstance(schema, dict) and schema else None,
+        schema=schema,
         path=_below(metadata.get("agent_path")),
         details=details,
+        data=data,
+        label=_text(metadata.get("kind_label"), _MAX_LABEL),
     )
 
 
@@ -237,7 +257,7 @@ def _auth_question(
     if url is not None:
         details["url"] = url
     return RemoteQuestion(
-        key=f"auth@{status_id}",
+        key=derived_key("a", status_id),
         request_id=_text(metadata.get("request_id"), None),
         status_id=status_id,
         question=text or "The remote agent needs you to sign in.",
@@ -254,9 +274,27 @@ def _text(value: Any, limit: int | None) -> str | None:
     return value if limit is None else value[:limit]
 
 
+def key_of(request_id: str) -> str:
+    """The key of a question the remote names ``request_id``: the id itself when short and
+    not starting with ``~``; ``~`` and the id when it does; a long one as ``~h:``, its head and
+    a digest of the whole. No two ids share a key, and no id's key is a ``derived_key``
+    (those start with ``~`` and a letter), so a remote cannot make two questions one."""
+    if len(request_id) < _MAX_KEY:
+        return "~" + request_id if request_id.startswith("~") else request_id
+    digest = hashlib.blake2b(request_id.encode("utf-8", "surrogatepass"), digest_size=16)
+    return f"~h:{request_id[: _MAX_KEY - 37]}#{digest.hexdigest()}"
+
+
+def derived_key(kind: str, *parts: str) -> str:
+    """A key made here, not named by the remote: ``~``, a one-letter ``kind`` (``s`` a status
+    without request id, ``a`` an authentication step, ``r`` a question asked again), then the
+    parts as a JSON list (so no two part lists share a key)."""
+    return f"~{kind}:{json.dumps(parts)}"
+
+
 def _key(value: str | None) -> str | None:
-    """``value`` as a key of at most ``_MAX_KEY`` characters: itself when short enough,
-    else its head and a digest of the whole (two long ids sharing a head differ)."""
+    """``value`` (a status message's id) as a bounded name: itself when short enough, else its
+    head and a digest of the whole."""
     if value is None or len(value) <= _MAX_KEY:
         return value
     digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=16)

@@ -1,18 +1,22 @@
-"""The printing side of ``ConsoleHandler``: each event of a run as the terminal shows it.
+"""``ConsolePrinter``: each event of a run, and each question, as the terminal shows them.
 
-``Printing`` is a mixin of ``ConsoleHandler``: ``on_event`` streams text as it arrives
-(through ``StreamWriter``), shows tool calls and results in one line each, a sub-agent's
-failure, requests queued behind the current question and how each request ended, and the
-run's outcome; ``_line``, ``_who`` and ``_short`` are the helpers the asking side prints
-with too. Asking the human (questions, permissions, closed input) stays in
-``hpd_agent/handlers/console.py``. A mixin rather than an object the handler holds: an
-event costs no extra call.
+``ConsoleHandler`` holds one: ``show`` streams text as it arrives (through ``StreamWriter``),
+shows tool calls and results in one line each, a sub-agent's failure, requests queued behind
+the current question and how each request ended, and the run's outcome; ``show_question``
+and ``show_permission`` draw a request, any kind from its label and answer schema; ``line``,
+``who`` and ``short`` are the helpers the asking side prints with too. Reading the human's
+answers stays in ``hpd_agent/handlers/console.py``.
 """
 
 from __future__ import annotations
 
-from rich.console import Console
+import json
+from typing import cast
 
+from rich.console import Console
+from rich.markup import escape
+
+from .._values.typed import answer_hint
 from ..events import (
     AgentFinished,
     AgentStarted,
@@ -28,115 +32,208 @@ from ..events import (
     ToolCallStarted,
     format_path,
 )
+from ..questions import QUESTION_KINDS, answer_schema_of, kind_named
 from ..text import printable
 from ._stream import Calls, StreamWriter, path_label
 from ._stream import esc as _esc
 
-__all__ = ["Printing"]
+__all__ = ["PERMISSION_WORDS", "ConsolePrinter"]
+
+_PREVIEW_LINES = 8
+PERMISSION_WORDS = (
+    "type 1, y, yes or once · 2, run, always or all · 3, n, no or deny "
+    "(a reason may follow: n: not here)"
+)
+"""What a person types to decide a permission request."""
 
 
-class Printing:
-    """How ``ConsoleHandler`` prints a run's events: its ``on_event`` and the line helpers.
+class ConsolePrinter:
+    """How a run looks in the terminal: its events and its requests.
 
-    Attributes:
+    Args:
         console: Where to print.
         show_tool_results: Whether each tool result gets a line (an error always does).
         max_chars: Longest argument or result summary printed.
+
+    Attributes:
+        asking: The request being asked now, if any (set by the handler while it reads).
+        open: The requests seen and not resolved yet.
     """
 
-    # Set by ConsoleHandler.__init__; declared here so that the methods below are typed.
-    console: Console
-    show_tool_results: bool
-    max_chars: int
-    _calls: Calls
-    _out: StreamWriter
-    _asking: str | None  # the request being asked now, if any
-    _open: set[str]  # requests seen and not resolved yet
+    def __init__(self, console: Console, *, show_tool_results: bool, max_chars: int) -> None:
+        self.console = console
+        self.show_tool_results = show_tool_results
+        self.max_chars = max_chars
+        self.calls = Calls()
+        self.out = StreamWriter(console, self.calls)
+        self.asking: str | None = None
+        self.open: set[str] = set()
 
-    def _end_line(self) -> None:
-        self._out.end_line()
+    def end_line(self) -> None:
+        """End the line being streamed, if any."""
+        self.out.end_line()
 
-    def _label(self, path: tuple[str, ...]) -> str:
+    def label(self, path: tuple[str, ...]) -> str:
+        """An agent path in colour."""
         return path_label(path)
 
-    def _who(self, event: Event) -> str:
+    def who(self, event: Event) -> str:
         """Who produced ``event``: its agent path, plus the call's number and query when
         another call of the same agent runs beside it."""
         key = event.invocation_id or format_path(event.agent_path)
-        return self._calls.label(key, event.agent_path)[0]
+        return self.calls.label(key, event.agent_path)[0]
 
-    def _line(self, markup: str) -> None:
-        self._end_line()
+    def line(self, markup: str) -> None:
+        """Print one line of markup, after whatever is being streamed."""
+        self.end_line()
         self.console.print(markup, highlight=False, soft_wrap=True)
 
-    def _short(self, text: str) -> str:
+    def short(self, text: str) -> str:
+        """``text`` on one line, at most ``max_chars`` long."""
         flat = " ".join(text.split())
         return flat if len(flat) <= self.max_chars else flat[: self.max_chars - 1] + "…"
 
-    async def on_event(self, event: Event) -> None:
+    def show(self, event: Event) -> None:
         """Print one event: text as it streams, tool calls, outcomes."""
         # Text and state are kept by agent call: parallel calls of one agent share a path.
         key = event.invocation_id or format_path(event.agent_path)
         if isinstance(event, TextDelta):
             # Newlines and tabs stay (layout); escape sequences and other controls show.
-            self._out.text(key, event.agent_path, printable(event.text))
+            self.out.text(key, event.agent_path, printable(event.text))
             return
         if isinstance(event, AgentStarted):
-            self._calls.started(key, event.agent_path, event.parent_invocation_id, event.input)
-        self._out.settle(key, ending=isinstance(event, (AgentFinished, RunFinished)))
+            self.calls.started(key, event.agent_path, event.parent_invocation_id, event.input)
+        self.out.settle(key, ending=isinstance(event, (AgentFinished, RunFinished)))
         if isinstance(event, AgentFinished):
-            self._calls.finished(key)
+            self.calls.finished(key)
         if isinstance(event, RunStarted):
-            self._line(f"[dim]▶ {_esc(event.agent_name)}: {_esc(self._short(event.prompt))}[/]")
+            self.line(f"[dim]▶ {_esc(event.agent_name)}: {_esc(self.short(event.prompt))}[/]")
         elif isinstance(event, ToolCallStarted):
-            self._line(
-                f"  {self._who(event)} [dim]→[/] [bold]{_esc(event.tool_name)}[/]"
-                f"[dim]({_esc(self._short(_arguments(event)))})[/]"
+            self.line(
+                f"  {self.who(event)} [dim]→[/] [bold]{_esc(event.tool_name)}[/]"
+                f"[dim]({_esc(self.short(_arguments(event)))})[/]"
             )
         elif isinstance(event, ToolCallFinished):
             if self.show_tool_results or event.is_error:
                 style = "red" if event.is_error else "dim"
-                self._line(
-                    f"  {self._who(event)} [dim]←[/] {_esc(event.tool_name)}: "
-                    f"[{style}]{_esc(self._short(event.result))}[/]"
+                self.line(
+                    f"  {self.who(event)} [dim]←[/] {_esc(event.tool_name)}: "
+                    f"[{style}]{_esc(self.short(event.result))}[/]"
                 )
         elif isinstance(event, AgentFinished):
             # The root agent's failure is the run's: "Run failed" says it, once.
             if event.status == "failed" and event.depth > 0:
-                self._line(f"[red]✗ {self._who(event)} failed: {_esc(event.error or '')}[/]")
+                self.line(f"[red]✗ {self.who(event)} failed: {_esc(event.error or '')}[/]")
         elif isinstance(event, (ClarificationResolved, PermissionResolved)):
             self._resolved(event)
         elif isinstance(event, (ClarificationRequest, PermissionRequest)):
-            self._open.add(event.request_id)
-            if len(self._open) > 1:
-                self._line(
-                    f"[yellow]… {self._who(event)} also needs you: "
+            self.open.add(event.request_id)
+            if len(self.open) > 1:
+                self.line(
+                    f"[yellow]… {self.who(event)} also needs you: "
                     "queued until the current question is answered[/]"
                 )
         elif isinstance(event, RunFinished):
-            self._end_line()
+            self.end_line()
             if event.status == "failed":
-                self._line(f"[bold red]Run failed:[/] {_esc(event.error or '')}")
+                self.line(f"[bold red]Run failed:[/] {_esc(event.error or '')}")
             elif event.status == "cancelled":
-                self._line("[bold yellow]Run cancelled.[/]")
+                self.line("[bold yellow]Run cancelled.[/]")
 
     def _resolved(self, event: ClarificationResolved | PermissionResolved) -> None:
-        self._open.discard(event.request_id)
+        self.open.discard(event.request_id)
         if event.status == "answered":
             if (
                 isinstance(event, PermissionResolved)
-                and event.request_id != self._asking
+                and event.request_id != self.asking
                 and event.scope == "run"
             ):
-                self._line(
-                    f"[green]✓ {_esc(event.tool_name)} approved for the run ({self._who(event)})[/]"
+                self.line(
+                    f"[green]✓ {_esc(event.tool_name)} approved for the run ({self.who(event)})[/]"
                 )
             return
         what = "permission request" if isinstance(event, PermissionResolved) else "question"
         if event.status == "declined":  # from elsewhere (a UI, a store), or typed here
-            self._line(f"[yellow]! {self._who(event)}'s {what} was declined[/]")
+            self.line(f"[yellow]! {self.who(event)}'s {what} was declined[/]")
             return
-        self._line(f"[yellow]! {self._who(event)}'s {what} ended: {event.status}[/]")
+        self.line(f"[yellow]! {self.who(event)}'s {what} ended: {event.status}[/]")
+
+    # -- requests ------------------------------------------------------------------------
+    def show_question(self, request: ClarificationRequest) -> None:
+        """Print a question and what to type: by kind, any kind from its label and schema."""
+        print_ = self.console.print
+        print_(
+            f"[bold yellow]?[/] {self.who(request)} asks: [bold]{_esc(request.question)}[/]",
+            soft_wrap=True,
+        )
+        if request.context:
+            print_(f"  [dim]{_esc(request.context)}[/]", soft_wrap=True)
+        kind = request.question_kind
+        data = request.data or {}
+        options: tuple[object, ...] = request.options or ()
+        hint = None
+        if kind == "input":
+            print_(
+                f"  [dim]value for[/] {_esc(str(data.get('argument', '?')))} "
+                f"[dim]of tool[/] {_esc(str(data.get('tool', '?')))}"
+            )
+        elif kind == "confirm":
+            print_("  [dim]answer y or n[/]")
+        elif kind == "action":
+            label = data.get("label") or "Open this link"
+            print_(f"  {_esc(str(label))}: [link]{_esc(str(data.get('url', '')))}[/]")
+            print_("  [dim]press Enter when done, or n to decline[/]")
+        elif kind == "custom":
+            print_(f"  [dim]{_esc(str(data.get('name', 'custom')))}[/]")
+            if data.get("payload"):
+                print_(f"  {_esc(json.dumps(data['payload']))}")
+            hint = answer_hint(answer_schema_of(request))
+        elif kind not in QUESTION_KINDS:
+            known = kind_named(kind)
+            label = request.label or (known.label if known else None) or kind
+            print_(f"  [bold]{_esc(label)}[/]")
+            schema = answer_schema_of(request)
+            enum = schema.get("enum")
+            options = tuple(cast(list[object], enum)) if isinstance(enum, list) else ()
+            hint = answer_hint(schema)
+        # Numbered from 1 on screen (people count from 1); the API's indices are 0-based,
+        # so the hint says which one the typed number is.
+        for i, option in enumerate(options, 1):
+            print_(
+                f"  [bold]{i})[/] {_esc(option if isinstance(option, str) else json.dumps(option))}"
+            )
+        numbered = _numbered(len(options))
+        if kind == "choice" and data.get("multiple"):
+            print_(f"  [dim]one or more, separated by commas: {numbered}[/]")
+        elif options:
+            print_(f"  [dim]type {numbered}[/]")
+        elif hint is not None:
+            print_(f"  [dim]{'answer with JSON' if hint == 'JSON' else f'type {_esc(hint)}'}[/]")
+
+    def show_permission(self, request: PermissionRequest) -> None:
+        """Print a permission request: the tool, its arguments, the three choices."""
+        print_ = self.console.print
+        print_(
+            f"[bold yellow]?[/] {self.who(request)} wants to run [bold]{_esc(request.tool_name)}[/]"
+        )
+        for name, value in request.arguments.items():
+            if isinstance(value, str) and "\n" in value.strip():
+                # A file body or a script: show its first lines as they are.
+                lines = value.splitlines()
+                print_(f"  [dim]{_esc(name)}: ({len(lines)} lines)[/]")
+                for text_line in lines[:_PREVIEW_LINES]:
+                    print_(f"  [dim]│[/] {_esc(text_line)}", soft_wrap=True)
+                if len(lines) > _PREVIEW_LINES:
+                    print_("  [dim]│ …[/]")
+                continue
+            shown = value if isinstance(value, str) else json.dumps(value)
+            print_(f"  [dim]{_esc(name)}:[/] {_esc(self.short(shown))}")
+        print_("  [bold]1)[/] approve once  [bold]2)[/] approve for the run  [bold]3)[/] deny")
+        print_(f"  [dim]{escape(PERMISSION_WORDS)}[/]")
+
+
+def _numbered(count: int) -> str:
+    return f"a number from 1 to {count} (as listed: 1 is the first option) or the option's text"
 
 
 def _arguments(event: ToolCallStarted) -> str:

@@ -27,29 +27,20 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from rich.console import Console
-from rich.markup import escape
 
-from .._values.vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, NO_WORDS, REJECT_WORDS, YES_WORDS
-from ..events import ClarificationRequest, PermissionRequest
+from .._values.vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, REJECT_WORDS
+from ..events import ClarificationRequest, Event, PermissionRequest
 from ..exceptions import RunCancelledError
 from ..permissions import Approve, Decision, Deny
+from ..questions import QUESTION_KINDS, Decline, answer_for, answer_schema_of, parse_typed
 from ._base import BaseHandler
-from ._printing import Printing
-from ._stream import Calls, StreamWriter
+from ._printing import PERMISSION_WORDS, ConsolePrinter
 from ._stream import esc as _esc
 
 __all__ = ["ConsoleHandler", "default_answer"]
 
 InputFunction = Callable[[str], str]
 """Reads one line, like ``input(prompt)``; raises ``EOFError`` when input is closed."""
-
-_PREVIEW_LINES = 8
-_YES = YES_WORDS | {"1"}
-_NO = NO_WORDS | {"0"}
-_PERMISSION_WORDS = (
-    "type 1, y, yes or once · 2, run, always or all · 3, n, no or deny "
-    "(a reason may follow: n: not here)"
-)
 
 
 class _Reply(Exception):
@@ -126,7 +117,8 @@ class _LineReader:
 
 
 def default_answer(request: ClarificationRequest | PermissionRequest) -> Any:
-    """The answer ``--yes`` gives: the first option, yes, approve once, or a neutral text."""
+    """The answer ``--yes`` gives: the first option, yes, approve once, or a neutral text; for
+    a kind of your own, its answer schema's ``default``, else ``Decline()``."""
     if isinstance(request, PermissionRequest):
         return Approve(scope="once")
     kind = request.question_kind
@@ -140,12 +132,15 @@ def default_answer(request: ClarificationRequest | PermissionRequest) -> Any:
         return [options[0]] if data.get("multiple") else options[0]
     if kind == "custom":
         return data.get("default", data.get("payload"))
+    if kind not in QUESTION_KINDS:
+        schema = answer_schema_of(request)
+        return schema["default"] if "default" in schema else Decline()
     if options:
         return options[0]
     return "No answer: the user is not available. Use your best judgement."
 
 
-class ConsoleHandler(Printing, BaseHandler):
+class ConsoleHandler(BaseHandler):
     """Shows a run in the terminal and asks the human its questions.
 
     Args:
@@ -180,19 +175,20 @@ class ConsoleHandler(Printing, BaseHandler):
         self.end_of_input: Literal["cancel", "defaults"] = end_of_input
         self.left = False
         """True once closed input cancelled the run (``end_of_input="cancel"``)."""
-        self.show_tool_results = show_tool_results
-        self.max_chars = max_chars
+        self._printer = ConsolePrinter(
+            self.console, show_tool_results=show_tool_results, max_chars=max_chars
+        )
         self._reader = _LineReader(input or builtins.input)
         self._ask_lock = anyio.Lock()
-        self._calls = Calls()
-        self._out = StreamWriter(self.console, self._calls)
-        self._asking: str | None = None
-        self._open: set[str] = set()  # requests seen and not resolved yet
+
+    async def on_event(self, event: Event) -> None:
+        """Print one event: text as it streams, tool calls, outcomes."""
+        self._printer.show(event)
 
     # -- input ---------------------------------------------------------------------------
     async def prompt(self, text: str = "> ") -> str | None:
         """Read one line from the human off the event loop; None when input is closed."""
-        self._end_line()
+        self._printer.end_line()
         try:
             return await self._reader.readline(text, echo_prompt=self._echo)
         except EOFError:
@@ -208,10 +204,11 @@ class ConsoleHandler(Printing, BaseHandler):
         parse: Callable[[str], Any],
         follow_up: Callable[[Any], Awaitable[Any]] | None = None,
     ) -> Any:
+        printer = self._printer
         async with self._ask_lock:
-            self._asking = request.request_id
+            printer.asking = request.request_id
             try:
-                self._end_line()
+                printer.end_line()
                 show()
                 if self.assume_yes:
                     return self._auto(request)
@@ -224,100 +221,43 @@ class ConsoleHandler(Printing, BaseHandler):
                     try:
                         answer = parse(line.strip())
                     except _Reply as again:
-                        self._line(f"[red]{_esc(str(again))}[/]")
+                        printer.line(f"[red]{_esc(str(again))}[/]")
                         continue
                     # Still holding the lock: a follow-up belongs to the same question.
                     return answer if follow_up is None else await follow_up(answer)
             finally:
-                self._asking = None
+                printer.asking = None
 
     def _closed(self, request: ClarificationRequest | PermissionRequest, *, said: bool) -> Any:
         """Input is closed: cancel the run (a terminal), or answer with the default."""
         if self.end_of_input == "cancel":
             if not self.left:
                 self.left = True
-                self._line(
+                self._printer.line(
                     "[bold yellow]Input closed (Ctrl-D): you left, so the run is cancelled; "
                     "nothing is answered or approved for you.[/]"
                 )
             raise RunCancelledError("input closed: the human left")
         if not said:
-            self._line("[yellow]Input closed: answering with defaults from now on.[/]")
+            self._printer.line("[yellow]Input closed: answering with defaults from now on.[/]")
         return self._auto(request)
 
     def _auto(self, request: ClarificationRequest | PermissionRequest) -> Any:
         answer = default_answer(request)
         shown = "approve once" if isinstance(answer, Approve) else _show_value(answer)
-        self._line(f"[dim]  (answered automatically: {_esc(shown)})[/]")
+        self._printer.line(f"[dim]  (answered automatically: {_esc(shown)})[/]")
         return answer
 
     async def on_clarification(self, request: ClarificationRequest) -> Any:
-        """Ask the question in the terminal, by kind; re-ask until the answer fits."""
-        kind = request.question_kind
-        data = request.data or {}
-        options = request.options or ()
-
-        def show() -> None:
-            self.console.print(
-                f"[bold yellow]?[/] {self._who(request)} asks: [bold]{_esc(request.question)}[/]",
-                soft_wrap=True,
-            )
-            if request.context:
-                self.console.print(f"  [dim]{_esc(request.context)}[/]", soft_wrap=True)
-            if kind == "input":
-                self.console.print(
-                    f"  [dim]value for[/] {_esc(str(data.get('argument', '?')))} "
-                    f"[dim]of tool[/] {_esc(str(data.get('tool', '?')))}"
-                )
-            elif kind == "confirm":
-                self.console.print("  [dim]answer y or n[/]")
-            elif kind == "action":
-                label = data.get("label") or "Open this link"
-                self.console.print(
-                    f"  {_esc(str(label))}: [link]{_esc(str(data.get('url', '')))}[/]"
-                )
-                self.console.print("  [dim]press Enter when done, or n to decline[/]")
-            elif kind == "custom":
-                self.console.print(f"  [dim]{_esc(str(data.get('name', 'custom')))}[/]")
-                if data.get("payload"):
-                    self.console.print(f"  {_esc(json.dumps(data['payload']))}")
-                self.console.print("  [dim]answer with JSON[/]")
-            # Numbered from 1 on screen (people count from 1); the API's indices are 0-based,
-            # so the hint says which one the typed number is.
-            for i, option in enumerate(options, 1):
-                self.console.print(f"  [bold]{i})[/] {_esc(option)}")
-            numbered = _numbered(len(options))
-            if kind == "choice" and data.get("multiple"):
-                self.console.print(f"  [dim]one or more, separated by commas: {numbered}[/]")
-            elif options:
-                self.console.print(f"  [dim]type {numbered}[/]")
-
-        return await self._ask(request, show, lambda line: _parse(request, line))
+        """Ask the question in the terminal, any kind; re-ask until the answer fits."""
+        return await self._ask(
+            request,
+            lambda: self._printer.show_question(request),
+            lambda line: _typed(request, line),
+        )
 
     async def on_permission(self, request: PermissionRequest) -> Decision:
         """Ask approve once / approve for the run / deny (with a reason)."""
-
-        def show() -> None:
-            self.console.print(
-                f"[bold yellow]?[/] {self._who(request)} wants to run "
-                f"[bold]{_esc(request.tool_name)}[/]"
-            )
-            for name, value in request.arguments.items():
-                if isinstance(value, str) and "\n" in value.strip():
-                    # A file body or a script: show its first lines as they are.
-                    lines = value.splitlines()
-                    self.console.print(f"  [dim]{_esc(name)}: ({len(lines)} lines)[/]")
-                    for text_line in lines[:_PREVIEW_LINES]:
-                        self.console.print(f"  [dim]│[/] {_esc(text_line)}", soft_wrap=True)
-                    if len(lines) > _PREVIEW_LINES:
-                        self.console.print("  [dim]│ …[/]")
-                    continue
-                shown = value if isinstance(value, str) else json.dumps(value)
-                self.console.print(f"  [dim]{_esc(name)}:[/] {_esc(self._short(shown))}")
-            self.console.print(
-                "  [bold]1)[/] approve once  [bold]2)[/] approve for the run  [bold]3)[/] deny"
-            )
-            self.console.print(f"  [dim]{escape(_PERMISSION_WORDS)}[/]")
 
         async def reason(decision: Decision) -> Decision:
             if isinstance(decision, Deny) and not decision.reason:
@@ -325,7 +265,9 @@ class ConsoleHandler(Printing, BaseHandler):
                 return Deny(reason=(text or "").strip())
             return decision
 
-        return await self._ask(request, show, _parse_permission, reason)
+        return await self._ask(
+            request, lambda: self._printer.show_permission(request), _parse_permission, reason
+        )
 
 
 def _is_terminal() -> bool:
@@ -335,66 +277,21 @@ def _is_terminal() -> bool:
         return False
 
 
-def _numbered(count: int) -> str:
-    return f"a number from 1 to {count} (as listed: 1 is the first option) or the option's text"
-
-
 def _show_value(value: Any) -> str:
+    if isinstance(value, Decline):
+        return "declined"
     return value if isinstance(value, str) else json.dumps(value)
 
 
-def _pick(options: tuple[str, ...], text: str) -> str:
-    """An option by its number (1-based, as shown) or by its text (any case)."""
-    if text.isdigit():
-        n = int(text)
-        if 1 <= n <= len(options):
-            return options[n - 1]
-        raise _Reply(f"Pick a number from 1 to {len(options)}.")
-    folded = text.casefold()
-    for option in options:
-        if option.strip().casefold() == folded:
-            return option
-    raise _Reply(f"Answer with a number from 1 to {len(options)} or one of the options.")
-
-
-def _parse(request: ClarificationRequest, text: str) -> Any:
-    kind = request.question_kind
-    data = request.data or {}
-    options = request.options or ()
-    if kind == "confirm":
-        word = text.casefold()
-        if word in _YES:
-            return True
-        if word in _NO:
-            return False
-        raise _Reply("Answer y or n.")
-    if kind == "action":
-        word = text.casefold()
-        if word in ("", *_YES, "done"):
-            return True
-        if word in _NO:
-            return False
-        raise _Reply("Press Enter when done, or type n to decline.")
-    if kind == "custom":
-        try:
-            return json.loads(text)
-        except ValueError:
-            schema: Any = data.get("schema") or {}
-            if isinstance(schema, dict) and schema.get("type") == "string":  # pyright: ignore[reportUnknownMemberType]
-                return text
-            raise _Reply("That is not valid JSON; try again.") from None
-    if kind == "choice" and options:
-        if data.get("multiple"):
-            parts = [p.strip() for p in text.split(",") if p.strip()]
-            if not parts:
-                raise _Reply("Pick at least one option.")
-            return [_pick(options, p) for p in parts]
-        return _pick(options, text)
-    if options:
-        return _pick(options, text)
-    if not text:
-        raise _Reply("Please type an answer.")
-    return text
+def _typed(request: ClarificationRequest, text: str) -> Any:
+    """The typed line as an answer (``parse_typed``), checked as ``respond`` will check it:
+    what does not fit is asked again, with the reason."""
+    try:
+        answer = parse_typed(request, text)
+        answer_for(request, answer)
+    except (ValueError, TypeError) as e:
+        raise _Reply(str(e)) from None
+    return answer
 
 
 def _parse_permission(text: str) -> Decision:
@@ -408,4 +305,4 @@ def _parse_permission(text: str) -> Decision:
     for prefix in ("3 ", "n ", "no ", "deny ", "deny:", "no:", "n:"):
         if word.startswith(prefix):
             return Deny(reason=text[len(prefix) :].strip())
-    raise _Reply(_PERMISSION_WORDS)
+    raise _Reply(PERMISSION_WORDS)

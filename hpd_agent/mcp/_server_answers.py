@@ -116,10 +116,14 @@ class Driven:
 
 class Stored(StoreRelay[ServedRun]):
     """The retry reached a server that does not drive the run (another server of the
-    store does): answers go through the store (``StoreRelay``)."""
+    store does): answers go through the store (``StoreRelay``), a cancel too."""
+
+    why: str | None = None
+    """Why the run ended here (the client cancelled a question), for the tool result."""
 
     async def cancel(self, form: Form) -> bool:
-        # The client cancelled one question of a run driven elsewhere: the question ends
-        # cancelled (its asker is told nobody answered) and the run goes on.
-        await self.end(form.request_id)
-        return False
+        # As on the driving server, a cancelled question cancels the run: through the store
+        # (the driving server is fenced out and stops where it waits).
+        self.why = f"the MCP client cancelled the question {form.message!r}"
+        await self.host.cancel(self.run_id)
+        return True

@@ -1,10 +1,10 @@
 """A pending request as an MCP elicitation form, and the form's content back as an answer.
 
-Every question kind but a custom one with a flat schema asks for one required property
-``answer`` (text and input: a string, an enum of the options when there are some; choice: an
-enum, an array of it when several may be picked; confirm and action: a boolean); a custom
-question whose JSON schema is a flat object MCP allows is sent as it is, any other custom
-question asks for its answer as a string holding JSON; a permission asks for ``decision``.
+A question's form is drawn from its answer schema (``answer_schema_of``, any kind): a flat
+object schema MCP allows is sent as it is; a schema MCP allows for one field (a string, an
+enum of the options, an array of them, a boolean, a number...) is one required property
+``answer``; any other asks for ``answer`` as a string holding JSON. A permission asks for
+``decision``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, cast
 
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent, format_path
 from ..permissions import Approve, Deny
+from ..questions import answer_schema_of
 from ..text import permission_question, shown
 
 __all__ = ["DECISIONS", "Form", "form_for", "is_flat"]
@@ -73,30 +74,14 @@ def _one(name: str, prop: dict[str, Any]) -> dict[str, Any]:
 def _question_schema(
     request: ClarificationRequest,
 ) -> tuple[dict[str, Any], Callable[[Mapping[str, Any] | None], Any]]:
-    kind = request.question_kind
-    data: Mapping[str, Any] = request.data or {}
-    options = list(request.options) if request.options else None
-    prop: dict[str, Any]
-    if kind == "custom":
-        schema = data.get("schema")
-        if isinstance(schema, dict) and is_flat(cast(dict[str, Any], schema)):
-            return dict(cast(dict[str, Any], schema)), _read_content
-        prop = {"type": "string", "title": "Answer", "description": "the answer as JSON"}
-        return _one("answer", prop), _read_json
-    if kind == "choice" and options and data.get("multiple"):
-        prop = {"type": "array", "items": {"type": "string", "enum": options}, "minItems": 1}
-    elif kind in ("confirm", "action"):
-        prop = {"type": "boolean"}
-        if kind == "action" and isinstance(data.get("url"), str):
-            prop["description"] = f"true once done at {data['url']}"
-    elif options:
-        prop = {"type": "string", "enum": options}
-    else:
-        prop = {"type": "string"}
-        if kind == "input":
-            prop["minLength"] = 1
-    prop.setdefault("title", "Answer")
-    return _one("answer", prop), _read_answer
+    schema = answer_schema_of(request)
+    if is_flat(schema):
+        return dict(schema), _read_content
+    prop: dict[str, Any] = {"title": "Answer", **schema}
+    if _primitive(prop):
+        return _one("answer", prop), _read_answer
+    prop = {"type": "string", "title": "Answer", "description": "the answer as JSON"}
+    return _one("answer", prop), _read_json
 
 
 def _read_answer(content: Mapping[str, Any] | None) -> Any:

@@ -9,7 +9,8 @@ or asks something new) for at most ``RELAY_WAIT`` seconds, and returns what it f
 result, the questions pending (a refused answer's question again, with the reason), or, if
 the run is still working, an ``InputRequiredResult`` asking nothing, whose ``requestState``
 the client retries with. If the driving server died meanwhile (its lease lapsed), this one
-resumes the run and drives it from there.
+resumes the run and drives it from there. A question the client cancels there cancels the run,
+as on the driving server (``RunHost.cancel``: through the store).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from mcp_types import INVALID_PARAMS
 from ..hosting import UnknownRunError
 from ..store import RunRecord
 from ._server_answers import Stored, apply
-from ._server_results import asking, record_result
+from ._server_results import asking, record_result, text_result
 from ._server_runs import ServedRun, ServedRuns
 
 __all__ = ["RELAY_WAIT", "relayed"]
@@ -46,7 +47,8 @@ async def relayed(
     if runs.store is None:  # a run is driven elsewhere only through a store
         raise MCPError(INVALID_PARAMS, "the requestState names a run this server cannot reach")
     stored = Stored(runs, run_id)
-    await apply(stored, responses)
+    if not await apply(stored, responses):  # a question cancelled: the run was cancelled
+        return text_result(f"The run was cancelled: {stored.why}.", error=True)
     try:
         # An answer refused (or none given while questions wait): asked again at once.
         found = await stored.follow(RELAY_WAIT)

@@ -39,11 +39,18 @@ def keywords(words: Iterable[str], what: str) -> frozenset[str]:
     return frozenset(normalise_reply(w) for w in words)
 
 
+_SCAN_BUDGET = 2_000_000
+"""Characters ``find_json_object`` may read decoding candidates: a reply made of many ``{``
+that each open a long object (unfinished, or nested) would otherwise take time quadratic in
+its length (a 700 KB one, about a minute)."""
+
+
 def find_json_object(text: str | None, *, keys: Iterable[str]) -> dict[str, Any] | None:
     """The first JSON object in ``text`` that has one of ``keys``, or None.
 
     Models wrap JSON in prose and code fences; fenced blocks are tried first, then every
-    ``{`` of the whole text, so the object is found wherever it sits.
+    ``{`` of the whole text, so the object is found wherever it sits (until the attempts
+    have read ``_SCAN_BUDGET`` characters: then None).
     """
     if not text:
         return None
@@ -51,13 +58,17 @@ def find_json_object(text: str | None, *, keys: Iterable[str]) -> dict[str, Any]
     decoder = json.JSONDecoder()
     candidates = [m.group(1) for m in _FENCE.finditer(text)]
     candidates.append(text)
+    budget = _SCAN_BUDGET
     for candidate in candidates:
         start = candidate.find("{")
-        while start != -1:
+        while start != -1 and budget > 0:
             try:
-                value, _ = decoder.raw_decode(candidate, start)
-            except ValueError:
-                value = None
+                value, end = decoder.raw_decode(candidate, start)
+            except json.JSONDecodeError as e:
+                value, end = None, e.pos + 1
+            except RecursionError:  # nested deeper than the parser goes: not an answer
+                value, end = None, len(candidate)
+            budget -= end - start
             if isinstance(value, dict):
                 obj = cast(dict[str, Any], value)
                 if any(k in obj for k in wanted):

@@ -136,7 +136,13 @@ def _answer(args: argparse.Namespace, failure: Failure) -> int:
         from . import respond
 
         handle = client.get_workflow_handle(args.workflow_id)
-        answer = await respond(handle, args.request_id, value)
+        typed = value
+        if isinstance(value, str) and not args.json:
+            try:
+                typed = await _typed(handle, args.request_id, value)
+            except ValueError as e:
+                return _usage(_show(f"request {args.request_id}: {e}"))
+        answer = await respond(handle, args.request_id, typed)
         if isinstance(value, Decline):
             print(_show(f"declined {args.request_id}"))
         else:
@@ -144,6 +150,24 @@ def _answer(args: argparse.Namespace, failure: Failure) -> int:
         return 0
 
     return _session(args, failure, main)
+
+
+async def _typed(handle: Any, request_id: str, text: str) -> Any:
+    """Typed text as the pending question ``request_id`` reads it (``parse_typed``: an
+    option's 1-based number, any kind's own rules or answer schema); the text itself for a
+    permission or a request that is not pending (the update refuses it, with its reason).
+
+    Raises:
+        ValueError: The text cannot be read as an answer; the message says what to type.
+    """
+    from ..events import ClarificationRequest
+    from ..questions import parse_typed
+    from . import pending
+
+    for info in await pending(handle):
+        if info.request_id == request_id and isinstance(info.event, ClarificationRequest):
+            return parse_typed(info.event, text)
+    return text
 
 
 def _session(

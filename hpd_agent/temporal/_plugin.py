@@ -1,10 +1,11 @@
 """``HpdAgentPlugin``: what a worker (or a ``Replayer``) needs to run ``TemporalAgent``s.
 
 It registers the two activities over the given agents, and lets the workflow sandbox use
-hpd_agent and anyio as they are (passed through, not re-imported per workflow): they are
-deterministic inside a workflow (the loop's only clock is the event loop's, which is workflow
-time there), and anyio's asyncio backend, which anyio imports on first use, must come from
-outside the sandbox or a fresh worker fails on the first workflow that touches it.
+hpd_agent, anyio and the JSON Schema checker as they are (passed through, not re-imported
+per workflow): they are deterministic inside a workflow (the loop's only clock is the event
+loop's, which is workflow time there), anyio's asyncio backend, which anyio imports on first
+use, must come from outside the sandbox or a fresh worker fails on the first workflow that
+touches it, and jsonschema's import asks the platform, which the sandbox refuses.
 
 No data converter is needed: everything that crosses (prompts, model requests, tool
 arguments, answers, events) is plain JSON data.
@@ -18,6 +19,7 @@ from typing import Any
 
 # Imported here, outside any workflow sandbox, so the sandbox can pass it through.
 import anyio._backends._asyncio  # noqa: F401  # pyright: ignore[reportUnusedImport]
+import jsonschema  # noqa: F401  # pyright: ignore[reportUnusedImport]
 import sniffio  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from temporalio.plugin import SimplePlugin
 from temporalio.worker import WorkflowRunner
@@ -29,7 +31,21 @@ from ._agent import TemporalAgent
 
 __all__ = ["PASSTHROUGH_MODULES", "HpdAgentPlugin"]
 
-PASSTHROUGH_MODULES = ("hpd_agent", "anyio", "sniffio")
+PASSTHROUGH_MODULES = (
+    "hpd_agent",
+    "anyio",
+    "sniffio",
+    # What checks an answer against a question's JSON Schema (a custom question's, any
+    # kind's own): a question is asked and an answer checked inside the workflow, and
+    # jsonschema's attrs asks the platform at import, which the sandbox refuses.
+    "jsonschema",
+    "jsonschema_specifications",
+    "referencing",
+    "rpds",
+    "attrs",
+    "attr",
+    "re2",
+)
 """Modules a workflow sandbox must pass through to run ``TemporalAgent``s."""
 
 

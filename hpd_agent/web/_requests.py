@@ -8,14 +8,14 @@ JSON Schema its answer follows, and turns a client's answer into what the store 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any
 
 from ag_ui.core import Interrupt
 
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent
 from ..exceptions import InvalidAnswerError
 from ..permissions import Approve, Decision, Deny
-from ..questions import validate_answer
+from ..questions import answer_schema_of, validate_answer
 from ..store import RequestRecord
 from ._translate import locate
 
@@ -43,21 +43,10 @@ _PERMISSION_SCHEMA: dict[str, Any] = {
 
 
 def response_schema(event: RequestEvent) -> dict[str, Any]:
-    """The JSON Schema of a valid answer to ``event``, from its kind."""
+    """The JSON Schema of a valid answer to ``event``: its kind's (see ``answer_schema_of``)."""
     if isinstance(event, PermissionRequest):
         return _PERMISSION_SCHEMA
-    kind, options, data = event.question_kind, event.options, event.data or {}
-    if kind in ("confirm", "action"):
-        return {"type": "boolean"}
-    if kind == "custom":
-        schema = data.get("schema")
-        return cast(dict[str, Any], schema) if isinstance(schema, dict) else {}
-    if kind == "choice" and options:
-        one: dict[str, Any] = {"enum": list(options)}
-        return {"type": "array", "items": one} if data.get("multiple") else one
-    if options:
-        return {"type": "string", "enum": list(options)}
-    return {"type": "string"}
+    return answer_schema_of(event)
 
 
 def _iso(seconds: float | None) -> str | None:
@@ -89,6 +78,7 @@ def request_value(record: RequestRecord) -> dict[str, Any]:
     if isinstance(event, ClarificationRequest):
         value["context"] = event.context
         value["data"] = event.data
+        value["label"] = event.label
     else:
         value["toolName"] = event.tool_name
         value["arguments"] = dict(event.arguments)

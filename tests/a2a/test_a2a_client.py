@@ -26,6 +26,7 @@ from hpd_agent import (
     Agent,
     ClarificationRequest,
     ClarificationResolved,
+    InvalidAnswerError,
     ToolContext,
     UserError,
     tool,
@@ -402,3 +403,26 @@ async def test_typed_questions_keep_their_kind_and_answers_go_back_as_data() -> 
     assert _tool_results(result.messages) == [
         "plan a trip -> ['fri', 'sun'], {'nights': 2.0}, a@b.c, plain"
     ]
+
+
+async def test_a_remote_kind_unknown_here_is_asked_with_its_schema_and_label() -> None:
+    from hpd_agent.questions import kind_named, validate_answer
+
+    schema = {"type": "integer", "minimum": 1, "maximum": 5}
+    stars = {"question_kind": "remote.stars", "schema": schema, "kind_label": "Stars"}
+    nested = {"question_kind": "choice", "options": ["fri", "sat"], "data": {"multiple": True}}
+    executor = Asking([("How good?", stars), ("Which days?", nested)])
+    assert kind_named("remote.stars") is None
+    with a2a_server(executor) as server:
+        agent, _ = _orchestrator(await _tool(server))
+        human = ScriptedHuman().answer("How good?", 4).choose("Which days?", ["sat"])
+        await agent.run("go", handler=human)
+    rating, days = human.asked
+    assert isinstance(rating, ClarificationRequest) and isinstance(days, ClarificationRequest)
+    assert (rating.question_kind, rating.answer_schema, rating.label) == (
+        "remote.stars", schema, "Stars",
+    )  # fmt: skip
+    with pytest.raises(InvalidAnswerError, match="9 is greater than the maximum of 5"):
+        validate_answer(rating, 9)  # checked here as the remote will check it
+    assert (days.question_kind, days.data) == ("choice", {"multiple": True})
+    assert executor.answers == [4, ["sat"]]

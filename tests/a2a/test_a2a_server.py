@@ -226,3 +226,45 @@ async def test_a_token_guards_json_rpc_and_the_host_rule_guards_a_server_without
         async with httpx.AsyncClient() as http:
             rebound = await http.post(url + "/", json=call, headers={"Host": "evil.example"})
     assert rebound.status_code == 421
+
+
+async def test_a_kind_of_the_apps_own_is_described_by_its_schema_and_checked_by_it() -> None:
+    from rating_kind import QUESTION, rate_plan
+
+    from hpd_agent import Agent
+    from hpd_agent.testing import ScriptedModel, text, tool_call
+
+    model = ScriptedModel([tool_call("rate_plan"), text("done")])
+    agent = Agent("Planner", description="Plans.", model=model, tools=[rate_plan])
+    async with served_client(agent) as client:
+        task = (await send(client, user_message("a plan"))).task
+        assert task.status.state == INPUT_REQUIRED and status_text(task) == QUESTION
+        meta = status_metadata(task)
+        assert (meta["question_kind"], meta["kind_label"]) == ("rating", "Rate 1–5")
+        assert meta["schema"] == {"type": "integer", "minimum": 1, "maximum": 5}
+        again = (await send(client, user_message(9, task=task))).task
+        assert again.status.state == INPUT_REQUIRED
+        # A data part is a protobuf Value: whole numbers arrive as floats (9.0), which the
+        # schema checks as numbers.
+        assert "9.0 is greater than the maximum of 5" in status_metadata(again)["error"]
+        done = (await send(client, user_message(4, task=task))).task
+    assert done.status.state == COMPLETED
+    assert model.requests[-1][-1].content == "rated 4.0 of 5"  # type: ignore[union-attr]
+
+
+async def test_a_questions_details_are_nested_under_data() -> None:
+    from hpd_agent import Agent, ToolContext, tool
+    from hpd_agent.testing import ScriptedModel, text, tool_call
+
+    @tool
+    async def pick(ctx: ToolContext) -> str:
+        return ",".join(await ctx.ask_choice("Which days?", ["fri", "sat"], multiple=True))
+
+    agent = Agent("Planner", model=ScriptedModel([tool_call("pick"), text("done")]), tools=[pick])
+    async with served_client(agent) as client:
+        task = (await send(client, user_message("go"))).task
+        meta = status_metadata(task)
+        assert meta["data"] == {"multiple": True} and "multiple" not in meta
+        assert "kind_label" not in meta and meta["schema"] is None  # said by kind and options
+        done = (await send(client, user_message(["sat", "fri"], task=task))).task
+    assert done.status.state == COMPLETED

@@ -139,8 +139,8 @@ async def test_options_are_numbered_from_1_where_a_person_types(workdir: Path) -
     out_of_range = await cli(workdir, "answer", "req_b", "3", "--db", str(db))
     assert out_of_range.returncode == 2
     assert one_line(out_of_range) == (
-        "error: request req_b has no option 3: answer with a number from 1 to 2 "
-        "(1. Express  2. FastAPI) or an option's text"
+        "error: request req_b: There is no option 3: type a number from 1 to 2 "
+        "(as listed: 1 is the first) or an option's text."
     )
     assert "Traceback" not in out_of_range.stderr
     zero = await cli(workdir, "answer", "req_b", "0", "--db", str(db))
@@ -518,3 +518,101 @@ async def test_pending_shows_controls_instead_of_obeying_them(workdir: Path) -> 
         "req_evil  run_1  A  text: Deploy?\\x1b[2J\\x1b]0;owned\\x07\\nreq_fake  run_1  A  "
         "text: Fake row\\r\\u202eok  1. yes\\x1b[8m  2. no"
     )
+
+
+# -- a question kind of the app's own, answered where nobody imported it -----------------------
+_RESPOND = """
+import json, sys
+import anyio
+from hpd_agent.questions import kind_named
+from hpd_agent.store import SQLiteStore, respond
+
+async def main() -> None:
+    store = SQLiteStore(sys.argv[1], create=False)
+    try:
+        for answer in json.loads(sys.argv[3]):
+            try:
+                record = await respond(store, sys.argv[2], answer)
+                print("answered", json.dumps(record.answer))
+            except Exception as e:
+                print(type(e).__name__, e)
+    finally:
+        await store.aclose()
+    print("kind known here:", kind_named("rating") is not None, "rating_kind" in sys.modules)
+
+anyio.run(main)
+"""
+
+
+async def _rating_asked(db: Path) -> tuple[str, str]:
+    """Interrupt a run at its ``rating`` question (tests/rating_kind.py): the run's id and
+    the request's."""
+    from rating_kind import rate_plan
+
+    from hpd_agent import Agent
+    from hpd_agent.testing import ScriptedModel, text, tool_call
+
+    store = SQLiteStore(db)
+    model = ScriptedModel([tool_call("rate_plan"), text("done")])
+    agent = Agent("Planner", model=model, tools=[rate_plan])
+    result = await agent.run("plan", store=store, on_unhandled="interrupt")
+    await store.aclose()
+    assert result.status == "interrupted"
+    return result.run_id, result.pending[0].request_id
+
+
+async def test_a_rating_is_checked_by_store_respond_in_a_process_that_never_imported_it(
+    workdir: Path,
+) -> None:
+    from hpd_agent.questions import validate_answer
+
+    db = workdir / "runs.db"
+    _, rid = await _rating_asked(db)
+    done = await anyio.run_process(
+        [sys.executable, "-c", _RESPOND, str(db), rid, json.dumps([9, "4", 4, 5])],
+        env=_env(workdir),
+        check=False,
+    )
+    lines = done.stdout.decode().splitlines()
+    assert done.returncode == 0, done.stderr.decode()
+    store = SQLiteStore(db)
+    record = await store.get_request(rid)
+    await store.aclose()
+    assert record is not None and (record.status, record.answer) == ("answered", 4)
+    # Refused there exactly as here, where the kind is registered.
+    here: list[str] = []
+    for answer in (9, "4"):
+        with pytest.raises(Exception) as refused:
+            validate_answer(record.event, answer)
+        here.append(f"{type(refused.value).__name__} {refused.value}")
+    assert lines == [
+        *here,
+        "answered 4",
+        f"RequestAlreadyAnsweredError request {rid} was already answered",
+        "kind known here: False False",
+    ]
+    assert "9 is greater than the maximum of 5" in here[0]
+
+
+async def test_pending_and_answer_show_and_read_a_rating_by_its_label_and_schema(
+    workdir: Path,
+) -> None:
+    db = workdir / "runs.db"
+    run_id, rid = await _rating_asked(db)
+    listed = await cli(workdir, "pending", "--db", str(db))
+    assert listed.stdout.splitlines() == [
+        f"{rid}  {run_id}  Planner  rating: How good was the plan?  "
+        "(Rate 1–5: type a whole number from 1 to 5)"
+    ]
+    as_json = json.loads((await cli(workdir, "pending", "--db", str(db), "--json")).stdout)
+    assert (as_json["kind"], as_json["label"]) == ("rating", "Rate 1–5")
+    assert as_json["answer_schema"] == {"type": "integer", "minimum": 1, "maximum": 5}
+    # Typed text is read by the schema here (this process never imported the kind's reader).
+    unread = await cli(workdir, "answer", rid, "4/5", "--db", str(db))
+    assert unread.returncode == 2
+    assert one_line(unread) == f"error: request {rid}: Type a whole number from 1 to 5."
+    refused = await cli(workdir, "answer", rid, "9", "--db", str(db))
+    assert refused.returncode == 7 and "9 is greater than the maximum of 5" in refused.stderr
+    done = await cli(workdir, "answer", rid, "4", "--db", str(db))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"answered {rid}: 4"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -143,7 +144,7 @@ async def test_options_are_numbered_and_take_a_number_or_the_text() -> None:
     out = screen.text()
     assert "? CodingAgent asks: Which framework?" in out
     assert "1) Express" in out and "2) FastAPI" in out and "3) Django" in out
-    assert "Pick a number from 1 to 3." in out  # "7" was refused, then asked again
+    assert "There is no option 7: type a number from 1 to 3" in out  # refused, asked again
     # Numbered from 1 on screen while the API counts from 0: the prompt says which.
     shown = "type a number from 1 to {} (as listed: 1 is the first option) or the option's text"
     assert shown.format(3) in out and shown.format(2) in out
@@ -355,7 +356,7 @@ def _question(
             ),
             ["{not json", '{"region": "eu"}'],
             {"region": "eu"},
-            "That is not valid JSON; try again.",
+            "That is not valid JSON: Expecting property name",
         ),
     ],
 )
@@ -700,3 +701,41 @@ async def test_a_question_declined_elsewhere_says_so() -> None:
     out = screen.text()
     assert "Waiter's question was declined" in out
     assert "ended:" not in out
+
+
+async def test_a_kind_of_the_apps_own_is_asked_by_its_label_schema_and_reader() -> None:
+    from rating_kind import rate_plan
+
+    model = ScriptedModel([tool_call("rate_plan"), text("done")])
+    agent = Agent("Planner", model=model, tools=[rate_plan])
+    handler, screen, keyboard = handler_for(["lots", "9", "****"])
+    await agent.run("plan", handler=handler)
+    assert tool_results(model.requests[-1]) == ["rated 4 of 5"]
+    out = screen.text()
+    assert "? Planner asks: How good was the plan?\n  Rate 1–5\n" in out
+    assert "type a whole number from 1 to 5" in out
+    assert "Rate from 1 to 5: type 4, 4/5 or ****." in out  # the kind's reader refused "lots"
+    assert "9 is greater than the maximum of 5" in out  # checked here before it is sent
+    assert len(keyboard.prompts) == 3
+
+
+async def test_a_kind_unknown_here_is_asked_from_the_label_and_schema_it_carries() -> None:
+    request = dataclasses.replace(
+        _question("ticket.priority"), answer_schema={"enum": ["low", "high"]}, label="Priority"
+    )
+    handler, screen, _ = handler_for(["3", "2"])
+    assert await handler.on_request(request) == "high"
+    out = screen.text()
+    assert "  Priority\n  1) low\n  2) high\n" in out
+    assert "There is no option 3: type a number from 1 to 2" in out
+
+
+async def test_yes_answers_a_kind_of_the_apps_own_with_its_default_or_declines_it() -> None:
+    screen = Screen()
+    handler = ConsoleHandler(console_for(screen), input=lambda p: "", assume_yes=True)
+    schema: dict[str, Any] = {"type": "integer", "minimum": 1, "maximum": 5}
+    asked = dataclasses.replace(_question("rating"), answer_schema=schema, label="Rate 1–5")
+    assert await handler.on_request(asked) == Decline()  # nobody can rate unattended
+    with_default = dataclasses.replace(asked, answer_schema={**schema, "default": 3})
+    assert await handler.on_request(with_default) == 3
+    assert "(answered automatically: declined)" in screen.text()

@@ -58,6 +58,8 @@ def test_json_shape_is_stable() -> None:
             "question_kind": "text",
             "data": None,
             "tool_call_id": "call_1",
+            "answer_schema": None,
+            "label": None,
             "kind": "clarification_request",
         }
     )

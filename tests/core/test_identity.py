@@ -85,6 +85,37 @@ async def test_custom_questions_with_different_payloads_are_two_requests() -> No
     assert _results(events) == {"a": '{"seen": "x"}', "b": '{"seen": "y"}'}
 
 
+async def test_questions_of_one_kind_with_different_answer_schemas_are_two_requests() -> None:
+    from hpd_agent.questions import KindQuestion
+
+    @tool
+    async def relay(ctx: ToolContext, top: int) -> str:
+        """Relay a remote's question (its own kind, its own answer schema).
+
+        Args:
+            top: The largest answer the remote takes.
+        """
+        schema = {"type": "integer", "minimum": 1, "maximum": top}
+        spec = KindQuestion("remote.score", question="Score?", schema=schema)
+        return str(await ctx.request(spec))
+
+    model = ScriptedModel(
+        [[tool_call("relay", top=5, _id="a"), tool_call("relay", top=10, _id="b")],
+         text("done")]
+    )  # fmt: skip
+    agent = Agent("A", model=model, tools=[relay])
+    events: list[Event] = []
+    with anyio.fail_after(10):
+        async with agent.stream("go") as run:
+            waiting = await run.settled()  # both calls wait for a human now
+            assert len(waiting) == 2
+            for request in waiting:
+                assert isinstance(request, ClarificationRequest) and request.answer_schema
+                await run.respond(request.request_id, request.answer_schema["maximum"])
+            events = [event async for event in run]
+    assert _results(events) == {"a": "5", "b": "10"}
+
+
 def _asking_turns(ids_per_turn: Sequence[Sequence[str]]) -> FunctionModel:
     """Each turn asks one question per id (the question names its slot); then finishes."""
 

@@ -145,3 +145,50 @@ def test_a_refusal_quotes_at_most_200_characters_of_what_came() -> None:
     nested = form_for(_question("custom", data={"name": "n", "payload": {}, "schema": NOT_FLAT[1]}))
     with pytest.raises(ValueError, match=r"^the answer nests too deeply to be read as JSON$"):
         nested.read({"answer": "[" * 100_000 + "]" * 100_000})
+
+
+RATING_SCHEMA = {"type": "integer", "minimum": 1, "maximum": 5}
+
+
+def test_a_kind_of_the_apps_own_is_one_field_drawn_from_its_answer_schema() -> None:
+    form = form_for(_question("rating", answer_schema=RATING_SCHEMA, label="Rate 1–5"))
+    assert form.schema == {
+        "type": "object",
+        "properties": {"answer": {"title": "Answer", **RATING_SCHEMA}},
+        "required": ["answer"],
+    }
+    assert form.read({"answer": 4}) == 4
+    # A schema no single MCP field can hold: its answer as JSON text, as a custom one's.
+    nested = form_for(_question("plan.steps", answer_schema={"type": "array", "items": {}}))
+    assert nested.schema["properties"]["answer"]["description"] == "the answer as JSON"
+    assert nested.read({"answer": "[1, 2]"}) == [1, 2]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_rating_is_asked_as_a_number_and_checked_by_the_served_run(mode: str) -> None:
+    from rating_kind import QUESTION, rate_plan
+
+    from hpd_agent import Agent
+    from hpd_agent.testing import ScriptedModel, text, tool_call
+
+    agent = Agent(
+        "Planner",
+        description="Plans, then asks for a rating.",
+        model=ScriptedModel([tool_call("rate_plan"), text("done")]),
+        tools=[rate_plan],
+    )
+    asked: list[types.ElicitRequestParams] = []
+
+    async def rate(context: ClientRequestContext, params: types.ElicitRequestParams) -> Any:
+        asked.append(params)
+        stars = 9 if len(asked) == 1 else 4
+        return types.ElicitResult(action="accept", content={"answer": stars})
+
+    async with Client(mcp_server(agent), mode=mode, elicitation_callback=rate) as client:
+        result = await client.call_tool("Planner", {"query": "x"})
+    assert not result.is_error
+    assert [p.message.splitlines()[0] for p in asked] == [f"Planner: {QUESTION}"] * 2
+    schema = asked[0].requested_schema  # type: ignore[union-attr]
+    assert schema["properties"]["answer"]["type"] == "integer"
+    assert "9 is greater than the maximum of 5" in asked[1].message
+    assert agent.model.requests[-1][-1].content == "rated 4 of 5"  # type: ignore[union-attr]

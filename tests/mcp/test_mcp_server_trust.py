@@ -182,6 +182,35 @@ async def test_a_retry_reaching_the_server_not_driving_the_run_is_answered(tmp_p
     assert agents.counted("effect") == ["survey db"]
 
 
+async def test_a_cancel_reaching_the_server_not_driving_the_run_cancels_the_run(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "runs.db")
+    with (
+        serving(tmp_path, "planner", "--store", db) as (a_url, _a),
+        serving(tmp_path, "planner", "--store", db) as (b_url, _b),
+    ):
+        async with client_at(a_url) as at_a, client_at(b_url) as at_b:
+            request_id, state = await first_round(at_a)  # A drives the run
+            cancel = types.ElicitResult(action="cancel")
+            with anyio.fail_after(60):
+                done = await retry(at_b, state, {request_id: cancel})
+        assert isinstance(done, types.CallToolResult) and done.is_error
+        assert text_of(done).startswith("The run was cancelled: the MCP client cancelled")
+        store = SQLiteStore(db)
+        try:
+            question = await store.get_request(request_id)
+            record = None if question is None else await store.get_run(question.run_id)
+        finally:
+            await store.aclose()
+    # Before: only the question ended; the run went on and was still running.
+    assert record is not None and record.status == "cancelled"
+    assert question is not None and question.status == "cancelled"
+    # The Clarifier surveyed, then asked; nothing ran after the cancel.
+    assert agents.counted("model") == ["Planner", "Clarifier", "Clarifier"]
+    assert agents.counted("effect") == ["survey db"]
+
+
 # -- 8: bad answers stay in their bounds ---------------------------------------------------------
 DEEP = "[" * 100_000 + "]" * 100_000
 BAD = [

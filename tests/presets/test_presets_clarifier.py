@@ -76,7 +76,10 @@ def test_clarification_json_is_found_in_prose_and_fences(reply: str, question: s
         '{"needs_clarification": false, "clarification_question": "Q?"}',
         '["needs_clarification", true]',
         '```json\n{"needs_clarification": tru\n```',
+        # nested deeper than the JSON parser goes (it raised RecursionError): not an answer
+        '{"needs_clarification": ' * 100_000 + "true" + "}" * 100_000,
     ],
+    ids=lambda r: r if r is None or len(r) < 40 else f"{r[:30]}...({len(r):,} chars)",
 )
 def test_unreadable_or_negative_replies_mean_no_clarification(reply: str | None) -> None:
     decision = parse_clarification(reply)

@@ -32,7 +32,7 @@ from temporalio.exceptions import ApplicationError, CancelledError
 from temporalio.worker import Replayer, Worker
 
 from hpd_agent import Agent, Approve, Decline
-from hpd_agent.events import Event, ToolCallFinished
+from hpd_agent.events import ClarificationRequest, Event, ToolCallFinished
 from hpd_agent.exceptions import (
     InvalidAnswerError,
     RequestAlreadyAnsweredError,
@@ -199,6 +199,27 @@ async def test_depth3_question_answered_through_respond(client: Client, workdir:
     assert sorted(ta.read_lines("calls.txt")) == sorted(
         ["Planner@0", "Research@0", "Deep@0", "Deep@1", "Research@1", "Planner@1"]
     )
+
+
+async def test_a_kind_of_the_apps_own_is_checked_by_its_schema_in_the_workflow(
+    client: Client, temporal_address: str, workdir: Path
+) -> None:
+    queue = _queue()
+    async with _worker(client, queue):
+        handle = await _start(client, queue, "rating")
+        [req] = await _pending(handle)
+        assert isinstance(req.event, ClarificationRequest)
+        assert (req.kind, req.event.label) == ("rating", "Rate 1–5")
+        with pytest.raises(InvalidAnswerError, match="9 is greater than the maximum of 5"):
+            await respond(handle, req.request_id, 9)
+        where = ["--temporal", temporal_address, "--workflow-id", handle.id]
+        # Typed text, from a process that never imported the kind: read by its schema.
+        unread = await asyncio.to_thread(_cli, "answer", *where, req.request_id, "4/5")
+        assert unread.returncode == 2 and "Type a whole number from 1 to 5." in unread.stderr
+        done = await asyncio.to_thread(_cli, "answer", *where, req.request_id, "4")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"answered {req.request_id}: 4"
+        assert await handle.result() == "rated 4 of 5"
 
 
 async def test_parallel_questions_answered_in_reverse_order(client: Client, workdir: Path) -> None:

@@ -55,7 +55,9 @@ class Server:
         command = [exe] if exe else [sys.executable, "-m", "hpd_agent.cli"]
         env = {**os.environ, "PYTHONUNBUFFERED": "1"}
         # The checked-out package, not whichever one the console script was installed from.
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        # The test helpers by their own names too (``rating_kind``), as the tests import them.
+        paths = [str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH")]
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
         env.pop("HPD_AGENT_TOKEN", None)
         self.store = store
         self.proc = subprocess.Popen(

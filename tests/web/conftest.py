@@ -69,6 +69,8 @@ def start_server(folder: Path, *args: str, token: str | None = None, agent: str 
     """Start the server (serving ``agent``) on a free port and wait (bounded) for its
     "Serving" line."""
     env = {**os.environ, "HPD_WEB_TEST_DIR": str(folder), "PYTHONUNBUFFERED": "1"}
+    # The test helpers by their own names (``rating_kind``), as this process imports them.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "tests"), env.get("PYTHONPATH")]))
     env.pop("HPD_AGENT_TOKEN", None)
     extra = ["--token", token] if token else []
     proc = subprocess.Popen(

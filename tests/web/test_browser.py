@@ -360,3 +360,33 @@ def test_a_token_server_is_used_with_the_token_from_the_address_or_asked_once(
         context.close()
     finally:
         srv.stop()
+
+
+def test_a_kind_of_the_apps_own_is_a_card_drawn_from_its_label_and_schema(
+    browser: Browser, tmp_path: Path
+) -> None:
+    srv = Server(tmp_path / "store.db", agent="tests.web.rating_agents:rater")
+    context = browser.new_context(viewport={"width": 1300, "height": 1000})
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(srv.url)
+        send(page, "rate")
+        card = question(page, "How good was the plan?")
+        expect(card).to_have_attribute("data-kind", "rating")
+        expect(card.locator(".kind")).to_have_text("Rate 1–5")  # its label, not "Question"
+        stars = card.get_by_label("Rate 1–5")  # a number field, drawn from its answer schema
+        expect(stars).to_have_attribute("type", "number")
+        stars.fill("9")
+        card.get_by_role("button", name="Send answer").click()
+        # The server's check (the schema the question carries): said on the card, kept open.
+        expect(card.get_by_role("alert")).to_contain_text("9 is greater than the maximum of 5")
+        stars.fill("4")
+        card.get_by_role("button", name="Send answer").click()
+        expect(card).to_have_count(0)
+        expect(final_text(page)).to_have_text("done: rated 4 of 5")
+        assert errors == [], errors
+    finally:
+        context.close()
+        srv.stop()

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import anyio
 import httpx
 import pytest
-from conftest import REPO, Server, post_run, read_until, run_input, sse_events
+from conftest import REPO, Server, post_run, read_until, run_input, sse_events, start_server
 
 from hpd_agent.store import SQLiteStore
 
@@ -136,3 +137,31 @@ def test_an_interrupted_run_declined_by_the_thread_route_goes_on(server: Server)
         _, after = post_run(c, run_input("t", "r2", resume=[]))
     assert after[-1]["type"] == "RUN_FINISHED", after[-1]
     assert after[-1]["result"].startswith("done: manager: use The user declined to answer.")
+
+
+def test_a_kind_of_the_apps_own_is_described_and_checked_by_its_schema(tmp_path: Path) -> None:
+    server = start_server(tmp_path, agent="tests.web.rating_agents:rater")
+    try:
+        with (
+            server.client() as c,
+            c.stream("POST", "/agent", json=run_input("t", "r1", "rate", **LIVE)) as response,
+        ):
+            chunks = response.iter_text()
+            text = read_until(chunks)
+            asked = next(
+                e["value"] for e in sse_events(text) if e.get("name") == "hpd_agent.request"
+            )
+            assert (asked["kind"], asked["label"]) == ("rating", "Rate 1–5")
+            schema = {"type": "integer", "minimum": 1, "maximum": 5}
+            assert asked["responseSchema"] == schema
+            assert c.get("/threads/t/requests").json()["requests"][0]["label"] == "Rate 1–5"
+            path = f"/requests/{asked['id']}"
+            for bad, why in [(9, "9 is greater than the maximum of 5"), ("4", "not of type")]:
+                refused = c.post(path, json={"answer": bad})
+                assert refused.status_code == 400 and why in refused.text, refused.text
+            ok = c.post(path, json={"answer": 4})
+            assert ok.status_code == 200 and ok.json() == {"id": asked["id"], "answer": 4}
+            text += "".join(chunks)
+        assert sse_events(text)[-1]["result"] == "done: rated 4 of 5"
+    finally:
+        server.stop()

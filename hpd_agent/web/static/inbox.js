@@ -117,7 +117,8 @@ export function kindLabel(request) {
     case "input": return "Value needed";
     case "action": return "Action needed";
     case "custom": return "Form";
-    default: return "Question";
+    // A kind of the app's own (register_kind): its label, its answer drawn from its schema.
+    default: return typeof request.label === "string" && request.label ? request.label : "Question";
   }
 }
 
@@ -137,7 +138,9 @@ function buildCard(request, call, submit, decline) {
   const error = el("p", { class: "answer-error", role: "alert" });
   const path = pathText(request.agentPath);
   const answer = (value) => submit(value, error);
-  const widget = (WIDGETS[request.kind] || WIDGETS.custom)(request, answer, error);
+  const widget = Object.hasOwn(WIDGETS, request.kind)
+    ? WIDGETS[request.kind](request, answer, error)
+    : schemaForm(request, answer, error, kindLabel(request));
   // A permission's Deny already refuses it (and a declined permission ends the same way).
   const refuse = request.kind === "permission" ? null : el("div", { class: "decline-row" },
     el("button", {
@@ -215,6 +218,29 @@ function actionLink(request) {
     data.label || parsed.href));
 }
 
+/** A form drawn from the answer's JSON Schema (a custom question, or any kind this page
+ * does not know), with the payload shown above it when there is one. */
+function schemaForm(request, answer, error, label) {
+  const details = request.data && request.data.payload;
+  const payload = details && (typeof details !== "object" || Object.keys(details).length)
+    ? el("pre", { class: "payload", "aria-label": "Details" }, prettyJSON(details)) : null;
+  const editor = customAnswerEditor(request.responseSchema, label);
+  return el("form", {
+    class: "answer-form",
+    onsubmit: (e) => {
+      e.preventDefault();
+      let value;
+      try {
+        value = editor.read();
+      } catch (failure) {
+        error.textContent = failure.message;
+        return;
+      }
+      answer(value);
+    },
+  }, payload, editor.element, el("button", { type: "submit" }, "Send answer"));
+}
+
 const WIDGETS = {
   text(request, answer) {
     if (Array.isArray(request.options) && request.options.length) return optionButtons(request.options, answer);
@@ -245,24 +271,7 @@ const WIDGETS = {
         }, "Decline")));
   },
   custom(request, answer, error) {
-    const details = request.data && request.data.payload;
-    const payload = details && (typeof details !== "object" || Object.keys(details).length)
-      ? el("pre", { class: "payload", "aria-label": "Details" }, prettyJSON(details)) : null;
-    const editor = customAnswerEditor(request.responseSchema, "Answer");
-    return el("form", {
-      class: "answer-form",
-      onsubmit: (e) => {
-        e.preventDefault();
-        let value;
-        try {
-          value = editor.read();
-        } catch (failure) {
-          error.textContent = failure.message;
-          return;
-        }
-        answer(value);
-      },
-    }, payload, editor.element, el("button", { type: "submit" }, "Send answer"));
+    return schemaForm(request, answer, error, "Answer");
   },
   permission(request, answer) {
     const reasonId = uid("reason");
