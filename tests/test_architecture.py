@@ -69,6 +69,12 @@ LAYERS: dict[str, int] = {
     "hpd_agent.presets": 2,
     "hpd_agent.testing": 2,
     "hpd_agent.testing._rules": 2,
+    # the store contract's tests: on the store (3)
+    "hpd_agent.testing.store_contract": 3,
+    "hpd_agent.testing._contract_requests": 3,
+    "hpd_agent.testing._contract_leases": 3,
+    "hpd_agent.testing._contract_runs": 3,
+    "hpd_agent.testing._contract_threads": 3,
     # 3 durability
     "hpd_agent.store": 3,
     "hpd_agent.store._pg_fast": 3,
