@@ -89,6 +89,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.temporal": 4,
     "hpd_agent.mcp": 4,
     "hpd_agent.a2a": 4,
+    "hpd_agent.acp": 4,
     # 5 apps and the package faces that reach them
     "hpd_agent.handlers": 5,
     "hpd_agent.handlers.console": 5,
@@ -346,6 +347,7 @@ INTEGRATIONS = (
     "hpd_agent.temporal",
     "hpd_agent.mcp",
     "hpd_agent.a2a",
+    "hpd_agent.acp",
 )
 
 
