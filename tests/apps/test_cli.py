@@ -63,6 +63,13 @@ def terminal(tmp_path: Path) -> Iterator[Any]:
 
 FRAMEWORK_Q = r"Clarifier.* asks: .*Which web framework should 'Build a todo API' use\?"
 STORE_Q = r"ResearchAgent.* asks: .*Where should the data of 'Build a todo API' live\?"
+PICK = r"Answer which\? \[1\] "
+
+
+def _pick(child: Any, typed: str = "") -> None:
+    """Two or more questions wait: the list, then Enter (the first listed) or a number."""
+    child.expect(PICK)
+    child.sendline(typed)
 
 
 def test_demo_in_a_terminal_does_what_the_person_typed(terminal: Any, tmp_path: Path) -> None:
@@ -72,9 +79,13 @@ def test_demo_in_a_terminal_does_what_the_person_typed(terminal: Any, tmp_path: 
         terminal.expect(pattern)
         seen.append(terminal.before + (terminal.after if isinstance(terminal.after, str) else ""))
 
+    expect(PICK)
+    terminal.sendline("")  # Enter: the first listed, the deepest
     expect(FRAMEWORK_Q)
     expect(r"\n> ")
     terminal.sendline("FastAPI")
+    expect(PICK)  # the ResearchAgent's question, and now the CodingAgent's write_file
+    terminal.sendline("")
     expect(STORE_Q)
     expect(r"\n> ")
     terminal.sendline("2")
@@ -92,7 +103,7 @@ def test_demo_in_a_terminal_does_what_the_person_typed(terminal: Any, tmp_path: 
     went_on = before_prompt.index("The Clarifier answered within my turn: FastAPI. Writing app.py.")
     assert (
         went_on
-        < before_prompt.index("Where should the data of")
+        < before_prompt.index("? Orchestrator > ResearchAgent asks: Where should the data of")
         < before_prompt.index("Data goes in PostgreSQL")
     )
     # ...wrote FastAPI code once approved, and said so.
@@ -104,9 +115,11 @@ def test_demo_in_a_terminal_does_what_the_person_typed(terminal: Any, tmp_path: 
 def test_demo_in_a_terminal_takes_a_number_and_a_denial_with_reason(
     terminal: Any, tmp_path: Path
 ) -> None:
+    _pick(terminal)
     terminal.expect(FRAMEWORK_Q)
     terminal.expect(r"\n> ")
     terminal.sendline("3")  # 3) Django
+    _pick(terminal)
     terminal.expect(STORE_Q)
     terminal.expect(r"\n> ")
     terminal.sendline("1")  # 1) SQLite
@@ -126,6 +139,7 @@ def test_demo_in_a_terminal_takes_a_number_and_a_denial_with_reason(
 
 
 def test_ctrl_c_cancels_the_demo_cleanly(terminal: Any, tmp_path: Path) -> None:
+    _pick(terminal)
     terminal.expect(FRAMEWORK_Q)
     terminal.expect(r"\n> ")
     terminal.sendintr()
@@ -139,6 +153,7 @@ def test_ctrl_c_cancels_the_demo_cleanly(terminal: Any, tmp_path: Path) -> None:
 def test_ctrl_d_at_a_question_in_a_terminal_cancels_and_answers_nothing(
     terminal: Any, tmp_path: Path
 ) -> None:
+    _pick(terminal)
     terminal.expect(FRAMEWORK_Q)
     terminal.expect(r"\n> ")
     terminal.sendeof()  # Ctrl-D: the person left
@@ -155,9 +170,11 @@ def test_ctrl_d_at_a_question_in_a_terminal_cancels_and_answers_nothing(
 
 
 def test_ctrl_d_at_the_permission_prompt_approves_nothing(terminal: Any, tmp_path: Path) -> None:
+    _pick(terminal)
     terminal.expect(FRAMEWORK_Q)
     terminal.expect(r"\n> ")
     terminal.sendline("FastAPI")
+    _pick(terminal)
     terminal.expect(STORE_Q)
     terminal.expect(r"\n> ")
     terminal.sendline("SQLite")
@@ -324,7 +341,8 @@ def test_chat_on_a_local_server_not_started_says_so_in_one_line() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         address = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # nothing listens once closed
-    env = _env(HPD_AGENT_ALLOW_MODEL_REQUESTS="1")
+    # Wide enough for the whole message on one line (lines wrap to the width).
+    env = _env(HPD_AGENT_ALLOW_MODEL_REQUESTS="1", COLUMNS="200")
     out = _hpd("chat", "--model", "openai/served", "--api-base", address, stdin="hi\n", env=env)
     assert out.returncode == 1, out.stdout + out.stderr  # the last turn failed
     said = [line for line in out.stdout.splitlines() if "nothing is listening" in line]
