@@ -331,7 +331,9 @@ def fit(text: Text, width: int, *, hang: int, start: int = 0) -> list[Text]:
         at, stop = match.span()
         gap = cell_len(plain[end:at])
         size = cell_len(plain[at:stop])
-        if column + gap + size > width and end > begin:
+        # Break before the word if the line holds one already, or if a line of its own
+        # fits it (the first line may start late, after a prompt).
+        if column + gap + size > width and (end > begin or hang + size <= width < column + size):
             lines.append(text[begin:end])
             begin = end = at
             column, gap = hang, 0

@@ -313,7 +313,9 @@ class ConsoleHandler(BaseHandler):
         except EOFError:
             return None
         if self.echo:
-            self._printer.fitted(Text(printable(line)), hang=2, start=len(text))
+            shown = Text(printable(line))
+            shown.expand_tabs(8)
+            self._printer.fitted(shown, hang=2, start=len(text))
         return line
 
     def _echo(self, prompt: str) -> None:
