@@ -277,7 +277,6 @@ class ToolContext(Generic[DepsT]):
             QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
                 Left uncaught, the loop turns it into a plain tool result for the model.
         """
-
         spec = TextQuestion(question=question, context=context, options=options)
         return str(await self.request(spec, timeout=timeout))
 
@@ -305,7 +304,6 @@ class ToolContext(Generic[DepsT]):
         Raises:
             QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
-
         spec = InputQuestion(
             argument=argument, tool=self.tool_name, question=question, context=context
         )
@@ -360,7 +358,6 @@ class ToolContext(Generic[DepsT]):
         Raises:
             QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
-
         spec = ChoiceQuestion(
             question=question, options=options, multiple=multiple, context=context
         )
@@ -383,7 +380,6 @@ class ToolContext(Generic[DepsT]):
         Raises:
             QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
-
         spec = ConfirmQuestion(question=question, context=context)
         return bool(await self.request(spec, timeout=timeout))
 
@@ -418,7 +414,6 @@ class ToolContext(Generic[DepsT]):
         Raises:
             QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
-
         spec = ActionQuestion(url=url, label=label, question=question, context=context)
         if resolver is None:
             return bool(await self.request(spec, timeout=timeout))
@@ -451,7 +446,6 @@ class ToolContext(Generic[DepsT]):
         Raises:
             QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
-
         spec = CustomQuestion(
             name=name, question=question, payload=payload, schema=schema, context=context
         )
@@ -487,7 +481,6 @@ class ToolContext(Generic[DepsT]):
                 not a safe, valid JSON Schema.
             QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
-
         spec = KindQuestion(name, question=question, data=data, context=context)
         return await self.request(spec, timeout=timeout)
 
