@@ -13,6 +13,10 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 
 EXPECTED: dict[str, list[str]] = {
+    "dict_store.py": [
+        "DictStore: run interrupted at 'Which framework?'",
+        "resumed: plan: use FastAPI",
+    ],
     "hello.py": [
         "run(): Hello! I am an hpd_agent agent.",
         "stream(): Hello  | again, |  piece |  by pi | ece.",

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .._core.output import output_text
 from ..events import format_path
 from ..text import error_text, printable
-from .extras import MissingExtraError, is_postgres_dsn, needs_store_extra
+from .extras import MissingExtraError, needs_store_extra
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -56,7 +56,10 @@ _REFUSALS = {
 
 
 def add_store_commands(sub: Any) -> None:
-    db_help = "the store: a SQLite file (it must exist), or a postgresql:// DSN"
+    db_help = (
+        "the store: a SQLite file (it must exist), a postgresql:// DSN, or a location of a "
+        "registered scheme"
+    )
     pending = sub.add_parser("pending", help="list requests waiting for an answer in a store")
     pending.add_argument("--db", required=True, help=db_help)
     pending.add_argument("--run", help="only this run's requests")
@@ -125,16 +128,10 @@ def _add_answer_command(sub: Any, db_help: str) -> None:
 
 def _open(db: str) -> Store:
     """The store at ``db``; an existing one only (a mistyped path must not make a new one)."""
-    from ..store import SQLiteStore, env_lease_ttl
+    from ..store import open_store
 
-    ttl = env_lease_ttl()
-    options: dict[str, Any] = {} if ttl is None else {"lease_ttl": ttl}
-    if is_postgres_dsn(db):
-        needs_store_extra(db)
-        from ..store.postgres import PostgresStore
-
-        return PostgresStore(db, **options)
-    return SQLiteStore(db, create=False, **options)
+    needs_store_extra(db)
+    return open_store(db, create=False)
 
 
 def _db_hint(db: str) -> str:

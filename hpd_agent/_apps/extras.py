@@ -15,12 +15,9 @@ from collections.abc import Generator
 __all__ = [
     "MissingExtraError",
     "install_hint",
-    "is_postgres_dsn",
     "needs_extra",
     "needs_store_extra",
 ]
-
-_POSTGRES = ("postgresql://", "postgres://")
 
 
 class MissingExtraError(Exception):
@@ -68,14 +65,17 @@ def needs_extra(extra: str, what: str) -> Generator[None]:
         raise MissingExtraError(message) from None
 
 
-def is_postgres_dsn(location: str) -> bool:
-    """Whether a store location is a PostgreSQL DSN (``open_store`` opens a PostgresStore)."""
-    return location.startswith(_POSTGRES)
-
-
 def needs_store_extra(location: str | None) -> None:
-    """Check that the store at ``location`` can be opened by this install: a PostgreSQL DSN
-    needs the ``postgres`` extra (``MissingExtraError`` if it is missing)."""
-    if location is not None and is_postgres_dsn(location):
-        with needs_extra("postgres", "a postgresql:// store"):
-            from ..store.postgres import PostgresStore  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    """Check that the store at ``location`` can be opened by this install: a location whose
+    scheme needs an extra (``postgresql://``: ``postgres``; ``register_scheme``) imports its
+    store's module here (``MissingExtraError`` if the extra is missing).
+
+    Raises:
+        StoreUnavailableError: ``location`` names a scheme nobody registered.
+    """
+    from ..store._schemes import scheme_of
+
+    found = None if location is None else scheme_of(location)
+    if found is not None and found.extra is not None:
+        with needs_extra(found.extra, f"a {found.name}:// store"):
+            found.load()

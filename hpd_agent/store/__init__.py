@@ -8,8 +8,14 @@ run, even one another process drives (``hpd_agent.store.cancel_run``).
 
 A store implements ``Store`` and declares what it offers beyond it with
 ``Store.capabilities()`` (a ``StoreCapabilities`` of ``JournalWriteNow``, ``JournalBatches``,
-``JournalSendAhead``, ``JournalGroups`` and ``RunLeases``); ``Sessions`` gives any ``Store`` class its
-``open_session`` / ``resume_session``. See docs/durability.md, "Writing a store".
+``JournalSendAhead``, ``JournalGroups``, ``RunLeases`` and ``ThreadTables``); ``Sessions`` gives
+any ``Store`` class its ``open_session`` / ``resume_session``. The kit for writing one, all
+here: the lease as a fence (``current_fence``, ``Fence``), lease holders (``new_holder``,
+``holder_gone``), ``DEFAULT_LEASE_TTL`` / ``check_lease_ttl``, the errors a store raises
+(``refusal``, ``lease_refusal``, ``run_exists_refusal``), ``expire_stale`` (``recover``),
+``MemoryThreadTables``, and ``register_scheme`` so ``open_store`` and the ``hpd-agent``
+commands open its locations (``hpd_agent.store.kit`` holds these names alone);
+``hpd_agent.testing.store_contract`` tests it. See docs/durability.md, "Writing a store".
 Integrations that keep requests their own way (``hpd_agent.temporal``) reuse the record
 type and its helpers: ``RequestRecord``, ``jsonable``, ``refusal`` and ``settlement``.
 """
@@ -19,30 +25,46 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._answers import CANCEL_REQUEST, jsonable, respond
+from ._answers import CANCEL_REQUEST, respond
 from ._backend import settlement
-from ._base import (
-    JournalEntry,
-    Lease,
-    RequestRecord,
-    RequestState,
-    RunRecord,
-    RunState,
-    refusal,
-)
 from ._cancel import cancel_run
 from ._journal import Journal
-from ._protocol import (
+from ._schemes import open_location
+from .kit import (
+    DEFAULT_LEASE_TTL,
+    Fence,
     JournalBatches,
+    JournalEntry,
     JournalGroups,
     JournalSendAhead,
     JournalWriteNow,
+    Lease,
+    LeaseRenewer,
+    MemoryThreadTables,
+    RenewIO,
+    RequestRecord,
+    RequestState,
     RunLeases,
+    RunRecord,
+    RunState,
+    Sessions,
     Store,
     StoreCapabilities,
+    StoreFactory,
+    StoreOptions,
+    ThreadData,
+    ThreadTables,
+    check_lease_ttl,
+    current_fence,
+    expire_stale,
+    holder_gone,
+    jsonable,
+    lease_refusal,
+    new_holder,
+    refusal,
+    register_scheme,
+    run_exists_refusal,
 )
-from ._renewer import LeaseRenewer, RenewIO
-from ._session import Sessions
 from .memory import MemoryStore
 from .sqlite import SQLiteStore
 
@@ -51,6 +73,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CANCEL_REQUEST",
+    "DEFAULT_LEASE_TTL",
+    "Fence",
     "Journal",
     "JournalBatches",
     "JournalEntry",
@@ -60,6 +84,7 @@ __all__ = [
     "Lease",
     "LeaseRenewer",
     "MemoryStore",
+    "MemoryThreadTables",
     "PostgresStore",
     "RenewIO",
     "RequestRecord",
@@ -71,12 +96,24 @@ __all__ = [
     "Sessions",
     "Store",
     "StoreCapabilities",
+    "StoreFactory",
+    "StoreOptions",
+    "ThreadData",
+    "ThreadTables",
     "cancel_run",
+    "check_lease_ttl",
+    "current_fence",
     "env_lease_ttl",
+    "expire_stale",
+    "holder_gone",
     "jsonable",
+    "lease_refusal",
+    "new_holder",
     "open_store",
     "refusal",
+    "register_scheme",
     "respond",
+    "run_exists_refusal",
     "settlement",
 ]
 
@@ -86,40 +123,35 @@ def open_store(
     *,
     lease_ttl: float | None = None,
     durability: Literal["process", "os"] | None = None,
+    create: bool = True,
 ) -> Store:
-    """A store from a location: a ``postgresql://`` DSN opens a ``PostgresStore``; anything
-    else is a SQLite file path.
+    """The store at a location: ``scheme:...`` opens the store registered for the scheme
+    (``register_scheme``: ``postgresql://`` and ``postgres://`` a ``PostgresStore``,
+    ``sqlite://`` a ``SQLiteStore``, ``memory:`` a ``MemoryStore``); anything else, and any
+    ``os.PathLike``, is a SQLite file path.
 
     Args:
-        location: The DSN or the file.
+        location: The location.
         lease_ttl: Seconds a run's lease lasts unless renewed; by default the environment
             variable ``HPD_AGENT_LEASE_TTL`` if set (so the ``hpd-agent`` commands and
             servers that open their store here can be told), else the store's default.
         durability: A SQLite file's ``durability`` (``"process"`` by default, or ``"os"``;
             see ``SQLiteStore`` and docs/durability.md). A PostgreSQL server's durability is
             the server's own setting: given with a DSN, it is refused.
+        create: False: an existing store only (a SQLite file that is missing is refused
+            rather than made).
 
     Raises:
-        UserError: A bad ``HPD_AGENT_LEASE_TTL``, or ``durability`` with a DSN.
+        UserError: A bad ``HPD_AGENT_LEASE_TTL``, or ``durability`` for a store without it.
+        StoreUnavailableError: The store cannot be opened (a ``name://`` location whose
+            scheme nobody registered too).
     """
-    text = os.fspath(location)
     if lease_ttl is None:
         lease_ttl = env_lease_ttl()
-    options: dict[str, Any] = {} if lease_ttl is None else {"lease_ttl": lease_ttl}
-    if text.startswith(("postgresql://", "postgres://")):
-        from .postgres import PostgresStore
-
-        if durability is not None:
-            from ..exceptions import UserError
-
-            raise UserError(
-                "durability is a SQLite store option; a PostgreSQL server's durability is "
-                "its own setting (synchronous_commit)"
-            )
-        return PostgresStore(text, **options)
-    if durability is not None:
-        options["durability"] = durability
-    return SQLiteStore(text, **options)
+    options = StoreOptions(lease_ttl=lease_ttl, durability=durability, create=create)
+    if not isinstance(location, str):
+        return open_location(os.fspath(location), options, path=True)
+    return open_location(location, options)
 
 
 def env_lease_ttl() -> float | None:

@@ -38,7 +38,7 @@ class Fence:
         self.lost: RunLeasedError | None = None
 
     def refuse(self) -> RunLeasedError:
-        """Mark the fence lost; the error a refused write raises."""
+        """Mark the fence lost; returns the error a refused write raises."""
         error = RunLeasedError(
             f"run {self.run_id!r}: this process's lease was taken over by another process "
             "(it was stalled past its lease); its write was refused and it stops driving the "
@@ -57,7 +57,18 @@ _CURRENT: ContextVar[Fence | None] = ContextVar("hpd_agent_fence", default=None)
 
 
 def current_fence(run_id: str) -> Fence | None:
-    """The fence writes of ``run_id`` must pass here, or None (not fenced)."""
+    """The fence a write of ``run_id`` made here must pass, or None (not fenced).
+
+    A store checks it in the same statement or transaction as each write of a run (a
+    journal entry, a request, the run's record): if the run's stored lease no longer has
+    ``fence.token``, it writes nothing and raises ``fence.refuse()``.
+
+    Args:
+        run_id: The run the write belongs to.
+
+    Returns:
+        The session's ``Fence`` while one drives ``run_id`` in this context; else None.
+    """
     fence = _CURRENT.get()
     if fence is None or fence.run_id != run_id or not fence.token:
         return None

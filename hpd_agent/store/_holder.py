@@ -72,7 +72,8 @@ def _own_start() -> str | None:
 
 
 def new_holder() -> str:
-    """A holder id for one session (module doc)."""
+    """A new holder id (``host:pid:random``, and where known ``:place:start``): one per
+    session that takes a run's lease (``Store.take_lease``'s ``holder``)."""
     base = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
     place, started = _place(), _own_start()
     return base if place is None or started is None else f"{base}:{place}:{started}"
@@ -80,7 +81,11 @@ def new_holder() -> str:
 
 def holder_gone(holder: str) -> bool:
     """Whether ``holder`` names a process of this boot and PID namespace that no longer
-    runs (module doc). False whenever that cannot be known."""
+    runs (module doc). False whenever that cannot be known.
+
+    A store's ``take_lease`` takes a live lease over when its holder is gone (a crashed
+    process on this machine), instead of refusing until it expires.
+    """
     parts = holder.split(":")
     if len(parts) < 5 or parts[-2] != _place():
         return False

@@ -40,8 +40,8 @@ from ._renewer import Hold, LeaseRenewer, taken_over, unreachable
 __all__ = [
     "DEFAULT_LEASE_TTL",
     "LeaseKeeper",
-    "check_ttl",
-    "leased",
+    "check_lease_ttl",
+    "lease_refusal",
     "new_holder",
 ]
 
@@ -52,8 +52,14 @@ _RELEASE_TIMEOUT = 5.0
 """Seconds the shielded release may take (an unreachable store must not hang a shutdown)."""
 
 
-def check_ttl(ttl: float) -> float:
-    """``ttl`` if it is a usable lease duration.
+def check_lease_ttl(ttl: float) -> float:
+    """``ttl`` if it is a usable lease duration (a store checks its ``lease_ttl`` with it).
+
+    Args:
+        ttl: Seconds.
+
+    Returns:
+        ``ttl`` as a float.
 
     Raises:
         UserError: It is not a positive, finite number of seconds.
@@ -63,8 +69,16 @@ def check_ttl(ttl: float) -> float:
     return float(ttl)
 
 
-def leased(lease: Lease, *, now: float | None = None) -> RunLeasedError:
-    """The error refusing to drive ``lease``'s run while ``lease`` is live."""
+def lease_refusal(lease: Lease, *, now: float | None = None) -> RunLeasedError:
+    """The error ``Store.take_lease`` raises while another holder's ``lease`` is live.
+
+    Args:
+        lease: The live lease, as stored.
+        now: The clock the lease was compared with (default: now).
+
+    Returns:
+        A ``RunLeasedError`` naming the holder and when its lease expires.
+    """
     clock = time.time() if now is None else now
     until = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(lease.expires_at))
     return RunLeasedError(

@@ -1,11 +1,12 @@
 """``PostgresStore``'s fast paths: statements run at once on the event loop's connection.
 
-For a server on this machine ``PostgresStore`` opens a second connection for the event loop,
-whose statements give up after a few milliseconds (``lock_timeout``, ``statement_timeout``).
-``FastPaths`` holds what runs on it: a point statement at once (``_point_now``) or else in the
-worker thread (``_point``), the journal write through ``JournalPipe`` (at once, or sent ahead
-and confirmed later) and a group commit's batch in one pipelined transaction. A statement
-that gave up was rolled back and goes to the worker thread.
+For a server on this machine ``PostgresStore`` holds a ``FastConnection``: a second
+connection for the event loop, whose statements give up after a few milliseconds
+(``lock_timeout``, ``statement_timeout``), and what runs on it: a point statement at once
+(``point_now``) or else in the worker thread (``point``), the journal write through
+``JournalPipe`` (at once, or sent ahead and confirmed later) and a group commit's batch in
+one pipelined transaction. A statement that gave up was rolled back and goes to the worker
+thread.
 
 After a statement failed or gave up, its connection is used again only once it is idle: a
 failure inside a transaction leaves it aborted (every later statement would fail, and its
@@ -13,9 +14,11 @@ locks stay held), so it is rolled back (``reusable``), and one that cannot be (b
 its rollback gave up too) is closed, its journal writes still unconfirmed written again in
 the worker thread, and a new one opened there at the next statement that goes there.
 
-A layer between ``SQLStore`` and ``PostgresStore`` rather than an object the store holds: the
-journal write on the event loop is the store's hottest path, and an override here costs no
-call more than one in ``PostgresStore`` itself.
+An object the store holds, not a layer of its class: the store binds its ``SQLStore`` steps
+(``_point_now``, ``_point``, ``_journal_write``, ``_commit_group``) to this object's methods
+when it opens, and declares the object as its ``write_now`` and ``send_ahead`` capabilities,
+so the journal write on the event loop (the store's hottest path) costs no call more than
+a method of the store's own.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 import psycopg
 
+from ..exceptions import StoreUnavailableError
 from ._base import JournalEntry
 from ._fence import current_fence, fencing
 from ._group import GroupOp
@@ -35,7 +39,7 @@ from ._pg_journal import JournalPipe
 from ._pg_raw import GAVE_UP, RawStatements
 from ._sql import MISSED, Missed, SQLStore
 
-__all__ = ["FastPaths", "reusable"]
+__all__ = ["FAST_LIMIT", "FastConnection", "connect_options", "reusable"]
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -44,9 +48,21 @@ T = TypeVar("T")
 _IDLE = psycopg.pq.TransactionStatus.IDLE
 _IN_TRANSACTION = (psycopg.pq.TransactionStatus.INTRANS, psycopg.pq.TransactionStatus.INERROR)
 _PIPELINE_OFF = psycopg.pq.PipelineStatus.OFF
+FAST_LIMIT = "5ms"
+"""How long a statement on the event loop may wait (for a row lock, or at all) before it
+gives up and goes to the worker thread."""
+
+_CONNECT_TIMEOUT = 10
+"""Seconds to wait for the server when the DSN does not say (libpq waits forever)."""
+
 _ROLLBACKS = 3
 """Rollbacks tried before a connection is given up (on the event loop's connection a
 ROLLBACK too is under its time limit, which a loaded machine can exceed)."""
+
+
+def connect_options(dsn: str) -> dict[str, Any]:
+    """The connect timeout to add to ``dsn``'s options (none when it sets one)."""
+    return {} if "connect_timeout" in dsn else {"connect_timeout": _CONNECT_TIMEOUT}
 
 
 def _idle(conn: _Conn) -> bool:
@@ -76,63 +92,99 @@ def reusable(conn: _Conn) -> bool:
     return pgconn.transaction_status == _IDLE
 
 
-class FastPaths(SQLStore[_Conn]):
-    """The methods of ``PostgresStore`` that use the event loop's connection.
+class FastConnection:
+    """The event loop's connection of a ``PostgresStore`` and what runs on it.
+
+    Args:
+        store: The store (its worker thread, limiter, group commit and usual journal
+            write serve what cannot run here).
+        dsn: Its server.
+        local: Whether the server is on this machine: else no connection is opened and
+            every statement goes to the worker thread.
 
     Attributes:
-        _fast: The event loop's connection (None when the server is not on this machine,
-            or once the store is closed).
-        _fast_lock: Held while a statement runs on ``_fast``.
-        _pipe: The journal writes on ``_fast`` (prepared, sent ahead, to be written again).
-        _raw: The point statements on ``_fast`` through libpq (None unless it speaks UTF-8).
+        conn: The connection (None when the server is not on this machine, after a failure
+            until it is opened again, or once closed).
+        lock: Held while a statement runs on ``conn``.
+        pipe: The journal writes on ``conn`` (prepared, sent ahead, to be written again).
+        raw: The point statements on ``conn`` through libpq (None unless it speaks UTF-8).
+        lost: ``conn`` was closed after a failure: ``point`` opens another.
     """
 
-    # Set by PostgresStore.__init__; declared here so that the methods below are typed.
-    _fast: _Conn | None
-    _fast_lock: threading.Lock
-    _pipe: JournalPipe
-    _raw: RawStatements | None
-    _fast_lost = False
-    """The event loop's connection was closed after a failure: ``_point`` opens another."""
+    __slots__ = ("_dsn", "_store", "_usual_write", "conn", "lock", "lost", "pipe", "raw")
 
-    def _fast_connect(self) -> _Conn | None:
-        """A new connection for the event loop (blocking), or None if none can be made."""
-        raise NotImplementedError
+    def __init__(self, store: SQLStore[_Conn], dsn: str, *, local: bool) -> None:
+        self._store = store
+        self._dsn = dsn
+        # The store's own journal write (a psycopg statement), before it is bound here.
+        self._usual_write = store._journal_write
+        self.lock = threading.Lock()
+        self.pipe = JournalPipe()
+        self.lost = False
+        self.conn = self.connect() if local else None
+        utf8 = self.conn is not None and self.conn.info.encoding == "utf-8"
+        self.raw = RawStatements() if utf8 else None
 
-    def _point_now(self, fn: Callable[[_Conn], T]) -> T | Missed:
-        """On the event loop when the server is local and the fast connection is free; a
-        statement that gave up (a row lock held, a slow server) was rolled back."""
-        fast = self._fast
-        if fast is None or not self._fast_lock.acquire(blocking=False):
+    def connect(self) -> _Conn | None:
+        """A new event loop's connection (blocking), or None if none can be made.
+
+        The journal writes are prepared on it before its time limit is set: that is setup,
+        which a loaded machine may well take longer than ``FAST_LIMIT`` to do. psycopg
+        prepares nothing on it (``prepare_threshold=None``): its rollback would drop every
+        prepared statement, ours too.
+        """
+        dsn = self._dsn
+        try:
+            fast: _Conn = psycopg.connect(
+                dsn, autocommit=True, prepare_threshold=None, **connect_options(dsn)
+            )
+        except psycopg.Error:
+            return None
+        try:
+            if fast.info.encoding == "utf-8":
+                self.pipe.prepare(fast.pgconn)
+            fast.execute(f"SET lock_timeout = '{FAST_LIMIT}'")
+            fast.execute(f"SET statement_timeout = '{FAST_LIMIT}'")
+        except psycopg.Error:
+            fast.close()
+            return None
+        return fast
+
+    def point_now(self, fn: Callable[[_Conn], T]) -> T | Missed:
+        """``SQLStore._point_now``: on the event loop when the server is local and the
+        connection is free; a statement that gave up (a row lock held, a slow server) was
+        rolled back."""
+        fast = self.conn
+        if fast is None or not self.lock.acquire(blocking=False):
             return MISSED
         try:
-            if self._fast is not fast:
+            if self.conn is not fast:
                 return MISSED
-            pipe = self._pipe
+            pipe = self.pipe
             if pipe.sent:
                 pipe.settle(fast.pgconn)
             if pipe.again:
-                return MISSED  # ``_point`` writes them first, in the worker thread
+                return MISSED  # ``point`` writes them first, in the worker thread
             return fn(fast)
         except GAVE_UP:
             return MISSED
         finally:
             if not _idle(fast):  # only after a failure
                 self._after_failure(fast)
-            self._fast_lock.release()
+            self.lock.release()
 
     def _after_failure(self, fast: _Conn) -> None:
-        """Under ``_fast_lock``: ``fast`` idle again (rolled back), or closed."""
+        """Under ``lock``: ``fast`` idle again (rolled back), or closed."""
         if not reusable(fast):
-            self._drop_fast(fast)
+            self._drop(fast)
 
-    def _drop_fast(self, fast: _Conn) -> None:
-        """Under ``_fast_lock``: close ``fast``; the worker thread does its work meanwhile."""
-        if self._fast is not fast:
+    def _drop(self, fast: _Conn) -> None:
+        """Under ``lock``: close ``fast``; the worker thread does its work meanwhile."""
+        if self.conn is not fast:
             return
-        self._fast = None
-        self._fast_lost = True
-        pipe = self._pipe
+        self.conn = None
+        self.lost = True
+        pipe = self.pipe
         # Their replies are lost with the connection: written again (an upsert, the same row).
         pipe.again.extend(pipe.sent)
         pipe.sent.clear()
@@ -140,35 +192,40 @@ class FastPaths(SQLStore[_Conn]):
         with contextlib.suppress(psycopg.Error):
             fast.close()  # its transaction, and the locks it held, end with it
 
-    async def _point(self, fn: Callable[[_Conn], T]) -> T:
-        result = self._point_now(fn)
+    async def point(self, fn: Callable[[_Conn], T]) -> T:
+        """``SQLStore._point``: at once if ``point_now`` can, else in the worker thread
+        (the journal writes whose replies were lost first)."""
+        result = self.point_now(fn)
         if not isinstance(result, Missed):
             return result
-        while self._pipe.again:
-            run_id, entry, fence = self._pipe.again.popleft()
+        store = self._store
+        while self.pipe.again:
+            run_id, entry, fence = self.pipe.again.popleft()
             with fencing(fence):
-                await self._run(super()._journal_write(run_id, entry))
-        result = await self._run(fn)
-        if self._fast_lost:
-            await self._reopen_fast()
+                await store._run(self._usual_write(run_id, entry))
+        result = await store._run(fn)
+        if self.lost:
+            await self._reopen()
         return result
 
-    async def _reopen_fast(self) -> None:
+    async def _reopen(self) -> None:
         """Open a new event loop's connection in a thread (one try per connection lost)."""
-        self._fast_lost = False
-        fresh = await anyio.to_thread.run_sync(self._fast_connect, limiter=self._limiter())
+        self.lost = False
+        store = self._store
+        fresh = await anyio.to_thread.run_sync(self.connect, limiter=store._limiter())
         if fresh is None:
             return
-        with self._fast_lock:
-            if self._fast is None and self._conn is not None:  # not closed meanwhile
-                self._raw = RawStatements() if fresh.info.encoding == "utf-8" else None
-                self._fast, fresh = fresh, None
+        with self.lock:
+            if self.conn is None and store._conn is not None:  # not closed meanwhile
+                self.raw = RawStatements() if fresh.info.encoding == "utf-8" else None
+                self.conn, fresh = fresh, None
         if fresh is not None:
             fresh.close()
 
-    def _journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[_Conn], object]:
-        fast = self._fast
-        usual = super()._journal_write(run_id, entry)
+    def journal_write(self, run_id: str, entry: JournalEntry) -> Callable[[_Conn], object]:
+        """``SQLRecords._journal_write``: on this connection through ``JournalPipe``."""
+        fast = self.conn
+        usual = self._usual_write(run_id, entry)
         if fast is None or fast.info.encoding != "utf-8":
             return usual
         fence = current_fence(run_id)
@@ -176,80 +233,91 @@ class FastPaths(SQLStore[_Conn]):
         def write(conn: _Conn) -> object:
             if conn is not fast:  # the worker thread's connection: psycopg as usual
                 return usual(conn)
-            self._pipe.write(conn.pgconn, run_id, entry, fence)
+            self.pipe.write(conn.pgconn, run_id, entry, fence)
             return None
 
         return write
 
     def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
-        """Record one fact of a run at once on the event loop's connection: sent after the
-        writes sent ahead, and every reply read, so all of them take one round trip. False
-        when it could not be written there (then ``journal_put`` writes it)."""
+        """``JournalWriteNow``: record one fact of a run at once on this connection: sent
+        after the writes sent ahead, and every reply read, so all of them take one round
+        trip. False when it could not be written here (then ``journal_put`` writes it)."""
         if not self.journal_send_nowait(run_id, entry):
             return False
-        fast = self._fast
-        with self._fast_lock:
-            if fast is None or self._fast is not fast:
+        fast = self.conn
+        with self.lock:
+            if fast is None or self.conn is not fast:
                 return False
             try:
-                self._pipe.settle(fast.pgconn)
+                self.pipe.settle(fast.pgconn)
             finally:
                 if not _idle(fast):
                     self._after_failure(fast)
         fence = current_fence(run_id)
         if fence is not None and fence.lost is not None:
             raise fence.lost
-        return not self._pipe.again
+        return not self.pipe.again
 
     async def journal_confirm(self) -> None:
-        """Wait until every journal write sent ahead is confirmed by the server (one that
-        met a row lock is written again first)."""
-        pipe = self._pipe
+        """``JournalSendAhead``: wait until every journal write sent ahead is confirmed by
+        the server (one that met a row lock is written again first)."""
+        pipe = self.pipe
         if pipe.sent or pipe.again:
-            await self._point(lambda conn: None)
+            await self.point(lambda conn: None)
 
     def journal_send_nowait(self, run_id: str, entry: JournalEntry) -> bool:
-        """Send one fact of a run to the server without waiting for its reply.
+        """``JournalSendAhead``: send one fact of a run to the server without waiting for
+        its reply.
 
-        The write goes out at once on the event loop's connection (see ``_pg_journal``);
-        its reply is read before that connection's next statement, so an entry sent this
-        way is confirmed before the run acts on anything written after it. False when it
-        cannot go now (nothing was sent; write it with ``journal_put`` instead).
+        The write goes out at once on this connection (see ``_pg_journal``); its reply is
+        read before the connection's next statement, so an entry sent this way is confirmed
+        before the run acts on anything written after it. False when it cannot go now
+        (nothing was sent; write it with ``journal_put`` instead).
         """
-        fast = self._fast
-        if fast is None or fast.info.encoding != "utf-8" or self._crowded():
+        fast = self.conn
+        if fast is None or fast.info.encoding != "utf-8" or self._store._crowded():
             return False  # crowded: ``journal_group`` commits it with the others due now
-        if self._pipe.again or not self._fast_lock.acquire(blocking=False):
+        if self.pipe.again or not self.lock.acquire(blocking=False):
             return False
         try:
-            if self._fast is not fast:
+            if self.conn is not fast:
                 return False
-            self._pipe.send(fast.pgconn, run_id, entry, current_fence(run_id))
+            self.pipe.send(fast.pgconn, run_id, entry, current_fence(run_id))
         except psycopg.Error:
             # The connection failed (its statements were prepared as it opened): another
             # one will be opened, and ``journal_put`` writes the entry (maybe sent already:
             # an upsert, the same row).
-            self._drop_fast(fast)
+            self._drop(fast)
             return False
         finally:
-            self._fast_lock.release()
+            self.lock.release()
         return True
 
-    async def _commit_group(self, ops: list[GroupOp]) -> None:
-        """A batch (journal writes, runs' starts and ends) in the pipeline of the event
-        loop's connection: one transaction, one round trip. Else (that connection busy, a
-        row lock held, a statement failed) statement by statement in one transaction,
-        each op in its savepoint where it needs one (``_group``)."""
-        raw = self._raw
-        if self._fast is not None and raw is not None:
+    async def commit_group(self, ops: list[GroupOp]) -> None:
+        """``SQLRuns._commit_group``: a batch (journal writes, runs' starts and ends) in
+        this connection's pipeline: one transaction, one round trip. Else (the connection
+        busy, a row lock held, a statement failed) statement by statement in one
+        transaction, each op in its savepoint where it needs one (``_group``)."""
+        raw = self.raw
+        if self.conn is not None and raw is not None:
             committed: list[GroupOp] = []
             try:
-                done = self._point_now(
-                    lambda conn: self._pipe.batch(conn.pgconn, ops, raw, committed)
+                done = self.point_now(
+                    lambda conn: self.pipe.batch(conn.pgconn, ops, raw, committed)
                 )
             except psycopg.Error:
                 done = MISSED  # rolled back: again statement by statement, in savepoints
             if done is True:
                 return
             ops = ops[len(committed) :]  # the chunks committed before one that gave up
-        await self._point(self._group_transaction(ops))
+        await self.point(self._store._group_transaction(ops))
+
+    def close(self) -> None:
+        """Settle what was sent ahead and close the connection (the store closes)."""
+        with self.lock:
+            fast, self.conn = self.conn, None
+            if fast is not None:
+                with contextlib.suppress(psycopg.Error, StoreUnavailableError):
+                    if self.pipe.sent:
+                        self.pipe.settle(fast.pgconn)
+                fast.close()

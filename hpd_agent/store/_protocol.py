@@ -3,7 +3,8 @@
 ``Store`` is what every store implements: requests, the run journal, run records, leases
 and the sessions the core opens. Beyond it a store may offer faster ways to do the same
 things, grouped as protocols (``JournalWriteNow``, ``JournalBatches``, ``JournalSendAhead``,
-``JournalGroups``, ``RunLeases``). It declares which it offers by answering ``Store.capabilities()`` with a
+``JournalGroups``, ``RunLeases``), and a place for integrations' own records beside its runs
+(``ThreadTables``). It declares which it offers by answering ``Store.capabilities()`` with a
 ``StoreCapabilities`` whose fields hold the object implementing each (usually the store
 itself) or None. A run asks once, when its session opens, and uses what is declared and
 nothing else: a store that declares nothing (``StoreCapabilities()``) runs through the
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..sessions import SessionStore
@@ -29,6 +30,8 @@ __all__ = [
     "RunLeases",
     "Store",
     "StoreCapabilities",
+    "ThreadData",
+    "ThreadTables",
     "expire_stale",
 ]
 
@@ -216,6 +219,63 @@ class RunLeases(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class ThreadData:
+    """What one thread of ``ThreadTables`` holds.
+
+    Attributes:
+        rows: Its rows, key to text, in the order each key was first written.
+        items: Its items, by index (0, 1, ...).
+    """
+
+    rows: dict[str, str] = field(default_factory=dict[str, str])
+    items: list[str] = field(default_factory=list[str])
+
+
+class ThreadTables(Protocol):
+    """Records an integration keeps beside a store's runs, as durable as they are.
+
+    A *space* names the integration (``"web"`` for the web server's threads; one per
+    adapter, so none sees another's). In a space, a *thread* (any string id) holds *rows*,
+    small keyed texts that can be replaced, read back in the order each key was first
+    written, and *items*, a log of texts at indices 0, 1, 2, ... Texts are ``str``: JSON
+    and its shape are the caller's business. The web server keeps a thread's runs as rows
+    and the events it sent as items; a store that does not offer this leaves the server's
+    threads in memory, lost with the process.
+    """
+
+    async def write_thread(
+        self,
+        space: str,
+        thread_id: str,
+        *,
+        rows: Mapping[str, str] | None = None,
+        items: Sequence[str] = (),
+        first: int = 0,
+    ) -> None:
+        """Write rows and items of one thread, all in one transaction.
+
+        Args:
+            space: The integration's space.
+            thread_id: The thread.
+            rows: Rows to write: a new key is added after the thread's other rows, a key it
+                holds gets the new text (and keeps its place).
+            items: Items to write at indices ``first``, ``first + 1``, ...; an index the
+                thread holds already keeps its text (a write done twice changes nothing).
+            first: The index of ``items[0]``.
+        """
+        ...
+
+    async def read_thread(self, space: str, thread_id: str) -> ThreadData | None:
+        """The thread's rows and items; None if it holds neither."""
+        ...
+
+    async def thread_of(self, space: str, key: str) -> str | None:
+        """The thread of ``space`` holding a row ``key``, or None (meant for keys no two
+        threads share, such as run ids; if several do, any one of them)."""
+        ...
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StoreCapabilities:
     """What a store offers beyond ``Store``: for each capability, the object implementing
@@ -235,6 +295,8 @@ class StoreCapabilities:
             store declares both.
         leases: A run's lease made cheap (``RunLeases``).
         groups: Many runs' journal writes due at once in one commit (``JournalGroups``).
+        threads: Integrations' own records kept beside the runs (``ThreadTables``): the web
+            server's threads, for one. Not a run's concern: runs never ask for it.
     """
 
     write_now: JournalWriteNow | None = None
@@ -242,6 +304,7 @@ class StoreCapabilities:
     send_ahead: JournalSendAhead | None = None
     leases: RunLeases | None = None
     groups: JournalGroups | None = None
+    threads: ThreadTables | None = None
 
 
 @runtime_checkable
@@ -376,7 +439,18 @@ class Store(SessionStore, Protocol):
 async def expire_stale(
     store: Store, max_age: float, *, run_id: str | None = None, now: float | None = None
 ) -> list[str]:
-    """``Store.recover`` in terms of the other methods; every store's ``recover`` uses it."""
+    """``Store.recover`` in terms of the other methods; every shipped store's ``recover``
+    is this (a store of your own can answer ``recover`` with it too).
+
+    Args:
+        store: The store.
+        max_age: Age in seconds past which a pending request is given up.
+        run_id: Only this run's requests.
+        now: The clock to compare against; defaults to ``time.time()``.
+
+    Returns:
+        The ids that expired (one answered or ended meanwhile is left as it is).
+    """
     clock = time.time() if now is None else now
     expired: list[str] = []
     for record in await store.list_requests(run_id=run_id):

@@ -34,11 +34,20 @@ from ._protocol import RunLeases, Store, StoreCapabilities
 if TYPE_CHECKING:
     from ..coordinator import Coordinator
 
-__all__ = ["Sessions", "StoreSession", "already_kept"]
+__all__ = ["Sessions", "StoreSession", "run_exists_refusal"]
 
 
-def already_kept(store: object, run_id: str) -> UserError:
-    """The error refusing to start a new run under an id ``store`` holds already."""
+def run_exists_refusal(store: object, run_id: str) -> UserError:
+    """The error refusing to start a new run under an id ``store`` holds already
+    (``RunLeases.open_run`` raises it).
+
+    Args:
+        store: The store (named in the message by its ``repr``).
+        run_id: The run id it holds.
+
+    Returns:
+        The ``UserError`` to raise.
+    """
     return UserError(
         f"run {run_id!r} is already in {store!r}: use resume() to continue it, or pick a new run_id"
     )
@@ -177,7 +186,7 @@ class Sessions:
             keeper = LeaseKeeper(store, lease, ttl, leases=leases)
             return StoreSession(store, record, keeper, capabilities=capabilities)
         if await store.get_run(run_id) is not None:
-            raise already_kept(store, run_id)
+            raise run_exists_refusal(store, run_id)
         keeper = await _take(store, run_id, None)
         try:
             await store.put_run(record)

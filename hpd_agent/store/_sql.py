@@ -33,7 +33,7 @@ from ._base import (
     refusal,
 )
 from ._fence import current_fence
-from ._lease import DEFAULT_LEASE_TTL, check_ttl
+from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from ._protocol import StoreCapabilities, expire_stale
 from ._session import Sessions
 from ._sql_leases import SQLLeases
@@ -303,7 +303,7 @@ class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], SQLRuns[C], ABC, Generic[C
     """The SQL spelling of the concrete store's database."""
 
     def __init__(self, conn: C, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
-        self.lease_ttl = check_ttl(lease_ttl)
+        self.lease_ttl = check_lease_ttl(lease_ttl)
         self._conn: C | None = conn
         self._lock = threading.Lock()
         self._driving = set()

@@ -24,7 +24,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 
 from ._base import Lease
 from ._holder import holder_gone
-from ._lease import leased
+from ._lease import lease_refusal
 from ._renewer import LeaseRenewer, RenewIO
 from ._sql_records import SQLPart
 
@@ -133,7 +133,7 @@ class SQLLeases(SQLPart[C]):
                 gone = f"{update}WHERE run_id = {mark} AND holder = {mark} RETURNING fence"
                 found = self._query(conn, gone, (*taken, run_id, current.holder)).fetchall()
         if not found:
-            raise leased(current or lease, now=now)
+            raise lease_refusal(current or lease, now=now)
         return replace(lease, fence=int(found[0][0]))
 
     def _next_fence(self, conn: C, now: float) -> tuple[int, str]:

@@ -21,8 +21,8 @@ from ..exceptions import HpdAgentError
 from ._base import JournalEntry, Lease, RunRecord, dump_json
 from ._fence import Fence, current_fence
 from ._group import GroupCommit, GroupOp
-from ._lease import leased
-from ._session import already_kept
+from ._lease import lease_refusal
+from ._session import run_exists_refusal
 from ._sql_leases import Spelling, release_sql
 from ._sql_records import RUN_COLUMNS, Rows, SQLPart, run_to_row
 
@@ -206,13 +206,13 @@ class SQLRuns(SQLPart[C]):
             if fresh and taken:  # a run of this id appeared meanwhile: leave it alone
                 await self.release_lease(run_id, holder)
             if not fresh or taken:
-                raise already_kept(self, run_id)
-            raise leased(await self.get_lease(run_id) or lease, now=now)
+                raise run_exists_refusal(self, run_id)
+            raise lease_refusal(await self.get_lease(run_id) or lease, now=now)
         insert = spelling.insert("hpd_runs", RUN_COLUMNS, "run_id", overwrite=False)
 
         def open_body(conn: C) -> Lease:
             if self._query(conn, insert, row).rowcount != 1:
-                raise already_kept(self, run_id)  # rolled back: nothing changed
+                raise run_exists_refusal(self, run_id)  # rolled back: nothing changed
             return self._take_in(conn, run_id, holder, ttl)
 
         if self._crowded():  # with the other runs' writes due now, in its own savepoint

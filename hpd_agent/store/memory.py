@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -11,24 +10,32 @@ from typing import Any
 
 import anyio
 
-from ._base import (
+# The kit's public names only, as a store of your own would use (a test checks).
+from .kit import (
+    DEFAULT_LEASE_TTL,
     JournalEntry,
     Lease,
+    LeaseRenewer,
+    MemoryThreadTables,
+    RenewIO,
     RequestRecord,
     RequestState,
     RunRecord,
     RunState,
-    dump_json,
+    Sessions,
+    StoreCapabilities,
+    StoreOptions,
+    check_lease_ttl,
+    current_fence,
+    expire_stale,
+    holder_gone,
+    jsonable,
+    lease_refusal,
     refusal,
+    run_exists_refusal,
 )
-from ._fence import current_fence
-from ._holder import holder_gone
-from ._lease import DEFAULT_LEASE_TTL, check_ttl, leased
-from ._protocol import StoreCapabilities, expire_stale
-from ._renewer import LeaseRenewer, RenewIO
-from ._session import Sessions, already_kept
 
-__all__ = ["MemoryStore"]
+__all__ = ["MemoryStore", "open_memory"]
 
 
 class MemoryStore(Sessions):
@@ -43,7 +50,7 @@ class MemoryStore(Sessions):
     """
 
     def __init__(self, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
-        self.lease_ttl = check_ttl(lease_ttl)
+        self.lease_ttl = check_lease_ttl(lease_ttl)
         self._leases: dict[str, Lease] = {}
         self._requests: dict[str, RequestRecord] = {}
         self._journals: dict[str, dict[str, JournalEntry]] = {}
@@ -52,6 +59,7 @@ class MemoryStore(Sessions):
         self._lease_lock = threading.Lock()
         self._renewer: LeaseRenewer | None = None
         self._fences = 0
+        self._threads = MemoryThreadTables()
 
     def _check(self, run_id: str) -> None:
         """Refuse a write of ``run_id`` whose fence no longer holds (see ``_fence``)."""
@@ -102,7 +110,7 @@ class MemoryStore(Sessions):
         if record is None or record.status != "pending":
             raise refusal(record, request_id)
         # Kept as JSON would keep it, so every store hands back the same shapes.
-        stored = json.loads(dump_json(answer)) if status == "answered" else None
+        stored = jsonable(answer) if status == "answered" else None
         updated = record.resolved(status, stored)
         if context:
             updated = _with_context(updated, context)
@@ -165,7 +173,7 @@ class MemoryStore(Sessions):
             and current.expires_at > now
             and not holder_gone(current.holder)
         ):
-            raise leased(current, now=now)
+            raise lease_refusal(current, now=now)
         self._fences += 1
         lease = Lease(run_id=run_id, holder=holder, expires_at=now + ttl, fence=self._fences)
         self._leases[run_id] = lease
@@ -207,8 +215,8 @@ class MemoryStore(Sessions):
     # -- what it offers beyond ``Store`` ---------------------------------------------------
     def capabilities(self) -> StoreCapabilities:
         """Journal writes at once and cheap leases (in memory nothing waits, so there is
-        nothing to batch or send ahead)."""
-        return StoreCapabilities(write_now=self, leases=self)
+        nothing to batch or send ahead); thread tables as long as the store object lives."""
+        return StoreCapabilities(write_now=self, leases=self, threads=self._threads)
 
     def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
         """Record one fact of a run at once (always possible in memory)."""
@@ -233,7 +241,7 @@ class MemoryStore(Sessions):
         """Insert a new run's record and take its lease, atomically."""
         with self._lease_lock:
             if record.run_id in self._runs:
-                raise already_kept(self, record.run_id)
+                raise run_exists_refusal(self, record.run_id)
             lease = self._take(record.run_id, holder, ttl)
             self._runs[record.run_id] = record
             return lease
@@ -250,9 +258,10 @@ class MemoryStore(Sessions):
             self._give_up(record.run_id, holder)
 
     async def aclose(self) -> None:
-        """Stop the lease renewer, if it runs."""
+        """Stop the lease renewer, if it runs, and close the thread tables."""
         if self._renewer is not None:
             await self._renewer.aclose()
+        self._threads.close()
 
 
 class _MemoryRenewIO(RenewIO):
@@ -264,6 +273,24 @@ class _MemoryRenewIO(RenewIO):
 
     def current(self, run_id: str) -> Lease | None:
         return self.store._leases.get(run_id)  # pyright: ignore[reportPrivateUsage]
+
+
+def open_memory(location: str, options: StoreOptions) -> MemoryStore:
+    """The ``memory:`` scheme's factory (``register_scheme``): a new, empty store."""
+    from ..exceptions import UserError
+
+    if options.durability is not None:
+        raise UserError(
+            "durability is a SQLite store option; a memory: store keeps nothing on disk"
+        )
+    if not options.create:
+        raise UserError(
+            "a memory: store is new and empty in every process: it holds no run or request "
+            "to list, answer or resume"
+        )
+    if options.lease_ttl is None:
+        return MemoryStore()
+    return MemoryStore(lease_ttl=options.lease_ttl)
 
 
 def _with_context(record: RequestRecord, context: Mapping[str, Any]) -> RequestRecord:

@@ -19,7 +19,6 @@ loop, and notifications are read from it without waiting.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -30,20 +29,21 @@ import anyio.to_thread
 
 from ..exceptions import StoreUnavailableError
 from ._base import RequestRecord, RequestState, dump_json, refusal
-from ._lease import DEFAULT_LEASE_TTL, check_ttl
-from ._pg_fast import FastPaths, reusable
-from ._pg_journal import JournalPipe
+from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
+from ._pg_fast import FastConnection, connect_options, reusable
 from ._pg_listen import CHANNEL, Listener
-from ._pg_raw import RawStatements
 from ._protocol import StoreCapabilities
+from ._schemes import StoreOptions, lease_option, no_durability
 from ._sql import (
     MIGRATIONS,
     REQUEST_COLUMNS,
     Cursor,
     Dialect,
+    SQLStore,
     record_from_row,
     schema,
 )
+from ._threads import postgres_thread_tables
 from ._waiters import Wakeup
 
 try:
@@ -53,7 +53,7 @@ except ImportError as e:  # pragma: no cover - depends on the installed extras
         'PostgresStore needs psycopg 3: pip install -e ".[postgres]" in the hpd-agent checkout'
     ) from e
 
-__all__ = ["CHANNEL", "RENEWER_NAME", "PostgresStore"]
+__all__ = ["CHANNEL", "RENEWER_NAME", "PostgresStore", "open_dsn"]
 
 RENEWER_NAME = "hpd-agent lease renewer"
 """The ``application_name`` of the renewer thread's connection (see ``_renewer``)."""
@@ -73,14 +73,6 @@ _DIALECT = Dialect(
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
 
-_CONNECT_TIMEOUT = 10
-"""Seconds to wait for the server when the DSN does not say (libpq waits forever)."""
-
-
-_FAST_LIMIT = "5ms"
-"""How long a statement on the event loop may wait (for a row lock, or at all) before it
-gives up and goes to the worker thread."""
-
 _RESOLVE = (
     "WITH done AS (UPDATE hpd_requests SET status = %s, answer = %s, answered_at = %s, "
     "context = (context::jsonb || %s::jsonb)::text WHERE id = %s AND status = 'pending' "
@@ -97,10 +89,6 @@ def _is_local(conn: _Conn) -> bool:
     return host.startswith("/") or host in ("localhost", "127.0.0.1", "::1") or host == ""
 
 
-def _timeout(dsn: str) -> dict[str, Any]:
-    return {} if "connect_timeout" in dsn else {"connect_timeout": _CONNECT_TIMEOUT}
-
-
 def _where(dsn: str) -> str:
     """The DSN without its password, to name the store in a message."""
     from psycopg.conninfo import conninfo_to_dict
@@ -113,7 +101,7 @@ def _where(dsn: str) -> str:
     return f"{host}:{port}/{db}"
 
 
-class PostgresStore(FastPaths):
+class PostgresStore(SQLStore[_Conn]):
     """A ``Store`` in PostgreSQL, shared by any number of processes and machines.
 
     Args:
@@ -131,11 +119,11 @@ class PostgresStore(FastPaths):
     def __init__(
         self, dsn: str, *, recheck_interval: float = 1.0, lease_ttl: float = DEFAULT_LEASE_TTL
     ) -> None:
-        check_ttl(lease_ttl)
+        check_lease_ttl(lease_ttl)
         self.dsn = dsn
         self.recheck_interval = recheck_interval
         try:
-            conn: _Conn = psycopg.connect(dsn, autocommit=True, **_timeout(dsn))
+            conn: _Conn = psycopg.connect(dsn, autocommit=True, **connect_options(dsn))
         except psycopg.Error as e:
             raise StoreUnavailableError(
                 f"cannot connect to PostgreSQL store {_where(dsn)}: {' '.join(str(e).split())}"
@@ -159,37 +147,20 @@ class PostgresStore(FastPaths):
             raise StoreUnavailableError(
                 f"cannot use PostgreSQL store {_where(dsn)}: {' '.join(str(e).split())}"
             ) from None
-        self._listener = Listener(dsn, _where(dsn), _timeout(dsn))
-        self._pipe = JournalPipe()
-        self._fast = self._fast_connect() if _is_local(conn) else None
-        self._fast_lock = threading.Lock()
-        utf8 = self._fast is not None and self._fast.info.encoding == "utf-8"
-        self._raw = RawStatements() if utf8 else None
+        self._listener = Listener(dsn, _where(dsn), connect_options(dsn))
+        self._threads = postgres_thread_tables(dsn)
         super().__init__(conn, lease_ttl=lease_ttl)
-
-    def _fast_connect(self) -> _Conn | None:
-        """A new event loop's connection (for a server on this machine), or None.
-
-        The journal writes are prepared on it before its time limit is set: that is setup,
-        which a loaded machine may well take longer than ``_FAST_LIMIT`` to do. psycopg
-        prepares nothing on it (``prepare_threshold=None``): its rollback would drop every
-        prepared statement, ours too.
-        """
-        try:
-            fast: _Conn = psycopg.connect(
-                self.dsn, autocommit=True, prepare_threshold=None, **_timeout(self.dsn)
-            )
-        except psycopg.Error:
-            return None
-        try:
-            if fast.info.encoding == "utf-8":
-                self._pipe.prepare(fast.pgconn)
-            fast.execute(f"SET lock_timeout = '{_FAST_LIMIT}'")
-            fast.execute(f"SET statement_timeout = '{_FAST_LIMIT}'")
-        except psycopg.Error:
-            fast.close()
-            return None
-        return fast
+        # The event loop's connection: an object the store holds, whose methods its shared
+        # steps and its journal capabilities are bound to (no call more than a method of
+        # its own: the journal write on the event loop is the store's hottest path).
+        fast = self._fast = FastConnection(self, dsn, local=_is_local(conn))
+        self._point_now = fast.point_now
+        self._point = fast.point
+        self._journal_write = fast.journal_write
+        self._commit_group = fast.commit_group
+        self.journal_put_nowait = fast.journal_put_nowait
+        self.journal_send_nowait = fast.journal_send_nowait
+        self.journal_confirm = fast.journal_confirm
 
     def _recover(self, conn: _Conn) -> None:
         """After a failure in the worker thread: its connection idle again (rolled back:
@@ -199,13 +170,13 @@ class PostgresStore(FastPaths):
         with contextlib.suppress(psycopg.Error):
             conn.close()
         with contextlib.suppress(psycopg.Error):  # else the next statement says it is closed
-            self._conn = psycopg.connect(self.dsn, autocommit=True, **_timeout(self.dsn))
+            self._conn = psycopg.connect(self.dsn, autocommit=True, **connect_options(self.dsn))
 
     def _renewal_connect(self) -> _Conn:
         """The renewer thread's own connection; a renewal that cannot finish within a third
         of ``lease_ttl`` fails (and is retried at the next one)."""
         conn: _Conn = psycopg.connect(
-            self.dsn, autocommit=True, application_name=RENEWER_NAME, **_timeout(self.dsn)
+            self.dsn, autocommit=True, application_name=RENEWER_NAME, **connect_options(self.dsn)
         )
         limit = max(1, int(self.lease_ttl * 1000 / 3))
         conn.execute(cast(LiteralString, f"SET statement_timeout = {limit}"))
@@ -220,16 +191,24 @@ class PostgresStore(FastPaths):
         """Everything: journal writes at once, in batches and sent ahead, and cheap leases.
         The journal sends entries ahead (a round trip saved per turn) rather than hold
         them back; while the store drives several runs, their writes due at once go in one
-        pipelined transaction instead (see ``StoreCapabilities``)."""
+        pipelined transaction instead (see ``StoreCapabilities``). Thread tables in the same
+        database (``_threads``)."""
+        fast = self._fast
         return StoreCapabilities(
-            write_now=self, batches=self, send_ahead=self, leases=self, groups=self
+            write_now=fast,
+            batches=self,
+            send_ahead=fast,
+            leases=self,
+            groups=self,
+            threads=self._threads,
         )
 
     # -- the PostgreSQL way of the shared steps ------------------------------------------
     def _query(self, conn: _Conn, sql: str, args: Sequence[Any] = ()) -> Cursor:
         # On the event loop's connection, through libpq (``_pg_raw``) when it can.
-        if conn is self._fast and self._raw is not None:
-            rows = self._raw.run(conn.pgconn, sql, args)
+        fast = self._fast
+        if conn is fast.conn and fast.raw is not None:
+            rows = fast.raw.run(conn.pgconn, sql, args)
             if rows is not None:
                 return rows
         # The statements are built from constants and placeholders, never from values.
@@ -263,14 +242,9 @@ class PostgresStore(FastPaths):
 
     def _close(self, conn: _Conn) -> None:
         super()._close(conn)
-        with self._fast_lock:
-            if self._fast is not None:
-                with contextlib.suppress(psycopg.Error, StoreUnavailableError):
-                    if self._pipe.sent:
-                        self._pipe.settle(self._fast.pgconn)
-                self._fast.close()
-                self._fast = None
+        self._fast.close()
         self._listener.close()
+        self._threads.close()
 
     # -- answers from other processes: LISTEN/NOTIFY -------------------------------------
     async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:
@@ -297,3 +271,10 @@ class PostgresStore(FastPaths):
             return [r[0] for r in rows]
 
         return await self._run(select) if waited else []
+
+
+def open_dsn(location: str, options: StoreOptions) -> PostgresStore:
+    """The ``postgresql://`` and ``postgres://`` schemes' factory (``register_scheme``)."""
+    why = "a PostgreSQL server's durability is its own setting (synchronous_commit)"
+    no_durability(options, why)
+    return PostgresStore(location, **lease_option(options))

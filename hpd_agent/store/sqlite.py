@@ -25,8 +25,9 @@ from typing import Any, TypeVar
 
 from ..exceptions import StoreUnavailableError, UserError
 from ._base import RequestRecord, RequestState, dump_json, refusal
-from ._lease import DEFAULT_LEASE_TTL, check_ttl
+from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from ._protocol import StoreCapabilities
+from ._schemes import StoreOptions, lease_option
 from ._sql import (
     MIGRATIONS,
     MISSED,
@@ -45,9 +46,10 @@ from ._sqlite_io import (
     is_busy,
 )
 from ._sqlite_watch import AnswerWatch
+from ._threads import MemoryThreadTables, SQLThreadTables
 from ._waiters import Wakeup
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "open_file"]
 
 T = TypeVar("T")
 
@@ -131,7 +133,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         lease_ttl: float = DEFAULT_LEASE_TTL,
         durability: Durability = "process",
     ) -> None:
-        check_ttl(lease_ttl)
+        check_lease_ttl(lease_ttl)
         self.durability = check_durability(durability)
         if poll_interval <= 0:
             raise UserError("poll_interval must be positive")
@@ -159,6 +161,11 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         self._fast_lock = threading.Lock()
         self._checkpointer = Checkpointer(self.path) if shared else None
         self._answers = AnswerWatch(self.path, poll_interval, self._run)
+        self._threads = (
+            MemoryThreadTables()
+            if self.path == ":memory:"
+            else SQLThreadTables(self.path, self.durability)
+        )
 
     def _connect(
         self, busy_timeout: float, *, setup_timeout: float | None = None
@@ -209,9 +216,11 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         what acts on them; while it drives several runs, their writes due at once are
         committed together where a commit waits for the disk or the store's thread
         (``durability="os"``, a ``:memory:`` or ``file:`` database; see
-        ``StoreCapabilities``)."""
+        ``StoreCapabilities``). Thread tables in the same file (``_threads``)."""
         groups = self if self._grouping else None
-        return StoreCapabilities(write_now=self, batches=self, leases=self, groups=groups)
+        return StoreCapabilities(
+            write_now=self, batches=self, leases=self, groups=groups, threads=self._threads
+        )
 
     # -- the SQLite way of the shared steps ----------------------------------------------
     def _query(
@@ -299,8 +308,20 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         if self._checkpointer is not None:
             self._checkpointer.stop()
         self._answers.close()
+        self._threads.close()
         super()._close(conn)
 
     # -- answers from other processes: a wake-up socket, else short polling --------------
     async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:
         return await self._answers.watch(waited, wakeup)
+
+
+def open_file(location: str, options: StoreOptions) -> SQLiteStore:
+    """The ``sqlite:`` scheme's factory, and plain paths' (``register_scheme``):
+    ``sqlite:///abs/path.db``, ``sqlite://rel/path.db``, ``sqlite:path.db`` or a path."""
+    path = location
+    if location[:7].lower() == "sqlite:":
+        path = location[7:]
+        path = path[2:] if path.startswith("//") else path
+    durability = options.durability or "process"  # SQLiteStore's default
+    return SQLiteStore(path, create=options.create, durability=durability, **lease_option(options))

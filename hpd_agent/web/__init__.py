@@ -73,9 +73,10 @@ def create_app(
 
     Args:
         agent: The root agent to serve.
-        store: A ``Store``, or a SQLite path / ``postgresql://`` DSN; default
-            ``hpd-agent-web.db`` in the current directory. Runs are journaled there, so a
-            restart loses no question. With a SQLite store the threads live in the same file.
+        store: A ``Store``, or a location ``open_store`` opens (a SQLite path, a
+            ``postgresql://`` DSN, ...); default ``hpd-agent-web.db`` in the current
+            directory. Runs are journaled there, so a restart loses no question; the threads
+            live in the thread tables the store offers (``StoreCapabilities.threads``).
         token: When set, every route but the page and its static files needs
             ``Authorization: Bearer <token>`` (401 otherwise).
         agent_ref: How the agent was named on the command line (shown by the page).

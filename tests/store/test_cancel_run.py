@@ -17,7 +17,7 @@ from hpd_agent import Agent, ClarificationRequest, RunLeasedError, ask_user
 from hpd_agent.exceptions import UserError
 from hpd_agent.messages import Message, ToolResultMessage
 from hpd_agent.models import ModelRequestParams
-from hpd_agent.store import MemoryStore, SQLiteStore, Store, cancel_run, open_store
+from hpd_agent.store import SQLiteStore, Store, cancel_run, open_store
 from hpd_agent.testing import FunctionModel, Step, text, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -26,22 +26,17 @@ TTL = 60.0
 """The driver's lease: renewed every 20 s, so only ``cancel_run`` can stop it in time."""
 
 
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str | None:
-    if request.param == "memory":
-        return None
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    # One store object driving and cancelling: every store's (hpd_agent.testing.store_contract).
     if request.param == "sqlite":
         return str(tmp_path / "runs.db")
     return str(request.getfixturevalue("fresh_postgres"))
 
 
 @asynccontextmanager
-async def two_stores(location: str | None) -> AsyncIterator[tuple[Store, Store]]:
-    """The driver's store object and the canceller's, on one store."""
-    if location is None:
-        one = MemoryStore(lease_ttl=TTL)
-        yield one, one
-        return
+async def two_stores(location: str) -> AsyncIterator[tuple[Store, Store]]:
+    """The driver's store object and the canceller's, on one store (as two processes)."""
     driver, other = open_store(location, lease_ttl=TTL), open_store(location)
     try:
         yield driver, other
@@ -61,7 +56,7 @@ def asker(calls: list[str]) -> Agent:
 
 
 async def test_a_run_another_process_drives_is_cancelled_and_stops_at_once(
-    location: str | None,
+    location: str,
 ) -> None:
     calls: list[str] = []
     async with two_stores(location) as (driver, other):

@@ -15,7 +15,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -26,7 +25,6 @@ from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent import Agent, ClarificationRequest, RunLeasedError, UserError, ask_user
 from hpd_agent.events import Event, RunFinished, RunStarted
-from hpd_agent.exceptions import InvalidAnswerError
 from hpd_agent.store import Lease, MemoryStore, SQLiteStore, Store, open_store
 from hpd_agent.testing import ScriptedModel, text, tool_call
 
@@ -44,18 +42,6 @@ def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         SQLiteStore(path)  # create the tables, so this process can look before the child
         return path
     return str(request.getfixturevalue("fresh_postgres"))
-
-
-@pytest.fixture(params=["memory", "sqlite", "postgres"])
-async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    if request.param == "memory":
-        made: Store = MemoryStore(lease_ttl=0.3)
-    elif request.param == "sqlite":
-        made = SQLiteStore(tmp_path / "runs.db", lease_ttl=0.3)
-    else:
-        made = open_store(request.getfixturevalue("fresh_postgres"), lease_ttl=0.3)
-    yield made
-    await made.aclose()
 
 
 def _env(workdir: Path) -> dict[str, str]:
@@ -276,33 +262,7 @@ def cast_dsn(store: Store) -> str:
     return str(store.dsn)
 
 
-# -- the lease operations, in every store ---------------------------------------------------
-
-
-async def test_take_renew_release(store: Store) -> None:
-    first = await store.take_lease("r", "host:1:a", 60)
-    assert first.holder == "host:1:a" and first.expires_at > time.time() + 50
-    with pytest.raises(RunLeasedError) as refused:
-        await store.take_lease("r", "host:2:b", 60)
-    assert refused.value.holder == "host:1:a" and "host:1:a" in str(refused.value)
-    assert await store.take_lease("r", "host:1:a", 60)  # its own holder may take it again
-    assert await store.renew_lease("r", "host:1:a", 60)
-    assert not await store.renew_lease("r", "host:2:b", 60)
-    await store.release_lease("r", "host:2:b")  # not its lease: nothing happens
-    assert (await store.get_lease("r")) is not None
-    await store.release_lease("r", "host:1:a")
-    assert await store.get_lease("r") is None
-    taken = await store.take_lease("r", "host:2:b", 60)
-    assert taken.holder == "host:2:b"
-    assert not await store.renew_lease("r", "host:1:a", 60)  # lost: renewal says so
-
-
-async def test_an_expired_lease_is_taken_over(store: Store) -> None:
-    await store.take_lease("r", "dead:1:a", 0.05)
-    await _until_lapsed(store, "r")
-    taken = await store.take_lease("r", "live:2:b", 60)
-    assert taken.holder == "live:2:b"
-    assert not await store.renew_lease("r", "dead:1:a", 60)
+# -- the lease operations (every store's: hpd_agent.testing.store_contract) ---------------
 
 
 async def test_racing_takers_one_wins(tmp_path: Path) -> None:
@@ -344,7 +304,7 @@ def test_lease_ttl_must_be_positive(tmp_path: Path) -> None:
             MemoryStore(lease_ttl=bad)
 
 
-# -- the lease around a run, in one process -------------------------------------------------
+# -- helpers for the renewer's tests (test_lease_renewer) -------------------------------
 
 
 async def changed(store: Store, run_id: str, was: Lease | None) -> Lease | None:
@@ -363,41 +323,6 @@ def asking() -> Agent:
     return Agent("Asker", model=model, tools=[ask_user()])
 
 
-async def test_a_run_holds_its_lease_while_it_runs_and_releases_it(store: Store) -> None:
-    async with asking().stream("go", store=store, run_id="r1") as run:
-        async for event in run:
-            if isinstance(event, ClarificationRequest):
-                held = await store.get_lease("r1")
-                assert held is not None
-                # Kept alive past its first expiry (ttl 0.3 s, renewed every 0.1 s).
-                renewed = await changed(store, "r1", held)
-                assert renewed is not None and renewed.holder == held.holder
-                assert renewed.expires_at > held.expires_at
-                await run.respond(event.request_id, "yes")
-    assert run.result.output == "went"
-    assert await store.get_lease("r1") is None
-
-
-async def test_a_cancelled_run_releases_its_lease(store: Store) -> None:
-    async with asking().stream("go", store=store, run_id="r2") as run:
-        async for event in run:
-            if isinstance(event, ClarificationRequest):
-                run.cancel()
-    assert run.result.status == "cancelled"
-    assert await store.get_lease("r2") is None
-
-
-async def test_a_refused_resume_gives_the_lease_back(store: Store) -> None:
-    policy = "interrupt"
-    model = ScriptedModel([tool_call("ask_user", question="Pick", options=["a", "b"])])
-    agent = Agent("Asker", model=model, tools=[ask_user()])
-    result = await agent.run("go", store=store, run_id="r3", on_unhandled=policy)
-    (pending,) = result.pending
-    with pytest.raises(InvalidAnswerError):
-        await agent.resume("r3", store=store, answers={pending.request_id: "zzz"})
-    assert await store.get_lease("r3") is None
-
-
 async def stolen_while_asking(run_with: Store, store: Store, run_id: str) -> RunLeasedError:
     """Run ``asking()`` with ``run_with``; when it asks, another holder takes its lease in
     ``store`` (as another process would after a stall past expiry). The run's error."""
@@ -410,14 +335,3 @@ async def stolen_while_asking(run_with: Store, store: Store, run_id: str) -> Run
                     await store.release_lease(run_id, mine.holder)
                     await store.take_lease(run_id, "thief:9:z", 60)
     return lost.value
-
-
-async def test_a_run_that_loses_its_lease_stops_and_writes_nothing_more(store: Store) -> None:
-    lost = await stolen_while_asking(store, store, "r4")
-    assert lost.holder == "thief:9:z" and "lost its lease" in str(lost)
-    record = await store.get_run("r4")
-    assert record is not None and record.status == "running"  # left to the new holder
-    (question,) = await store.list_requests(run_id="r4")
-    assert question.status == "pending"
-    thief = await store.get_lease("r4")
-    assert thief is not None and thief.holder == "thief:9:z"

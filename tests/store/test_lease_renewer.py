@@ -19,7 +19,7 @@ import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 from test_lease import asking, changed, stolen_while_asking
 
-from hpd_agent import ClarificationRequest, RunLeasedError, UserError
+from hpd_agent import ClarificationRequest, UserError
 from hpd_agent.store import (
     JournalEntry,
     MemoryStore,
@@ -238,26 +238,6 @@ async def test_a_renewer_whose_connection_drops_reconnects(
 
 
 # -- a run opened and closed in one commit -------------------------------------------------
-
-
-async def test_a_new_run_on_a_leased_id_is_refused_and_writes_nothing(store: Store) -> None:
-    await store.take_lease("busy", "other:1:x", 60)
-    with pytest.raises(RunLeasedError) as refused:
-        await asking().run("go", store=store, run_id="busy")
-    assert refused.value.holder == "other:1:x"
-    assert await store.get_run("busy") is None  # no record without the lease
-    lease = await store.get_lease("busy")
-    assert lease is not None and lease.holder == "other:1:x"
-
-
-async def test_a_new_run_on_a_kept_id_is_refused_and_takes_no_lease(store: Store) -> None:
-    policy = "interrupt"
-    await asking().run("go", store=store, run_id="kept", on_unhandled=policy)
-    with pytest.raises(UserError, match="already in"):
-        await asking().run("again", store=store, run_id="kept")
-    assert await store.get_lease("kept") is None
-    record = await store.get_run("kept")
-    assert record is not None and record.prompt == "go" and record.status == "interrupted"
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])

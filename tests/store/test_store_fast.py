@@ -15,7 +15,6 @@ import anyio.lowlevel
 import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 from anyio import wait_all_tasks_blocked
-from test_store import question
 
 from hpd_agent import Agent, RunResult
 from hpd_agent.exceptions import UserError
@@ -24,6 +23,7 @@ from hpd_agent.models import ModelRequestParams, ModelResponse
 from hpd_agent.store import JournalEntry, RequestRecord, SQLiteStore, open_store
 from hpd_agent.store._sqlite_io import notify_all
 from hpd_agent.testing import FunctionModel
+from hpd_agent.testing.store_contract import question
 
 pytestmark = pytest.mark.anyio
 

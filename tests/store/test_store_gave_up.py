@@ -21,11 +21,11 @@ import psycopg
 import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 from psycopg import sql
-from test_store import question
 
 from hpd_agent import RunResult
 from hpd_agent.exceptions import StoreUnavailableError
 from hpd_agent.store import JournalEntry, PostgresStore, respond
+from hpd_agent.testing.store_contract import question
 
 pytestmark = pytest.mark.anyio
 
@@ -138,7 +138,7 @@ async def test_a_connection_whose_server_process_ended_is_replaced(
         assert [r.request_id for r in await store.list_requests()] == ["req_1"]
         # The event loop's connection (a point statement runs there, prepared already).
         assert await store.get_request("req_1") is not None
-        fast = store._fast  # pyright: ignore[reportPrivateUsage]
+        fast = store._fast.conn  # pyright: ignore[reportPrivateUsage]
         assert fast is not None
         _kill(other, fast)
         with pytest.raises(psycopg.OperationalError):
@@ -146,7 +146,7 @@ async def test_a_connection_whose_server_process_ended_is_replaced(
         for _ in range(2):  # in the worker thread, then on a new event loop's connection
             found = await store.get_request("req_1")
             assert found is not None and found.status == "pending"
-        assert store._fast not in (None, fast)  # pyright: ignore[reportPrivateUsage]
+        assert store._fast.conn not in (None, fast)  # pyright: ignore[reportPrivateUsage]
     finally:
         await store.aclose()
 

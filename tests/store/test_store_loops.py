@@ -13,9 +13,9 @@ import anyio
 import anyio.to_thread
 import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
-from test_store import question
 
 from hpd_agent.store import RequestRecord, SQLiteStore, Store, open_store
+from hpd_agent.testing.store_contract import question
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

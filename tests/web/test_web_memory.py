@@ -94,7 +94,7 @@ def _drop_web_connections(dsn: str) -> None:
     with psycopg.connect(dsn, autocommit=True) as conn:
         dropped = conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-            ("hpd-agent-web",),
+            ("hpd-agent-threads",),
         ).fetchall()
     assert dropped == [(True,)]
 

@@ -1,0 +1,89 @@
+"""What a store needs, in one place: the store author kit (all of it also in ``hpd_agent.store``).
+
+- The protocol and its records: ``Store``, ``Sessions`` (its ``open_session`` /
+  ``resume_session``), ``StoreCapabilities`` and the protocols of its fields
+  (``JournalWriteNow``, ``JournalBatches``, ``JournalSendAhead``, ``JournalGroups``,
+  ``RunLeases``, ``ThreadTables`` with ``ThreadData``; ``MemoryThreadTables``),
+  ``RequestRecord``, ``RequestState``, ``JournalEntry``, ``RunRecord``, ``RunState``,
+  ``Lease``, ``jsonable`` (an answer as the store keeps it).
+- The lease as a fence: ``current_fence(run_id)`` is the ``Fence`` a write of that run must
+  pass (its ``token`` must still be the stored lease's ``fence``, else ``fence.refuse()``).
+- Leases: ``new_holder``, ``holder_gone`` (a holder whose process is gone: its lease is
+  taken over at once), ``DEFAULT_LEASE_TTL``, ``check_lease_ttl``, ``LeaseRenewer`` /
+  ``RenewIO`` (one renewer thread per store, for ``RunLeases``).
+- The errors a store raises: ``refusal`` (a request not pending), ``lease_refusal`` (a live
+  lease), ``run_exists_refusal`` (a run id kept already); ``expire_stale`` is ``recover``.
+- Locations: ``register_scheme(scheme, factory)`` (with ``StoreOptions``, ``StoreFactory``)
+  so ``open_store`` and the ``hpd-agent`` commands open the store's locations.
+
+``hpd_agent.testing.store_contract`` tests a store; docs/durability.md ("Writing a store")
+walks through one written from scratch (examples/dict_store.py).
+"""
+
+from __future__ import annotations
+
+from ._answers import jsonable
+from ._base import (
+    JournalEntry,
+    Lease,
+    RequestRecord,
+    RequestState,
+    RunRecord,
+    RunState,
+    refusal,
+)
+from ._fence import Fence, current_fence
+from ._holder import holder_gone, new_holder
+from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl, lease_refusal
+from ._protocol import (
+    JournalBatches,
+    JournalGroups,
+    JournalSendAhead,
+    JournalWriteNow,
+    RunLeases,
+    Store,
+    StoreCapabilities,
+    ThreadData,
+    ThreadTables,
+    expire_stale,
+)
+from ._renewer import LeaseRenewer, RenewIO
+from ._schemes import StoreFactory, StoreOptions, register_scheme
+from ._session import Sessions, run_exists_refusal
+from ._threads import MemoryThreadTables
+
+__all__ = [
+    "DEFAULT_LEASE_TTL",
+    "Fence",
+    "JournalBatches",
+    "JournalEntry",
+    "JournalGroups",
+    "JournalSendAhead",
+    "JournalWriteNow",
+    "Lease",
+    "LeaseRenewer",
+    "MemoryThreadTables",
+    "RenewIO",
+    "RequestRecord",
+    "RequestState",
+    "RunLeases",
+    "RunRecord",
+    "RunState",
+    "Sessions",
+    "Store",
+    "StoreCapabilities",
+    "StoreFactory",
+    "StoreOptions",
+    "ThreadData",
+    "ThreadTables",
+    "check_lease_ttl",
+    "current_fence",
+    "expire_stale",
+    "holder_gone",
+    "jsonable",
+    "lease_refusal",
+    "new_holder",
+    "refusal",
+    "register_scheme",
+    "run_exists_refusal",
+]
