@@ -114,10 +114,17 @@ def _pace() -> float:
         return _DEMO_PACE
 
 
+_UNWRAPPED = 1_000_000
+"""The width of a console writing to a pipe or a file with no ``COLUMNS``: no wrapping."""
+
+
 def _console() -> Console:
+    """The CLI's console: wrapped to the terminal's width (or ``COLUMNS``); written to a pipe
+    or a file, one line per message, so logs and ``grep`` see a whole message on its line."""
     from rich.console import Console
 
-    return Console(highlight=False)
+    wrapped = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
+    return Console(highlight=False, width=None if wrapped else _UNWRAPPED)
 
 
 def _run(console: Console, main: Callable[[], Awaitable[Any]]) -> int:
