@@ -33,6 +33,7 @@ from ..events import (
     PermissionResolved,
     RequestEvent,
     RunFinished,
+    RunStarted,
 )
 from ..handlers._stream import esc as _esc
 from ..text import printable
@@ -111,7 +112,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise _Fail(EXIT_USAGE, "run: PROMPT is empty")
     needs_store_extra(args.store)
     agent = served_agent(args.agent, command="run")
-    view = RunView(Console(stderr=True, highlight=False), args.store, interrupt=args.interrupt)
+    console = Console(stderr=True, highlight=False)
+    view = RunView(console, args.store, args.prompt, interrupt=args.interrupt)
 
     async def main() -> int:
         return await _run(args, agent, view)
@@ -139,7 +141,7 @@ async def _run(args: argparse.Namespace, agent: Agent, view: RunView) -> int:
 
     store = open_store(args.store)
     try:
-        run = await _started(store, agent, args)
+        run, view.resumed = await _started(store, agent, args)
         view.run_id = run.run_id
         result = await _follow(run, view, interrupt=args.interrupt)
     finally:
@@ -148,8 +150,8 @@ async def _run(args: argparse.Namespace, agent: Agent, view: RunView) -> int:
     return _ended(result, view)
 
 
-async def _started(store: Store, agent: Agent, args: argparse.Namespace) -> Run:
-    """The run as a stream: new, or the store's run ``--run-id`` resumed."""
+async def _started(store: Store, agent: Agent, args: argparse.Namespace) -> tuple[Run, bool]:
+    """The run as a stream: new, or the store's run ``--run-id`` resumed (True)."""
     policy = "interrupt" if args.interrupt else None
     ref = _absolute(args.agent)
     if args.run_id is not None:
@@ -158,9 +160,9 @@ async def _started(store: Store, agent: Agent, args: argparse.Namespace) -> Run:
             _check_resumable(record, agent, args.prompt)
             if record.agent_ref is None:  # `hpd-agent resume RUN_ID` finds the agent again
                 await store.put_run(dataclasses.replace(record, agent_ref=ref))
-            return agent.resume_stream(args.run_id, store=store, on_unhandled=policy)
+            return agent.resume_stream(args.run_id, store=store, on_unhandled=policy), True
     named = NamingStore(store, ref)
-    return agent.stream(args.prompt, run_id=args.run_id, store=named, on_unhandled=policy)
+    return agent.stream(args.prompt, run_id=args.run_id, store=named, on_unhandled=policy), False
 
 
 def _check_resumable(record: RunRecord, agent: Agent, prompt: str) -> None:
@@ -274,32 +276,53 @@ class RunView:
     Args:
         console: Where to print (stderr).
         where: The store as ``run`` was given it (a DSN is shown as ``DSN``).
+        prompt: The run's prompt (a resumed run's is the one it recorded).
         interrupt: ``--interrupt``: questions are left pending, for ``resume``.
+
+    Attributes:
+        run_id: The run's id, once it is known.
+        resumed: Whether the run is one the store held (``--run-id``), resumed.
     """
 
-    def __init__(self, console: Console, where: str, *, interrupt: bool) -> None:
+    def __init__(self, console: Console, where: str, prompt: str, *, interrupt: bool) -> None:
         from ..handlers._printing import ConsolePrinter
 
         self.printer = ConsolePrinter(console, show_tool_results=True, max_chars=160)
         self.where = _db_hint(where)
+        self.prompt = prompt
         self.interrupt = interrupt
         self.run_id: str | None = None
+        self.resumed = False
+        self._start: RunStarted | None = None
 
     def show(self, event: Event) -> None:
         """Print one event."""
-        if isinstance(event, (ClarificationRequest, PermissionRequest)):
-            if not event.replayed:  # a replayed one was resolved in an earlier life
-                self._waiting(event)
+        started, self._start = self._start, None
+        if isinstance(event, RunStarted):
+            # Said with the next event: a run refused as it starts (its lease held by
+            # another process) shows its error line alone.
+            self._start = event
             return
         if isinstance(event, RunFinished) and event.status == "failed":
             self.printer.end_line()
             return  # the error's own line says it (cli.main)
+        if started is not None:
+            self._begin(started)
+        if isinstance(event, (ClarificationRequest, PermissionRequest)):
+            if not event.replayed:  # a replayed one was resolved in an earlier life
+                self._waiting(event)
+            return
         if isinstance(event, (ClarificationResolved, PermissionResolved)) and (
             event.status == "answered"
         ):
             self._answered(event)
             return
         self.printer.show(event)
+
+    def _begin(self, event: RunStarted) -> None:
+        self.printer.show(dataclasses.replace(event, prompt=self.prompt))
+        how = "resumed from" if self.resumed else "kept in"
+        self.printer.line(f"[dim]  run {_esc(event.run_id)}, {how} {_esc(self.where)}[/]")
 
     def _waiting(self, request: RequestEvent) -> None:
         printer = self.printer

@@ -208,6 +208,11 @@ def test_ctrl_c_leaves_the_run_resumable_and_run_id_continues_it(
     child = _Running(workdir, *args)
     running.append(child)
     rid = child.request_id()
+    # While it waits, the same command line elsewhere is refused: this process drives it.
+    twice = _hpd(workdir, "run", *args)
+    assert twice.returncode == 13
+    (line,) = twice.stderr.splitlines()
+    assert line.startswith("error: run 'run_nightly' is being driven by another process")
     child.process.send_signal(signal.SIGINT)
     status, out, err = child.end()
     assert status == 130 and out == "" and "Traceback" not in err, err
