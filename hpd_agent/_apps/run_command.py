@@ -337,12 +337,13 @@ class RunView:
             answer = "yes|always|no"
         rid = request.request_id
         state = "left pending" if self.interrupt else "waiting for an answer"
-        printer.line(f"  [yellow]{state} in the store as {_esc(rid)}[/]; answer with:")
         printer.line(
-            f"    hpd-agent answer {_esc(rid)} {answer} --db {_esc(self.where)}  "
-            "[dim](or --decline instead of the answer)[/]",
-            hang=6,
+            f"  [yellow]{state} in the store as {_esc(rid)}[/]; answer with "
+            "[dim](or --decline instead of the answer)[/]:"
         )
+        # One line, never wrapped: a command to copy.
+        command = f"    hpd-agent answer {_esc(rid)} {answer} --db {_esc(self.where)}"
+        printer.console.print(command, soft_wrap=True, highlight=False)
 
     def _answered(self, event: ClarificationResolved | PermissionResolved) -> None:
         printer = self.printer

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parents[1]
 AGENT = "durable_agents:build"
 PROMPT = "Build an API"
-WAITING = re.compile(r"hpd-agent answer (req_\w+) TEXT --db")
+WAITING = re.compile(r"hpd-agent answer (req_\w+) (?:TEXT|yes\|always\|no) --db")
 LIMIT = 120.0
 """Seconds a child may take at most (a bound for a broken build, never waited out)."""
 
@@ -38,7 +38,8 @@ def _env(workdir: Path) -> dict[str, str]:
     return {
         **env,
         "HPD_TEST_DIR": str(workdir),
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)]),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS), str(TESTS / "a2a")]),
+        "HPD_A2A_TEST_DIR": str(workdir),
         "HPD_AGENT_ALLOW_MODEL_REQUESTS": "0",
     }
 
@@ -272,3 +273,36 @@ def test_run_refuses_bad_input_in_one_line(workdir: Path) -> None:
     assert durable_agents.read_lines("side_effects.txt") == ["scaffolded", "scaffolded"]
     record = anyio.run(_run_record, db, "run_interrupted")
     assert record.status == "interrupted"
+
+
+def test_run_shows_a_permission_and_parallel_questions_with_their_answer_lines(
+    workdir: Path, running: list[_Running]
+) -> None:
+    db = str(workdir / "runs.db")
+    child = _Running(workdir, "a2a_served_agents:asker", "permission", "--store", db)
+    running.append(child)
+    rid = child.request_id()
+    assert "Asker wants to run deploy" in "".join(child.err)
+    assert f"hpd-agent answer {rid} yes|always|no --db {db}" in child.err[-1]
+    answered = _hpd(workdir, "answer", rid, "yes", "--db", db)
+    assert answered.returncode == 0, answered.stderr
+    status, out, err = child.end()
+    assert status == 0, err
+    assert out == "answer: deployed to prod\n"
+    assert f"{rid} approved (once)" in err
+    assert (workdir / "effect.txt").read_text() == "deploy prod\n"
+    # Two sub-agents ask at once: --interrupt lists both, and resume goes on from both answers.
+    stopped = _hpd(workdir, "run", "a2a_served_agents:lead", "Go", "--store", db, "--interrupt")
+    assert stopped.returncode == 75, stopped.stderr
+    pending = dict(line.split(": ", 1) for line in stopped.stdout.splitlines())
+    assert sorted(pending.values()) == ["Which colour?", "Which size?"]
+    for line, question in pending.items():
+        reply = "red" if question == "Which colour?" else "big"
+        assert (
+            _hpd(workdir, "answer", line.removeprefix("pending "), reply, "--db", db).returncode
+            == 0
+        )
+    run_id = re.findall(r"hpd-agent resume (run_\w+) --db", stopped.stderr)[-1]
+    done = _hpd(workdir, "resume", run_id, "--db", db)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "fast got red / slow got big\n"
