@@ -153,15 +153,14 @@ async def _run(args: argparse.Namespace, agent: Agent, view: RunView) -> int:
 async def _started(store: Store, agent: Agent, args: argparse.Namespace) -> tuple[Run, bool]:
     """The run as a stream: new, or the store's run ``--run-id`` resumed (True)."""
     policy = "interrupt" if args.interrupt else None
-    ref = _absolute(args.agent)
     if args.run_id is not None:
         record = await store.get_run(args.run_id)
         if record is not None:
+            # Its record is the driving process's to write (not this one's, without the
+            # lease): a run that recorded no agent keeps needing `resume --agent`.
             _check_resumable(record, agent, args.prompt)
-            if record.agent_ref is None:  # `hpd-agent resume RUN_ID` finds the agent again
-                await store.put_run(dataclasses.replace(record, agent_ref=ref))
             return agent.resume_stream(args.run_id, store=store, on_unhandled=policy), True
-    named = NamingStore(store, ref)
+    named = NamingStore(store, _absolute(args.agent))
     return agent.stream(args.prompt, run_id=args.run_id, store=named, on_unhandled=policy), False
 
 
