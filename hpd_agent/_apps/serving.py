@@ -31,11 +31,12 @@ def serving_token(given: str | None, host: str, *, command: str = "") -> str | N
     return token
 
 
-def served_agent(spec: str, *, served: bool = True) -> Agent:
-    """The agent a server command serves, ``spec`` importable from the current directory."""
+def served_agent(spec: str, *, served: bool = True, command: str = "serve") -> Agent:
+    """The agent a command serves or runs, ``spec`` importable from the current directory;
+    ``served``: a mistake's line shows the form ``{command} MODULE:ATTR`` (else ``--agent``)."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
-    return _load_agent(spec, served=served)
+    return _load_agent(spec, served=command if served else None)
 
 
 def probe_store(location: str) -> None:
