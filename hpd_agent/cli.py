@@ -89,6 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     from ._apps.mcp_command import add_mcp_command
 
     add_mcp_command(sub)
+    # `acp MODULE:ATTR`: the agent served to a code editor (hpd_agent.acp, imported when run)
+    from ._apps.acp_command import add_acp_command
+
+    add_acp_command(sub)
     # `pending`/`answer --temporal HOST:PORT --workflow-id ID` (no Temporal import until used)
     from .temporal._cli import add_temporal_options
 

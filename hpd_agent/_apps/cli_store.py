@@ -329,7 +329,7 @@ _AGENT_FORMS = (
 
 
 _SERVE_FORMS = (
-    "serve MODULE:ATTR, e.g. package.module:NAME or path/to/script.py:NAME, where NAME is the "
+    "MODULE:ATTR, e.g. package.module:NAME or path/to/script.py:NAME, where NAME is the "
     "global holding the Agent or a function returning it (importable from the current directory)"
 )
 

@@ -1,0 +1,596 @@
+"""The ACP server: an agent tree served to a code editor over stdio (``serve_stdio``).
+
+Each ACP session is a conversation (``hosting.RunHost``), each ``session/prompt`` a turn
+whose events go out as they come: the root agent's text as ``agent_message_chunk``, every
+tool call of the tree as a ``tool_call`` titled ``A > B: tool`` and its ``tool_call_update``.
+Each question goes out as soon as it is asked, in a task of its own: a permission as
+``session/request_permission``; any other as ``elicitation/create`` (``hosting.form_for``)
+to a client that declared forms, else as a permission request when its answers are a few
+(``hosting.choices_of``), else it ends unanswered. With a store each session is kept in its
+thread tables (space ``acp``), and a turn a stopped server left running is resumed by the
+session's next prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import os
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import anyio
+import anyio.abc
+
+from ..agent import Agent
+from ..events import (
+    ClarificationRequest,
+    ClarificationResolved,
+    Event,
+    PermissionRequest,
+    PermissionResolved,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    format_path,
+)
+from ..hosting import (
+    PERMISSION_OPTIONS,
+    HostedRun,
+    Outcome,
+    RunHost,
+    UnknownRunError,
+    choices_of,
+    decision_of,
+    form_for,
+    outcome_of,
+    protocol_stdio,
+)
+from ..permissions import Deny
+from ..questions import Decline
+from ..store import Store, ThreadData, ThreadTables, open_store
+from ..version import __version__
+from ._rpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    NOT_FOUND,
+    ConnectionClosed,
+    Peer,
+    RPCError,
+)
+
+__all__ = ["SPACE", "serve_stdio", "serve_streams"]
+
+SPACE = "acp"
+"""The thread-table space of the sessions: a thread per session, a row ``session`` (its
+cwd) and a row per turn (run id → its status), an item per prompt and per completed answer
+(what ``session/load`` replays)."""
+
+PROTOCOL_VERSION = 1
+EDITOR = "the editor"
+"""Who a denial is by (``Deny.reason``: "denied by the editor")."""
+
+_log = logging.getLogger("hpd_agent.acp")
+
+
+async def serve_stdio(agent: Agent, *, store: Store | str | None = None) -> None:
+    """Serve ``agent`` to an ACP client (a code editor) on this process's stdin and stdout;
+    return once stdin ends (the turns still running are stopped; with a store they are
+    resumed by their session's next prompt after a restart).
+
+    Only protocol messages reach stdout meanwhile: the process's descriptor 1 and
+    ``sys.stdout`` point at stderr until it returns.
+
+    Args:
+        agent: The served agent (its tree's questions and permissions reach the editor).
+        store: A ``Store``, a SQLite path or a ``postgresql://`` DSN: runs are journaled and
+            sessions kept there (``session/load``), so they survive a restart.
+
+    Raises:
+        StoreUnavailableError: ``store`` names a store that cannot be opened.
+    """
+    with protocol_stdio() as (receive, send):
+        await serve_streams(agent, receive, send, store=store)
+
+
+async def serve_streams(
+    agent: Agent,
+    receive: anyio.abc.ByteReceiveStream,
+    send: anyio.abc.ByteSendStream,
+    *,
+    store: Store | str | None = None,
+) -> None:
+    """``serve_stdio`` on a pair of byte streams (a socket, a test's pipe)."""
+    opened = open_store(store) if isinstance(store, str) else None
+    served = opened if opened is not None else cast(Store | None, store)
+    try:
+        tables = None if served is None else served.capabilities().threads
+        async with anyio.create_task_group() as tg:
+            host: RunHost[HostedRun] = RunHost(agent, served, tg, HostedRun)
+            server = _Server(agent, host, _Book(tables))
+            peer = Peer(receive, send, on_request=server.handle, on_notification=server.notified)
+            server.peer = peer
+            await peer.serve()
+            tg.cancel_scope.cancel()  # the turns still running stop (a store keeps them)
+    finally:
+        if opened is not None:
+            with anyio.CancelScope(shield=True):
+                await opened.aclose()
+
+
+# -- sessions ---------------------------------------------------------------------------------
+@dataclass(eq=False)
+class _Session:
+    """One ACP session on this connection."""
+
+    id: str
+    cwd: str
+    items: int = 0  # items written to its thread: the next one's index
+    busy: bool = False  # a session/prompt is being answered
+    cancelled: bool = False  # session/cancel came meanwhile
+    turn: HostedRun | None = None
+
+    @property
+    def conversation(self) -> str:
+        return f"acp:{self.id}"
+
+
+class _Book:
+    """Where sessions are kept: the store's thread tables (space ``SPACE``), or nowhere."""
+
+    def __init__(self, tables: ThreadTables | None) -> None:
+        self.tables = tables
+
+    async def opened(self, session: _Session) -> None:
+        if self.tables is not None:
+            row = json.dumps({"cwd": session.cwd})
+            await self.tables.write_thread(SPACE, session.id, rows={"session": row})
+
+    async def read(self, session_id: str) -> ThreadData | None:
+        thread = None if self.tables is None else await self.tables.read_thread(SPACE, session_id)
+        return thread if thread is not None and "session" in thread.rows else None
+
+    async def began(self, session: _Session, run_id: str, prompt: str) -> None:
+        row = json.dumps({"status": "running", "prompt": prompt})
+        await self._write(session, {run_id: row}, [{"role": "user", "text": prompt}])
+
+    async def ended(self, session: _Session, run_id: str, outcome: Outcome) -> None:
+        answer = outcome.output if outcome.status == "completed" else None
+        items = [] if not answer else [{"role": "agent", "text": answer}]
+        with anyio.CancelScope(shield=True):
+            await self._write(session, {run_id: json.dumps({"status": outcome.status})}, items)
+
+    async def unfinished(self, session: _Session) -> str | None:
+        """The session's last turn if it is still marked running (its server stopped)."""
+        thread = await self.read(session.id)
+        runs = [(k, v) for k, v in (thread.rows.items() if thread else ()) if k != "session"]
+        if not runs:
+            return None
+        run_id, value = runs[-1]
+        return run_id if _loads(value).get("status") == "running" else None
+
+    async def _write(
+        self, session: _Session, rows: dict[str, str], items: list[dict[str, str]]
+    ) -> None:
+        if self.tables is not None:
+            texts = [json.dumps(item) for item in items]
+            await self.tables.write_thread(
+                SPACE, session.id, rows=rows, items=texts, first=session.items
+            )
+        session.items += len(items)
+
+
+def _loads(text: str) -> dict[str, Any]:
+    with contextlib.suppress(ValueError):
+        return _object(json.loads(text))
+    return {}
+
+
+# -- the server -------------------------------------------------------------------------------
+class _Server:
+    """Answers one connection's requests (``Peer``'s handler)."""
+
+    def __init__(self, agent: Agent, host: RunHost[HostedRun], book: _Book) -> None:
+        self.agent = agent
+        self.host = host
+        self.book = book
+        self.sessions: dict[str, _Session] = {}
+        self.forms = False
+        """The client declared ``elicitation.form``."""
+        self.peer: Peer | None = None
+        self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "initialize": self._initialize,
+            "authenticate": self._authenticate,
+            "session/new": self._new,
+            "session/load": self._load,
+            "session/prompt": self._prompt,
+        }
+
+    async def handle(self, method: str, params: Any) -> Any:
+        """Answer one request."""
+        handler = self._methods.get(method)
+        if handler is None:
+            raise RPCError(METHOD_NOT_FOUND, f"method not found: {method}")
+        if not isinstance(params, dict):
+            raise RPCError(INVALID_PARAMS, f"{method}: params must be an object")
+        return await handler(cast(dict[str, Any], params))
+
+    async def notified(self, method: str, params: Any) -> None:
+        """Take one notification: ``session/cancel``."""
+        if method != "session/cancel":
+            return
+        session = self.sessions.get(str(_object(params).get("sessionId")))
+        if session is not None and session.busy:
+            session.cancelled = True
+            if session.turn is not None:
+                session.turn.cancel_nowait("the editor cancelled the turn")
+
+    async def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        caps = _object(params.get("clientCapabilities"))
+        form = _object(caps.get("elicitation")).get("form")  # present and not null
+        self.forms = isinstance(form, dict)
+        return {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": self.book.tables is not None,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            },
+            "authMethods": [],
+            "agentInfo": {"name": self.agent.name, "version": __version__},
+        }
+
+    async def _authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {}  # no authentication methods are offered: there is nothing to do
+
+    async def _new(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = _Session(id=f"sess_{uuid.uuid4().hex}", cwd=_cwd(params))
+        await self.book.opened(session)
+        self.sessions[session.id] = session
+        return {"sessionId": session.id}
+
+    async def _load(self, params: dict[str, Any]) -> dict[str, Any]:
+        if self.book.tables is None:
+            raise RPCError(INVALID_REQUEST, "session/load needs a store: serve with --store")
+        session_id, cwd = _session_id(params), _cwd(params)
+        thread = await self.book.read(session_id)
+        if thread is None:
+            raise RPCError(NOT_FOUND, f"no session {session_id!r} in the store")
+        session = self.sessions.get(session_id)
+        if session is None:
+            session = self.sessions[session_id] = _Session(session_id, cwd, len(thread.items))
+        session.cwd = cwd
+        await self.book.opened(session)
+        for item in thread.items:
+            said = _loads(item)
+            kind = "user_message_chunk" if said.get("role") == "user" else "agent_message_chunk"
+            text = said.get("text")
+            if isinstance(text, str):
+                await self._update(session, _chunk(kind, text))
+        return {}
+
+    async def _session(self, params: dict[str, Any]) -> _Session:
+        session_id = _session_id(params)
+        session = self.sessions.get(session_id)
+        if session is None:  # a session of the store, prompted without session/load
+            thread = await self.book.read(session_id)
+            if thread is not None:
+                cwd = _loads(thread.rows["session"]).get("cwd")
+                session = _Session(session_id, str(cwd), len(thread.items))
+                self.sessions[session_id] = session
+        if session is None:
+            raise RPCError(NOT_FOUND, f"no session {session_id!r}")
+        return session
+
+    async def _prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = await self._session(params)
+        text = _prompt_text(params.get("prompt"))
+        if session.busy:
+            raise RPCError(INVALID_REQUEST, "this session's turn is still running: cancel it first")
+        session.busy, session.cancelled = True, False
+        try:
+            stop = "end_turn"
+            left = await self.book.unfinished(session)
+            if left is not None and self.host.live(left) is None:
+                stop = await self._resume(session, left)
+            if not session.cancelled:
+                stop = await self._turn(session, text)
+            return {"stopReason": stop}
+        finally:
+            session.busy = False
+
+    async def _turn(self, session: _Session, text: str) -> str:
+        run_id = f"run_{uuid.uuid4().hex}"
+        await self.book.began(session, run_id, text)
+        hosted = await self.host.start(text, conversation=session.conversation, run_id=run_id)
+        return _stop_reason(await self._drive(session, hosted))
+
+    async def _resume(self, session: _Session, run_id: str) -> str:
+        """The turn a stopped server left running, resumed from the store and driven to its
+        end; a failure is told as a message (the prompt's own content runs next)."""
+        try:
+            found = await self.host.reopen(run_id, conversation=session.conversation)
+        except UnknownRunError:
+            found = None
+        if not isinstance(found, HostedRun):
+            ended = outcome_of(found) if found is not None else Outcome("failed")
+            await self.book.ended(session, run_id, ended)
+            return "end_turn"
+        outcome = await self._drive(session, found)
+        if outcome.status == "failed" and outcome.error_type != "MaxTurnsExceededError":
+            note = f"(The interrupted turn failed: {outcome.error or 'it stopped'})"
+            await self._update(session, _chunk("agent_message_chunk", note))
+            return "end_turn"
+        return _stop_reason(outcome)
+
+    async def _drive(self, session: _Session, hosted: HostedRun) -> Outcome:
+        session.turn = hosted
+        if session.cancelled:
+            hosted.cancel_nowait("the editor cancelled the turn")
+        try:
+            outcome = await self._follow(session, hosted)
+        finally:
+            session.turn = None
+        await self.book.ended(session, hosted.run_id, outcome)
+        return outcome
+
+    async def _follow(self, session: _Session, hosted: HostedRun) -> Outcome:
+        """Send the turn's updates as its events come, each question in a task of its own;
+        return once the run has ended (every update sent)."""
+        asking: dict[str, anyio.CancelScope] = {}
+        running: dict[str, None] = {}
+        async with anyio.create_task_group() as tg:
+            async for event in hosted.events():
+                update = _update_of(event, running)
+                if update is not None:
+                    await self._update(session, update)
+                elif isinstance(event, ClarificationRequest | PermissionRequest):
+                    if any(r.request_id == event.request_id for r in hosted.run.pending):
+                        scope = asking[event.request_id] = anyio.CancelScope()
+                        questions = _Questions(self._peer(), session, hosted, self.forms)
+                        tg.start_soon(questions.ask, event, scope)
+                elif isinstance(event, ClarificationResolved | PermissionResolved):
+                    scope = asking.pop(event.request_id, None)
+                    if scope is not None:
+                        scope.cancel()  # ended otherwise: the client's reply reaches nobody
+            tg.cancel_scope.cancel()
+        for call_id in running:  # cut short (the turn was cancelled): said so
+            await self._update(session, _call_update(call_id, "failed"))
+        return hosted.outcome
+
+    async def _update(self, session: _Session, update: dict[str, Any]) -> None:
+        await self._peer().notify("session/update", {"sessionId": session.id, "update": update})
+
+    def _peer(self) -> Peer:
+        assert self.peer is not None
+        return self.peer
+
+
+# -- the turn's events as session updates -----------------------------------------------------
+def _call_id(invocation_id: str, tool_call_id: str) -> str:
+    """A tool call's id for the client: unique within the session (an agent call's tool call
+    ids are unique, and every agent call of every run has its own invocation id) and the
+    same when a resumed run replays it."""
+    return f"{invocation_id}/{tool_call_id}"
+
+
+def _meta(path: Sequence[str], **more: Any) -> dict[str, Any]:
+    return {"hpd_agent": {"agent_path": list(path), **more}}
+
+
+def _title(path: Sequence[str], what: str) -> str:
+    return f"{format_path(path)}: {what}"
+
+
+def _chunk(kind: str, text: str) -> dict[str, Any]:
+    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+
+
+def _call_update(call_id: str, status: str) -> dict[str, Any]:
+    return {"sessionUpdate": "tool_call_update", "toolCallId": call_id, "status": status}
+
+
+def _update_of(event: Event, running: dict[str, None]) -> dict[str, Any] | None:
+    """The ``session/update`` an event is, if any; ``running`` tracks the open tool calls."""
+    if isinstance(event, TextDelta):
+        return _chunk("agent_message_chunk", event.text) if event.depth == 0 else None
+    if isinstance(event, ToolCallStarted):
+        call_id = _call_id(event.invocation_id, event.tool_call_id)
+        running[call_id] = None
+        return {
+            "sessionUpdate": "tool_call",
+            "toolCallId": call_id,
+            "title": _title(event.agent_path, event.tool_name),
+            "status": "in_progress",
+            "rawInput": event.arguments,
+            "_meta": _meta(event.agent_path, tool_name=event.tool_name),
+        }
+    if isinstance(event, ToolCallFinished):
+        call_id = _call_id(event.invocation_id, event.tool_call_id)
+        running.pop(call_id, None)
+        update = _call_update(call_id, "failed" if event.is_error else "completed")
+        update["content"] = [{"type": "content", "content": {"type": "text", "text": event.result}}]
+        return update
+    return None
+
+
+def _stop_reason(outcome: Outcome) -> str:
+    if outcome.status == "cancelled":
+        return "cancelled"
+    if outcome.status == "failed":
+        if outcome.error_type == "MaxTurnsExceededError":
+            return "max_turn_requests"
+        raise RPCError(INTERNAL_ERROR, f"the run failed: {outcome.error or 'it stopped'}")
+    return "end_turn"
+
+
+# -- questions --------------------------------------------------------------------------------
+class _Questions:
+    """One question of a turn asked of the client, and its reply given to the run."""
+
+    def __init__(self, peer: Peer, session: _Session, hosted: HostedRun, forms: bool) -> None:
+        self.peer = peer
+        self.session = session
+        self.hosted = hosted
+        self.forms = forms
+
+    async def ask(self, request: ClarificationRequest | PermissionRequest, scope: Any) -> None:
+        """Ask ``request`` until it is answered or ends (``scope`` is cancelled then)."""
+        with scope:
+            try:
+                if isinstance(request, PermissionRequest):
+                    await self._permission(request)
+                elif self.forms:
+                    await self._form(request)
+                else:
+                    await self._fallback(request)
+            except ConnectionClosed:
+                return  # nobody to ask any more: the run stops with the connection
+            except RPCError as e:  # the client could not ask it: it ends unanswered
+                _log.warning("acp: the client failed a question: %s", e.message)
+                await self.hosted.cancel_request(request.request_id)
+
+    def _tool_call(self, request: ClarificationRequest | PermissionRequest) -> str:
+        if request.tool_call_id is None:
+            return request.request_id
+        return _call_id(request.invocation_id, request.tool_call_id)
+
+    async def _permission(self, request: PermissionRequest) -> None:
+        params = {
+            "sessionId": self.session.id,
+            "toolCall": {
+                "toolCallId": self._tool_call(request),
+                "title": _title(request.agent_path, request.tool_name),
+                "rawInput": request.arguments,
+                "_meta": _meta(request.agent_path, tool_name=request.tool_name),
+            },
+            "options": [
+                {"optionId": o.id, "name": o.label, "kind": o.acp_kind} for o in PERMISSION_OPTIONS
+            ],
+        }
+        picked = _picked(await self.peer.request("session/request_permission", params))
+        answer: Any = Decline() if picked is None else decision_of(picked, by=EDITOR)
+        if answer is None:
+            answer = Deny(reason=f"{EDITOR} picked an option that was not offered")
+        await self.hosted.answer_request(request.request_id, lambda: answer)
+
+    async def _form(self, request: ClarificationRequest) -> None:
+        note: str | None = None
+        while True:
+            form = form_for(request, note, by=EDITOR)
+            params: dict[str, Any] = {
+                "sessionId": self.session.id,
+                "mode": "form",
+                "message": form.message,
+                "requestedSchema": form.schema,
+                "_meta": _meta(request.agent_path),
+            }
+            if request.tool_call_id is not None:
+                params["toolCallId"] = self._tool_call(request)
+            reply = _object(await self.peer.request("elicitation/create", params))
+            action = reply.get("action")
+            if action == "accept":
+                content = reply.get("content")
+                taken = cast(Mapping[str, Any], content) if isinstance(content, dict) else None
+                note = await self.hosted.answer_request(
+                    request.request_id, functools.partial(form.read, taken)
+                )
+                if note is None:
+                    return
+            elif action == "decline":
+                await self.hosted.answer_request(request.request_id, Decline)
+                return
+            else:  # dismissed: this question ends, the turn goes on
+                await self.hosted.cancel_request(request.request_id)
+                return
+
+    async def _fallback(self, request: ClarificationRequest) -> None:
+        """A client without forms: a finite answer picked as a permission option."""
+        choices = choices_of(request)
+        if choices is None:
+            await self.hosted.cancel_request(request.request_id)  # it cannot be asked
+            return
+        params = {
+            "sessionId": self.session.id,
+            "toolCall": {
+                "toolCallId": self._tool_call(request),
+                "title": form_for(request, by=EDITOR).message,
+                "_meta": _meta(request.agent_path),
+            },
+            "options": [
+                {"optionId": str(i), "name": name, "kind": _kind_of(answer)}
+                for i, (name, answer) in enumerate(choices)
+            ],
+        }
+        picked = _picked(await self.peer.request("session/request_permission", params))
+        index = int(picked) if picked is not None and picked.isdigit() else -1
+        if not 0 <= index < len(choices):
+            await self.hosted.cancel_request(request.request_id)
+            return
+        answer = choices[index][1]
+        await self.hosted.answer_request(request.request_id, lambda: answer)
+
+
+def _kind_of(answer: Any) -> str:
+    return "reject_once" if answer is False else "allow_once"
+
+
+def _picked(reply: Any) -> str | None:
+    """The option a permission reply selected (``""`` when malformed); None: cancelled."""
+    outcome = _object(reply).get("outcome")
+    if not isinstance(outcome, dict):
+        return None
+    outcome = cast(dict[str, Any], outcome)
+    if outcome.get("outcome") != "selected":
+        return None
+    option = outcome.get("optionId")
+    return option if isinstance(option, str) else ""
+
+
+# -- params -----------------------------------------------------------------------------------
+def _object(value: Any) -> dict[str, Any]:
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+
+
+def _session_id(params: dict[str, Any]) -> str:
+    session_id = params.get("sessionId")
+    if not isinstance(session_id, str):
+        raise RPCError(INVALID_PARAMS, "sessionId must be a string")
+    return session_id
+
+
+def _cwd(params: dict[str, Any]) -> str:
+    cwd = params.get("cwd")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise RPCError(INVALID_PARAMS, "cwd must be an absolute path")
+    return cwd
+
+
+def _prompt_text(blocks: Any) -> str:
+    """A prompt's text: text blocks, resource links (their URI) and embedded text resources
+    (their text), joined with a newline."""
+    if not isinstance(blocks, list):
+        raise RPCError(INVALID_PARAMS, "prompt must be a list of content blocks")
+    parts: list[str] = []
+    for block in cast(list[Any], blocks):
+        fields = _object(block)
+        kind = fields.get("type")
+        if kind == "text":
+            text = fields.get("text")
+        elif kind == "resource_link":
+            text = fields.get("uri")
+        elif kind == "resource":
+            text = _object(fields.get("resource")).get("text")
+        else:
+            text = None  # an image, audio, a binary resource: not offered (promptCapabilities)
+        if isinstance(text, str):
+            parts.append(text)
+    joined = "\n".join(parts)
+    if not joined.strip():
+        raise RPCError(INVALID_PARAMS, "the prompt holds no text")
+    return joined
