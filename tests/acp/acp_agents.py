@@ -41,7 +41,7 @@ def _echo(messages: Sequence[Message], info: ModelRequestParams) -> Step:
     return text(f"heard {' | '.join(str(p) for p in prompts)}")
 
 
-echo = Agent("Echo", model=FunctionModel(_echo))
+echo = Agent("Echo", model=FunctionModel(_echo, chunk_size=4))  # streams in pieces
 
 
 # -- Top > Mid > Leaf: a permission deep in the tree ------------------------------------------
@@ -75,7 +75,7 @@ def _relay(name: str, below: str) -> Any:
     return relay
 
 
-leaf = Agent("Leaf", model=FunctionModel(_leaf), tools=[deploy])
+leaf = Agent("Leaf", model=FunctionModel(_leaf, chunk_size=3), tools=[deploy])
 mid = Agent("Mid", model=FunctionModel(_relay("Mid", "Leaf")), tools=[leaf.as_tool()])
 top = Agent("Top", model=FunctionModel(_relay("Top", "Mid")), tools=[mid.as_tool()])
 

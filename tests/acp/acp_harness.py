@@ -16,7 +16,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from acp import ClientSideConnection
+from acp import connect_to_agent
+from acp.client.connection import ClientSideConnection
 from acp.connection import StreamEvent
 from acp.schema import (
     ClientCapabilities,
@@ -44,7 +45,7 @@ class Editor:
         self.permission = permission or _cancelled_outcome
         self.form = form
         self.wire: list[tuple[str, dict[str, Any]]] = []
-        self.asked = anyio.Event()
+        self._grew = anyio.Event()
 
     # -- the SDK's Client protocol ------------------------------------------------------------
     async def request_permission(
@@ -68,6 +69,22 @@ class Editor:
     # -- what the server sent -----------------------------------------------------------------
     def observe(self, event: StreamEvent) -> None:
         self.wire.append((event.direction.value, event.message))
+        self._grew.set()
+        self._grew = anyio.Event()
+
+    async def wait_for(self, method: str, count: int = 1) -> list[dict[str, Any]]:
+        """Wait until the server has sent ``count`` messages of ``method``."""
+        while len(found := self.received(method)) < count:
+            await self._grew.wait()
+        return found
+
+    def response_index(self, request_id: int) -> int:
+        """Where the response to our request ``request_id`` is on the wire."""
+        return next(
+            i
+            for i, (d, m) in enumerate(self.wire)
+            if d == "incoming" and m.get("id") == request_id and "method" not in m
+        )
 
     def received(self, method: str | None = None) -> list[dict[str, Any]]:
         """Messages the server sent (requests and notifications; ``method`` only)."""
@@ -106,7 +123,7 @@ async def connected(
     reader, writer = await asyncio.open_connection(sock=theirs)
     async with anyio.create_task_group() as tg:
         tg.start_soon(lambda: serve_streams(agent, stream, stream, store=store))
-        conn = ClientSideConnection(
+        conn = connect_to_agent(
             editor, writer, reader, use_unstable_protocol=True, observers=[editor.observe]
         )
         try:
