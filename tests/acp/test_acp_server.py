@@ -4,7 +4,7 @@ Python SDK's client (``acp.ClientSideConnection``, unstable protocol on: it refu
 
 from __future__ import annotations
 
-import json
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -384,7 +384,12 @@ async def test_decline_and_cancel_end_the_question_and_the_turn_goes_on(
     [
         ("confirm", [("Yes", "allow_once"), ("No", "reject_once")], 1, "confirm=false"),
         ("choice", [("red", "allow_once"), ("green", "allow_once")], 1, 'choice="green"'),
-        ("text_options", [("tabs", "allow_once"), ("spaces", "allow_once")], 0, 'text_options="tabs"'),
+        (
+            "text_options",
+            [("tabs", "allow_once"), ("spaces", "allow_once")],
+            0,
+            'text_options="tabs"',
+        ),
     ],
 )
 async def test_without_forms_finite_questions_are_permission_requests(
@@ -539,11 +544,5 @@ async def _never(params: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _prompt_quietly(conn: Any, session: str, prompt: str) -> None:
-    try:
+    with contextlib.suppress(Exception):  # the connection ends under it
         await conn.prompt(session_id=session, prompt=[text(prompt)])
-    except Exception:
-        pass
-
-
-def test_the_form_table_is_json() -> None:
-    json.dumps(FORMS)
