@@ -19,7 +19,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -52,25 +52,17 @@ from ..hosting import (
 )
 from ..permissions import Deny
 from ..questions import Decline
+from ..run import Run
 from ..store import Store, ThreadData, ThreadTables, open_store
 from ..version import __version__
-from ._rpc import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    NOT_FOUND,
-    ConnectionClosed,
-    Peer,
-    RPCError,
-)
+from . import _rpc as rpc
+from ._rpc import ConnectionClosed, Peer, RPCError
 
 __all__ = ["SPACE", "serve_stdio", "serve_streams"]
 
 SPACE = "acp"
-"""The thread-table space of the sessions: a thread per session, a row ``session`` (its
-cwd) and a row per turn (run id → its status), an item per prompt and per completed answer
-(what ``session/load`` replays)."""
+"""The sessions' thread-table space: a thread per session, rows ``session`` (its cwd) and
+run id → the turn's status, an item per prompt and answer (what ``session/load`` replays)."""
 
 PROTOCOL_VERSION = 1
 EDITOR = "the editor"
@@ -81,11 +73,9 @@ _log = logging.getLogger("hpd_agent.acp")
 
 async def serve_stdio(agent: Agent, *, store: Store | str | None = None) -> None:
     """Serve ``agent`` to an ACP client (a code editor) on this process's stdin and stdout;
-    return once stdin ends (the turns still running are stopped; with a store they are
-    resumed by their session's next prompt after a restart).
-
-    Only protocol messages reach stdout meanwhile: the process's descriptor 1 and
-    ``sys.stdout`` point at stderr until it returns.
+    return once stdin ends (turns still running stop; with a store, their session's next
+    prompt resumes them). Meanwhile descriptor 1 and ``sys.stdout`` are stderr: only
+    protocol messages reach stdout.
 
     Args:
         agent: The served agent (its tree's questions and permissions reach the editor).
@@ -112,11 +102,8 @@ async def serve_streams(
     try:
         tables = None if served is None else served.capabilities().threads
         async with anyio.create_task_group() as tg:
-            host: RunHost[HostedRun] = RunHost(agent, served, tg, HostedRun)
-            server = _Server(agent, host, _Book(tables))
-            peer = Peer(receive, send, on_request=server.handle, on_notification=server.notified)
-            server.peer = peer
-            await peer.serve()
+            server = _Server(agent, served, tg, _Book(tables), (receive, send))
+            await server.peer.serve()
             tg.cancel_scope.cancel()  # the turns still running stop (a store keeps them)
     finally:
         if opened is not None:
@@ -134,6 +121,7 @@ class _Session:
     items: int = 0  # items written to its thread: the next one's index
     busy: bool = False  # a session/prompt is being answered
     cancelled: bool = False  # session/cancel came meanwhile
+    stored: bool = False  # opened from the store: a turn may have been left running
     turn: HostedRun | None = None
 
     @property
@@ -186,6 +174,10 @@ class _Book:
         session.items += len(items)
 
 
+async def _nothing(params: dict[str, Any]) -> dict[str, Any]:
+    return {}  # authenticate: no methods are offered, there is nothing to do
+
+
 def _loads(text: str) -> dict[str, Any]:
     with contextlib.suppress(ValueError):
         return _object(json.loads(text))
@@ -196,17 +188,25 @@ def _loads(text: str) -> dict[str, Any]:
 class _Server:
     """Answers one connection's requests (``Peer``'s handler)."""
 
-    def __init__(self, agent: Agent, host: RunHost[HostedRun], book: _Book) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        store: Store | None,
+        tg: anyio.abc.TaskGroup,
+        book: _Book,
+        streams: tuple[anyio.abc.ByteReceiveStream, anyio.abc.ByteSendStream],
+    ) -> None:
         self.agent = agent
-        self.host = host
+        self.tg = tg
+        self.host: RunHost[_Turn] = RunHost(agent, store, tg, lambda run: _Turn(run, self))
         self.book = book
         self.sessions: dict[str, _Session] = {}
         self.forms = False
         """The client declared ``elicitation.form``."""
-        self.peer: Peer | None = None
+        self.peer = Peer(*streams, on_request=self.handle, on_notification=self.notified)
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "initialize": self._initialize,
-            "authenticate": self._authenticate,
+            "authenticate": _nothing,
             "session/new": self._new,
             "session/load": self._load,
             "session/prompt": self._prompt,
@@ -216,9 +216,9 @@ class _Server:
         """Answer one request."""
         handler = self._methods.get(method)
         if handler is None:
-            raise RPCError(METHOD_NOT_FOUND, f"method not found: {method}")
+            raise RPCError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
         if not isinstance(params, dict):
-            raise RPCError(INVALID_PARAMS, f"{method}: params must be an object")
+            raise RPCError(rpc.INVALID_PARAMS, f"{method}: params must be an object")
         return await handler(cast(dict[str, Any], params))
 
     async def notified(self, method: str, params: Any) -> None:
@@ -245,9 +245,6 @@ class _Server:
             "agentInfo": {"name": self.agent.name, "version": __version__},
         }
 
-    async def _authenticate(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {}  # no authentication methods are offered: there is nothing to do
-
     async def _new(self, params: dict[str, Any]) -> dict[str, Any]:
         session = _Session(id=f"sess_{uuid.uuid4().hex}", cwd=_cwd(params))
         await self.book.opened(session)
@@ -256,14 +253,15 @@ class _Server:
 
     async def _load(self, params: dict[str, Any]) -> dict[str, Any]:
         if self.book.tables is None:
-            raise RPCError(INVALID_REQUEST, "session/load needs a store: serve with --store")
+            raise RPCError(rpc.INVALID_REQUEST, "session/load needs a store: serve with --store")
         session_id, cwd = _session_id(params), _cwd(params)
         thread = await self.book.read(session_id)
         if thread is None:
-            raise RPCError(NOT_FOUND, f"no session {session_id!r} in the store")
+            raise RPCError(rpc.NOT_FOUND, f"no session {session_id!r} in the store")
         session = self.sessions.get(session_id)
         if session is None:
-            session = self.sessions[session_id] = _Session(session_id, cwd, len(thread.items))
+            session = _Session(session_id, cwd, len(thread.items), stored=True)
+            self.sessions[session_id] = session
         session.cwd = cwd
         await self.book.opened(session)
         for item in thread.items:
@@ -271,7 +269,7 @@ class _Server:
             kind = "user_message_chunk" if said.get("role") == "user" else "agent_message_chunk"
             text = said.get("text")
             if isinstance(text, str):
-                await self._update(session, _chunk(kind, text))
+                await self.update(session.id, _chunk(kind, text))
         return {}
 
     async def _session(self, params: dict[str, Any]) -> _Session:
@@ -281,21 +279,22 @@ class _Server:
             thread = await self.book.read(session_id)
             if thread is not None:
                 cwd = _loads(thread.rows["session"]).get("cwd")
-                session = _Session(session_id, str(cwd), len(thread.items))
+                session = _Session(session_id, str(cwd), len(thread.items), stored=True)
                 self.sessions[session_id] = session
         if session is None:
-            raise RPCError(NOT_FOUND, f"no session {session_id!r}")
+            raise RPCError(rpc.NOT_FOUND, f"no session {session_id!r}")
         return session
 
     async def _prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         session = await self._session(params)
         text = _prompt_text(params.get("prompt"))
         if session.busy:
-            raise RPCError(INVALID_REQUEST, "this session's turn is still running: cancel it first")
+            raise RPCError(rpc.INVALID_REQUEST, "this session's turn is still running")
         session.busy, session.cancelled = True, False
         try:
-            stop = "end_turn"
-            left = await self.book.unfinished(session)
+            stop, left = "end_turn", None
+            if session.stored:  # once: any turn this connection starts, it sees end
+                session.stored, left = False, await self.book.unfinished(session)
             if left is not None and self.host.live(left) is None:
                 stop = await self._resume(session, left)
             if not session.cancelled:
@@ -324,58 +323,71 @@ class _Server:
         outcome = await self._drive(session, found)
         if outcome.status == "failed" and outcome.error_type != "MaxTurnsExceededError":
             note = f"(The interrupted turn failed: {outcome.error or 'it stopped'})"
-            await self._update(session, _chunk("agent_message_chunk", note))
+            await self.update(session.id, _chunk("agent_message_chunk", note))
             return "end_turn"
         return _stop_reason(outcome)
 
     async def _drive(self, session: _Session, hosted: HostedRun) -> Outcome:
+        """Wait for the turn to end (its updates are sent as its events come, ``_Turn``)."""
         session.turn = hosted
         if session.cancelled:
             hosted.cancel_nowait("the editor cancelled the turn")
         try:
-            outcome = await self._follow(session, hosted)
+            await hosted.ended.wait()
         finally:
             session.turn = None
-        await self.book.ended(session, hosted.run_id, outcome)
-        return outcome
-
-    async def _follow(self, session: _Session, hosted: HostedRun) -> Outcome:
-        """Send the turn's updates as its events come, each question in a task of its own;
-        return once the run has ended (every update sent)."""
-        asking: dict[str, anyio.CancelScope] = {}
-        running: dict[str, None] = {}
-        async with anyio.create_task_group() as tg:
-            async for event in hosted.events():
-                update = _update_of(event, running)
-                if update is not None:
-                    await self._update(session, update)
-                elif isinstance(event, ClarificationRequest | PermissionRequest):
-                    if any(r.request_id == event.request_id for r in hosted.run.pending):
-                        scope = asking[event.request_id] = anyio.CancelScope()
-                        questions = _Questions(self._peer(), session, hosted, self.forms)
-                        tg.start_soon(questions.ask, event, scope)
-                elif isinstance(event, ClarificationResolved | PermissionResolved):
-                    scope = asking.pop(event.request_id, None)
-                    if scope is not None:
-                        scope.cancel()  # ended otherwise: the client's reply reaches nobody
-            tg.cancel_scope.cancel()
-        for call_id in running:  # cut short (the turn was cancelled): said so
-            await self._update(session, _call_update(call_id, "failed"))
+        await self.book.ended(session, hosted.run_id, hosted.outcome)
         return hosted.outcome
 
-    async def _update(self, session: _Session, update: dict[str, Any]) -> None:
-        await self._peer().notify("session/update", {"sessionId": session.id, "update": update})
+    def update(self, session_id: str, update: dict[str, Any]) -> Awaitable[None]:
+        """Send one ``session/update``."""
+        return self.peer.notify("session/update", {"sessionId": session_id, "update": update})
 
-    def _peer(self) -> Peer:
-        assert self.peer is not None
-        return self.peer
+
+class _Turn(HostedRun):
+    """A session's turn: the run, and the sink its host drives it with (each update sent as
+    it comes; each question asked in a task of the server's, ended when it ends otherwise)."""
+
+    def __init__(self, run: Run, server: _Server) -> None:
+        super().__init__(run)
+        self.server = server
+        self._asking: dict[str, anyio.CancelScope] = {}
+        self._running: dict[str, None] = {}
+
+    @property
+    def session_id(self) -> str:
+        return (self.conversation or "").removeprefix("acp:")
+
+    def take(self, event: Event) -> Awaitable[None] | None:
+        """One event: its update sent, its question asked (nobody reads ``events()``)."""
+        update = _update_of(event, self._running)
+        if update is not None:
+            return self.server.update(self.session_id, update)
+        if isinstance(event, ClarificationRequest | PermissionRequest):
+            if any(r.request_id == event.request_id for r in self.run.pending):
+                scope = self._asking[event.request_id] = anyio.CancelScope()
+                server = self.server
+                questions = _Questions(server.peer, self.session_id, self, server.forms)
+                server.tg.start_soon(questions.ask, event, scope)
+        elif isinstance(event, ClarificationResolved | PermissionResolved):
+            scope = self._asking.pop(event.request_id, None)
+            if scope is not None:
+                scope.cancel()  # ended otherwise: the client's reply reaches nobody
+        return None
+
+    async def close(self, outcome: Outcome, raised: Exception | None) -> None:
+        await super().close(outcome, raised)
+        for scope in self._asking.values():
+            scope.cancel()
+        with contextlib.suppress(ConnectionClosed):
+            for call_id in self._running:  # cut short (the turn was cancelled): said so
+                await self.server.update(self.session_id, _call_update(call_id, "failed"))
 
 
 # -- the turn's events as session updates -----------------------------------------------------
 def _call_id(invocation_id: str, tool_call_id: str) -> str:
-    """A tool call's id for the client: unique within the session (an agent call's tool call
-    ids are unique, and every agent call of every run has its own invocation id) and the
-    same when a resumed run replays it."""
+    """A tool call's id for the client: unique in the session (each agent call of each run has
+    its own invocation id, its tool call ids are unique) and the same when a run replays."""
     return f"{invocation_id}/{tool_call_id}"
 
 
@@ -425,7 +437,7 @@ def _stop_reason(outcome: Outcome) -> str:
     if outcome.status == "failed":
         if outcome.error_type == "MaxTurnsExceededError":
             return "max_turn_requests"
-        raise RPCError(INTERNAL_ERROR, f"the run failed: {outcome.error or 'it stopped'}")
+        raise RPCError(rpc.INTERNAL_ERROR, f"the run failed: {outcome.error or 'it stopped'}")
     return "end_turn"
 
 
@@ -433,9 +445,9 @@ def _stop_reason(outcome: Outcome) -> str:
 class _Questions:
     """One question of a turn asked of the client, and its reply given to the run."""
 
-    def __init__(self, peer: Peer, session: _Session, hosted: HostedRun, forms: bool) -> None:
+    def __init__(self, peer: Peer, session_id: str, hosted: HostedRun, forms: bool) -> None:
         self.peer = peer
-        self.session = session
+        self.session_id = session_id
         self.hosted = hosted
         self.forms = forms
 
@@ -460,20 +472,30 @@ class _Questions:
             return request.request_id
         return _call_id(request.invocation_id, request.tool_call_id)
 
+    async def _pick(
+        self, request: ClarificationRequest | PermissionRequest, call: dict[str, Any], options: Any
+    ) -> str | None:
+        """A ``session/request_permission`` on the request's tool call: the option selected
+        (``""`` for a malformed reply), None when it was dismissed."""
+        call = {"toolCallId": self._tool_call(request), **call}
+        params = {"sessionId": self.session_id, "toolCall": call, "options": list(options)}
+        outcome = _object(await self.peer.request("session/request_permission", params))
+        picked = _object(outcome.get("outcome"))
+        if picked.get("outcome") != "selected":
+            return None
+        option = picked.get("optionId")
+        return option if isinstance(option, str) else ""
+
     async def _permission(self, request: PermissionRequest) -> None:
-        params = {
-            "sessionId": self.session.id,
-            "toolCall": {
-                "toolCallId": self._tool_call(request),
-                "title": _title(request.agent_path, request.tool_name),
-                "rawInput": request.arguments,
-                "_meta": _meta(request.agent_path, tool_name=request.tool_name),
-            },
-            "options": [
-                {"optionId": o.id, "name": o.label, "kind": o.acp_kind} for o in PERMISSION_OPTIONS
-            ],
+        call = {
+            "title": _title(request.agent_path, request.tool_name),
+            "rawInput": request.arguments,
+            "_meta": _meta(request.agent_path, tool_name=request.tool_name),
         }
-        picked = _picked(await self.peer.request("session/request_permission", params))
+        options = (
+            {"optionId": o.id, "name": o.label, "kind": o.acp_kind} for o in PERMISSION_OPTIONS
+        )
+        picked = await self._pick(request, call, options)
         answer: Any = Decline() if picked is None else decision_of(picked, by=EDITOR)
         if answer is None:
             answer = Deny(reason=f"{EDITOR} picked an option that was not offered")
@@ -484,7 +506,7 @@ class _Questions:
         while True:
             form = form_for(request, note, by=EDITOR)
             params: dict[str, Any] = {
-                "sessionId": self.session.id,
+                "sessionId": self.session_id,
                 "mode": "form",
                 "message": form.message,
                 "requestedSchema": form.schema,
@@ -515,41 +537,22 @@ class _Questions:
         if choices is None:
             await self.hosted.cancel_request(request.request_id)  # it cannot be asked
             return
-        params = {
-            "sessionId": self.session.id,
-            "toolCall": {
-                "toolCallId": self._tool_call(request),
-                "title": form_for(request, by=EDITOR).message,
-                "_meta": _meta(request.agent_path),
-            },
-            "options": [
-                {"optionId": str(i), "name": name, "kind": _kind_of(answer)}
-                for i, (name, answer) in enumerate(choices)
-            ],
-        }
-        picked = _picked(await self.peer.request("session/request_permission", params))
+        call = {"title": form_for(request, by=EDITOR).message, "_meta": _meta(request.agent_path)}
+        options = (
+            {
+                "optionId": str(i),
+                "name": name,
+                "kind": "reject_once" if a is False else "allow_once",
+            }
+            for i, (name, a) in enumerate(choices)
+        )
+        picked = await self._pick(request, call, options)
         index = int(picked) if picked is not None and picked.isdigit() else -1
         if not 0 <= index < len(choices):
-            await self.hosted.cancel_request(request.request_id)
+            await self.hosted.cancel_request(request.request_id)  # dismissed
             return
         answer = choices[index][1]
         await self.hosted.answer_request(request.request_id, lambda: answer)
-
-
-def _kind_of(answer: Any) -> str:
-    return "reject_once" if answer is False else "allow_once"
-
-
-def _picked(reply: Any) -> str | None:
-    """The option a permission reply selected (``""`` when malformed); None: cancelled."""
-    outcome = _object(reply).get("outcome")
-    if not isinstance(outcome, dict):
-        return None
-    outcome = cast(dict[str, Any], outcome)
-    if outcome.get("outcome") != "selected":
-        return None
-    option = outcome.get("optionId")
-    return option if isinstance(option, str) else ""
 
 
 # -- params -----------------------------------------------------------------------------------
@@ -560,37 +563,37 @@ def _object(value: Any) -> dict[str, Any]:
 def _session_id(params: dict[str, Any]) -> str:
     session_id = params.get("sessionId")
     if not isinstance(session_id, str):
-        raise RPCError(INVALID_PARAMS, "sessionId must be a string")
+        raise RPCError(rpc.INVALID_PARAMS, "sessionId must be a string")
     return session_id
 
 
 def _cwd(params: dict[str, Any]) -> str:
     cwd = params.get("cwd")
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
-        raise RPCError(INVALID_PARAMS, "cwd must be an absolute path")
+        raise RPCError(rpc.INVALID_PARAMS, "cwd must be an absolute path")
     return cwd
+
+
+_TEXT_OF: dict[Any, Callable[[dict[str, Any]], Any]] = {
+    "text": lambda block: block.get("text"),
+    "resource_link": lambda block: block.get("uri"),
+    "resource": lambda block: _object(block.get("resource")).get("text"),
+}
+"""A prompt block's text, by its type (images, audio, binary resources are not offered)."""
 
 
 def _prompt_text(blocks: Any) -> str:
     """A prompt's text: text blocks, resource links (their URI) and embedded text resources
     (their text), joined with a newline."""
     if not isinstance(blocks, list):
-        raise RPCError(INVALID_PARAMS, "prompt must be a list of content blocks")
+        raise RPCError(rpc.INVALID_PARAMS, "prompt must be a list of content blocks")
     parts: list[str] = []
-    for block in cast(list[Any], blocks):
-        fields = _object(block)
-        kind = fields.get("type")
-        if kind == "text":
-            text = fields.get("text")
-        elif kind == "resource_link":
-            text = fields.get("uri")
-        elif kind == "resource":
-            text = _object(fields.get("resource")).get("text")
-        else:
-            text = None  # an image, audio, a binary resource: not offered (promptCapabilities)
+    for block in map(_object, cast(list[Any], blocks)):
+        read = _TEXT_OF.get(block.get("type"))
+        text = None if read is None else read(block)
         if isinstance(text, str):
             parts.append(text)
     joined = "\n".join(parts)
     if not joined.strip():
-        raise RPCError(INVALID_PARAMS, "the prompt holds no text")
+        raise RPCError(rpc.INVALID_PARAMS, "the prompt holds no text")
     return joined
