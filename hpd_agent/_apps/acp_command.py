@@ -49,7 +49,7 @@ def _cmd_acp(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(sys.stderr):
         with needs_extra("acp", "acp"):
             from ..acp import serve_stdio
-        agent = served_agent(args.agent)
+        agent = served_agent(args.agent, command="acp")
         if args.store is not None:
             probe_store(args.store)
     anyio.run(functools.partial(serve_stdio, agent, store=args.store), backend="asyncio")

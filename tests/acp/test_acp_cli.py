@@ -34,6 +34,7 @@ def hpd_agent_acp(*args: str, stdin: str = "") -> subprocess.CompletedProcess[st
     [
         (["nosuch_module:agent"], 10, "error: cannot load the agent 'nosuch_module:agent'"),
         (["acp_agents:nothing"], 10, "error: cannot load the agent 'acp_agents:nothing'"),
+        (["acp_agents:nothing"], 10, "; pass acp MODULE:ATTR, e.g. package.module:NAME"),
         (["acp_agents:FLAT"], 10, "TypeError"),
         (["no-colon"], 10, "is not of the form"),
         (["acp_agents:echo", "--store", "/nonexistent/dir/runs.db"], 8, "error: "),
