@@ -46,7 +46,7 @@ class _FdReceive(anyio.abc.ByteReceiveStream):
         self._polled = _pollable(fd)
 
     async def receive(self, max_bytes: int = _CHUNK) -> bytes:
-        await anyio.lowlevel.checkpoint()
+        waited = False
         while True:
             try:
                 if self._polled:
@@ -55,11 +55,15 @@ class _FdReceive(anyio.abc.ByteReceiveStream):
                     data = await anyio.to_thread.run_sync(
                         os.read, self._fd, max_bytes, abandon_on_cancel=True
                     )
+                    waited = True
             except BlockingIOError:
                 await anyio.wait_readable(self._fd)
+                waited = True
                 continue
             except OSError as e:
                 raise anyio.BrokenResourceError(str(e)) from e
+            if not waited:  # read at once: still a checkpoint (waiting was one), but only one
+                await anyio.lowlevel.checkpoint()
             if not data:
                 raise anyio.EndOfStream
             return data
