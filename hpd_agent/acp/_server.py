@@ -337,9 +337,12 @@ class _Server:
         await self.book.ended(session, hosted.run_id, hosted.outcome)
         return hosted.outcome
 
-    def update(self, session_id: str, update: dict[str, Any]) -> Awaitable[None]:
-        """Send one ``session/update``."""
-        return self.peer.notify("session/update", {"sessionId": session_id, "update": update})
+    async def update(self, session_id: str, update: dict[str, Any]) -> None:
+        """Send one ``session/update``. When the editor has stopped reading, the update is
+        dropped: its turn goes on until the read side ends the server (a stopped turn stays
+        resumable), it does not fail for want of a reader."""
+        with contextlib.suppress(ConnectionClosed):
+            await self.peer.notify("session/update", {"sessionId": session_id, "update": update})
 
 
 class _Turn(HostedRun):
@@ -377,9 +380,8 @@ class _Turn(HostedRun):
         await super().close(outcome, raised)
         for scope in self._asking.values():
             scope.cancel()
-        with contextlib.suppress(ConnectionClosed):
-            for call_id in self._running:  # cut short (the turn was cancelled): said so
-                await self.server.update(self.session_id, _call_update(call_id, "failed"))
+        for call_id in self._running:  # cut short (the turn was cancelled): said so
+            await self.server.update(self.session_id, _call_update(call_id, "failed"))
 
 
 # -- the turn's events as session updates -----------------------------------------------------
