@@ -330,22 +330,20 @@ _AGENT_FORMS = (
 )
 
 
-_COMMAND_FORMS = (
-    "{command} MODULE:ATTR, e.g. package.module:NAME or path/to/script.py:NAME, where NAME is "
-    "the global holding the Agent or a function returning it (importable from the current "
-    "directory)"
+_SERVE_FORMS = (
+    "MODULE:ATTR, e.g. package.module:NAME or path/to/script.py:NAME, where NAME is the "
+    "global holding the Agent or a function returning it (importable from the current directory)"
 )
 
 
 def _load_agent(spec: str, recorded: bool = False, *, served: str | None = None) -> Agent:
-    """The agent at ``spec``; ``served``: the command naming it as ``COMMAND MODULE:ATTR``
-    (``serve``, ``run``), not ``--agent``."""
+    """The agent at ``spec``; ``served``: the command naming it as ``MODULE:ATTR`` (e.g.
+    ``"serve"``, ``"run"``), not ``--agent``."""
     from .._values.refs import load_ref
     from ..agent import Agent
 
     if served is not None:
-        where, given = f"the agent {spec!r}", repr(spec)
-        forms = _COMMAND_FORMS.format(command=served)
+        where, given, forms = f"the agent {spec!r}", repr(spec), f"{served} {_SERVE_FORMS}"
     else:
         where = f"the agent the run recorded, {spec}" if recorded else f"--agent {spec!r}"
         given, forms = f"--agent {spec!r}", _AGENT_FORMS
