@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 import pytest
-from webhook_receiver import down_url, receiving
+from _webhooks import down_url, receiving
 
 from hpd_agent import Agent, ToolContext, tool
 from hpd_agent.events import ClarificationRequest, Event, RequestExpiring
