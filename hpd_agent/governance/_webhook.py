@@ -87,6 +87,7 @@ class Webhook(Hook):
         timeout: float = 5.0,
     ) -> None:
         self.url = _checked_url(url)
+        self._origin = origin(self.url)
         if isinstance(events, str):
             events = (events,)
         self.events = frozenset(events)
@@ -106,7 +107,7 @@ class Webhook(Hook):
 
     def __repr__(self) -> str:
         # The URL's path may be its secret (a Slack webhook's): only where it goes.
-        return f"Webhook({origin(self.url)!r}, events={sorted(self.events)!r})"
+        return f"Webhook({self._origin!r}, events={sorted(self.events)!r})"
 
     # -- the hook --------------------------------------------------------------------------
     def request_opened(self, event: RequestEvent) -> None:
@@ -166,7 +167,8 @@ class Webhook(Hook):
         self, notification: Notification, event: RequestEvent, status: RequestStatus | None
     ) -> None:
         # Built on the worker's thread: the run only queues this.
-        deliveries().submit(functools.partial(self._delivery, notification, event, status))
+        prepare = functools.partial(self._delivery, notification, event, status)
+        deliveries().submit(self._origin, prepare)
 
     def _delivery(
         self, notification: Notification, event: RequestEvent, status: RequestStatus | None

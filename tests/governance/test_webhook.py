@@ -238,3 +238,75 @@ def test_a_webhook_that_cannot_work_is_refused_when_made(
 def test_its_repr_shows_where_it_goes_not_the_path() -> None:
     hook = Webhook("https://hooks.example.com/services/T0/B0/XYZ", secret="k")
     assert "XYZ" not in repr(hook) and "hooks.example.com" in repr(hook)
+
+
+def _delivery(n: int) -> _deliveries.Delivery:
+    return _deliveries.Delivery(
+        url="http://127.0.0.1:9/hook",
+        body=b"{}",
+        headers={},
+        timeout=1.0,
+        delivery_id=f"dlv_{n}",
+        what=f"opened of req_{n}",
+    )
+
+
+class FakeReceiver:
+    """``send`` for a worker of the test's own: fails while ``down``, records every try."""
+
+    def __init__(self) -> None:
+        self.tries: list[str] = []
+        self.down = True
+        self.tried = threading.Condition()
+        self.gate = threading.Event()  # the first try waits for it
+        self.gate.set()
+
+    def send(self, delivery: _deliveries.Delivery) -> tuple[str, bool] | None:
+        self.gate.wait(30)
+        with self.tried:
+            self.tries.append(delivery.delivery_id)
+            self.tried.notify_all()
+            return ("ConnectionRefusedError: refused", True) if self.down else None
+
+    def wait_tries(self, count: int) -> bool:
+        with self.tried:
+            return self.tried.wait_for(lambda: len(self.tries) >= count, 30)
+
+
+def test_behind_a_receiver_that_is_down_only_the_first_delivery_is_tried(warnings: Gave) -> None:
+    fake = FakeReceiver()
+    worker = _deliveries.Deliveries(fake.send, first_retry=0.01)
+    where = "http://127.0.0.1:9"
+    fake.gate.clear()  # the first try waits until all five are handed over
+    for n in range(5):
+        assert worker.submit(where, lambda n=n: _delivery(n))
+    fake.gate.set()
+    assert fake.wait_tries(3)  # the first, retried twice: the others wait behind it
+    assert set(fake.tries) == {"dlv_0"}
+    assert "; retrying in 0.02 s (4 more wait for this receiver)" in warnings.lines[1]
+    fake.down = False  # back: the waiting ones follow at once, in order
+    assert worker.flush(30)
+    assert fake.tries[fake.tries.index("dlv_1") :] == ["dlv_1", "dlv_2", "dlv_3", "dlv_4"]
+
+
+def test_past_queue_size_notifications_are_dropped_with_one_warning_each_way(
+    warnings: Gave,
+) -> None:
+    release = threading.Event()
+    started = threading.Event()
+
+    def slow(delivery: _deliveries.Delivery) -> None:
+        started.set()
+        release.wait(30)
+
+    worker = _deliveries.Deliveries(slow, queue_size=2)
+    where = "http://127.0.0.1:9"
+    assert worker.submit(where, lambda: _delivery(0)) and started.wait(30)
+    assert worker.submit(where, lambda: _delivery(1))
+    assert [worker.submit(where, lambda: _delivery(9)) for _ in range(3)] == [False] * 3
+    assert warnings.lines == ["2 notifications are held already: dropping"]
+    release.set()
+    assert worker.flush(30)
+    assert worker.submit(where, lambda: _delivery(2))
+    assert warnings.lines[-1] == "3 notifications were dropped"
+    assert worker.flush(30)
