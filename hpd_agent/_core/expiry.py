@@ -55,9 +55,11 @@ def request_event(
 ) -> RequestEvent:
     """The event of ``spec`` asked by ``asker``, with its deadline when it has a ``timeout``."""
     event = spec.build(request_id=request_id, asker=asker)
-    if timeout is None:
-        return event
-    return dataclasses.replace(event, expires_at=time.time() + timeout)
+    if timeout is not None:
+        # Set on the event just built, before anyone sees it, as a frozen dataclass's own
+        # __init__ does: a copy (dataclasses.replace) would cost every timed question ~5 us.
+        object.__setattr__(event, "expires_at", time.time() + timeout)
+    return event
 
 
 def arm(pending: PendingRequest, warn_before: float | None) -> None:
