@@ -7,7 +7,7 @@ journal key concerned), never a traceback, and its own exit status:
 |---|---|
 | 0 | done |
 | 1 | the run failed (a model or agent error); any other hpd_agent error |
-| 2 | bad command-line input: usage, ``run``'s ``--run-id`` naming a run that ended or was started on another prompt, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT``, ``answer`` with both or neither of TEXT and ``--decline``; a command, a ``postgresql://`` store or ``--temporal`` needing an extra that is not installed (the line gives its install command: ``_apps/extras``) |
+| 2 | bad command-line input: usage, ``run``'s ``--run-id`` naming a run that ended or was started on another prompt, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT``, ``answer`` with both or neither of TEXT and ``--decline``; a ``--hook`` that does not load or names no ``Hook``; a command, a ``postgresql://`` store or ``--temporal`` needing an extra that is not installed (the line gives its install command: ``_apps/extras``) |
 | 3 | ``answer``: no request has that id |
 | 4 | the request was already answered (or declined) |
 | 5 | the request expired |
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from ._apps.cli_parser import CommandParser, port_number
 from ._apps.cli_store import EXIT_INTERRUPTED, EXIT_USAGE, _Fail, add_store_commands, failure
 from ._apps.extras import needs_extra, needs_store_extra
+from ._apps.hook_option import add_hook_option, install_hooks
 from .text import bounded, printable
 
 if TYPE_CHECKING:
@@ -399,6 +400,7 @@ def _add_serve_command(sub: Any) -> None:
         metavar="ORIGIN",
         help="a browser origin (https://app.example) allowed to call the API (repeatable)",
     )
+    add_hook_option(serve)
     serve.add_argument(
         "--example",
         action="append",
@@ -429,6 +431,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if failed:
             print(f"error: serve: {failed}", file=sys.stderr)
             return 2
+    install_hooks(args.hook)  # before anything serves: every run has them
     if args.a2a:
         from ._apps.a2a_command import serve_a2a
 
