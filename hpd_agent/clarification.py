@@ -47,7 +47,7 @@ def ask_user(
         timeout: Seconds to wait for an answer; on timeout the model is told the user did not
             answer (never an exception). None waits as long as the run lives.
         warn_before: With ``timeout``: seconds before it to announce the question as
-            expiring (``RequestExpiring``, ``Hook.on_request_expiring``) if still pending.
+            expiring (``RequestExpiring``, ``Hook.request_expiring``) if still pending.
         name: The tool name the model sees.
         description: The tool description the model sees.
 

@@ -271,7 +271,7 @@ class RequestExpiring(_Base):
     ``warn_before`` seconds before it expires (once per request, a resumed run included).
 
     What the asker gets on expiry is unchanged; this is for whoever can still answer it
-    (a card's countdown, a notification: ``Hook.on_request_expiring``).
+    (a card's countdown, a notification: ``Hook.request_expiring``).
     """
 
     request_id: str

@@ -13,7 +13,7 @@ and observe three moments of a human request (question or permission):
 - ``request_opened(event)``: the request is registered and about to reach the stream
   (``event.replayed`` is True when a resumed durable run announces again a request an
   earlier life opened: still pending, but not new, so a notifier has told people already);
-- ``on_request_expiring(event)``: it is still pending ``warn_before`` seconds before its
+- ``request_expiring(event)``: it is still pending ``warn_before`` seconds before its
   ``event.expires_at`` (asked with ``timeout=`` and ``warn_before=``; once per request);
 - ``request_resolved(event, status, answer)``: it ended (answered, declined, expired,
   cancelled, unavailable).
@@ -292,7 +292,7 @@ class Hook:
     (resolved event and ``request_resolved`` included), and the asking tool gets that
     exception instead of an answer. An exception from ``request_resolved`` changes nothing
     (the request ended as it did, an answer counts, whoever ended it carries on): it is
-    logged to the ``hpd_agent.hooks`` logger, as is one from ``on_request_expiring``.
+    logged to the ``hpd_agent.hooks`` logger, as is one from ``request_expiring``.
     """
 
     async def wrap_agent(
@@ -323,7 +323,7 @@ class Hook:
     def request_resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
         """A request ended; ``answer`` is the validated answer when ``status`` is answered."""
 
-    def on_request_expiring(self, event: RequestEvent) -> None:
+    def request_expiring(self, event: RequestEvent) -> None:
         """A request is still pending ``warn_before`` seconds before ``event.expires_at``
         (the stream gets a ``RequestExpiring``). Once per request, a resumed run included;
         an exception is logged, as from ``request_resolved``."""
@@ -406,7 +406,7 @@ class HookSet:
         self.observers = tuple(
             h for h in hooks if _overrides(h, "request_opened") or _overrides(h, "request_resolved")
         )
-        self.expiring_observers = tuple(h for h in hooks if _overrides(h, "on_request_expiring"))
+        self.expiring_observers = tuple(h for h in hooks if _overrides(h, "request_expiring"))
         # Chains around a module-level terminal are the same for every call: built once.
         self._chains: dict[Callable[..., Any], Callable[..., Any]] = {}
 
@@ -468,14 +468,14 @@ class HookSet:
                 )
 
     def expiring(self, event: RequestEvent) -> None:
-        """Tell every hook defining ``on_request_expiring`` that ``event`` expires soon; an
+        """Tell every hook defining ``request_expiring`` that ``event`` expires soon; an
         exception from one is logged, not raised (the asker keeps waiting)."""
         for hook in self.expiring_observers:
             try:
-                hook.on_request_expiring(event)
+                hook.request_expiring(event)
             except Exception:
                 _log.exception(
-                    "hook %r raised in on_request_expiring (request %s); ignored",
+                    "hook %r raised in request_expiring (request %s); ignored",
                     hook,
                     event.request_id,
                 )

@@ -223,7 +223,7 @@ class ToolContext(Generic[DepsT]):
                 asked at once); by default the next id of this call.
             timeout: Seconds to wait for the answer; None waits as long as the run does.
             warn_before: Seconds before the timeout to warn that it expires (``RequestExpiring``
-                on the stream, ``Hook.on_request_expiring``), if it is still pending.
+                on the stream, ``Hook.request_expiring``), if it is still pending.
 
         Raises:
             UserError: ``warn_before`` without a timeout, or not a positive number.

@@ -2,7 +2,7 @@
 
 A request asked with ``timeout=`` carries ``expires_at`` (seconds since the epoch); asked with
 ``warn_before=`` too, it is announced as expiring (``RequestExpiring`` on the stream, every
-hook's ``on_request_expiring``) ``warn_before`` seconds before that, if it is still pending.
+hook's ``request_expiring``) ``warn_before`` seconds before that, if it is still pending.
 The warning goes out from the asker's own wait (no task of its own) and once: a durable
 run's backend, when it is a ``RequestMemory``, writes that it went out before it does, so
 a resumed run re-arms it from the kept deadline only when no earlier life sent it.

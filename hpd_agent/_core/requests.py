@@ -239,7 +239,7 @@ class RequestTable:
 
     def expiring(self, pending: PendingRequest) -> None:
         """Say that ``pending`` expires soon: a ``RequestExpiring`` on the stream, and every
-        hook's ``on_request_expiring``."""
+        hook's ``request_expiring``."""
         event = pending.event
         assert event.expires_at is not None
         self._emit(

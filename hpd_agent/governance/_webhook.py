@@ -115,7 +115,7 @@ class Webhook(Hook):
         if "opened" in self.events and not event.replayed:
             self._hand_over("opened", event, None)
 
-    def on_request_expiring(self, event: RequestEvent) -> None:
+    def request_expiring(self, event: RequestEvent) -> None:
         """Notify ``expiring``."""
         if "expiring" in self.events:
             self._hand_over("expiring", event, None)

@@ -1,5 +1,5 @@
 """Expiry that people see coming: ``expires_at`` on request events, and ``warn_before``:
-a ``RequestExpiring`` event and ``Hook.on_request_expiring`` while the request is pending.
+a ``RequestExpiring`` event and ``Hook.request_expiring`` while the request is pending.
 
 Every wait is on an event of the run (a warning due a tenth of a second after the
 question, with the deadline far away), never a sleep.
@@ -45,7 +45,7 @@ class Warned(Hook):
     def request_opened(self, event: RequestEvent) -> None:
         self.opened.append(event)
 
-    def on_request_expiring(self, event: RequestEvent) -> None:
+    def request_expiring(self, event: RequestEvent) -> None:
         self.expiring.append(event)
 
 
@@ -201,7 +201,7 @@ async def test_a_warning_due_at_once_goes_out_when_the_request_opens() -> None:
     assert kinds.count("request_expiring") == 1
 
 
-def test_a_hook_that_does_not_define_on_request_expiring_costs_nothing() -> None:
+def test_a_hook_that_does_not_define_request_expiring_costs_nothing() -> None:
     class Opened(Hook):
         def request_opened(self, event: RequestEvent) -> None: ...
 
@@ -211,11 +211,11 @@ def test_a_hook_that_does_not_define_on_request_expiring_costs_nothing() -> None
     assert HookSet([Opened(), warned]).expiring_observers == (warned,)
 
 
-async def test_a_hook_raising_in_on_request_expiring_is_logged_and_the_question_still_waits(
+async def test_a_hook_raising_in_request_expiring_is_logged_and_the_question_still_waits(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     class Broken(Hook):
-        def on_request_expiring(self, event: RequestEvent) -> None:
+        def request_expiring(self, event: RequestEvent) -> None:
             raise RuntimeError("notifier down")
 
     later = Warned()
@@ -228,4 +228,4 @@ async def test_a_hook_raising_in_on_request_expiring_is_logged_and_the_question_
         result = run.result
     assert result is not None and result.output == "done"
     assert len(later.expiring) == 1  # told even though the first one raised
-    assert "raised in on_request_expiring" in caplog.text
+    assert "raised in request_expiring" in caplog.text

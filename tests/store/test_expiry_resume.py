@@ -45,7 +45,7 @@ class Seen(Hook):
     def request_opened(self, event: RequestEvent) -> None:
         self.opened.append(event)
 
-    def on_request_expiring(self, event: RequestEvent) -> None:
+    def request_expiring(self, event: RequestEvent) -> None:
         self.expiring.append(event)
 
 
