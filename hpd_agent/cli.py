@@ -54,6 +54,9 @@ _DEMO_PACE = 0.02
 
 _EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
 
+_API_BASE_HELP = "with --model: an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1"
+_KEY_HINT = "or, for a server of your own, pass --api-base URL"
+
 
 def _parser() -> argparse.ArgumentParser:
     # Its subcommands are CommandParsers too: each reports its own mistakes, with a hint.
@@ -73,11 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         description="An interactive chat; history is kept between turns. /exit or Ctrl-D ends it.",
     )
     chat.add_argument("--model", help="a litellm model string (default: an offline model)")
-    chat.add_argument(
-        "--api-base",
-        metavar="URL",
-        help="with --model: an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1",
-    )
+    chat.add_argument("--api-base", metavar="URL", help=_API_BASE_HELP)
     chat.add_argument(
         "--yes", "-y", action="store_true", help="answer the agent's questions with defaults"
     )
@@ -171,6 +170,7 @@ def _add_demo_command(sub: Any) -> None:
     demo.add_argument(
         "--model", help="run the agents on this litellm model, e.g. openai/gpt-4o-mini"
     )
+    demo.add_argument("--api-base", metavar="URL", help=_API_BASE_HELP)
     demo.add_argument(
         "--yes", "-y", action="store_true", help="answer every prompt with its default"
     )
@@ -184,6 +184,8 @@ def _add_demo_command(sub: Any) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.api_base and not args.model:
+        raise _Fail(EXIT_USAGE, "demo: --api-base goes with --model, e.g. --model openai/<name>")
     if args.a2a:
         from ._apps.a2a_demo import run_demo_a2a
 
@@ -192,6 +194,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     from ._apps.demo import DEFAULT_PROMPT, QUESTIONS_TOGETHER, DemoConsole, demo_agents
 
+    _missing_key(args.model, args.api_base)
     console = _console()
     prompt = (args.prompt or "").strip() or DEFAULT_PROMPT
     mode = f"model {args.model}" if args.model else "offline scripted agents"
@@ -209,9 +212,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         else:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hpd-agent-")))
             where = "files go to a temporary directory, removed at the end"
-        orchestrator = demo_agents(args.model, workdir=str(workdir), pace=_pace())
+        orchestrator = demo_agents(
+            args.model, workdir=str(workdir), pace=_pace(), api_base=args.api_base
+        )
         console.print(f"[bold]hpd-agent demo[/] [dim]({mode}; {where})[/]")
-        _check_credentials(orchestrator)
+        _check_credentials(console, orchestrator, args.model, args.api_base)
         _stdin_note(console, args.yes)
         cancelled = False
 
@@ -246,12 +251,13 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
     if args.api_base and not args.model:
         raise _Fail(EXIT_USAGE, "chat: --api-base goes with --model, e.g. --model openai/<name>")
+    _missing_key(args.model, args.api_base)
     console = _console()
     agent = chat_agent(args.model, pace=_pace(), api_base=args.api_base)
     handler = ConsoleHandler(console, assume_yes=args.yes)
     mode = f"model {args.model}" if args.model else "offline model"
     console.print(f"[bold]hpd-agent chat[/] [dim]({mode}; /exit or Ctrl-D to leave)[/]")
-    _check_credentials(agent)  # a missing key is said now, not after the first message
+    _check_credentials(console, agent, args.model, args.api_base)
     _stdin_note(console, args.yes)
 
     ctrl_c = _CtrlC(console)
@@ -290,13 +296,44 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return 1 if failed and status == 0 else status
 
 
-def _check_credentials(agent: Agent) -> None:
-    """Raise ``ModelAuthenticationError`` if ``agent``'s litellm model has no key (no request)."""
-    from .models.litellm import LiteLLMModel
+def _missing_key(model: str | None, api_base: str | None) -> None:
+    """Raise ``ModelAuthenticationError`` now if ``--model`` has no API key, where the model
+    string tells which variable holds it: before any agent is built (which starts importing
+    litellm, seconds of work a process cannot exit in the middle of). Offline (no
+    ``--model``) and with ``--api-base`` (a server of one's own) no key is needed."""
+    if model is None or api_base:
+        return
+    from .models._keys import missing_key, no_key_error
 
-    model = agent.model
-    if isinstance(model, LiteLLMModel):
-        model.check_credentials(hint="or, for a server of your own, pass --api-base URL")
+    missing = missing_key(model)
+    if missing:
+        raise no_key_error(model, missing, _KEY_HINT)
+
+
+def _check_credentials(
+    console: Console, agent: Agent, model: str | None, api_base: str | None
+) -> None:
+    """Say on screen that litellm loads for ``--model`` (in the background: the first reply
+    waits for it); where only litellm can tell which key the model needs, load it now (the
+    screen says so) and raise ``ModelAuthenticationError`` if it is missing (no request)."""
+    if model is None:
+        return
+    from .models._keys import missing_key
+
+    if not api_base and missing_key(model) is None:
+        from rich.markup import escape
+
+        console.print(f"[dim]Loading litellm to check the API key of {escape(model)}...[/]")
+        resolved = agent.model  # waits for litellm (its import started with the agent)
+        from .models.litellm import LiteLLMModel
+
+        if isinstance(resolved, LiteLLMModel):
+            resolved.check_credentials(hint=_KEY_HINT)
+    else:  # its import started with the agent, a moment ago
+        console.print(
+            "[dim]Loading litellm for the model in the background: the first reply waits "
+            "for it (a few seconds).[/]"
+        )
 
 
 class _CtrlC:
