@@ -36,7 +36,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._apps.cli_parser import CommandParser, port_number
+from ._apps.cli_parser import CommandParser, port_number, store_option
 from ._apps.cli_store import EXIT_INTERRUPTED, EXIT_USAGE, _Fail, add_store_commands, failure
 from ._apps.extras import needs_extra, needs_store_extra
 from .text import bounded, printable
@@ -190,11 +190,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         from ._apps.a2a_demo import run_demo_a2a
 
         return run_demo_a2a(args, _console(), _run, _stdin_note)
+    _missing_key(args.model, args.api_base)  # first: nothing else to load to say it
     import anyio
 
     from ._apps.demo import DEFAULT_PROMPT, QUESTIONS_TOGETHER, DemoConsole, demo_agents
 
-    _missing_key(args.model, args.api_base)
     console = _console()
     prompt = (args.prompt or "").strip() or DEFAULT_PROMPT
     mode = f"model {args.model}" if args.model else "offline scripted agents"
@@ -244,14 +244,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
+    if args.api_base and not args.model:
+        raise _Fail(EXIT_USAGE, "chat: --api-base goes with --model, e.g. --model openai/<name>")
+    _missing_key(args.model, args.api_base)  # first: nothing else to load to say it
     from ._apps.demo import chat_agent
     from .exceptions import HpdAgentError
     from .handlers import ConsoleHandler
     from .messages import Message
 
-    if args.api_base and not args.model:
-        raise _Fail(EXIT_USAGE, "chat: --api-base goes with --model, e.g. --model openai/<name>")
-    _missing_key(args.model, args.api_base)
     console = _console()
     agent = chat_agent(args.model, pace=_pace(), api_base=args.api_base)
     handler = ConsoleHandler(console, assume_yes=args.yes)
@@ -399,10 +399,8 @@ def _add_serve_command(sub: Any) -> None:
     serve.add_argument("--url", default=None, help="with --a2a: the base URL the card advertises")
     serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     serve.add_argument("--port", type=port_number, default=8000, help="port; 0 picks a free one")
-    serve.add_argument(
-        "--store",
-        default=None,
-        help="SQLite path or postgresql:// DSN (default hpd-agent-web.db; with --a2a: none)",
+    store_option(
+        serve, "SQLite path or postgresql:// DSN (default hpd-agent-web.db; with --a2a: none)"
     )
     serve.add_argument("--token", default=None, help="bearer token (or HPD_AGENT_TOKEN)")
     serve.add_argument(
@@ -473,7 +471,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
     from ._apps.serving import serve_http, served_agent
 
-    agent = served_agent(args.agent)
+    agent = served_agent(args.agent, "serve")
     host = args.host.strip("[]")
     # The Host rule (docs/web.md): loopback names, the bound address and --allow-host; with a
     # token and no --allow-host, any name (the token guards the server).

@@ -50,6 +50,7 @@ from ._values.kinds import (
     register_kind,
 )
 from ._values.schemas import MAX_SCHEMA_DEPTH, nesting_problem, schema_problem
+from ._values.typed import answer_prompt as _answer_prompt
 from ._values.typed import parse_typed
 from ._values.urls import action_url_problem
 from .events import (
@@ -77,6 +78,7 @@ __all__ = [
     "QuestionKind",
     "TextQuestion",
     "answer_for",
+    "answer_prompt",
     "answer_schema_of",
     "check_answer",
     "kind_named",
@@ -161,6 +163,17 @@ def answer_for(request: RequestEvent, answer: Any) -> Any:
         data=request.data,
         schema=request.answer_schema,
     )
+
+
+def answer_prompt(request: RequestEvent) -> str:
+    """What ``request`` asks for and what to type to answer it, as one line: its label (in
+    the words the web page's card uses: ``Choose one``, ``Yes or no``, a kind's own label
+    such as ``Rate 1–5``) and the typed answer it takes, e.g. ``Choose one: type a number
+    from 1 to 3 (as listed: 1 is the first) or the value``; a permission request says its
+    three answers. What ``parse_typed`` reads is what it says to type. ``hpd-agent pending``
+    prints it under each request, for a store's runs and a Temporal run's alike.
+    """
+    return _answer_prompt(request)
 
 
 def validate_answer(request: RequestEvent, answer: Any) -> Any:

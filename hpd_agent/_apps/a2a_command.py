@@ -25,7 +25,7 @@ def serve_a2a(args: argparse.Namespace) -> int:
     if args.allow_host or args.allow_origin:
         raise _Fail(EXIT_USAGE, "serve --a2a: --allow-host and --allow-origin are for the web app")
     token = serving_token(args.token, args.host)
-    agent = served_agent(args.agent)
+    agent = served_agent(args.agent, "serve --a2a")
     if args.store is not None:
         probe_store(args.store)
     app = create_app(agent, store=args.store, url=args.url, token=token)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .cli_parser import port_number
+from .cli_parser import port_number, store_option
 
 __all__ = ["add_mcp_command"]
 
@@ -34,11 +34,7 @@ def add_mcp_command(sub: Any) -> None:
     mcp.add_argument(
         "--port", type=port_number, default=8000, help="with --http: port; 0 picks one"
     )
-    mcp.add_argument(
-        "--store",
-        default=None,
-        help="SQLite path or postgresql:// DSN: runs survive a restart (default: none)",
-    )
+    store_option(mcp, "SQLite path or postgresql:// DSN: runs survive a restart (default: none)")
     mcp.add_argument("--token", default=None, help="with --http: bearer token (or HPD_AGENT_TOKEN)")
     mcp.set_defaults(func=_cmd_mcp)
 
@@ -60,7 +56,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
             import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
         else:
             import mcp.server.stdio  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    agent = served_agent(args.agent, served=False)
+    agent = served_agent(args.agent, "mcp")
     if args.store is not None:
         probe_store(args.store)
     server = mcp_server(agent, store=args.store)

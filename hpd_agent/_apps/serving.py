@@ -31,11 +31,12 @@ def serving_token(given: str | None, host: str, *, command: str = "") -> str | N
     return token
 
 
-def served_agent(spec: str, *, served: bool = True) -> Agent:
-    """The agent a server command serves, ``spec`` importable from the current directory."""
+def served_agent(spec: str, command: str) -> Agent:
+    """The agent ``command`` (``serve``, ``mcp``...) serves: ``spec``, its MODULE:ATTR,
+    importable from the current directory."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
-    return _load_agent(spec, served=served)
+    return _load_agent(spec, command=command)
 
 
 def probe_store(location: str) -> None:

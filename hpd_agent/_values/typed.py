@@ -20,12 +20,21 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from ..events import ClarificationRequest
+from ..events import ClarificationRequest, RequestEvent
 from ..text import bounded, error_text, shown
 from .kinds import BuiltinKind, answer_schema_of, kind_named
 from .vocabulary import NO_WORDS, YES_WORDS, normalise
 
-__all__ = ["answer_hint", "parse_by_schema", "parse_typed", "pick_option", "pick_options", "yes_no"]
+__all__ = [
+    "answer_hint",
+    "answer_prompt",
+    "parse_by_schema",
+    "parse_typed",
+    "pick_option",
+    "pick_options",
+    "question_label",
+    "yes_no",
+]
 
 
 def _numbered(count: int) -> str:
@@ -208,3 +217,30 @@ def parse_typed(request: ClarificationRequest, text: str) -> Any:
                 f"question kind {kind.name!r} could not read {shown(text)}: {error_text(e)}"
             ) from None
     return parse_by_schema(text, answer_schema_of(request))
+
+
+_PERMISSION = "Permission: type y (allow this call), always (allow the tool for the run) or n"
+
+
+def question_label(request: ClarificationRequest) -> str:
+    """What the question asks for, in the words every surface uses (the web page's card
+    too): a question with options is a choice (``Choose one``, ``Choose any``); any other
+    has its kind's label (``Yes or no``, ``Rate 1–5``), else ``Question``."""
+    kind = request.question_kind
+    if kind == "choice" or (kind == "text" and request.options):
+        return "Choose any" if (request.data or {}).get("multiple") else "Choose one"
+    known = kind_named(kind)
+    return request.label or (known.label if known is not None else None) or "Question"
+
+
+def answer_prompt(request: RequestEvent) -> str:
+    """The request's label and what to type to answer it, as one line (see
+    ``hpd_agent.questions.answer_prompt``)."""
+    if not isinstance(request, ClarificationRequest):
+        return _PERMISSION
+    if request.question_kind == "action":
+        what = "type y once it is done, or n to decline"
+    else:
+        hint = answer_hint(answer_schema_of(request))
+        what = "answer with JSON" if hint == "JSON" else f"type {hint}"
+    return f"{question_label(request)}: {what}"
