@@ -1,0 +1,339 @@
+"""One JSON-RPC 2.0 connection over newline-delimited JSON: the wire of the Agent Client
+Protocol (ACP) on a subprocess's stdin/stdout, for both of its ends.
+
+``Peer`` reads messages from one byte stream and writes to another; either side may send
+requests and notifications at any time. Each incoming request is handled in a task of its
+own (so a handler that waits for a human does not stop the next message), and its task is
+cancelled by the other side's ``$/cancel_request``. Each outgoing request waits for its
+response; when the connection ends, every request still waiting gets ``ConnectionClosed``.
+
+What comes from the other side is untrusted: a line longer than ``MAX_LINE`` ends the
+connection (nothing can be resynchronised inside it), a line that is not JSON or nests deeper
+than ``MAX_DEPTH`` is answered with a parse error, a message that is no request, notification
+or response with an invalid-request error; a response nobody waits for is dropped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+import anyio
+import anyio.abc
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ..exceptions import HpdAgentError
+from ..hosting import nests_deeper
+from ..text import bounded
+
+__all__ = [
+    "CANCELLED",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "MAX_DEPTH",
+    "MAX_LINE",
+    "METHOD_NOT_FOUND",
+    "NOT_FOUND",
+    "PARSE_ERROR",
+    "ConnectionClosed",
+    "Peer",
+    "RPCError",
+]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+NOT_FOUND = -32002
+"""ACP's "resource not found" (an unknown session)."""
+CANCELLED = -32800
+"""ACP's "request cancelled" (``$/cancel_request``)."""
+
+MAX_LINE = 64 << 20
+"""Longest message line read (bytes); a longer one ends the connection."""
+MAX_DEPTH = 100
+"""Deepest nesting of arrays and objects in a message read."""
+
+_log = logging.getLogger("hpd_agent.acp")
+
+Handler = Callable[[str, Any], Awaitable[Any]]
+"""Answers a request: ``(method, params)`` to its result; raises ``RPCError`` to refuse."""
+Listener = Callable[[str, Any], Awaitable[None]]
+"""Takes a notification: ``(method, params)``."""
+
+
+class RPCError(HpdAgentError):
+    """A JSON-RPC error: one received in a response, or one a handler raises to answer.
+
+    Attributes:
+        code: The JSON-RPC error code.
+        message: What went wrong (bounded when sent).
+        data: Optional details.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def payload(self) -> dict[str, Any]:
+        """The ``error`` member of a response carrying it."""
+        error: dict[str, Any] = {"code": self.code, "message": bounded(self.message, 1_000)}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ConnectionClosed(RPCError):
+    """The connection ended before the response came."""
+
+    def __init__(self, message: str = "the connection closed") -> None:
+        super().__init__(INTERNAL_ERROR, message)
+
+
+class Peer:
+    """One end of a JSON-RPC connection over newline-delimited JSON.
+
+    Args:
+        receive: Where messages come from (the other side's stdout, or this process's stdin).
+        send: Where messages go.
+        on_request: Answers each incoming request (in a task of its own).
+        on_notification: Takes each incoming notification (in the reading task: keep it short).
+    """
+
+    def __init__(
+        self,
+        receive: anyio.abc.ByteReceiveStream,
+        send: anyio.abc.ByteSendStream,
+        *,
+        on_request: Handler,
+        on_notification: Listener,
+    ) -> None:
+        self._reader = BufferedByteReceiveStream(receive)
+        self._send = send
+        self._on_request = on_request
+        self._on_notification = on_notification
+        self._writing = anyio.Lock()
+        self._next_id = 0
+        self._waiting: dict[int, _Waiter] = {}
+        self._handling: dict[Any, anyio.CancelScope] = {}
+        self.closed = anyio.Event()
+        """Set once the connection has ended (read side finished or writing failed)."""
+
+    async def serve(self) -> None:
+        """Read and dispatch messages until the stream ends; then every request still
+        waiting for a response gets ``ConnectionClosed`` and running handlers are cancelled."""
+        try:
+            async with anyio.create_task_group() as tg:
+                try:
+                    await self._read_all(tg)
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            self._close()
+
+    async def request(self, method: str, params: Any) -> Any:
+        """Send a request and wait for its result.
+
+        Raises:
+            RPCError: The other side answered with an error.
+            ConnectionClosed: The connection ended first.
+        """
+        if self.closed.is_set():
+            raise ConnectionClosed()
+        self._next_id += 1
+        request_id = self._next_id
+        waiter = _Waiter()
+        self._waiting[request_id] = waiter
+        try:
+            await self._write(
+                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+            )
+            await waiter.done.wait()
+        except anyio.get_cancelled_exc_class():
+            if not waiter.done.is_set() and not self.closed.is_set():
+                with anyio.CancelScope(shield=True), anyio.move_on_after(1):
+                    await self.notify("$/cancel_request", {"requestId": request_id})
+            raise
+        finally:
+            self._waiting.pop(request_id, None)
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.result
+
+    async def notify(self, method: str, params: Any) -> None:
+        """Send a notification (no response)."""
+        await self._write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def aclose(self) -> None:
+        """Stop writing; a ``serve`` in progress ends when its stream does."""
+        self._close()
+        with anyio.CancelScope(shield=True):
+            await self._send.aclose()
+
+    # -- reading -------------------------------------------------------------------------
+    async def _read_all(self, tg: anyio.abc.TaskGroup) -> None:
+        while True:
+            try:
+                line = await self._reader.receive_until(b"\n", MAX_LINE)
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError):
+                return
+            except anyio.DelimiterNotFound:
+                _log.warning("acp: a message longer than %d bytes: connection ended", MAX_LINE)
+                return
+            except anyio.BrokenResourceError:
+                return
+            if line.strip():
+                await self._dispatch(line, tg)
+
+    async def _dispatch(self, line: bytes, tg: anyio.abc.TaskGroup) -> None:
+        message = _parse(line)
+        if isinstance(message, RPCError):
+            await self._reply(None, error=message)
+            return
+        method = message.get("method")
+        has_id = "id" in message
+        if isinstance(method, str):
+            params = message.get("params")
+            if not has_id:
+                await self._notified(method, params)
+            elif _valid_id(message["id"]):
+                tg.start_soon(self._handle, message["id"], method, params)
+            else:
+                await self._reply(None, error=RPCError(INVALID_REQUEST, "invalid request id"))
+        elif has_id and ("result" in message or "error" in message):
+            self._answered(message)
+        else:
+            request_id = message.get("id") if has_id and _valid_id(message.get("id")) else None
+            await self._reply(request_id, error=RPCError(INVALID_REQUEST, "not a JSON-RPC message"))
+
+    async def _notified(self, method: str, params: Any) -> None:
+        if method == "$/cancel_request":
+            target = (
+                cast(dict[str, Any], params).get("requestId") if isinstance(params, dict) else None
+            )
+            scope = self._handling.get(_key(target))
+            if scope is not None:
+                scope.cancel()
+            return
+        try:
+            await self._on_notification(method, params)
+        except Exception:  # a notification has nobody to tell: log it, keep reading
+            _log.exception("acp: handling the notification %r failed", method)
+
+    async def _handle(self, request_id: Any, method: str, params: Any) -> None:
+        key = _key(request_id)
+        with anyio.CancelScope() as scope:
+            self._handling[key] = scope
+            try:
+                result = await self._on_request(method, params)
+            except RPCError as e:
+                await self._reply(request_id, error=e)
+                return
+            except Exception as e:
+                _log.exception("acp: handling %r failed", method)
+                await self._reply(request_id, error=RPCError(INTERNAL_ERROR, _internal(e)))
+                return
+            finally:
+                self._handling.pop(key, None)
+            await self._reply(request_id, result=result)
+        if scope.cancelled_caught:
+            with anyio.CancelScope(shield=True):
+                await self._reply(request_id, error=RPCError(CANCELLED, "request cancelled"))
+
+    def _answered(self, message: dict[str, Any]) -> None:
+        waiter = self._waiting.get(message["id"]) if isinstance(message["id"], int) else None
+        if waiter is None:
+            return  # late or unknown: the request was given up
+        error = message.get("error")
+        if error is not None:
+            waiter.error = _error_of(error)
+        else:
+            waiter.result = message.get("result")
+        waiter.done.set()
+
+    # -- writing -------------------------------------------------------------------------
+    async def _reply(
+        self, request_id: Any, *, result: Any = None, error: RPCError | None = None
+    ) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id}
+        if error is not None:
+            message["error"] = error.payload()
+        else:
+            message["result"] = result
+        with contextlib.suppress(ConnectionClosed):  # nobody to answer any more
+            await self._write(message)
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        async with self._writing:
+            if self.closed.is_set():
+                raise ConnectionClosed()
+            try:
+                await self._send.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as e:
+                self._close()
+                raise ConnectionClosed(f"the connection closed: {type(e).__name__}") from None
+
+    def _close(self) -> None:
+        if self.closed.is_set():
+            return
+        self.closed.set()
+        for waiter in self._waiting.values():
+            if not waiter.done.is_set():
+                waiter.error = ConnectionClosed()
+                waiter.done.set()
+
+
+class _Waiter:
+    __slots__ = ("done", "error", "result")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.result: Any = None
+        self.error: RPCError | None = None
+
+
+def _parse(line: bytes) -> dict[str, Any] | RPCError:
+    if nests_deeper(line, MAX_DEPTH):
+        return RPCError(PARSE_ERROR, f"the message nests deeper than {MAX_DEPTH} levels")
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return RPCError(PARSE_ERROR, "the message is not JSON")
+    if not isinstance(value, dict):
+        return RPCError(INVALID_REQUEST, "a message must be a JSON object")
+    return cast(dict[str, Any], value)
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _key(value: Any) -> Any:
+    """An id as the key of a request being handled (1 and "1" are different ids)."""
+    return (type(value).__name__, value) if _valid_id(value) else None
+
+
+def _error_of(error: Any) -> RPCError:
+    if not isinstance(error, dict):
+        return RPCError(INTERNAL_ERROR, "the other side sent a malformed error")
+    fields = cast(dict[str, Any], error)
+    code = fields.get("code")
+    message = fields.get("message")
+    return RPCError(
+        code if isinstance(code, int) and not isinstance(code, bool) else INTERNAL_ERROR,
+        bounded(message, 1_000) if isinstance(message, str) else "error",
+        fields.get("data"),
+    )
+
+
+def _internal(error: Exception) -> str:
+    """What the other side reads of an unexpected failure: its kind only (no details)."""
+    return f"internal error ({type(error).__name__})"

@@ -1,0 +1,201 @@
+"""The ACP wire (``hpd_agent.acp._rpc.Peer``): requests both ways, handlers in tasks of their
+own, ``$/cancel_request``, hostile lines answered or ending the connection, a closed connection
+failing every request that waits."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from hpd_agent.acp._rpc import (
+    CANCELLED,
+    INVALID_REQUEST,
+    MAX_DEPTH,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    ConnectionClosed,
+    Peer,
+    RPCError,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+class _Out(anyio.abc.ByteSendStream):
+    def __init__(self, stream: MemoryObjectSendStream[bytes]) -> None:
+        self.stream = stream
+
+    async def send(self, item: bytes) -> None:
+        await self.stream.send(item)
+
+    async def send_eof(self) -> None:
+        await self.stream.aclose()
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+class _In(anyio.abc.ByteReceiveStream):
+    def __init__(self, stream: MemoryObjectReceiveStream[bytes]) -> None:
+        self.stream = stream
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        try:
+            return await self.stream.receive()
+        except anyio.EndOfStream:
+            raise
+        except anyio.ClosedResourceError:
+            raise anyio.EndOfStream from None
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+def _pipe() -> tuple[_Out, _In]:
+    send, receive = anyio.create_memory_object_stream[bytes](100)
+    return _Out(send), _In(receive)
+
+
+class _Raw:
+    """The other side, speaking raw lines."""
+
+    def __init__(self, out: _Out, into: _In) -> None:
+        self.out, self.into = out, into
+        self.buffer = b""
+
+    async def line(self, text: str | bytes) -> None:
+        await self.out.send(text if isinstance(text, bytes) else text.encode())
+
+    async def read(self) -> dict[str, Any]:
+        while b"\n" not in self.buffer:
+            self.buffer += await self.into.receive()
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return json.loads(line)
+
+
+async def _echo(method: str, params: Any) -> Any:
+    if method == "echo":
+        return params
+    if method == "wait":
+        await anyio.sleep_forever()
+    raise RPCError(METHOD_NOT_FOUND, f"no method {method}")
+
+
+@asynccontextmanager
+async def _peer_and_raw() -> AsyncIterator[tuple[Peer, _Raw, list[Any]]]:
+    to_peer, peer_in = _pipe()
+    peer_out, from_peer = _pipe()
+    notes: list[Any] = []
+
+    async def note(method: str, params: Any) -> None:
+        notes.append((method, params))
+
+    peer = Peer(peer_in, peer_out, on_request=_echo, on_notification=note)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(peer.serve)
+        yield peer, _Raw(to_peer, from_peer), notes
+        tg.cancel_scope.cancel()
+
+
+async def test_requests_are_answered_and_notifications_taken() -> None:
+    with anyio.fail_after(10):
+        async with _peer_and_raw() as (_peer, raw, notes):
+            await raw.line('{"jsonrpc":"2.0","id":7,"method":"echo","params":{"a":1}}\n')
+            assert await raw.read() == {"jsonrpc": "2.0", "id": 7, "result": {"a": 1}}
+            await raw.line('{"jsonrpc":"2.0","method":"hello","params":[1]}\n')
+            await raw.line('{"jsonrpc":"2.0","id":"x","method":"nope"}\n')
+            reply = await raw.read()
+            assert reply["id"] == "x" and reply["error"]["code"] == METHOD_NOT_FOUND
+            assert notes == [("hello", [1])]
+
+
+async def test_a_waiting_handler_does_not_stop_the_next_message_and_can_be_cancelled() -> None:
+    with anyio.fail_after(10):
+        async with _peer_and_raw() as (_peer, raw, _notes):
+            await raw.line('{"jsonrpc":"2.0","id":1,"method":"wait"}\n')
+            await raw.line('{"jsonrpc":"2.0","id":2,"method":"echo","params":"next"}\n')
+            assert await raw.read() == {"jsonrpc": "2.0", "id": 2, "result": "next"}
+            await raw.line(
+                '{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":1}}\n'
+            )
+            reply = await raw.read()
+            assert reply["id"] == 1 and reply["error"]["code"] == CANCELLED
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [
+        (b"not json\n", PARSE_ERROR),
+        (b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1) + b"\n", PARSE_ERROR),
+        (b"[1, 2]\n", INVALID_REQUEST),
+        (b'{"jsonrpc":"2.0","id":{"no":1},"method":"echo"}\n', INVALID_REQUEST),
+        (b'{"jsonrpc":"2.0","id":3}\n', INVALID_REQUEST),
+    ],
+    ids=["not-json", "too-deep", "not-an-object", "bad-id", "neither"],
+)
+async def test_a_hostile_line_is_answered_and_the_connection_goes_on(
+    line: bytes, code: int
+) -> None:
+    with anyio.fail_after(10):
+        async with _peer_and_raw() as (_peer, raw, _notes):
+            await raw.line(line)
+            assert (await raw.read())["error"]["code"] == code
+            await raw.line('{"jsonrpc":"2.0","id":4,"method":"echo","params":true}\n')
+            assert (await raw.read())["result"] is True
+
+
+async def test_requests_from_this_side_get_their_own_result_in_any_order() -> None:
+    with anyio.fail_after(10):
+        async with _peer_and_raw() as (peer, raw, _notes):
+            results: dict[str, Any] = {}
+
+            async def ask(name: str) -> None:
+                results[name] = await peer.request("ask", {"name": name})
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(ask, "a")
+                tg.start_soon(ask, "b")
+                first, second = await raw.read(), await raw.read()
+                await raw.line(json.dumps({"jsonrpc": "2.0", "id": 999, "result": "stray"}) + "\n")
+                for message in (second, first):  # answered in the other order
+                    answer = {"jsonrpc": "2.0", "id": message["id"], "result": message["params"]}
+                    await raw.line(json.dumps(answer) + "\n")
+            assert results == {"a": {"name": "a"}, "b": {"name": "b"}}
+
+
+async def test_an_error_response_is_raised_and_a_closed_connection_fails_the_waiters() -> None:
+    with anyio.fail_after(10):
+        async with _peer_and_raw() as (peer, raw, _notes):
+            async with anyio.create_task_group() as tg:
+
+                async def refused() -> None:
+                    with pytest.raises(RPCError) as e:
+                        await peer.request("ask", None)
+                    assert (e.value.code, e.value.message) == (-32602, "no")
+
+                tg.start_soon(refused)
+                message = await raw.read()
+                error = {"code": -32602, "message": "no"}
+                await raw.line(
+                    json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}) + "\n"
+                )
+
+            async with anyio.create_task_group() as tg:
+
+                async def closed() -> None:
+                    with pytest.raises(ConnectionClosed):
+                        await peer.request("ask", None)
+
+                tg.start_soon(closed)
+                await raw.read()
+                await raw.out.aclose()  # the other side goes away
+            await peer.closed.wait()
+            with pytest.raises(ConnectionClosed):
+                await peer.request("ask", None)
