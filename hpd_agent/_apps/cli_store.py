@@ -210,7 +210,8 @@ def _print_request(r: RequestRecord, as_json: bool) -> None:
             "options": None if r.options is None else list(r.options),
             "created_at": r.created_at,
             "expires_at": r.expires_at,
-            "label": None if question is None else question.label,
+            # The words every surface uses (``answer_prompt``): "Choose one", "Permission"...
+            "label": None if event is None else answer_prompt(event).label,
             "answer_schema": None if question is None else answer_schema_of(question),
         }
         print(json.dumps(item))  # ASCII JSON: controls and surrogates are escaped
@@ -219,7 +220,7 @@ def _print_request(r: RequestRecord, as_json: bool) -> None:
     listed = f"  {_numbered(options)}" if options else ""
     print(_show(f"{r.request_id}  {r.run_id}  {format_path(r.agent_path)}  {r.question}{listed}"))
     if event is not None:  # what it wants, and what to type: the words every surface uses
-        print(_show(f"    {answer_prompt(event)}"))
+        print(_show(f"    {answer_prompt(event)!s}"))
 
 
 def _schema_options(question: ClarificationRequest | None) -> tuple[str, ...]:
@@ -527,7 +528,7 @@ class _StoreNotice:
             listed = f"  {_numbered(options)}" if options else ""
             print(
                 _show(f"waiting for {event.request_id} ({agent}): {event.question}{listed}")
-                + f"\n  {_show(answer_prompt(event))}"
+                + f"\n  {_show(str(answer_prompt(event)))}"
                 + f"\n  answer with: hpd-agent answer {event.request_id} TEXT "
                 f"--store {_db_hint(self.db)} (or --decline instead of TEXT)",
                 file=sys.stderr,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from ..events import ClarificationRequest, RequestEvent
@@ -26,6 +27,7 @@ from .kinds import BuiltinKind, answer_schema_of, kind_named
 from .vocabulary import NO_WORDS, YES_WORDS, normalise
 
 __all__ = [
+    "AnswerPrompt",
     "answer_hint",
     "answer_prompt",
     "parse_by_schema",
@@ -219,13 +221,33 @@ def parse_typed(request: ClarificationRequest, text: str) -> Any:
     return parse_by_schema(text, answer_schema_of(request))
 
 
-_PERMISSION = "Permission: type y (allow this call), always (allow the tool for the run) or n"
+_PERMISSION_HINT = "type y (allow this call), always (allow the tool for the run) or n"
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerPrompt:
+    """What a request asks for and what to type to answer it.
+
+    Attributes:
+        label: What it asks for, in the words every surface uses: ``Question``,
+            ``Choose one``, ``Choose any``, ``Yes or no``, ``Value needed``,
+            ``Action needed``, ``Form``, ``Permission``, or a kind's own label
+            (``Rate 1–5``).
+        hint: What to type, e.g. ``type a number from 1 to 3 (as listed: 1 is the first)
+            or the value``: what ``parse_typed`` reads (``to_decision`` for a permission).
+    """
+
+    label: str
+    hint: str
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.hint}"
 
 
 def question_label(request: ClarificationRequest) -> str:
-    """What the question asks for, in the words every surface uses (the web page's card
-    too): a question with options is a choice (``Choose one``, ``Choose any``); any other
-    has its kind's label (``Yes or no``, ``Rate 1–5``), else ``Question``."""
+    """What the question asks for (``AnswerPrompt.label``): a question with options is a
+    choice (``Choose one``, ``Choose any``); any other has its kind's label (``Yes or no``,
+    ``Rate 1–5``), else ``Question``."""
     kind = request.question_kind
     if kind == "choice" or (kind == "text" and request.options):
         return "Choose any" if (request.data or {}).get("multiple") else "Choose one"
@@ -233,14 +255,14 @@ def question_label(request: ClarificationRequest) -> str:
     return request.label or (known.label if known is not None else None) or "Question"
 
 
-def answer_prompt(request: RequestEvent) -> str:
-    """The request's label and what to type to answer it, as one line (see
+def answer_prompt(request: RequestEvent) -> AnswerPrompt:
+    """The request's label and what to type to answer it (see
     ``hpd_agent.questions.answer_prompt``)."""
     if not isinstance(request, ClarificationRequest):
-        return _PERMISSION
+        return AnswerPrompt("Permission", _PERMISSION_HINT)
     if request.question_kind == "action":
-        what = "type y once it is done, or n to decline"
-    else:
-        hint = answer_hint(answer_schema_of(request))
-        what = "answer with JSON" if hint == "JSON" else f"type {hint}"
-    return f"{question_label(request)}: {what}"
+        return AnswerPrompt(question_label(request), "type y once it is done, or n to decline")
+    hint = answer_hint(answer_schema_of(request))
+    return AnswerPrompt(
+        question_label(request), "answer with JSON" if hint == "JSON" else f"type {hint}"
+    )
