@@ -1,7 +1,7 @@
 """The ``hpd-agent`` commands agree on names and hints: one store option (``--store``, with
 ``--db`` its alias), ``--api-base`` wherever ``--model`` suggests it, MODULE:ATTR errors that
 name the command and the file and suggest what was meant, help for every command and
-argument, and one vocabulary for what a question wants (the web page's)."""
+argument, and one vocabulary for what a request wants on every surface (``answer_prompt``)."""
 
 from __future__ import annotations
 
@@ -217,11 +217,32 @@ _KINDS: list[RequestEvent] = [
 ]
 
 
-def test_pending_labels_a_question_as_the_web_page_does() -> None:
+_LABELS = [
+    "Question",
+    "Choose one",
+    "Choose one",
+    "Choose any",
+    "Yes or no",
+    "Value needed",
+    "Action needed",
+    "Form",
+    "Rate 1–5",
+    "Permission",
+]
+
+
+def test_every_surface_labels_a_request_with_answer_prompt(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from hpd_agent.handlers._printing import ConsolePrinter  # pyright: ignore[reportPrivateUsage]
     from hpd_agent.questions import answer_prompt
     from hpd_agent.web._requests import request_value  # pyright: ignore[reportPrivateUsage]
 
+    prompts = [answer_prompt(event) for event in _KINDS]
+    assert [p.label for p in prompts] == _LABELS
+    # The web page: the server sends the label, the card shows it as sent.
     requests = [request_value(RequestRecord.from_event(event)) for event in _KINDS]
+    assert [r["label"] for r in requests] == _LABELS
     script = (
         f"import {{ kindLabel }} from {json.dumps(INBOX_JS.as_uri())};\n"
         f"for (const r of {json.dumps(requests)}) console.log(kindLabel(r));\n"
@@ -233,6 +254,22 @@ def test_pending_labels_a_question_as_the_web_page_does() -> None:
         check=True,
         timeout=60,
     ).stdout.splitlines()
-    mine = [answer_prompt(event).split(":", 1)[0] for event in _KINDS]
-    assert mine == page
-    assert page[:4] == ["Question", "Choose one", "Choose one", "Choose any"]
+    assert page == _LABELS
+    # The console: the same label, then what to type.
+    for event, prompt in zip(_KINDS, prompts, strict=True):
+        console = Console(width=400, record=True, force_terminal=False)
+        printer = ConsolePrinter(console, show_tool_results=False, max_chars=400)
+        if isinstance(event, PermissionRequest):
+            printer.show_permission(event)  # its hint also takes the numbers it lists
+        else:
+            printer.show_question(event)
+        shown = console.export_text()
+        assert f"\n  {prompt.label}: " in shown
+        assert isinstance(event, PermissionRequest) or f"\n  {prompt}\n" in shown
+    # hpd-agent pending, lines and --json alike.
+    db = tmp_path / "runs.db"
+    _store_with(db, *_KINDS)
+    listed = _hpd("pending", "--store", str(db)).stdout.splitlines()
+    assert [line.strip() for line in listed[1::2]] == [str(p) for p in prompts]
+    as_json = _hpd("pending", "--store", str(db), "--json").stdout.splitlines()
+    assert [json.loads(line)["label"] for line in as_json] == _LABELS
