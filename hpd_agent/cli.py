@@ -426,6 +426,12 @@ def _add_serve_command(sub: Any) -> None:
         metavar="TEXT",
         help="a prompt the page suggests, instead of the agent's own examples (repeatable)",
     )
+    serve.add_argument(
+        "--quiet",
+        action="store_true",
+        help="say only where it serves: no line per run started or ended and per question "
+        "asked or answered",
+    )
     serve.set_defaults(func=_cmd_serve)
 
 
@@ -471,7 +477,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
 
-    from ._apps.serving import serve_http, served_agent
+    from ._apps.serving import activity_line, serve_http, served_agent
 
     agent = served_agent(args.agent, "serve")
     host = args.host.strip("[]")
@@ -486,6 +492,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         allowed_hosts=hosts,
         allowed_origins=args.allow_origin,
         examples=args.example,
+        activity=None if args.quiet else activity_line,
     )
     return serve_http(app, args.host, args.port, what=agent.name)
 

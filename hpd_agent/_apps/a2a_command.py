@@ -16,7 +16,7 @@ def serve_a2a(args: argparse.Namespace) -> int:
     """Run ``serve --a2a``; the exit status."""
     from .cli_store import EXIT_USAGE, _Fail
     from .extras import needs_extra
-    from .serving import probe_store, serve_http, served_agent, serving_token
+    from .serving import activity_line, probe_store, serve_http, served_agent, serving_token
 
     with needs_extra("a2a", "serve --a2a"):
         import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
@@ -28,5 +28,6 @@ def serve_a2a(args: argparse.Namespace) -> int:
     agent = served_agent(args.agent, "serve --a2a")
     if args.store is not None:
         probe_store(args.store)
-    app = create_app(agent, store=args.store, url=args.url, token=token)
+    activity = None if args.quiet else activity_line
+    app = create_app(agent, store=args.store, url=args.url, token=token, activity=activity)
     return serve_http(app, args.host, args.port, what=f"{agent.name} over A2A")

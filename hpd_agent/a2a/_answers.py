@@ -18,9 +18,10 @@ from typing import Any, Protocol
 from a2a.types import Message
 
 from ..events import RequestEvent
+from ..hosting import Activity
 from ..store import Store
 from ._pending import answer_of, message_metadata, shown
-from ._runs import ServedRun
+from ._runs import CHANNEL, ServedRun
 
 __all__ = ["Driven", "Target", "answer"]
 
@@ -75,12 +76,16 @@ class Driven:
     Args:
         served: The run.
         store: The server's store (a question answered meanwhile is found there).
+        activity: The server's activity log, told of each answer the run takes.
     """
 
-    def __init__(self, served: ServedRun, store: Store | None) -> None:
+    def __init__(
+        self, served: ServedRun, store: Store | None, activity: Activity | None = None
+    ) -> None:
         self.served = served
         self.store = store
         self.notes = served.notes
+        self.activity = activity
 
     async def pending(self) -> dict[str, RequestEvent]:
         return {r.request_id: r for r in await self.served.run.settled()}
@@ -95,4 +100,6 @@ class Driven:
         note = await self.served.answer_request(request_id, read)
         if note is None:
             self.served.answered.add(request_id)
+            if self.activity is not None:
+                self.activity.answered(request_id, CHANNEL, by=None, via="a message in its task")
         return note

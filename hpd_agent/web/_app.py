@@ -23,7 +23,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..exceptions import InvalidAnswerError, RequestError, UnknownRequestError
-from ..hosting import Guard
+from ..hosting import IDENTITY, Guard
 from ..messages import AssistantMessage, Message, UserMessage
 from ..questions import Decline
 from ..store import Store, respond
@@ -150,9 +150,9 @@ class _Routes:
             raise _HTTPError(400, f"not a RunAgentInput: {e.errors()[0]['msg']}") from None
         # Once the body is in (a slow client holds no slot), the start waits for its turn.
         async with self.threads.admission:
-            return await self._admitted(data)
+            return await self._admitted(data, request.scope.get(IDENTITY))
 
-    async def _admitted(self, data: RunAgentInput) -> Response:
+    async def _admitted(self, data: RunAgentInput, by: str | None) -> Response:
         thread = await self.threads.claim(data.thread_id)
         if thread.running:
             message = "a run is in progress on this thread"
@@ -161,7 +161,7 @@ class _Routes:
             )
         thread.running = True  # claimed before any await: a second input on it is "busy"
         try:
-            start = await self._start(thread, data)
+            start = await self._start(thread, data, by)
         except _Refused as e:
             thread.running = False
             self.threads.release(thread)  # a refused input leaves nothing behind
@@ -178,7 +178,7 @@ class _Routes:
     def _sse(frames: AsyncIterator[str]) -> Response:
         return StreamingResponse(frames, media_type="text/event-stream", headers=_SSE_HEADERS)
 
-    async def _start(self, thread: Thread, data: RunAgentInput) -> int:
+    async def _start(self, thread: Thread, data: RunAgentInput, by: str | None) -> int:
         threads, run_id = self.threads, data.run_id
         last = thread.run
         waiting = last is not None and last.status == "interrupted"
@@ -190,6 +190,9 @@ class _Routes:
                 answers = await check_resume(threads.store, last.run_id, entries)
             except ResumeRefused as e:
                 raise _Refused(str(e), e.code) from None
+            if threads.activity is not None:
+                for rid in answers:  # said once the run took it (it may yet refuse)
+                    threads.activity.giving(rid, by=by, via="an AG-UI resume")
             return await threads.runs.resume(thread, run_id, answers)
         if waiting:
             message = (
@@ -264,6 +267,12 @@ class _Routes:
             raise _HTTPError(404, str(e)) from None
         except RequestError as e:
             raise _HTTPError(409, str(e)) from None
+        activity = self.threads.activity
+        if activity is not None:
+            by = request.scope.get(IDENTITY)
+            where = f"thread {thread_id}"
+            declined = isinstance(value, Decline)
+            activity.answered(request_id, where, by=by, via="the inbox", declined=declined)
         if isinstance(value, Decline):
             return JSONResponse({"id": request_id, "declined": True})
         return JSONResponse({"id": request_id, "answer": to_jsonable_python(accepted)})
