@@ -36,7 +36,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._apps.cli_parser import CommandParser, port_number, store_option
+from ._apps.cli_parser import AGENT_REF_HELP, CommandParser, port_number, store_option
 from ._apps.cli_store import EXIT_INTERRUPTED, EXIT_USAGE, _Fail, add_store_commands, failure
 from ._apps.extras import needs_extra, needs_store_extra
 from .text import bounded, printable
@@ -392,9 +392,15 @@ def _add_serve_command(sub: Any) -> None:
     serve = sub.add_parser(
         "serve",
         help="serve an agent over HTTP: AG-UI endpoint, question inbox and web page (or A2A)",
-        description="Serve the Agent at MODULE:ATTR (importable from the current directory).",
+        description=(
+            "Serve the Agent at MODULE:ATTR over HTTP: the web page at /, the AG-UI endpoint "
+            "POST /agent and the question inbox (with --a2a: over A2A instead). Runs are "
+            "journaled in --store, so a restart loses no question. While it serves it prints "
+            "a line per run started or ended and per question asked or answered (--quiet: "
+            "none)."
+        ),
     )
-    serve.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
+    serve.add_argument("agent", metavar="MODULE:ATTR", help=AGENT_REF_HELP)
     serve.add_argument(
         "--a2a", action="store_true", help="serve it over A2A instead (needs only the a2a extra)"
     )

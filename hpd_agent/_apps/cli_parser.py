@@ -14,7 +14,13 @@ import difflib
 from collections.abc import Sequence
 from typing import Any, NoReturn, cast
 
-__all__ = ["CommandParser", "port_number", "store_option"]
+__all__ = ["AGENT_REF_HELP", "CommandParser", "port_number", "store_option"]
+
+AGENT_REF_HELP = (
+    "the Agent to serve, or a function returning it: package.module:NAME (importable from "
+    "the current directory) or path/to/script.py:NAME"
+)
+"""The help of a serving command's ``MODULE:ATTR``."""
 
 
 class CommandParser(argparse.ArgumentParser):

@@ -121,7 +121,10 @@ def _add_resume_command(sub: Any) -> None:
         help="stop with status 'interrupted' at the next unanswered question instead of waiting",
     )
     resume.add_argument(
-        "--max-age", type=float, help="expire this run's pending requests older than SECONDS"
+        "--max-age",
+        type=float,
+        metavar="SECONDS",
+        help="expire this run's pending requests older than SECONDS",
     )
     resume.add_argument(
         "--no-wait",

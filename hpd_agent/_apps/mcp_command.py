@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .cli_parser import port_number, store_option
+from .cli_parser import AGENT_REF_HELP, port_number, store_option
 
 __all__ = ["add_mcp_command"]
 
@@ -28,7 +28,7 @@ def add_mcp_command(sub: Any) -> None:
             "reaches the MCP client as an elicitation."
         ),
     )
-    mcp.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
+    mcp.add_argument("agent", metavar="MODULE:ATTR", help=AGENT_REF_HELP)
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     mcp.add_argument("--host", default="127.0.0.1", help="with --http: interface (127.0.0.1)")
     mcp.add_argument(

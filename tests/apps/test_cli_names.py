@@ -167,11 +167,19 @@ def test_resume_agent_names_the_attribute_it_lacks(project: Path) -> None:
         ("pending", ["List the questions and permission requests waiting", "RUN_ID"]),
         ("answer", ["Answer (or decline) one pending request", "REQUEST_ID  the request"]),
         ("resume", ["Continue a run journaled in a store", "RUN_ID      the run"]),
+        (
+            "serve",
+            [
+                "the web page at /, the AG-UI endpoint POST /agent and the question inbox",
+                "a line per run started or ended and per question asked or answered (--quiet",
+                "package.module:NAME (importable from the current directory) or "
+                "path/to/script.py:NAME",
+            ],
+        ),
+        ("mcp", ["package.module:NAME (importable from the current directory)"]),
     ],
 )
-def test_the_store_commands_describe_themselves_and_every_argument(
-    command: str, says: list[str]
-) -> None:
+def test_the_commands_describe_themselves_and_every_argument(command: str, says: list[str]) -> None:
     shown = " ".join(_hpd(command, "--help").stdout.split())  # argparse wraps at COLUMNS
     for said in says:
         assert " ".join(said.split()) in shown, shown
@@ -182,6 +190,7 @@ def test_resume_agent_help_gives_both_forms() -> None:
     shown = " ".join(_hpd("resume", "--help").stdout.split())
     assert "--agent MODULE:ATTR" in shown
     assert "package.module:NAME or path/to/script.py:NAME" in shown
+    assert "--max-age SECONDS expire this run's pending requests older than SECONDS" in shown
 
 
 # -- one vocabulary ----------------------------------------------------------------------------
