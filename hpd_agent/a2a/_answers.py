@@ -97,9 +97,17 @@ class Driven:
         return record is not None and record.run_id == self.served.run_id
 
     async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
-        note = await self.served.answer_request(request_id, read)
+        activity = self.activity
+        if activity is not None:  # before the run says it took it (its line then says how)
+            activity.giving(request_id, CHANNEL, by=None, via="a message in its task")
+        try:
+            note = await self.served.answer_request(request_id, read)
+        except BaseException:
+            if activity is not None:
+                activity.withdrawn(request_id)
+            raise
         if note is None:
             self.served.answered.add(request_id)
-            if self.activity is not None:
-                self.activity.answered(request_id, CHANNEL, by=None, via="a message in its task")
+        elif activity is not None:  # refused: the question is asked again
+            activity.withdrawn(request_id)
         return note

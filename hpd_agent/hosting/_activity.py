@@ -6,10 +6,11 @@ channel: a web thread, A2A), and how it ended: answered or declined by whom (who
 client came as, when the server knows) and through what (the web inbox, an AG-UI resume,
 a message in the A2A task), or elsewhere, through the store (``hpd-agent answer`` in
 another process); expired or cancelled. The run's own events say what happened (``watch``
-wraps the ``EventSink`` it is driven with); the route that took an answer says who gave it
-(``answered``, or ``giving`` when the run checks it later), and the run's own word on that
-request is then not said twice. Every piece of text from an agent or a client is made
-printable on one line and cut short; no answer's value is written (it may be private).
+wraps the ``EventSink`` it is driven with). A route passing an answer on says who gave it
+first (``giving``): the line is written when the run says it took the answer, or when the
+route saw it taken by a run that says nothing (``given``: one interrupted, answered in the
+store), once either way. Every piece of text from an agent or a client is made printable on
+one line and cut short; no answer's value is written (it may be private).
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ class Activity:
     def __init__(self, write: Callable[[str], None]) -> None:
         self._write = partial(_said, write)
         self._told: dict[str, str | None] = {}
-        """Requests a route took an answer for, by id: None once said, else who gave it
-        and through what, said when the run says it took the answer."""
+        """Answers routes pass on, by request id: who gave each and through what, until its
+        line is written (by the run's word on it, or by ``given``); then None, so that the
+        run's word on it, coming later, is not said again."""
 
     def watch(
         self, sink: EventSink, run_id: str, where: str, *, resumed: bool = False
@@ -68,26 +70,28 @@ class Activity:
         its events and of its end; ``where`` names the channel (``thread t_1``)."""
         return _Watched(self._write, self._told, sink, (run_id, _short(where), resumed))
 
-    def answered(
-        self, request_id: str, where: str, *, by: str | None, via: str, declined: bool = False
-    ) -> None:
-        """A route gave an answer to ``request_id`` (or its refusal, ``declined``) from
-        ``by`` (who the client came as: a token's name, ``local``) through ``via``: said
-        now (the run's own word on it is then not said again)."""
-        did = "declined" if declined else "answered"
-        self._write(f"request {request_id} {did}{_by(by, via)} ({_short(where)})")
-        self._keep(request_id, None)
-
-    def giving(self, request_id: str, *, by: str | None, via: str) -> None:
-        """A route passes an answer to ``request_id`` from ``by`` through ``via`` to a run
-        that checks it later (an AG-UI resume's): said when the run says it took it."""
-        self._keep(request_id, _by(by, via))
-
-    def _keep(self, request_id: str, said: str | None) -> None:
+    def giving(self, request_id: str, where: str, *, by: str | None, via: str) -> None:
+        """A route passes on an answer to ``request_id`` (or its refusal) from ``by`` (who
+        the client came as: a token's name, ``local``; None: not known) through ``via``,
+        on channel ``where``. Its line is written when the run says it took it, or at
+        ``given``; ``withdrawn`` forgets it (refused)."""
         told = self._told
-        told[request_id] = said
+        told[request_id] = _by(by, via) + f" ({_short(where)})"
         if len(told) > _TOLD:
             del told[next(iter(told))]
+
+    def given(self, request_id: str, *, declined: bool = False) -> None:
+        """The answer ``giving`` announced was taken (by a run that may not say so: one
+        interrupted, answered in the store): its line, unless the run wrote it already."""
+        said = self._told.get(request_id)
+        if said is not None:
+            did = "declined" if declined else "answered"
+            self._write(f"request {request_id} {did}{said}")
+            self._told[request_id] = None
+
+    def withdrawn(self, request_id: str) -> None:
+        """The answer ``giving`` announced was not taken: nothing is said of it."""
+        self._told.pop(request_id, None)
 
 
 def _said(write: Callable[[str], None], line: str) -> None:
@@ -138,8 +142,8 @@ class _Watched:
             if rid in self.told:
                 given = self.told.pop(rid)
                 if given is None:
-                    return None  # said by the route that took it
-                return f"request {rid} {status}{given} ({where})"
+                    return None  # said by the route that passed it on
+                return f"request {rid} {status}{given}"
             if event.replayed:
                 return None
             how = f"{status} elsewhere, through the store" if status in _GIVEN else status

@@ -26,7 +26,7 @@ from ..exceptions import InvalidAnswerError, RequestError, UnknownRequestError
 from ..hosting import IDENTITY, Guard
 from ..messages import AssistantMessage, Message, UserMessage
 from ..questions import Decline
-from ..store import Store, respond
+from ..store import RequestRecord, Store, respond
 from ._body import MAX_BODY, BodyError, parse_body
 from ._requests import check_web_answer
 from ._resume import ResumeRefused, check_resume
@@ -191,8 +191,9 @@ class _Routes:
             except ResumeRefused as e:
                 raise _Refused(str(e), e.code) from None
             if threads.activity is not None:
+                where = f"thread {thread.thread_id}"
                 for rid in answers:  # said once the run took it (it may yet refuse)
-                    threads.activity.giving(rid, by=by, via="an AG-UI resume")
+                    threads.activity.giving(rid, where, by=by, via="an AG-UI resume")
             return await threads.runs.resume(thread, run_id, answers)
         if waiting:
             message = (
@@ -252,6 +253,27 @@ class _Routes:
         record = await self.threads.store.get_request(request_id)
         if thread is None or record is None or not thread.owns(record.run_id):
             raise _HTTPError(404, "unknown request on this thread")
+        activity = self.threads.activity
+        if activity is not None:  # before the run may say it took it
+            by = request.scope.get(IDENTITY)
+            activity.giving(request_id, f"thread {thread_id}", by=by, via="the inbox")
+        try:
+            value, accepted = await self._give(thread, record, answer)
+        except BaseException:
+            if activity is not None:
+                activity.withdrawn(request_id)
+            raise
+        declined = isinstance(value, Decline)
+        if activity is not None:
+            activity.given(request_id, declined=declined)
+        if declined:
+            return JSONResponse({"id": request_id, "declined": True})
+        return JSONResponse({"id": request_id, "answer": to_jsonable_python(accepted)})
+
+    async def _give(self, thread: Thread, record: RequestRecord, answer: Any) -> tuple[Any, Any]:
+        """``answer`` checked and given to the thread's live run, else through the store;
+        (the answer given, the answer accepted)."""
+        request_id = record.request_id
         try:
             value = answer if isinstance(answer, Decline) else check_web_answer(record, answer)
             live = thread.live
@@ -267,15 +289,7 @@ class _Routes:
             raise _HTTPError(404, str(e)) from None
         except RequestError as e:
             raise _HTTPError(409, str(e)) from None
-        activity = self.threads.activity
-        if activity is not None:
-            by = request.scope.get(IDENTITY)
-            where = f"thread {thread_id}"
-            declined = isinstance(value, Decline)
-            activity.answered(request_id, where, by=by, via="the inbox", declined=declined)
-        if isinstance(value, Decline):
-            return JSONResponse({"id": request_id, "declined": True})
-        return JSONResponse({"id": request_id, "answer": to_jsonable_python(accepted)})
+        return value, accepted
 
 
 def _answer_in(body: dict[str, Any], allowed: set[str]) -> Any:

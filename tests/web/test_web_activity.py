@@ -89,7 +89,7 @@ def test_an_interrupted_run_resumed_with_answers_says_who_gave_them(tmp_path: Pa
         + _QUESTION,
         rf"run {_RUN} interrupted \(thread t, interrupt\) after \d+\.\d s: 1 request waiting",
         rf"run {_RUN} resumed \(thread t, interrupt\)",
-        rf"request {rid} answered by local via an AG-UI resume \(thread t, interrupt\)",
+        rf"request {rid} answered by local via an AG-UI resume \(thread t\)",
         rf"request {pid} asked by Orchestrator > Coder \(thread t, interrupt\): "
         r"Permission: Allow write_file\?",
         rf"run {_RUN} interrupted \(thread t, interrupt\) after \d+\.\d s: 1 request waiting",
