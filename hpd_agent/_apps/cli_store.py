@@ -20,11 +20,13 @@ from .cli_parser import store_option
 from .extras import MissingExtraError, needs_store_extra
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..agent import Agent
     from ..events import ClarificationRequest, RequestEvent
     from ..store import RequestRecord, Store
 
-__all__ = ["EXIT_INTERRUPTED", "add_store_commands", "failure"]
+__all__ = ["EXIT_INTERRUPTED", "add_store_commands", "failure", "print_pending"]
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -449,7 +451,6 @@ def _parse_answers(items: list[str]) -> dict[str, Any]:
 def _cmd_resume(args: argparse.Namespace) -> int:
     import anyio
 
-    from ..events import ClarificationRequest
     from ..exceptions import RunLeasedError, UnknownRequestError
 
     answers = _parse_answers(args.answer)
@@ -487,12 +488,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         finally:
             await store.aclose()
         if result.status == "interrupted":
-            for request in result.pending:
-                if isinstance(request, ClarificationRequest):
-                    what = request.question
-                else:
-                    what = f"permission for {request.tool_name}"
-                print(_show(f"pending {request.request_id}: {what}"))
+            print_pending(result.pending)
             return EXIT_PENDING
         if result.error is not None:
             raise result.error
@@ -500,6 +496,19 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         return 0
 
     return anyio.run(main)
+
+
+def print_pending(pending: Sequence[RequestEvent]) -> None:
+    """Print the requests a run stopped at, one line each on stdout (``resume --interrupt``,
+    ``run --interrupt``): ``pending REQUEST_ID: question``."""
+    from ..events import ClarificationRequest
+
+    for request in pending:
+        if isinstance(request, ClarificationRequest):
+            what = request.question
+        else:
+            what = f"permission for {request.tool_name}"
+        print(_show(f"pending {request.request_id}: {what}"))
 
 
 def _say_waiting(error: Any) -> None:

@@ -74,7 +74,7 @@ def test_the_store_commands_take_store_and_db_alike(tmp_path: Path, spelling: st
     assert resumed.returncode == 11 and "no run 'run_nope'" in resumed.stderr
 
 
-@pytest.mark.parametrize("command", ["pending", "answer", "resume", "serve", "mcp"])
+@pytest.mark.parametrize("command", ["pending", "answer", "resume", "run", "serve", "mcp", "acp"])
 def test_every_command_that_opens_a_store_names_it_store(command: str) -> None:
     shown = _hpd(command, "--help").stdout
     assert "--store STORE, --db STORE" in shown
