@@ -431,7 +431,7 @@ async def test_a_read_abandoned_by_an_expired_question_is_adopted_by_the_next() 
     )
 
     def type_once_the_second_question_shows() -> str:
-        return "typed" if second_shown.wait(timeout=20) else "TIMED OUT"
+        return "typed" if second_shown.wait(timeout=120) else "TIMED OUT"
 
     keyboard = Keyboard(screen, [type_once_the_second_question_shows])
     result = await agent.run("go", handler=ConsoleHandler(console_for(screen), input=keyboard))
