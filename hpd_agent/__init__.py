@@ -35,6 +35,7 @@ from .events import (
 )
 from .exceptions import (
     AgentRunError,
+    AnswerRefusedError,
     ContextWindowExceededError,
     ConversationBusyError,
     HpdAgentError,
@@ -97,6 +98,7 @@ __all__ = [
     "AgentFinished",
     "AgentRunError",
     "AgentStarted",
+    "AnswerRefusedError",
     "Approve",
     "BaseHandler",
     "ClarificationRequest",

@@ -12,7 +12,8 @@ and observe two moments of a human request (question or permission):
 
 - ``request_opened(event)``: the request is registered and about to reach the stream;
 - ``request_resolved(event, status, answer)``: it ended (answered, declined, expired,
-  cancelled, unavailable).
+  cancelled, unavailable); a hook that declares an ``author`` parameter there is also told
+  who answered or declined it and on which channel (``hpd_agent.backend.Author``).
 
 An exception from an observer never leaves a request open nor fails whoever ended it: see
 ``Hook``.
@@ -34,6 +35,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from ._values.arguments import split_arguments
+from ._values.keywords import takes_keyword
+from .backend import Author
 from .events import Event, RequestEvent, RequestStatus, TextDelta, ToolCallFinished, ToolCallStarted
 from .messages import Message, ToolCall, Usage
 from .models._base import Model, ModelRequestParams, ModelResponse
@@ -317,7 +320,12 @@ class Hook:
         """A question or permission request is about to reach the stream."""
 
     def request_resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
-        """A request ended; ``answer`` is the validated answer when ``status`` is answered."""
+        """A request ended; ``answer`` is the validated answer when ``status`` is answered.
+
+        Declare a further parameter ``author: Author | None = None`` in your override to be
+        told who answered or declined it and on which channel (``hpd_agent.backend.Author``;
+        None when it ended otherwise): a hook without it is called as before.
+        """
 
     def active(self) -> bool:
         """Whether the hook takes part in a root run starting now (asked once per root run).
@@ -374,6 +382,7 @@ class HookSet:
 
     __slots__ = (
         "_chains",
+        "_told_author",
         "agent_wrappers",
         "hooks",
         "model_wrappers",
@@ -395,6 +404,9 @@ class HookSet:
         self.step_wrappers = tuple(h.wrap_step for h in hooks if _overrides(h, "wrap_step"))
         self.observers = tuple(
             h for h in hooks if _overrides(h, "request_opened") or _overrides(h, "request_resolved")
+        )
+        self._told_author = frozenset(
+            id(h) for h in self.observers if takes_keyword(type(h).request_resolved, "author")
         )
         # Chains around a module-level terminal are the same for every call: built once.
         self._chains: dict[Callable[..., Any], Callable[..., Any]] = {}
@@ -442,12 +454,19 @@ class HookSet:
         if error is not None:
             raise error
 
-    def resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
-        """Tell every observer a request ended; an exception from one is logged, not raised
-        (the request has ended: whoever ended it must not fail for an observer)."""
+    def resolved(
+        self, event: RequestEvent, status: RequestStatus, answer: Any, author: Author | None = None
+    ) -> None:
+        """Tell every observer a request ended (and ``author``, to those that declare it);
+        an exception from one is logged, not raised (the request has ended: whoever ended
+        it must not fail for an observer)."""
+        told = self._told_author
         for hook in self.observers:
             try:
-                hook.request_resolved(event, status, answer)
+                if id(hook) in told:
+                    hook.request_resolved(event, status, answer, author=author)  # pyright: ignore[reportCallIssue]
+                else:
+                    hook.request_resolved(event, status, answer)
             except Exception:
                 _log.exception(
                     "hook %r raised in request_resolved (request %s, %s); ignored",

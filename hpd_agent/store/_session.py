@@ -268,4 +268,4 @@ async def _answer_all(store: Store, run_id: str, answers: dict[str, Any]) -> Non
         if answer is CANCEL_REQUEST:
             await store.resolve(request_id, "cancelled")
         else:
-            await respond(store, request_id, answer, context={"channel": "resume"})
+            await respond(store, request_id, answer)

@@ -133,6 +133,7 @@ async def test_depth3_question_tree_attributes_and_metrics(otel: Telemetry) -> N
         "hpd_agent.agent.path": ("Manager", "Architect", "Lead", "Engineer"),
         "hpd_agent.invocation_id": request.invocation_id,
         "hpd_agent.request.outcome": "answered",
+        "hpd_agent.channel": "api",  # a ScriptedHuman's answer, naming nobody
     }
     assert deepest["hpd_agent.invocation_id"] == request.invocation_id
     assert all(s.status.status_code is StatusCode.UNSET for s in otel.spans)
