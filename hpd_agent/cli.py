@@ -84,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     chat.set_defaults(func=_cmd_chat)
 
     add_store_commands(sub)
+    from ._apps.history_command import add_history_command
+
+    add_history_command(sub)
     _add_serve_command(sub)
     # `mcp MODULE:ATTR`: the agent as an MCP tool (hpd_agent.mcp, imported only when run)
     from ._apps.mcp_command import add_mcp_command

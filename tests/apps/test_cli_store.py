@@ -15,6 +15,7 @@ import durable_agents
 import pytest
 
 from hpd_agent.events import ClarificationRequest
+from hpd_agent.governance import os_user
 from hpd_agent.store import RequestRecord, SQLiteStore
 
 pytestmark = pytest.mark.anyio
@@ -251,7 +252,7 @@ async def test_answer_decline(workdir: Path) -> None:
     await store.aclose()
     assert record is not None and (record.status, record.context) == (
         "declined",
-        {"channel": "cli"},
+        {"channel": "cli", "answered_by": os_user()},  # `answer` answers as the OS user
     )
     done = await cli(workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:build")
     assert done.returncode == 0, done.stderr
