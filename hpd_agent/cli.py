@@ -372,7 +372,15 @@ def _add_serve_command(sub: Any) -> None:
         default=None,
         help="SQLite path or postgresql:// DSN (default hpd-agent-web.db; with --a2a: none)",
     )
-    serve.add_argument("--token", default=None, help="bearer token (or HPD_AGENT_TOKEN)")
+    from ._apps.serving import add_token_option
+
+    add_token_option(serve)
+    serve.add_argument(
+        "--policy",
+        metavar="MODULE:ATTR",
+        help="an answer policy (hpd_agent.governance): who may answer which request, by the "
+        "name of the token a request carries (a refusal is a 403; nothing is written)",
+    )
     serve.add_argument(
         "--allow-host",
         action="append",
@@ -430,17 +438,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
         from . import web
     needs_store_extra(args.store)
-    token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
-    if not web.is_loopback(args.host) and token is None:
-        print(
-            f"error: refusing to serve on {args.host} without a token: anyone on the network "
-            "could run the agent. Pass --token (or set HPD_AGENT_TOKEN), or bind 127.0.0.1.",
-            file=sys.stderr,
-        )
-        return 2
+    from ._apps.serving import serve_http, served_agent, serving_policy, serving_tokens
 
-    from ._apps.serving import serve_http, served_agent
-
+    token = serving_tokens(args.token, args.host)
+    policy = serving_policy(args.policy, command="serve: ")
     agent = served_agent(args.agent)
     host = args.host.strip("[]")
     # The Host rule (docs/web.md): loopback names, the bound address and --allow-host; with a
@@ -454,6 +455,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         allowed_hosts=hosts,
         allowed_origins=args.allow_origin,
         examples=args.example,
+        policy=policy,
     )
     return serve_http(app, args.host, args.port, what=agent.name)
 
