@@ -52,7 +52,9 @@ def test_a_policy_refuses_bobs_approval_and_alice_answers_as_herself(governed: S
         refused = bob.post(f"/threads/t/requests/{rid}", json={"answer": {"kind": "approve"}})
         assert refused.status_code == 403
         said = refused.json()["error"]
-        assert "'bob' may not answer request" in said and "only alice may decide 'delete_file'" in said
+        assert (
+            "'bob' may not answer request" in said and "only alice may decide 'delete_file'" in said
+        )
         declined = bob.post(f"/threads/t/requests/{rid}", json={"decline": True})
         assert declined.status_code == 403  # a decline is an answer too
         pending = _record(governed, rid)
