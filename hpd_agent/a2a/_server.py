@@ -70,12 +70,10 @@ def create_app(
             otherwise); the agent card stays public. Without a token only loopback host
             names (and ``url``'s) are served. Either way a browser page of another origin
             is refused (403) and a POST must be ``application/json`` (415): the rules of
-            ``hpd_agent.hosting.Guard``, as for every server we ship. Several by name
-            (``{"alice": secret, ...}``): an answer is recorded as given by the name of the
-            token its message carried (or the SDK's authenticated user, when the app
-            authenticates its own), channel ``"a2a"``.
-        policy: An ``AnswerPolicy`` (``hpd_agent.governance``) every answer must pass,
-            asked with that name: a refused answer is asked again with the reason.
+            ``hpd_agent.hosting.Guard``, as for every server we ship. Several by name:
+            an answer is recorded as given by the token's name (``caller_name``).
+        policy: An ``AnswerPolicy`` (``hpd_agent.governance``) every answer must pass: a
+            refused one is asked again with the reason.
 
     Returns:
         The app; its lifespan must run (every ASGI server runs it).
@@ -93,20 +91,26 @@ def create_app(
         agent_card=agent_card(agent, url or "http://localhost"),
     )
 
+    routes = _routes(agent, url, handler)
+    app = Starlette(routes=routes, lifespan=_lifespan(agent, store, tasks, handler, held))
+    app.add_middleware(DepthLimit)  # inside the guard: a caller refused never gets parsed
+    _guard(app, url, token)
+    return app
+
+
+def _routes(agent: Agent, url: str | None, handler: DefaultRequestHandler) -> list[Route]:
+    """The agent card (at the URL each request came in on, unless ``url``) and JSON-RPC."""
+
     async def card_route(request: Request) -> JSONResponse:
         base = url or str(request.base_url).rstrip("/")
         return JSONResponse(agent_card_to_dict(agent_card(agent, base)))
 
-    routes = [
+    return [
         Route(AGENT_CARD_WELL_KNOWN_PATH, card_route, methods=["GET"]),
         *create_jsonrpc_routes(
             handler, "/", context_builder=_NamedCaller(), enable_v0_3_compat=True
         ),
     ]
-    app = Starlette(routes=routes, lifespan=_lifespan(agent, store, tasks, handler, held))
-    app.add_middleware(DepthLimit)  # inside the guard: a caller refused never gets parsed
-    _guard(app, url, token)
-    return app
 
 
 class _NamedCaller(DefaultServerCallContextBuilder):

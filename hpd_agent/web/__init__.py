@@ -80,9 +80,8 @@ def create_app(
             directory. Runs are journaled there, so a restart loses no question; the threads
             live in the thread tables the store offers (``StoreCapabilities.threads``).
         token: When set, every route but the page and its static files needs
-            ``Authorization: Bearer <token>`` (401 otherwise). Several by name
-            (``{"alice": secret, ...}``): an answer is recorded as given by the name of the
-            token its request carried (``"token"`` for a single one, ``"local"`` without).
+            ``Authorization: Bearer <token>`` (401 otherwise). Several by name: an answer
+            is recorded as given by the token's name (``"local"`` without a token).
         agent_ref: How the agent was named on the command line (shown by the page).
         allowed_hosts: Host names served besides the loopback ones (DNS rebinding guard;
             any other ``Host`` gets 421). None: only loopback names without a token, any
@@ -91,9 +90,8 @@ def create_app(
             besides the server's own page (any other ``Origin`` gets 403).
         examples: The prompts the page suggests (``GET /info``) instead of the agent's own
             (``Agent(examples=...)``); checked the same way.
-        policy: An ``AnswerPolicy`` (``hpd_agent.governance``) every answer and decline
-            must pass, asked with the request's identity: a refusal is a 403 saying why,
-            and nothing is written.
+        policy: An ``AnswerPolicy`` (``hpd_agent.governance``) every answer must pass,
+            asked with that name: a refusal is a 403 saying why, nothing written.
 
     Returns:
         The Starlette app.
