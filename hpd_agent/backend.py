@@ -28,6 +28,7 @@ __all__ = [
     "CHANNELS",
     "AnswerPolicy",
     "Author",
+    "Authored",
     "Channel",
     "Final",
     "RequestBackend",
@@ -49,6 +50,20 @@ CHANNELS: tuple[str, ...] = get_args(Channel)
 
 API = Author(None, "api")
 """The author of an answer given by code that names nobody (``run.respond`` without ``by``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Authored:
+    """An answer handed over with its author where no ``by`` keyword reaches it: a value of
+    ``Agent.resume(answers=...)`` (``hpd-agent resume --answer``, AG-UI's ``resume``).
+
+    Attributes:
+        answer: The answer (or ``Decline()``).
+        author: Who gave it, on which channel.
+    """
+
+    answer: Any
+    author: Author
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -90,6 +90,12 @@ def add_store_commands(sub: Any) -> None:
         "1 is the first, or by its text)",
     )
     resume.add_argument(
+        "--as",
+        dest="as_name",
+        metavar="NAME",
+        help="who gives the --answer answers (default: the operating-system user)",
+    )
+    resume.add_argument(
         "--interrupt",
         action="store_true",
         help="stop with status 'interrupted' at the next unanswered question instead of waiting",
@@ -318,7 +324,7 @@ def answerer(args: argparse.Namespace) -> tuple[str | None, Any]:
     if args.as_name is not None and not args.as_name.strip():
         raise _Fail(EXIT_USAGE, "--as needs a name")
     policy = None
-    if args.policy is not None:
+    if getattr(args, "policy", None) is not None:
         try:
             policy = load_policy(args.policy)
         except UserError as e:
@@ -442,6 +448,7 @@ def _parse_answers(items: list[str]) -> dict[str, Any]:
 def _cmd_resume(args: argparse.Namespace) -> int:
     import anyio
 
+    from ..backend import Author, Authored
     from ..events import ClarificationRequest
     from ..exceptions import RunLeasedError, UnknownRequestError
 
@@ -452,9 +459,10 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         policy = "interrupt" if args.interrupt else None
         try:
             agent = await _agent_of(store, args.run_id, args.agent)
+            author = Author(answerer(args)[0], "cli")
             for request_id, text in answers.items():
                 typed = _typed_answer(await store.get_request(request_id), text)
-                answers[request_id] = typed
+                answers[request_id] = Authored(typed, author)
 
             async def resume(wait: bool) -> Any:
                 return await agent.resume(

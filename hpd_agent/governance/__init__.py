@@ -17,7 +17,7 @@ Never imported by ``import hpd_agent``: the core defines the seams (``hpd_agent.
 this package builds on them. See docs/governance.md.
 """
 
-from ..backend import CHANNELS, AnswerPolicy, Author, Channel
+from ..backend import CHANNELS, AnswerPolicy, Author, Authored, Channel
 from ..exceptions import AnswerRefusedError
 from ._author import grant_author, os_user
 from ._policy import PathPolicy, load_policy
@@ -27,6 +27,7 @@ __all__ = [
     "AnswerPolicy",
     "AnswerRefusedError",
     "Author",
+    "Authored",
     "Channel",
     "PathPolicy",
     "grant_author",

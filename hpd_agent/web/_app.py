@@ -22,12 +22,12 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..backend import AnswerPolicy, check_policy
+from ..backend import AnswerPolicy, Author, Authored, check_policy
 from ..exceptions import AnswerRefusedError, InvalidAnswerError, RequestError, UnknownRequestError
 from ..hosting import IDENTITY, LOCAL, Guard
 from ..messages import AssistantMessage, Message, UserMessage
 from ..questions import Decline
-from ..store import Store, respond
+from ..store import CANCEL_REQUEST, Store, respond
 from ._body import MAX_BODY, BodyError, parse_body
 from ._requests import check_web_answer
 from ._resume import ResumeRefused, check_resume
@@ -201,7 +201,11 @@ class _Routes:
                 )
             except ResumeRefused as e:
                 raise _Refused(str(e), e.code) from None
-            return await threads.runs.resume(thread, run_id, answers)
+            author = Author(by, "web")
+            given = {
+                rid: a if a is CANCEL_REQUEST else Authored(a, author) for rid, a in answers.items()
+            }
+            return await threads.runs.resume(thread, run_id, given)
         if waiting:
             message = (
                 "the thread's run waits: send resume entries for its interrupts (an empty "

@@ -176,6 +176,22 @@ async def test_resume_with_answer_completes_without_rerunning(workdir: Path) -> 
     assert durable_agents.read_lines("calls.txt") == durable_agents.EVERY_TURN
 
 
+async def test_resume_answers_are_recorded_as_given_on_the_cli(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    agent = "durable_agents:build"
+    for who, expected in ((("--as", "carol"), "carol"), ((), os_user())):
+        run_id, rid = await _interrupted_run(db)
+        done = await cli(
+            workdir, "resume", run_id, "--db", str(db), "--agent", agent, "--answer",
+            f"{rid}=Hanami", *who,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        store = SQLiteStore(db)
+        record = await store.get_request(rid)
+        await store.aclose()
+        assert record is not None and (record.answered_by, record.channel) == (expected, "cli")
+
+
 def _resume_and_answer_from_another_terminal(
     db: Path, workdir: Path, run_id: str, rid: str, answer: tuple[str, ...] = ("Falcon",)
 ) -> subprocess.Popen[str]:

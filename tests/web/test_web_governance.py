@@ -70,6 +70,19 @@ def test_a_policy_refuses_bobs_approval_and_alice_answers_as_herself(governed: S
     assert (record.status, record.answered_by, record.channel) == ("answered", "alice", "web")
 
 
+def test_an_ag_ui_resume_is_recorded_as_given_by_the_tokens_name(governed: Server) -> None:
+    with _as(governed, "alice") as alice:
+        _, first = post_run(alice, run_input("t", "r1", "permission"))
+        [interrupt] = first[-1]["outcome"]["interrupts"]
+        resume = [
+            {"interruptId": interrupt["id"], "status": "resolved", "payload": {"kind": "approve"}}
+        ]
+        _, second = post_run(alice, run_input("t", "r2", resume=resume))
+        assert second[-1]["type"] == "RUN_FINISHED"
+    record = _record(governed, interrupt["id"])
+    assert (record.status, record.answered_by, record.channel) == ("answered", "alice", "web")
+
+
 def test_without_tokens_an_answer_is_recorded_as_local(server: Server) -> None:
     with server.client() as c:
         _, first = post_run(c, run_input("t", "r1", "deep"))
