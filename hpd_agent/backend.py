@@ -5,7 +5,8 @@ before the request's event goes out (a durable backend writes it first), ``wait`
 the asker waits for an answer from outside (another process, a later resume), ``resolve``
 when it ends. The default keeps nothing (the run's memory is enough); ``hpd_agent.store``
 supplies a durable one through a run's session (``hpd_agent.sessions``), and a workflow
-engine may bring its own.
+engine may bring its own. A durable backend may also be a ``RequestMemory``: what it
+remembers of a request across the lives of its run (a store's does).
 
 Every answer and decline has an author: ``Author(by, channel)``, who gave it and on which
 channel, handed to ``resolve`` with it (a backend keeps it with the answer, once) and put on
@@ -16,7 +17,7 @@ the resolved event. An ``AnswerPolicy`` may refuse an author before anything is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, get_args
+from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
 from ._values.records import Author, RequestRecord
 from .events import RequestEvent, format_path
@@ -31,7 +32,9 @@ __all__ = [
     "Authored",
     "Channel",
     "Final",
+    "Reopened",
     "RequestBackend",
+    "RequestMemory",
     "Settlement",
     "check_policy",
 ]
@@ -132,6 +135,37 @@ class RequestBackend(Protocol):
 
     async def settlement(self, request_id: str) -> tuple[RequestEvent, Settlement | None] | None:
         """A kept request's event and how it ended (None while pending); None if unknown."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reopened:
+    """A request ``open`` found kept, still pending, from an earlier life of its run.
+
+    Attributes:
+        expires_at: The deadline that life gave it (seconds since the epoch; None: none).
+        warned: Whether its expiry warning went out then (``RequestMemory.record_warning``).
+    """
+
+    expires_at: float | None
+    warned: bool = False
+
+
+@runtime_checkable
+class RequestMemory(Protocol):
+    """Optional, beside ``RequestBackend``: what a durable backend remembers of a request
+    across the lives of its run. The coordinator uses it when its backend has it: a request
+    an earlier life opened is announced to hooks as ``replayed`` (not new: nobody is
+    notified twice), keeps its deadline, and its expiry warning goes out once.
+    """
+
+    def reopened(self, request_id: str) -> Reopened | None:
+        """Asked once, right after ``open`` returned no settlement: the request as an earlier
+        life of the run kept it, or None when ``open`` just created it."""
+        ...
+
+    async def record_warning(self, request_id: str) -> None:
+        """Remember that the request's expiry warning goes out (written before it does)."""
         ...
 
 

@@ -11,7 +11,7 @@ accepts the answer or raises and changes nothing); ``respond``, ``cancel_request
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
 from typing import Any, Literal, get_args
 
@@ -20,6 +20,7 @@ import anyio.lowlevel
 
 from ._core.conversations import ConversationKeeper, Conversations
 from ._core.deadline import deadlines_paused, paused_wait
+from ._core.expiry import arm, check_warning, reopen, request_event, warn_when_due
 from ._core.outlet import Outlet
 from ._core.quiescence import Quiescence
 from ._core.requests import (
@@ -190,27 +191,36 @@ class Coordinator:
         return self.requests.run_approvals
 
     async def request(
-        self, asker: Asker, spec: RequestSpec, *, request_id: str, timeout: float | None
+        self,
+        asker: Asker,
+        spec: RequestSpec,
+        *,
+        request_id: str,
+        timeout: float | None,
+        warn_before: float | None = None,
     ) -> Any:
         """Raise a request from ``asker`` under ``request_id`` and wait for its answer.
 
         Returns the validated answer. Raises ``QuestionNotAnswered`` when the user declines
         it, it expires, is cancelled or nobody can answer (``NoUserAvailableError`` under
-        policy "error").
+        policy "error"); ``UserError`` for a bad ``warn_before`` (``_core/expiry.py``).
         Time waiting pauses the asker's enclosing deadlines. A question identical to one
         still open from the same agent is not asked again: it shares that one's answer.
         An exception from a hook's ``request_opened`` is raised here, the request then
         ended as cancelled.
         """
+        if warn_before is not None:
+            check_warning(warn_before, timeout)
         if self.backend.durable:
-            return await _kept_request(self, asker, spec, request_id, timeout)
+            return await _kept_request(self, asker, spec, request_id, timeout, warn_before)
         # In memory: the request lives here only (the hot path of a question).
-        event = spec.build(request_id=request_id, asker=asker)
+        event = request_event(spec, request_id, asker, timeout)
         table = self.requests
         duplicate = table.find_duplicate(event)
         if duplicate is not None:
             return await self.join(duplicate, asker, timeout)
         pending = table.track(event, spec)
+        arm(pending, warn_before)
         table.announce(pending)
         if not self.listening:
             table.finish(pending, "unavailable", None)
@@ -411,15 +421,16 @@ async def _kept_request(
     spec: RequestSpec,
     request_id: str,
     timeout: float | None,
+    warn_before: float | None,
 ) -> Any:
     """``Coordinator.request`` with a durable backend: the request is kept there before its
-    event goes out, an earlier life's outcome is replayed, and the outcome reached here is
-    written back (the backend's wins a race)."""
+    event goes out, an earlier life's outcome is replayed (a pending one keeps its deadline
+    and warning), and the outcome reached here is written back (the backend's wins a race)."""
     backend = coordinator.backend
     first = backend.alias_of(request_id)
     if first is not None:
         return await _follow(coordinator, asker, spec, first, timeout)
-    event = spec.build(request_id=request_id, asker=asker)
+    event = request_event(spec, request_id, asker, timeout)
     table = coordinator.requests
     duplicate = table.find_duplicate(event)
     if duplicate is not None:
@@ -438,8 +449,9 @@ async def _kept_request(
         value = replay_outcome(coordinator.emit, coordinator.requests, spec, event, settled)
         pending.answer = value
         return value
+    again = reopen(backend, pending, warn_before)
     try:
-        table.announce(pending)
+        table.announce(pending, again=again)
     except Exception:
         # An observer raised: the request is withdrawn here (cancelled), and in the store.
         with anyio.CancelScope(shield=True):
@@ -477,10 +489,9 @@ async def _wait(
     coordinator.requests.begin_wait(pending)
     try:
         with anyio.move_on_after(math.inf if timeout is None else timeout):
-            if not coordinator.backend.durable:
-                await paused_wait(pending.done, asker)
-            else:
-                await _backend_or_here(coordinator, pending, asker)
+            if pending.warn_before is not None and timeout is not None:
+                await warn_when_due(coordinator, pending, asker, _waiting, timeout)
+            await _waiting(coordinator, pending, asker)
     except BaseException:
         # Interrupted: it stays pending for a resume. Cancelled on purpose with a store:
         # the store decides between this cancel and a racing answer (see _kept_request).
@@ -492,6 +503,13 @@ async def _wait(
         raise
     finally:
         coordinator.requests.end_wait(pending)
+
+
+def _waiting(coordinator: Coordinator, pending: PendingRequest, asker: Asker) -> Awaitable[None]:
+    """Wait until ``pending`` ends: here, or (durable) from the backend too."""
+    if not coordinator.backend.durable:
+        return paused_wait(pending.done, asker)
+    return _backend_or_here(coordinator, pending, asker)
 
 
 async def _backend_or_here(coordinator: Coordinator, pending: PendingRequest, asker: Asker) -> None:

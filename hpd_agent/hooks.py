@@ -8,9 +8,13 @@ continue the chain, and may skip it, retry it or replace its result):
 - ``wrap_tool_call``: one tool call, permission check and validation included
   (``ToolExecution`` → ``ToolOutcome``).
 
-and observe two moments of a human request (question or permission):
+and observe three moments of a human request (question or permission):
 
-- ``request_opened(event)``: the request is registered and about to reach the stream;
+- ``request_opened(event)``: the request is registered and about to reach the stream
+  (``event.replayed`` is True when a resumed durable run announces again a request an
+  earlier life opened: still pending, but not new, so a notifier has told people already);
+- ``request_expiring(event)``: it is still pending ``warn_before`` seconds before its
+  ``event.expires_at`` (asked with ``timeout=`` and ``warn_before=``; once per request);
 - ``request_resolved(event, status, answer)``: it ended (answered, declined, expired,
   cancelled, unavailable); a hook that declares an ``author`` parameter there is also told
   who answered or declined it and on which channel (``hpd_agent.backend.Author``).
@@ -291,7 +295,7 @@ class Hook:
     (resolved event and ``request_resolved`` included), and the asking tool gets that
     exception instead of an answer. An exception from ``request_resolved`` changes nothing
     (the request ended as it did, an answer counts, whoever ended it carries on): it is
-    logged to the ``hpd_agent.hooks`` logger.
+    logged to the ``hpd_agent.hooks`` logger, as is one from ``request_expiring``.
     """
 
     async def wrap_agent(
@@ -326,6 +330,11 @@ class Hook:
         told who answered or declined it and on which channel (``hpd_agent.backend.Author``;
         None when it ended otherwise): a hook without it is called as before.
         """
+
+    def request_expiring(self, event: RequestEvent) -> None:
+        """A request is still pending ``warn_before`` seconds before ``event.expires_at``
+        (the stream gets a ``RequestExpiring``). Once per request, a resumed run included;
+        an exception is logged, as from ``request_resolved``."""
 
     def active(self) -> bool:
         """Whether the hook takes part in a root run starting now (asked once per root run).
@@ -384,6 +393,7 @@ class HookSet:
         "_chains",
         "_told_author",
         "agent_wrappers",
+        "expiring_observers",
         "hooks",
         "model_wrappers",
         "observers",
@@ -408,6 +418,7 @@ class HookSet:
         self._told_author = frozenset(
             id(h) for h in self.observers if takes_keyword(type(h).request_resolved, "author")
         )
+        self.expiring_observers = tuple(h for h in hooks if _overrides(h, "request_expiring"))
         # Chains around a module-level terminal are the same for every call: built once.
         self._chains: dict[Callable[..., Any], Callable[..., Any]] = {}
 
@@ -473,6 +484,19 @@ class HookSet:
                     hook,
                     event.request_id,
                     status,
+                )
+
+    def expiring(self, event: RequestEvent) -> None:
+        """Tell every hook defining ``request_expiring`` that ``event`` expires soon; an
+        exception from one is logged, not raised (the asker keeps waiting)."""
+        for hook in self.expiring_observers:
+            try:
+                hook.request_expiring(event)
+            except Exception:
+                _log.exception(
+                    "hook %r raised in request_expiring (request %s); ignored",
+                    hook,
+                    event.request_id,
                 )
 
 

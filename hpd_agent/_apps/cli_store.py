@@ -18,11 +18,13 @@ from ..text import error_text, printable
 from .extras import MissingExtraError, needs_store_extra
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..agent import Agent
-    from ..events import ClarificationRequest
+    from ..events import ClarificationRequest, RequestEvent
     from ..store import RequestRecord, Store
 
-__all__ = ["EXIT_INTERRUPTED", "add_store_commands", "failure"]
+__all__ = ["EXIT_INTERRUPTED", "add_store_commands", "failure", "print_pending"]
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -372,18 +374,19 @@ _AGENT_FORMS = (
 
 
 _SERVE_FORMS = (
-    "serve MODULE:ATTR, e.g. package.module:NAME or path/to/script.py:NAME, where NAME is the "
+    "MODULE:ATTR, e.g. package.module:NAME or path/to/script.py:NAME, where NAME is the "
     "global holding the Agent or a function returning it (importable from the current directory)"
 )
 
 
-def _load_agent(spec: str, recorded: bool = False, *, served: bool = False) -> Agent:
-    """The agent at ``spec``; ``served``: named by ``serve MODULE:ATTR``, not ``--agent``."""
+def _load_agent(spec: str, recorded: bool = False, *, served: str | None = None) -> Agent:
+    """The agent at ``spec``; ``served``: the command naming it as ``MODULE:ATTR`` (e.g.
+    ``"serve"``, ``"run"``), not ``--agent``."""
     from .._values.refs import load_ref
     from ..agent import Agent
 
-    if served:
-        where, given, forms = f"the agent {spec!r}", repr(spec), _SERVE_FORMS
+    if served is not None:
+        where, given, forms = f"the agent {spec!r}", repr(spec), f"{served} {_SERVE_FORMS}"
     else:
         where = f"the agent the run recorded, {spec}" if recorded else f"--agent {spec!r}"
         given, forms = f"--agent {spec!r}", _AGENT_FORMS
@@ -393,7 +396,7 @@ def _load_agent(spec: str, recorded: bool = False, *, served: bool = False) -> A
     except ValueError:
         raise _Fail(EXIT_AGENT, f"{given} is not of the form: pass {forms}") from None
     except Exception as e:  # the user's module: any error while importing or building it
-        hint = f"; pass {forms}" if recorded or served else ""
+        hint = f"; pass {forms}" if recorded or served is not None else ""
         raise _Fail(EXIT_AGENT, f"cannot load {where}: {error_text(e)}{hint}") from None
     if not isinstance(agent, Agent):
         raise _Fail(EXIT_AGENT, f"{where} gave {type(agent).__name__}, not an Agent")
@@ -449,7 +452,6 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     import anyio
 
     from ..backend import Author, Authored
-    from ..events import ClarificationRequest
     from ..exceptions import RunLeasedError, UnknownRequestError
 
     answers = _parse_answers(args.answer)
@@ -488,12 +490,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         finally:
             await store.aclose()
         if result.status == "interrupted":
-            for request in result.pending:
-                if isinstance(request, ClarificationRequest):
-                    what = request.question
-                else:
-                    what = f"permission for {request.tool_name}"
-                print(_show(f"pending {request.request_id}: {what}"))
+            print_pending(result.pending)
             return EXIT_PENDING
         if result.error is not None:
             raise result.error
@@ -501,6 +498,19 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         return 0
 
     return anyio.run(main)
+
+
+def print_pending(pending: Sequence[RequestEvent]) -> None:
+    """Print the requests a run stopped at, one line each on stdout (``resume --interrupt``,
+    ``run --interrupt``): ``pending REQUEST_ID: question``."""
+    from ..events import ClarificationRequest
+
+    for request in pending:
+        if isinstance(request, ClarificationRequest):
+            what = request.question
+        else:
+            what = f"permission for {request.tool_name}"
+        print(_show(f"pending {request.request_id}: {what}"))
 
 
 def _say_waiting(error: Any) -> None:

@@ -1,5 +1,5 @@
 """A tool's or turn's deadline that stops while a human is being waited for (``Deadline``),
-and the waits that stop an asker's deadlines (``deadlines_paused``, ``paused_wait``)."""
+and the waits that stop the asker's deadlines (``deadlines_paused``, ``paused_wait``)."""
 
 from __future__ import annotations
 

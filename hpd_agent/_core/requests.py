@@ -28,6 +28,7 @@ from ..events import (
     Event,
     PermissionResolved,
     RequestEvent,
+    RequestExpiring,
     RequestStatus,
 )
 from ..exceptions import (
@@ -51,6 +52,7 @@ __all__ = [
     "RequestTable",
     "Settlement",
     "authored",
+    "replay_outcome",
 ]
 
 
@@ -145,6 +147,7 @@ class PendingRequest:
         "status",
         "stored",
         "waiters",
+        "warn_before",
     )
 
     def __init__(self, event: RequestEvent, spec: RequestSpec) -> None:
@@ -164,6 +167,9 @@ class PendingRequest:
         """Called when the request ends here (stops a wait on the backend, in the same task)."""
         self.waiters = 0
         """Calls waiting on it now, counted in the run's ``Quiescence.waiting`` until it ends."""
+        self.warn_before: float | None = None
+        """Seconds before its deadline its expiry warning is due; None: no warning (none
+        asked for, or it went out already)."""
 
     def end(self) -> None:
         """Wake whoever waits for this request (it has just ended)."""
@@ -244,19 +250,39 @@ class RequestTable:
             self._open_questions[key] = pending
         return pending
 
-    def announce(self, pending: PendingRequest) -> None:
-        """Put a tracked request's event on the stream and tell the observers.
+    def announce(self, pending: PendingRequest, *, again: bool = False) -> None:
+        """Put a tracked request's event on the stream and tell the observers (``again``: an
+        earlier life of the run opened it; they get it marked ``replayed``).
 
         An observer's exception withdraws the request (it ends as cancelled, announced like
         any end) and is raised, for the asker to get instead of an answer.
         """
         self._emit(pending.event)
         if self._hooks.observers:
+            event = dataclasses.replace(pending.event, replayed=True) if again else pending.event
             try:
-                self._hooks.opened(pending.event)
+                self._hooks.opened(event)
             except Exception:
                 self.finish(pending, "cancelled", None)
                 raise
+
+    def expiring(self, pending: PendingRequest) -> None:
+        """Say that ``pending`` expires soon: a ``RequestExpiring`` on the stream, and every
+        hook's ``request_expiring``."""
+        event = pending.event
+        assert event.expires_at is not None
+        self._emit(
+            RequestExpiring(
+                run_id=event.run_id,
+                agent_path=event.agent_path,
+                depth=event.depth,
+                invocation_id=event.invocation_id,
+                request_id=event.request_id,
+                expires_at=event.expires_at,
+            )
+        )
+        if self._hooks.expiring_observers:
+            self._hooks.expiring(event)
 
     def find_duplicate(self, event: RequestEvent) -> PendingRequest | None:
         """The open request asking the same question from the same agent, if any."""

@@ -3,3 +3,7 @@ editors, and an editor's agent used as a sub-agent. See docs/acp.md.
 
 ``import hpd_agent`` never imports this package.
 """
+
+from ._server import serve_stdio
+
+__all__ = ["serve_stdio"]

@@ -66,9 +66,21 @@ class HostedRun:
         reason: Why it was cancelled on purpose (``cancel``), for the client.
         raised: What leaving the run's block raised, once it has ended: its failure, or the
             ``RunLeasedError`` of a run that lost its lease (its result then says cancelled).
+        channel: The channel ``answer_request`` records answers on unless told (``"api"``
+            unless the adapter names its own, e.g. ``"acp"``).
+        answered_by: Who ``answer_request`` records answers as given by unless told.
     """
 
-    def __init__(self, run: Run, conversation: str | None = None) -> None:
+    def __init__(
+        self,
+        run: Run,
+        conversation: str | None = None,
+        *,
+        channel: str = "api",
+        answered_by: str | None = None,
+    ) -> None:
+        self.channel = channel
+        self.answered_by = answered_by
         self.run = run
         self.conversation = conversation
         self.lock = anyio.Lock()
@@ -86,13 +98,15 @@ class HostedRun:
         return self.run.run_id
 
     # -- the event tap ----------------------------------------------------------------------
-    def take(self, event: Event) -> None:
-        """Keep one event of the run (the driver hands each over once, in order)."""
+    def take(self, event: Event) -> Awaitable[None] | None:
+        """Keep one event of the run (the driver hands each over once, in order). A
+        subclass that sends events on may return an awaitable the driver waits for."""
         self._log.append(event)
         grew = self._grew
         if grew is not None:
             self._grew = None
             grew.set()
+        return None
 
     async def close(self, outcome: Outcome, raised: Exception | None) -> None:
         """The run has ended: how (``outcome``), and what leaving its block raised."""
@@ -139,18 +153,21 @@ class HostedRun:
         read: Callable[[], Any],
         *,
         by: str | None = None,
-        channel: str = "api",
+        channel: str | None = None,
         policy: AnswerPolicy | None = None,
     ) -> str | None:
         """Answer ``request_id`` with what ``read`` gives (the protocol's reply read as the
-        request's answer), as given by ``by`` on ``channel`` under ``policy``: None when
-        the run took it, else why not (``read``, the policy or the run refused it). A
-        request that ended meanwhile (expired, cancelled) takes nothing and the run goes on
-        without it: None too (see ``why_refused``).
+        request's answer), as given by ``by`` (else ``answered_by``) on ``channel`` (else
+        the run's ``channel``) under ``policy``: None when the run took it, else why not
+        (``read``, the policy or the run refused it). A request that ended meanwhile
+        (expired, cancelled) takes nothing and the run goes on without it: None too (see
+        ``why_refused``).
         """
+        who = self.answered_by if by is None else by
+        where = self.channel if channel is None else channel
 
         async def give() -> object:
-            return await self.run.respond(request_id, read(), by=by, channel=channel, policy=policy)
+            return await self.run.respond(request_id, read(), by=who, channel=where, policy=policy)
 
         return await why_refused(request_id, give)
 

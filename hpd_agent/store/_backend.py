@@ -8,6 +8,7 @@ into an identical open one are journaled as aliases, so a replay merges them aga
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 import anyio
 
 from .._values.records import audit_context
-from ..backend import Author, Final, Settlement
+from ..backend import Author, Final, Reopened, Settlement
 from ..events import RequestEvent
 from ._answers import jsonable
 from ._base import JournalEntry, RequestRecord
@@ -50,7 +51,10 @@ def settlement(record: RequestRecord) -> Settlement | None:
 
 
 class StoreRequests:
-    """A ``RequestBackend`` over a ``Store`` for one run (aliases live in its journal)."""
+    """A ``RequestBackend`` over a ``Store`` for one run (aliases live in its journal), and
+    its ``RequestMemory``: a request found pending from an earlier life keeps its deadline,
+    and an expiry warning that went out is journaled (``"warning"``), so none goes out twice.
+    """
 
     durable = True
 
@@ -64,6 +68,7 @@ class StoreRequests:
         self.journal = journal
         self.check_lease = check_lease
         """Renews the run's lease at once, cancelling the run if another holder has it."""
+        self._reopened: dict[str, Reopened] = {}
 
     def alias_of(self, request_id: str) -> str | None:
         entry = self.journal.entry(request_id, "alias")
@@ -75,7 +80,10 @@ class StoreRequests:
     async def open(
         self, event: RequestEvent, timeout: float | None
     ) -> tuple[Settlement | None, float | None]:
-        record = RequestRecord.from_event(event, timeout=timeout)
+        mine = RequestRecord.from_event(event, timeout=timeout)
+        if event.expires_at is not None:  # the deadline the event shows, to the instant
+            mine = dataclasses.replace(mine, expires_at=event.expires_at)
+        record = mine
         held = self.journal.take_held()
         batches = self.journal.holds_for
         if held and batches is not None:
@@ -89,10 +97,21 @@ class StoreRequests:
                 await self.journal.write_held(held)
             record = await self.store.add_request(record)
         settled = settlement(record)
+        if settled is None and record is not mine and record.created_at != mine.created_at:
+            # Kept from an earlier life of the run, still pending.
+            warned = self.journal.entry(_warning_key(event.request_id), "warning") is not None
+            self._reopened[event.request_id] = Reopened(expires_at=record.expires_at, warned=warned)
         if settled is not None or record.expires_at is None:
             return settled, timeout
         # A replay keeps the original deadline: waiting restarts with what was left.
         return None, max(0.0, record.expires_at - time.time())
+
+    def reopened(self, request_id: str) -> Reopened | None:
+        return self._reopened.pop(request_id, None)
+
+    async def record_warning(self, request_id: str) -> None:
+        entry = JournalEntry(key=_warning_key(request_id), kind="warning", value=time.time())
+        await self.journal.put(entry)
 
     async def wait(self, request_id: str) -> Settlement:
         record = await self.store.wait_resolved(request_id)
@@ -116,3 +135,7 @@ class StoreRequests:
     async def settlement(self, request_id: str) -> tuple[RequestEvent, Settlement | None] | None:
         record = await self.store.get_request(request_id)
         return None if record is None else (record.event, settlement(record))
+
+
+def _warning_key(request_id: str) -> str:
+    return f"{request_id}!warning"

@@ -51,7 +51,7 @@ __all__ = [
 RunState = Literal["running", "completed", "failed", "cancelled", "interrupted"]
 """Where a stored run stands; ``running`` also describes a run whose process died."""
 
-JournalKind = Literal["model", "tool", "alias", "conversation", "step"]
+JournalKind = Literal["model", "tool", "alias", "conversation", "step", "warning"]
 
 
 def dump_json(value: Any) -> str:
@@ -77,7 +77,8 @@ class JournalEntry:
         key: The call path it belongs to (see the module docstring).
         kind: ``"model"`` (a model response), ``"tool"`` (a tool result), ``"alias"`` (a
             question that joined an identical pending one: value is that one's id) or
-            ``"conversation"`` (a ``per_run`` sub-agent's messages after its last call) or ``"step"`` (the result of a tool's journaled ``ctx.step``).
+            ``"conversation"`` (a ``per_run`` sub-agent's messages after its last call) or ``"step"`` (the result of a tool's journaled ``ctx.step``) or ``"warning"`` (a request's
+            expiry warning went out: key ``<request id>!warning``, value when, in epoch seconds).
         value: JSON-compatible data.
     """
 
@@ -205,6 +206,9 @@ def entry_problem(kind: str, value: Any) -> str | None:
         return None if isinstance(value, list) else "a conversation entry must be a list"
     if kind == "step":
         return _step_entry_problem(value)
+    if kind == "warning":
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return None if ok else "a warning entry must be a number (when it went out)"
     return None  # a kind this check does not know: its reader checks it
 
 
