@@ -7,7 +7,7 @@ journal key concerned), never a traceback, and its own exit status:
 |---|---|
 | 0 | done |
 | 1 | the run failed (a model or agent error); any other hpd_agent error |
-| 2 | bad command-line input: usage, ``run``'s ``--run-id`` naming a run that ended or was started on another prompt, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT``, ``answer`` with both or neither of TEXT and ``--decline``; a ``--hook`` that does not load or names no ``Hook``; a command, a ``postgresql://`` store or ``--temporal`` needing an extra that is not installed (the line gives its install command: ``_apps/extras``) |
+| 2 | bad command-line input: usage, ``run``'s ``--run-id`` naming a run that ended or was started on another prompt, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT``, ``answer`` with both or neither of TEXT and ``--decline``; a ``--hook`` that does not load or names no ``Hook``; a ``--policy`` that does not load or is no policy, an answer the ``answer --policy`` refuses (nothing written), a ``--token`` empty or given twice; a command, a ``postgresql://`` store or ``--temporal`` needing an extra that is not installed (the line gives its install command: ``_apps/extras``) |
 | 3 | ``answer``: no request has that id |
 | 4 | the request was already answered (or declined) |
 | 5 | the request expired |
