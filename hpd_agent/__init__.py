@@ -36,6 +36,7 @@ from .events import (
 )
 from .exceptions import (
     AgentRunError,
+    AnswerRefusedError,
     ContextWindowExceededError,
     ConversationBusyError,
     HpdAgentError,
@@ -98,6 +99,7 @@ __all__ = [
     "AgentFinished",
     "AgentRunError",
     "AgentStarted",
+    "AnswerRefusedError",
     "Approve",
     "BaseHandler",
     "ClarificationRequest",

@@ -7,7 +7,7 @@ journal key concerned), never a traceback, and its own exit status:
 |---|---|
 | 0 | done |
 | 1 | the run failed (a model or agent error); any other hpd_agent error |
-| 2 | bad command-line input: usage, ``run``'s ``--run-id`` naming a run that ended or was started on another prompt, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT``, ``answer`` with both or neither of TEXT and ``--decline``; a ``--hook`` that does not load or names no ``Hook``; a command, a ``postgresql://`` store or ``--temporal`` needing an extra that is not installed (the line gives its install command: ``_apps/extras``) |
+| 2 | bad command-line input: usage, ``run``'s ``--run-id`` naming a run that ended or was started on another prompt, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT``, ``answer`` with both or neither of TEXT and ``--decline``; a ``--hook`` that does not load or names no ``Hook``; a ``--policy`` that does not load or is no policy, an answer the ``answer --policy`` refuses (nothing written), a ``--token`` empty or given twice; a command, a ``postgresql://`` store or ``--temporal`` needing an extra that is not installed (the line gives its install command: ``_apps/extras``) |
 | 3 | ``answer``: no request has that id |
 | 4 | the request was already answered (or declined) |
 | 5 | the request expired |
@@ -84,6 +84,10 @@ def _parser() -> argparse.ArgumentParser:
     chat.set_defaults(func=_cmd_chat)
 
     add_store_commands(sub)
+    # `history RUN_ID --store URL`: a run's audit trail
+    from ._apps.history_command import add_history_command
+
+    add_history_command(sub)
     # `run MODULE:ATTR PROMPT --store URL`: a durable run whose questions wait in the store
     from ._apps.run_command import add_run_command
 
@@ -426,7 +430,15 @@ def _add_serve_command(sub: Any) -> None:
     store_option(
         serve, "SQLite path or postgresql:// DSN (default hpd-agent-web.db; with --a2a: none)"
     )
-    serve.add_argument("--token", default=None, help="bearer token (or HPD_AGENT_TOKEN)")
+    from ._apps.serving import add_token_option
+
+    add_token_option(serve)
+    serve.add_argument(
+        "--policy",
+        metavar="MODULE:ATTR",
+        help="an answer policy (hpd_agent.governance): who may answer which request, by the "
+        "name of the token a request carries (a refusal is a 403; nothing is written)",
+    )
     serve.add_argument(
         "--allow-host",
         action="append",
@@ -492,17 +504,16 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
         from . import web
     needs_store_extra(args.store)
-    token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
-    if not web.is_loopback(args.host) and token is None:
-        print(
-            f"error: refusing to serve on {args.host} without a token: anyone on the network "
-            "could run the agent. Pass --token (or set HPD_AGENT_TOKEN), or bind 127.0.0.1.",
-            file=sys.stderr,
-        )
-        return 2
+    from ._apps.serving import (
+        activity_line,
+        serve_http,
+        served_agent,
+        serving_policy,
+        serving_tokens,
+    )
 
-    from ._apps.serving import activity_line, serve_http, served_agent
-
+    token = serving_tokens(args.token, args.host)
+    policy = serving_policy(args.policy, command="serve: ")
     agent = served_agent(args.agent, "serve")
     host = args.host.strip("[]")
     # The Host rule (docs/web.md): loopback names, the bound address and --allow-host; with a
@@ -517,6 +528,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         allowed_origins=args.allow_origin,
         examples=args.example,
         activity=None if args.quiet else activity_line,
+        policy=policy,
     )
     return serve_http(app, args.host, args.port, what=agent.name)
 

@@ -10,7 +10,6 @@ accepts the answer or raises and changes nothing); ``respond``, ``cancel_request
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from ._core.expiry import arm, check_warning, reopen, request_event, warn_when_d
 from ._core.outlet import Outlet
 from ._core.quiescence import Quiescence
 from ._core.requests import (
+    DECLINED_TEXT,
     Asker,
     LocalRequests,
     PendingRequest,
@@ -32,8 +32,12 @@ from ._core.requests import (
     RequestSpec,
     RequestTable,
     Settlement,
+    replay_outcome,
 )
 from ._core.services import RunServices
+from ._values.keywords import takes_keyword
+from ._values.records import RequestRecord
+from .backend import API, AnswerPolicy, Author, check_policy
 from .events import Event, RequestEvent
 from .exceptions import (
     NoUserAvailableError,
@@ -75,9 +79,6 @@ def check_on_unhandled(value: object) -> OnUnhandled:
     return value  # type: ignore[return-value]
 
 
-_DECLINED_TEXT = "The user declined to answer."
-"""What ``QuestionNotAnswered`` says when the human declined (``Decline()``)."""
-
 _NO_HOOKS = HookSet()
 LOCAL_REQUESTS = LocalRequests()
 """The in-memory backend; stateless, so one serves every run."""
@@ -111,6 +112,9 @@ class Coordinator:
         self.on_unhandled: OnUnhandled = on_unhandled
         self.hooks = hooks if hooks is not None else _NO_HOOKS
         self.backend: RequestBackend = backend if backend is not None else LOCAL_REQUESTS
+        self.keeps_authors = False
+        """Whether the backend's ``resolve`` takes an answer's ``author`` (one written
+        before authors existed is called without it)."""
         self.quiescence = Quiescence()
         self.requests = RequestTable(self._outlet.emit, self.hooks, self.quiescence)
         self.conversations = Conversations()
@@ -127,6 +131,7 @@ class Coordinator:
         """Install the run's hooks and request backend (before anything runs)."""
         self.hooks = hooks
         self.backend = backend
+        self.keeps_authors = takes_keyword(backend.resolve, "author")
         self.requests = RequestTable(self._outlet.emit, hooks, self.quiescence)
 
     # -- events ------------------------------------------------------------------------
@@ -258,7 +263,7 @@ class Coordinator:
                 "No user is available to answer right now.", status="unavailable", request_id=rid
             )
         if status == "declined":
-            raise QuestionNotAnswered(_DECLINED_TEXT, status="declined", request_id=rid)
+            raise QuestionNotAnswered(DECLINED_TEXT, status="declined", request_id=rid)
         if status == "expired":
             within = "in time" if timeout is None else f"within {timeout:g} seconds"
             raise QuestionNotAnswered(
@@ -271,12 +276,21 @@ class Coordinator:
         )
 
     # -- answering ----------------------------------------------------------------------
-    async def respond(self, request_id: str, answer: Any) -> Any:
+    async def respond(
+        self,
+        request_id: str,
+        answer: Any,
+        *,
+        author: Author = API,
+        policy: AnswerPolicy | None = None,
+    ) -> Any:
         """Answer an open request; returns the answer as validated.
 
         ``Decline()`` as the answer ends the request as declined instead (any kind of
         request; the asker gets ``QuestionNotAnswered(status="declined")``); it is returned
-        as given.
+        as given. ``author`` (who answers, on which channel) goes with the answer to the
+        backend and onto the resolved event; a ``policy`` is asked first whether that
+        author may answer (``AnswerRefusedError`` if not).
 
         Atomic: on any error nothing changes. With a durable backend the answer is written
         there first, and its conditional update decides between racing answers (from this
@@ -284,25 +298,31 @@ class Coordinator:
 
         Raises:
             UnknownRequestError, RequestAlreadyAnsweredError, RequestExpiredError,
-            RequestCancelledError, InvalidAnswerError.
+            RequestCancelledError, AnswerRefusedError, InvalidAnswerError.
         """
         if not self.backend.durable:
-            return self.respond_nowait(request_id, answer)
-        pending = self._open_for_answer(request_id)
+            return self.respond_nowait(request_id, answer, author=author, policy=policy)
+        pending = self._open_for_answer(request_id, author, policy)
         value = self._checked(pending, answer)
-        declined = isinstance(value, Decline)
+        status = "declined" if isinstance(value, Decline) else "answered"
+        kept = None if status == "declined" else value
         pending.answering += 1
         try:
-            # The store decides a race.
-            if declined:
-                await self.backend.resolve(request_id, "declined", None)
-            else:
-                await self.backend.resolve(request_id, "answered", value)
+            await self.keep_outcome(request_id, status, kept, author)  # the store decides a race
         finally:
             pending.answering -= 1
         pending.stored = True
-        self._settle(pending, value)
+        self._settle(pending, value, author)
         return value
+
+    async def keep_outcome(
+        self, request_id: str, status: Any, answer: Any, author: Author | None
+    ) -> None:
+        """Write how a request ended to the backend (with its author, if it keeps one)."""
+        if author is not None and self.keeps_authors:
+            await self.backend.resolve(request_id, status, answer, author=author)
+        else:
+            await self.backend.resolve(request_id, status, answer)
 
     def _checked(self, pending: PendingRequest, answer: Any) -> Any:
         """The answer as validated, or ``Decline()`` as given (it fits every request)."""
@@ -310,22 +330,26 @@ class Coordinator:
             return answer
         return self.requests.validate(pending, answer)
 
-    def _settle(self, pending: PendingRequest, value: Any) -> None:
+    def _settle(self, pending: PendingRequest, value: Any, author: Author) -> None:
         """End ``pending`` here with a checked answer (or decline), unless it has ended."""
         if pending.status != "pending":
             return
         if isinstance(value, Decline):
-            self.requests.finish(pending, "declined", None)
+            self.requests.finish(pending, "declined", None, author)
         else:
-            self.requests.accept(pending, value)
+            self.requests.accept(pending, value, author)
 
-    def _open_for_answer(self, request_id: str) -> PendingRequest:
+    def _open_for_answer(
+        self, request_id: str, author: Author, policy: AnswerPolicy | None
+    ) -> PendingRequest:
         pending = self.requests.check_open(request_id)
         if self.cancelling:
             raise RequestCancelledError(
                 f"request {request_id} was cancelled: its run is being cancelled",
                 request_id=request_id,
             )
+        if policy is not None:
+            check_policy(policy, author.by, RequestRecord.from_event(pending.event))
         return pending
 
     def cancel_all(self) -> None:
@@ -341,7 +365,14 @@ class Coordinator:
             for pending in self.requests.open_requests():
                 self.requests.finish(pending, "cancelled", None)
 
-    def respond_nowait(self, request_id: str, answer: Any) -> Any:
+    def respond_nowait(
+        self,
+        request_id: str,
+        answer: Any,
+        *,
+        author: Author = API,
+        policy: AnswerPolicy | None = None,
+    ) -> Any:
         """``respond`` without awaiting, for a run whose requests live in memory only (e.g.
         from an event sink, the instant the request is emitted).
 
@@ -350,9 +381,9 @@ class Coordinator:
         """
         if self.backend.durable:
             raise UserError("this run keeps its requests in a store: await respond() instead")
-        pending = self._open_for_answer(request_id)
+        pending = self._open_for_answer(request_id, author, policy)
         value = self._checked(pending, answer)
-        self._settle(pending, value)
+        self._settle(pending, value, author)
         return value
 
     def cancel_request(self, request_id: str) -> None:
@@ -415,7 +446,7 @@ async def _kept_request(
         raise
     if settled is not None:
         table.settle_quietly(pending, settled.status, None)
-        value = _replay_settled(coordinator, spec, event, settled)
+        value = replay_outcome(coordinator.emit, coordinator.requests, spec, event, settled)
         pending.answer = value
         return value
     again = reopen(backend, pending, warn_before)
@@ -514,9 +545,9 @@ def _apply(coordinator: Coordinator, pending: PendingRequest, settled: Settlemen
         return
     pending.stored = True
     if settled.status == "answered":
-        coordinator.requests.accept(pending, _revive(pending.spec, settled.answer))
+        coordinator.requests.accept(pending, pending.spec.revive(settled.answer), settled.author)
     else:
-        coordinator.requests.finish(pending, settled.status, None)
+        coordinator.requests.finish(pending, settled.status, None, settled.author)
 
 
 async def _mirror(
@@ -524,8 +555,11 @@ async def _mirror(
 ) -> None:
     """Write an outcome reached here to the backend; the backend's wins a race."""
     rid = pending.request_id
+    author = pending.author
     try:
-        await coordinator.backend.resolve(rid, status, answer if status == "answered" else None)
+        await coordinator.keep_outcome(
+            rid, status, answer if status == "answered" else None, author
+        )
     except RequestError:
         found = await coordinator.backend.settlement(rid)
         if found is not None and found[1] is not None:
@@ -533,40 +567,7 @@ async def _mirror(
         return
     pending.stored = True
     if pending.status == "pending":
-        coordinator.requests.finish(pending, status, answer)
-
-
-def _revive(spec: RequestSpec, stored: Any) -> Any:
-    """A kept answer as the asking tool expects it (e.g. a stored object back to ``Approve``)."""
-    try:
-        return spec.validate(stored)
-    except (ValueError, TypeError):
-        return stored
-
-
-def _replay_settled(
-    coordinator: Coordinator, spec: RequestSpec, event: RequestEvent, settled: Settlement
-) -> Any:
-    """A request that ended in an earlier life (or meanwhile, elsewhere): replay its outcome."""
-    coordinator.emit(_replayed(event))
-    if settled.status == "answered":
-        value = _revive(spec, settled.answer)
-        coordinator.emit(_replayed(spec.resolved(event, "answered", value)))
-        spec.after_answer(coordinator.requests, event, value)
-        return value
-    coordinator.emit(_replayed(spec.resolved(event, settled.status, None)))
-    if settled.status == "declined":
-        message = _DECLINED_TEXT
-    elif settled.status == "expired":
-        waited = "in time" if settled.waited is None else f"within {settled.waited:g} seconds"
-        message = f"The user did not answer {waited}; the question expired."
-    else:
-        message = "The request was cancelled before the user answered."
-    raise QuestionNotAnswered(message, status=settled.status, request_id=event.request_id)
-
-
-def _replayed(event: Event) -> Event:
-    return dataclasses.replace(event, replayed=True)
+        coordinator.requests.finish(pending, status, answer, author)
 
 
 async def _follow(
@@ -592,4 +593,4 @@ async def _follow(
                 settled = await coordinator.backend.wait(first)
         finally:
             quiescence.wait_ends()
-    return _replay_settled(coordinator, spec, event, settled)
+    return replay_outcome(coordinator.emit, coordinator.requests, spec, event, settled)

@@ -229,11 +229,18 @@ class ClarificationRequest(_Base):
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ClarificationResolved(_Base):
     """A clarification request ended: answered, declined, expired, cancelled or unavailable
-    (``answer`` is None unless answered)."""
+    (``answer`` is None unless answered); an answer or a decline says who gave it and on
+    which channel (``answered_by``, ``channel``)."""
 
     request_id: str
     status: RequestStatus
     answer: Any = None
+    answered_by: str | None = None
+    """Who answered or declined it (``Author.by`` in ``hpd_agent.backend``); None when
+    nobody was named or it ended otherwise."""
+    channel: str | None = None
+    """The channel the answer or decline came on (``"console"``, ``"cli"``, ``"web"``,
+    ``"mcp"``, ``"api"``, ...); None when it ended without one (expired, cancelled)."""
     kind: Literal["clarification_resolved"] = "clarification_resolved"
 
 
@@ -262,6 +269,10 @@ class PermissionResolved(_Base):
     approved: bool
     scope: Literal["once", "run"] | None = None
     reason: str | None = None
+    answered_by: str | None = None
+    """Who decided or declined it; None when nobody was named or it ended otherwise."""
+    channel: str | None = None
+    """The channel the decision or decline came on; None when it ended without one."""
     kind: Literal["permission_resolved"] = "permission_resolved"
 
 

@@ -16,7 +16,8 @@ and observe three moments of a human request (question or permission):
 - ``request_expiring(event)``: it is still pending ``warn_before`` seconds before its
   ``event.expires_at`` (asked with ``timeout=`` and ``warn_before=``; once per request);
 - ``request_resolved(event, status, answer)``: it ended (answered, declined, expired,
-  cancelled, unavailable).
+  cancelled, unavailable); a hook that declares an ``author`` parameter there is also told
+  who answered or declined it and on which channel (``hpd_agent.backend.Author``).
 
 An exception from an observer never leaves a request open nor fails whoever ended it: see
 ``Hook``.
@@ -38,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from ._values.arguments import split_arguments
+from ._values.keywords import takes_keyword
+from .backend import Author
 from .events import Event, RequestEvent, RequestStatus, TextDelta, ToolCallFinished, ToolCallStarted
 from .messages import Message, ToolCall, Usage
 from .models._base import Model, ModelRequestParams, ModelResponse
@@ -321,7 +324,12 @@ class Hook:
         """A question or permission request is about to reach the stream."""
 
     def request_resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
-        """A request ended; ``answer`` is the validated answer when ``status`` is answered."""
+        """A request ended; ``answer`` is the validated answer when ``status`` is answered.
+
+        Declare a further parameter ``author: Author | None = None`` in your override to be
+        told who answered or declined it and on which channel (``hpd_agent.backend.Author``;
+        None when it ended otherwise): a hook without it is called as before.
+        """
 
     def request_expiring(self, event: RequestEvent) -> None:
         """A request is still pending ``warn_before`` seconds before ``event.expires_at``
@@ -383,6 +391,7 @@ class HookSet:
 
     __slots__ = (
         "_chains",
+        "_told_author",
         "agent_wrappers",
         "expiring_observers",
         "hooks",
@@ -405,6 +414,9 @@ class HookSet:
         self.step_wrappers = tuple(h.wrap_step for h in hooks if _overrides(h, "wrap_step"))
         self.observers = tuple(
             h for h in hooks if _overrides(h, "request_opened") or _overrides(h, "request_resolved")
+        )
+        self._told_author = frozenset(
+            id(h) for h in self.observers if takes_keyword(type(h).request_resolved, "author")
         )
         self.expiring_observers = tuple(h for h in hooks if _overrides(h, "request_expiring"))
         # Chains around a module-level terminal are the same for every call: built once.
@@ -453,12 +465,19 @@ class HookSet:
         if error is not None:
             raise error
 
-    def resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
-        """Tell every observer a request ended; an exception from one is logged, not raised
-        (the request has ended: whoever ended it must not fail for an observer)."""
+    def resolved(
+        self, event: RequestEvent, status: RequestStatus, answer: Any, author: Author | None = None
+    ) -> None:
+        """Tell every observer a request ended (and ``author``, to those that declare it);
+        an exception from one is logged, not raised (the request has ended: whoever ended
+        it must not fail for an observer)."""
+        told = self._told_author
         for hook in self.observers:
             try:
-                hook.request_resolved(event, status, answer)
+                if id(hook) in told:
+                    hook.request_resolved(event, status, answer, author=author)  # pyright: ignore[reportCallIssue]
+                else:
+                    hook.request_resolved(event, status, answer)
             except Exception:
                 _log.exception(
                     "hook %r raised in request_resolved (request %s, %s); ignored",

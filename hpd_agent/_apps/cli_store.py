@@ -56,6 +56,7 @@ _REFUSALS = {
     "RequestExpiredError": 5,
     "RequestCancelledError": 6,
     "InvalidAnswerError": 7,
+    "AnswerRefusedError": EXIT_USAGE,  # `answer --policy`: this identity may not answer it
 }
 
 
@@ -118,6 +119,12 @@ def _add_resume_command(sub: Any) -> None:
         "1 is the first, or by its text)",
     )
     resume.add_argument(
+        "--as",
+        dest="as_name",
+        metavar="NAME",
+        help="who gives the --answer answers (default: the operating-system user)",
+    )
+    resume.add_argument(
         "--interrupt",
         action="store_true",
         help="stop with status 'interrupted' at the next unanswered question instead of waiting",
@@ -165,7 +172,19 @@ def _add_answer_command(sub: Any) -> None:
         help="decline to answer, instead of TEXT: the request ends declined and the asking "
         "agent is told so (any request, a permission request too)",
     )
-    answer.add_argument("--sender", help="who answers (kept with the answer)")
+    answer.add_argument("--sender", help="a free-form sender note kept with the answer")
+    answer.add_argument(
+        "--as",
+        dest="as_name",
+        metavar="NAME",
+        help="who answers, recorded with the answer (default: the operating-system user)",
+    )
+    answer.add_argument(
+        "--policy",
+        metavar="MODULE:ATTR",
+        help="an answer policy (hpd_agent.governance) that must let NAME answer the request "
+        "(exit 2 if it does not; nothing is written)",
+    )
     answer.set_defaults(func=_cmd_answer)
 
 
@@ -327,15 +346,31 @@ def _answered_line(request_id: str, value: Any, accepted: Any) -> str:
     return f"answered {request_id}: {json.dumps(accepted)}"
 
 
+def answerer(args: argparse.Namespace) -> tuple[str | None, Any]:
+    """Who ``answer`` answers as (``--as``, else the OS user) and the ``--policy`` it
+    answers under (a bad one is a usage error, before anything is read)."""
+    from ..exceptions import UserError
+    from ..governance import load_policy, os_user
+
+    if args.as_name is not None and not args.as_name.strip():
+        raise _Fail(EXIT_USAGE, "--as needs a name")
+    policy = None
+    if getattr(args, "policy", None) is not None:
+        try:
+            policy = load_policy(args.policy)
+        except UserError as e:
+            raise _Fail(EXIT_USAGE, str(e)) from None
+    return (args.as_name if args.as_name is not None else os_user()), policy
+
+
 def _cmd_answer(args: argparse.Namespace) -> int:
     import anyio
 
     from ..store import respond
 
     value = _answer_value(args)
-    context = {"channel": "cli"}
-    if args.sender:
-        context["sender"] = args.sender
+    by, policy = answerer(args)
+    context = {"sender": args.sender} if args.sender else None
 
     async def main() -> int:
         store = _open(args.store)
@@ -343,7 +378,15 @@ def _cmd_answer(args: argparse.Namespace) -> int:
             typed = value
             if not args.json and not args.decline:
                 typed = _typed_answer(await store.get_request(args.request_id), value)
-            record = await respond(store, args.request_id, typed, context=context)
+            record = await respond(
+                store,
+                args.request_id,
+                typed,
+                by=by,
+                channel="cli",
+                policy=policy,
+                context=context,
+            )
         finally:
             await store.aclose()
         print(_answered_line(record.request_id, value, record.answer))
@@ -451,6 +494,7 @@ def _parse_answers(items: list[str]) -> dict[str, Any]:
 def _cmd_resume(args: argparse.Namespace) -> int:
     import anyio
 
+    from ..backend import Author, Authored
     from ..exceptions import RunLeasedError, UnknownRequestError
 
     answers = _parse_answers(args.answer)
@@ -460,9 +504,10 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         policy = "interrupt" if args.interrupt else None
         try:
             agent = await _agent_of(store, args.run_id, args.agent)
+            author = Author(answerer(args)[0], "cli")
             for request_id, text in answers.items():
                 typed = _typed_answer(await store.get_request(request_id), text)
-                answers[request_id] = typed
+                answers[request_id] = Authored(typed, author)
 
             async def resume(wait: bool) -> Any:
                 return await agent.resume(

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from a2a.types import Message
 
+from ..backend import AnswerPolicy
 from ..events import RequestEvent
 from ..hosting import Activity
 from ..store import Store
@@ -40,14 +41,29 @@ class Target(Protocol):
         """Whether ``request_id`` was a question of the run (answered meanwhile)."""
         ...
 
-    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
-        """Answer ``request_id`` with what ``read`` gives: None, or why not."""
+    async def answer_request(
+        self,
+        request_id: str,
+        read: Callable[[], Any],
+        *,
+        by: str | None,
+        channel: str,
+        policy: AnswerPolicy | None,
+    ) -> str | None:
+        """Answer ``request_id`` with what ``read`` gives, as given by ``by`` on ``channel``
+        under ``policy``: None, or why not."""
         ...
 
 
-async def answer(target: Target, message: Message) -> str | None:
-    """Give ``target`` the message's answer; the request to ask first (its answer was
-    refused), if any."""
+async def answer(
+    target: Target,
+    message: Message,
+    *,
+    by: str | None = None,
+    policy: AnswerPolicy | None = None,
+) -> str | None:
+    """Give ``target`` the message's answer (from the caller named ``by``, under
+    ``policy``); the request to ask first (its answer was refused), if any."""
     pending = await target.pending()
     if not pending:
         return None  # it ended or works meanwhile: the report says how
@@ -62,7 +78,13 @@ async def answer(target: Target, message: Message) -> str | None:
             return None  # an answer sent twice counts once
         request = pending[named]
     chosen = request
-    note = await target.answer_request(chosen.request_id, lambda: answer_of(chosen, message))
+    note = await target.answer_request(
+        chosen.request_id,
+        lambda: answer_of(chosen, message),
+        by=by,
+        channel="a2a",
+        policy=policy,
+    )
     if note is None:
         return None
     target.notes[chosen.request_id] = note
@@ -96,12 +118,22 @@ class Driven:
         record = None if self.store is None else await self.store.get_request(request_id)
         return record is not None and record.run_id == self.served.run_id
 
-    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
+    async def answer_request(
+        self,
+        request_id: str,
+        read: Callable[[], Any],
+        *,
+        by: str | None,
+        channel: str,
+        policy: AnswerPolicy | None,
+    ) -> str | None:
         activity = self.activity
         if activity is not None:  # before the run says it took it (its line then says how)
-            activity.giving(request_id, CHANNEL, by=None, via="a message in its task")
+            activity.giving(request_id, CHANNEL, by=by, via="a message in its task")
         try:
-            note = await self.served.answer_request(request_id, read)
+            note = await self.served.answer_request(
+                request_id, read, by=by, channel=channel, policy=policy
+            )
         except BaseException:
             if activity is not None:
                 activity.withdrawn(request_id)

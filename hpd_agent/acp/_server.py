@@ -350,7 +350,7 @@ class _Turn(HostedRun):
     it comes; each question asked in a task of the server's, ended when it ends otherwise)."""
 
     def __init__(self, run: Run, server: _Server) -> None:
-        super().__init__(run)
+        super().__init__(run, channel="acp")  # the editor's answers
         self.server = server
         self._asking: dict[str, anyio.CancelScope] = {}
         self._running: dict[str, None] = {}

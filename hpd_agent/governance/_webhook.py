@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
+from ..backend import Author
 from ..events import ClarificationRequest, RequestEvent, RequestStatus
 from ..exceptions import UserError
 from ..hooks import Hook
@@ -120,10 +121,16 @@ class Webhook(Hook):
         if "expiring" in self.events:
             self._hand_over("expiring", event, None)
 
-    def request_resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
-        """Notify ``resolved`` (with how: ``status``)."""
+    def request_resolved(
+        self,
+        event: RequestEvent,
+        status: RequestStatus,
+        answer: Any,
+        author: Author | None = None,
+    ) -> None:
+        """Notify ``resolved`` (with how: ``status``, and who answered on which channel)."""
         if "resolved" in self.events:
-            self._hand_over("resolved", event, status)
+            self._hand_over("resolved", event, status, author)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until every notification of this process was delivered or given up (at
@@ -133,7 +140,11 @@ class Webhook(Hook):
 
     # -- the notification -------------------------------------------------------------------
     def payload(
-        self, notification: Notification, event: RequestEvent, status: RequestStatus | None
+        self,
+        notification: Notification,
+        event: RequestEvent,
+        status: RequestStatus | None,
+        author: Author | None = None,
     ) -> dict[str, Any]:
         """The JSON object sent (override it to speak another receiver's format).
 
@@ -141,8 +152,9 @@ class Webhook(Hook):
         expires_at, answered_by, channel, status}``: ``question_kind`` is
         ``"permission"`` for a permission (``question`` then names the tool and its
         arguments), ``expires_at`` seconds since the epoch (None without a timeout),
-        ``answered_by`` / ``channel`` who answered and where (a resolved request's, when
-        known), ``status`` how it ended (``resolved`` only).
+        ``answered_by`` / ``channel`` who answered and where (a resolved request's
+        ``author``: None when it ended unanswered or nobody was named), ``status`` how it
+        ended (``resolved`` only).
         """
         if isinstance(event, ClarificationRequest):
             kind, question, tool = event.question_kind, event.question, None
@@ -158,22 +170,31 @@ class Webhook(Hook):
             "question": question,
             "tool_name": tool,
             "expires_at": event.expires_at,
-            "answered_by": getattr(event, "answered_by", None),
-            "channel": getattr(event, "channel", None),
+            "answered_by": None if author is None else author.by,
+            "channel": None if author is None else author.channel,
             "status": status,
         }
 
     def _hand_over(
-        self, notification: Notification, event: RequestEvent, status: RequestStatus | None
+        self,
+        notification: Notification,
+        event: RequestEvent,
+        status: RequestStatus | None,
+        author: Author | None = None,
     ) -> None:
         # Built on the worker's thread: the run only queues this.
-        prepare = functools.partial(self._delivery, notification, event, status)
+        prepare = functools.partial(self._delivery, notification, event, status, author)
         deliveries().submit(self._origin, prepare)
 
     def _delivery(
-        self, notification: Notification, event: RequestEvent, status: RequestStatus | None
+        self,
+        notification: Notification,
+        event: RequestEvent,
+        status: RequestStatus | None,
+        author: Author | None = None,
     ) -> Delivery:
-        body = json.dumps(self.payload(notification, event, status), default=str).encode()
+        payload = self.payload(notification, event, status, author)
+        body = json.dumps(payload, default=str).encode()
         did = delivery_id(event.request_id, notification)
         headers = {
             "Content-Type": "application/json",

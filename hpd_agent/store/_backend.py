@@ -15,7 +15,8 @@ from typing import Any
 
 import anyio
 
-from ..backend import Final, Reopened, Settlement
+from .._values.records import audit_context
+from ..backend import Author, Final, Reopened, Settlement
 from ..events import RequestEvent
 from ._answers import jsonable
 from ._base import JournalEntry, RequestRecord
@@ -34,15 +35,19 @@ def settlement(record: RequestRecord) -> Settlement | None:
             Temporal workflow) holds it.
 
     Returns:
-        Its status and answer, and for a request that expired at its deadline how many
-        seconds it waited; None while it is pending.
+        Its status and answer (and who gave it, as recorded), and for a request that
+        expired at its deadline how many seconds it waited; None while it is pending.
     """
     if record.status == "pending":
         return None
     waited = None
     if record.status == "expired" and record.expires_at is not None:
         waited = round(record.expires_at - record.created_at, 3)
-    return Settlement(status=record.status, answer=record.answer, waited=waited)
+    author = None
+    channel = record.channel
+    if channel is not None and record.status in ("answered", "declined"):
+        author = Author(record.answered_by, channel)
+    return Settlement(status=record.status, answer=record.answer, waited=waited, author=author)
 
 
 class StoreRequests:
@@ -118,8 +123,14 @@ class StoreRequests:
             await self.check_lease()
         return settled
 
-    async def resolve(self, request_id: str, status: Final, answer: Any) -> None:
-        await self.store.resolve(request_id, status, jsonable(answer))
+    async def resolve(
+        self, request_id: str, status: Final, answer: Any, *, author: Author | None = None
+    ) -> None:
+        if author is None:
+            await self.store.resolve(request_id, status, jsonable(answer))
+        else:
+            context = audit_context(author)
+            await self.store.resolve(request_id, status, jsonable(answer), context=context)
 
     async def settlement(self, request_id: str) -> tuple[RequestEvent, Settlement | None] | None:
         record = await self.store.get_request(request_id)

@@ -106,3 +106,16 @@ async def _never(params: dict[str, Any]) -> dict[str, Any]:
 async def _prompt_quietly(conn: Any, session: str, prompt: str) -> None:
     with contextlib.suppress(Exception):  # the connection ends under it
         await conn.prompt(session_id=session, prompt=[text(prompt)])
+
+
+async def test_the_editors_answer_is_recorded_on_channel_acp(tmp_path: Path) -> None:
+    store = MemoryStore()
+    try:
+        editor = Editor(form=_accept)
+        async with connected(planner, editor, store=store) as conn:
+            session = (await conn.new_session(cwd="/tmp")).session_id
+            await conn.prompt(session_id=session, prompt=[text("a plan")])
+        [record] = await store.list_requests(status=None)
+    finally:
+        await store.aclose()
+    assert (record.status, record.answer, record.channel) == ("answered", "PostgreSQL", "acp")

@@ -80,7 +80,7 @@ async def answer_when_warned(agent: Agent, hooks: list[Any], **kw: Any) -> list[
         async for event in run:
             events.append(event)
             if isinstance(event, RequestExpiring):
-                await run.respond(event.request_id, "blue")
+                await run.respond(event.request_id, "blue", by="alice", channel="web")
     assert run.result.output == "done"
     return events
 
@@ -112,6 +112,8 @@ async def test_a_receiver_gets_opened_expiring_and_resolved_signed() -> None:
         "status": None,
     }
     assert got[2].payload["status"] == "answered"
+    # Who answered, on which channel: the resolved notification's (the others name nobody).
+    assert (got[2].payload["answered_by"], got[2].payload["channel"]) == ("alice", "web")
     assert len({r.payload["delivery_id"] for r in got}) == 3
 
 
