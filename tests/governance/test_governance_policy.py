@@ -96,7 +96,7 @@ def test_load_policy_takes_an_object_a_class_or_a_factory() -> None:
     [
         ("policies", "expected MODULE:ATTR"),
         ("nowhere_at_all:X", "cannot load it: ModuleNotFoundError"),
-        ("policies:NOPE", "cannot load it: AttributeError"),
+        ("policies:NOPE", "has no attribute 'NOPE'"),
         ("policies:NOT_A_POLICY", "is a int, not a policy"),
         ("policies:broken", "calling it failed: RuntimeError: no policy today"),
     ],
