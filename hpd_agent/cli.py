@@ -84,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
     chat.set_defaults(func=_cmd_chat)
 
     add_store_commands(sub)
+    from ._apps.resume_command import add_resume_command
+
+    add_resume_command(sub)
     # `history RUN_ID --store URL`: a run's audit trail
     from ._apps.history_command import add_history_command
 

@@ -10,7 +10,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from .cli_store import EXIT_USAGE, _Fail, _load_agent
+from .cli_store import EXIT_USAGE, _Fail, load_agent
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -107,7 +107,7 @@ def served_agent(spec: str, command: str) -> Agent:
     importable from the current directory."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
-    return _load_agent(spec, command=command)
+    return load_agent(spec, command=command)
 
 
 def probe_store(location: str) -> None:

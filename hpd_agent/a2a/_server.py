@@ -88,15 +88,14 @@ def create_app(
     """
     if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"create_app needs an Agent, got {type(agent).__name__}")
-    held = _Held()
-    tasks = KeptTasks(on_canceled=held.canceled)
+    tasks = KeptTasks(on_canceled=(held := _Held()).canceled)
     handler = DefaultRequestHandler(
         agent_executor=AgentRunner(held.runs, policy),
         task_store=tasks,
         agent_card=agent_card(agent, url or "http://localhost"),
     )
-    routes = _routes(agent, url, handler)
-    app = Starlette(routes=routes, lifespan=_lifespan(agent, store, tasks, handler, held, activity))
+    lifespan = _lifespan(agent, store, tasks, handler, held, activity)
+    app = Starlette(routes=_routes(agent, url, handler), lifespan=lifespan)
     app.add_middleware(DepthLimit)  # inside the guard: a caller refused never gets parsed
     _guard(app, url, token)
     return app

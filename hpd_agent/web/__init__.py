@@ -72,8 +72,6 @@ def create_app(
 ) -> Starlette:
     """An ASGI app serving ``agent``: AG-UI at ``POST /agent``, the inbox API, the page.
 
-    Runs belong to the app (its lifespan owns them), so mount it where the lifespan runs.
-
     Args:
         agent: The root agent to serve.
         store: A ``Store``, or a location ``open_store`` opens (a SQLite path, a
@@ -89,8 +87,7 @@ def create_app(
             name with one.
         allowed_origins: Browser origins (``https://app.example``) allowed to call the API
             besides the server's own page (any other ``Origin`` gets 403).
-        examples: The prompts the page suggests (``GET /info``) instead of the agent's own
-            (``Agent(examples=...)``); checked the same way.
+        examples: The prompts the page suggests (``GET /info``); None: the agent's own.
         activity: Takes each line of the server's activity log (``hosting.Activity``: a run
             started, resumed or ended; a request asked, answered or declined, by whom and
             through what, expired or cancelled); None: no log. ``hpd-agent serve`` prints
@@ -99,16 +96,16 @@ def create_app(
             asked with that name: a refusal is a 403 saying why, nothing written.
 
     Returns:
-        The Starlette app.
+        The Starlette app. Runs belong to it (its lifespan owns them): mount it where the
+        lifespan runs.
     """
     if not isinstance(agent, Agent):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"create_app needs an Agent, got {type(agent).__name__}")
     shown = agent.examples if examples is None else check_examples(examples)
     resolved = store if isinstance(store, Store) else open_store(store or DEFAULT_STORE)
-    owns_store = not isinstance(store, Store)
     db = open_thread_db(resolved)
     threads = Threads(agent, resolved, db, None if activity is None else Activity(activity))
-    lifespan = _lifespan(threads, db, resolved if owns_store else None)
+    lifespan = _lifespan(threads, db, None if isinstance(store, Store) else resolved)
     app = build_app(
         threads,
         token,
@@ -118,7 +115,6 @@ def create_app(
         examples=shown,
         policy=policy,
     )
-    app.state.agent_name = agent.name
-    app.state.agent_ref = agent_ref or agent.name
+    app.state.agent_name, app.state.agent_ref = agent.name, agent_ref or agent.name
     app.state.threads = threads
     return app
