@@ -8,19 +8,24 @@ Run as a child process by ``test_group_commit.py``::
 calls of the ``work`` tool (its side effect: a line in ``WORKDIR/effects.txt``), then
 answers "done". The model yields to the event loop on every call (a real model's round
 trip does), so the runs write at the same moments and their writes are committed in
-groups. Each batch's journal rows are listed in ``WORKDIR/batches.txt`` before it is
-committed; at batch ``BATCH`` the process ends itself (``os._exit(17)``, no clean-up) at
-``POINT``:
+groups. Each batch is listed in ``WORKDIR/batches.txt`` before it is committed: its journal
+rows, and the runs whose start (``open_run``) or end (``close_run``) it holds. At batch
+``BATCH`` the process ends itself (``os._exit(17)``, no clean-up) at ``POINT``:
 
 - ``before``: the batch's rows are written in its open transaction (SQLite) or sent to the
   server without their sync point (PostgreSQL), not committed;
 - ``after``: the batch is committed, no writer has been released yet.
 
 With ``POINT`` ``none`` the runs finish (the resuming process uses ``build`` as well).
+
+Which batch holds what depends on the scheduling of the runs and of the store's threads: on
+a loaded machine a run's start may come in any batch, or commit alone after several, so a
+run may not exist at all when the process dies (``test_group_commit.py`` starts it anew).
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import sys
@@ -72,12 +77,46 @@ def _crash_at(point: str, batch: int, workdir: str) -> None:
 
     log = os.path.join(workdir, "batches.txt")
     seen = [0]
+    doing: dict[int, tuple[Any, str, str]] = {}  # id(op) -> (op, "starts" | "ends", run id)
 
     def listed(ops: Sequence[Any]) -> int:
         seen[0] += 1
         rows = [list(r) for op in ops for r in (op.rows or ())]
-        _append(log, json.dumps({"batch": seen[0], "rows": rows}))
+        listing: dict[str, Any] = {"batch": seen[0], "rows": rows, "starts": [], "ends": []}
+        for op in ops:
+            if id(op) in doing:
+                _, what, run_id = doing[id(op)]
+                listing[what].append(run_id)
+        _append(log, json.dumps(listing))
         return seen[0]
+
+    # Which op is a run's start or end: the one ``open_run`` or ``close_run`` queues.
+    making: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+        "making", default=None
+    )
+    group_op: Any = _sql_runs.SQLRuns._group_op  # pyright: ignore[reportPrivateUsage]
+    open_run: Any = _sql_runs.SQLRuns.open_run
+    close_run: Any = _sql_runs.SQLRuns.close_run
+
+    def labelled_op(self: Any, op: Any) -> Any:
+        what = making.get()
+        if what is not None:
+            doing[id(op)] = (op, *what)  # the op kept alive: its id stays its own
+        return group_op(self, op)
+
+    async def labelled_open(self: Any, record: Any, *args: Any) -> Any:
+        token = making.set(("starts", record.run_id))
+        try:
+            return await open_run(self, record, *args)
+        finally:
+            making.reset(token)
+
+    async def labelled_close(self: Any, record: Any, *args: Any) -> Any:
+        token = making.set(("ends", record.run_id))
+        try:
+            return await close_run(self, record, *args)
+        finally:
+            making.reset(token)
 
     def group_transaction(self: Any, ops: list[Any]) -> Callable[[Any], None]:
         n = listed(ops)
@@ -118,6 +157,9 @@ def _crash_at(point: str, batch: int, workdir: str) -> None:
             os._exit(CRASHED)
 
     _sql_runs.SQLRuns._group_transaction = group_transaction  # type: ignore[method-assign]
+    _sql_runs.SQLRuns._group_op = labelled_op  # type: ignore[method-assign]
+    _sql_runs.SQLRuns.open_run = labelled_open  # type: ignore[method-assign]
+    _sql_runs.SQLRuns.close_run = labelled_close  # type: ignore[method-assign]
     _pg_journal.JournalPipe._chunk = pg_chunk  # type: ignore[method-assign]
 
 
