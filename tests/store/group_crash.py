@@ -9,8 +9,11 @@ calls of the ``work`` tool (its side effect: a line in ``WORKDIR/effects.txt``),
 answers "done". The model yields to the event loop on every call (a real model's round
 trip does), so the runs write at the same moments and their writes are committed in
 groups. Each batch is listed in ``WORKDIR/batches.txt`` before it is committed: its journal
-rows, and the runs whose start (``open_run``) or end (``close_run``) it holds. At batch
-``BATCH`` the process ends itself (``os._exit(17)``, no clean-up) at ``POINT``:
+rows, and the runs whose start (``open_run``) or end (``close_run``) it holds. A batch tried
+again another way (PostgreSQL's pipelined transaction gave up: statement by statement) is
+the same batch, listed once: on PostgreSQL the pipelined try of the batch before ``BATCH``
+gives up as if its time limit fired (a loaded machine does that), so one batch always is.
+At batch ``BATCH`` the process ends itself (``os._exit(17)``, no clean-up) at ``POINT``:
 
 - ``before``: the batch's rows are written in its open transaction (SQLite) or sent to the
   server without their sync point (PostgreSQL), not committed;
@@ -73,13 +76,19 @@ def build(workdir: str) -> Agent:
 
 def _crash_at(point: str, batch: int, workdir: str) -> None:
     """Make the store's group commit list each batch and die at ``batch``'s ``point``."""
+    import psycopg
+
     from hpd_agent.store import _pg_journal, _sql_runs
 
     log = os.path.join(workdir, "batches.txt")
     seen = [0]
+    last: list[Any] = []  # the ops of the batch listed last
     doing: dict[int, tuple[Any, str, str]] = {}  # id(op) -> (op, "starts" | "ends", run id)
 
     def listed(ops: Sequence[Any]) -> int:
+        if ops and all(any(op is o for o in last) for op in ops):
+            return seen[0]  # the batch listed last, tried again another way
+        last[:] = ops
         seen[0] += 1
         rows = [list(r) for op in ops for r in (op.rows or ())]
         listing: dict[str, Any] = {"batch": seen[0], "rows": rows, "starts": [], "ends": []}
@@ -148,8 +157,13 @@ def _crash_at(point: str, batch: int, workdir: str) -> None:
                 pass
             os._exit(CRASHED)  # the rows are at the server, in a transaction never committed
 
+    gave_up: list[int] = []
+
     def pg_chunk(self: Any, pgconn: Any, ops: Sequence[Any], *rest: Any) -> None:
         n = listed(ops)
+        if n == batch - 1 and not gave_up:
+            gave_up.append(n)  # nothing sent: the store writes it again statement by statement
+            raise psycopg.errors.QueryCanceled("canceling statement due to statement timeout")
         if n == batch and point == "before":
             chunk(self, _NoSync(pgconn), ops, *rest)
         chunk(self, pgconn, ops, *rest)
