@@ -25,7 +25,8 @@ connection for short statements, the background checkpointer, and the wake-up so
   burst is cut back to ``WAL_SIZE_LIMIT``.
 - **Wake-ups.** A process waiting for answers binds a Unix datagram socket in
   ``<store>.wake/``; a process that resolves a request sends its id to every socket there
-  after the commit. Where Unix sockets are missing or the path is too long for one, waiters
+  after the commit. A request feed (``RequestFeed``: an inbox) binds one named ``feed-...``
+  there too, to which a process that adds a request also sends its id. Where Unix sockets are missing or the path is too long for one, waiters
   fall back to polling (``SQLiteStore.poll_interval``).
 """
 
@@ -41,6 +42,7 @@ from typing import Literal
 
 __all__ = [
     "CHECKPOINT_EVERY",
+    "FEED",
     "RESTART_FRAMES",
     "WAL_SIZE_LIMIT",
     "Checkpointer",
@@ -66,6 +68,9 @@ WAL_SIZE_LIMIT = 128 * 1024 * 1024
 
 _RESTART_WAIT = 0.02
 """Seconds the checkpointer's RESTART may wait for a writer or a reader to finish."""
+
+FEED = "feed-"
+"""How the names of request feeds' sockets start: a new request is sent to them alone."""
 
 _SUN_PATH_MAX = 100  # sockaddr_un.sun_path is 104-108 bytes depending on the platform
 
@@ -168,8 +173,9 @@ def wake_dir(path: str) -> str | None:
     return os.path.abspath(path) + ".wake"
 
 
-def notify_all(folder: str, request_id: str) -> None:
-    """Send ``request_id`` to every waiting process's socket in ``folder``; never blocks.
+def notify_all(folder: str, request_id: str, *, prefix: str = "") -> None:
+    """Send ``request_id`` to every waiting process's socket in ``folder`` (only those
+    whose names start with ``prefix``: ``FEED`` for the feeds alone); never blocks.
 
     A socket whose process died refuses the datagram and is removed. A full socket buffer
     drops it: that process's waiter still finds the answer at its next full check.
@@ -178,6 +184,10 @@ def notify_all(folder: str, request_id: str) -> None:
         names = os.listdir(folder)
     except OSError:
         return
+    if prefix:
+        names = [name for name in names if name.startswith(prefix)]
+        if not names:
+            return
     payload = request_id.encode()[:4000]
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
         sender.setblocking(False)
@@ -197,11 +207,13 @@ class WakeSocket:
 
     Args:
         folder: ``wake_dir(path)``.
+        prefix: Starts the socket's name: ``FEED`` for a request feed's (which hears of
+            requests opened too), empty for waiters (answers only).
     """
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, *, prefix: str = "") -> None:
         self.folder = folder
-        self.path = os.path.join(folder, f"{os.getpid()}-{secrets.token_hex(4)}")
+        self.path = os.path.join(folder, f"{prefix}{os.getpid()}-{secrets.token_hex(4)}")
         self.sock: socket.socket | None = None
 
     def open(self) -> bool:
