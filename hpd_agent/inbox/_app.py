@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -35,6 +36,8 @@ from ._listing import Filter, FilterError, inbox_item
 __all__ = ["build_app"]
 
 STATIC = Path(__file__).parent / "static"
+READY_WAIT = 10.0
+"""Seconds a listing waits for the inbox to have read the store (then 503)."""
 _SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
@@ -72,8 +75,12 @@ class _Routes:
 
     async def requests(self, request: Request) -> Response:
         keep = Filter.of(request.query_params)
-        records = await self.store.list_requests(status="pending")
-        return _json({"requests": [inbox_item(r) for r in records if keep.keeps(r)]})
+        with anyio.move_on_after(READY_WAIT):
+            await self.changes.wait_ready()
+        if not self.changes.ready:
+            return _error(503, "the inbox cannot read the store now; try again")
+        body = self.changes.pending.listing(keep)
+        return Response(body, media_type="application/json")
 
     async def answer(self, request: Request) -> Response:
         request_id = request.path_params["request_id"]
@@ -90,6 +97,7 @@ class _Routes:
             return _error(404, str(e))
         except RequestError as e:  # answered, declined, expired or cancelled meanwhile
             return _error(409, str(e))
+        self.changes.ended(done)  # listed no more, told to every stream at once
         outcome = {"status": done.status, "answer": done.answer, "answered_at": done.answered_at}
         return _json({**inbox_item(done), **outcome})
 
@@ -103,7 +111,7 @@ class _Routes:
         changes = self.changes
         stream = changes.open_stream(keep)
         try:
-            await changes.listening.wait()
+            await changes.wait_ready()
             yield frame("ready", {})
             while not stream.behind:
                 frames = await stream.take(KEEP_ALIVE)

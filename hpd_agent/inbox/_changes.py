@@ -1,13 +1,16 @@
 """The store's requests opening and ending, heard once for the whole app (the store's
-``RequestFeed``) and handed to every client's event stream (``GET /inbox/events``).
+``RequestFeed``): the pending requests the inbox holds (``PendingSet``) kept current, and
+each change handed to every client's event stream (``GET /inbox/events``) and to the app's
+hooks.
 
+Listening starts first, then the store is listed: whatever happens meanwhile is heard after.
 Each change is encoded once, as an SSE frame (``request_opened`` with the request as the
 listing shows it, ``request_resolved`` with how it ended), and queued for each stream whose
 filter keeps it. A stream that falls ``MAX_BEHIND`` frames behind, or whose changes may have
-been missed (the store was lost for a while), is told to ``resync``: its page lists the
-requests again. A store that offers no feed is looked at every ``POLL`` seconds instead (its
-pending requests compared with the last look's). The app's hooks are told of each change
-too (their request observers, with the stored request's event).
+been missed (the store was lost for a while: it is listed again once it is back), is told
+to ``resync``: its page lists the requests again. A store that offers no feed is listed every
+``POLL`` seconds instead (what appeared and what left are its changes). The hooks are told of
+each change the feed brings (their request observers, with the stored request's event).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from ..events import RequestStatus
 from ..hooks import Hook
 from ..store import RequestRecord, Store
 from ..text import error_text
-from ._listing import Filter, inbox_item, resolved_item
+from ._listing import Filter, resolved_item
+from ._pending import Pending, PendingSet
 
-__all__ = ["KEEP_ALIVE", "MAX_BEHIND", "POLL", "Changes", "Stream", "encode"]
+__all__ = ["KEEP_ALIVE", "MAX_BEHIND", "POLL", "Changes", "Stream", "frame"]
 
 KEEP_ALIVE = 15.0
 """Seconds of silence after which a stream sends a comment (proxies keep it open)."""
@@ -35,7 +39,7 @@ MAX_BEHIND = 10_000
 """Frames a stream may hold unsent before it is told to ``resync``."""
 
 POLL = 1.0
-"""Seconds between looks at a store that offers no request feed."""
+"""Seconds between listings of a store that offers no request feed."""
 
 _RETRY = 1.0
 """Seconds before listening again after the store was lost."""
@@ -48,11 +52,8 @@ def frame(event: str, data: Any) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
-def encode(record: RequestRecord) -> bytes:
-    """The frame telling ``record``'s change: opened (pending) or resolved."""
-    if record.status == "pending":
-        return frame("request_opened", inbox_item(record))
-    return frame("request_resolved", resolved_item(record))
+def _opened(entry: Pending) -> bytes:
+    return b"event: request_opened\ndata: " + entry.item + b"\n\n"
 
 
 class Stream:
@@ -68,9 +69,9 @@ class Stream:
         self._frames: deque[bytes] = deque()
         self._event = anyio.Event()
 
-    def put(self, record: RequestRecord, encoded: bytes) -> None:
-        """Queue ``encoded`` (``record``'s frame) if the filter keeps the record."""
-        if self.behind or not self.keep.keeps(record):
+    def put(self, entry: Pending, encoded: bytes) -> None:
+        """Queue ``encoded`` (a change of ``entry``'s request) if the filter keeps it."""
+        if self.behind or not self.keep.keeps(entry.agent_path, entry.kind):
             return
         self._frames.append(encoded)
         if len(self._frames) > MAX_BEHIND:
@@ -95,7 +96,8 @@ class Stream:
 
 
 class Changes:
-    """The app's one listener to the store, and the streams it feeds.
+    """The app's one listener to the store, the pending requests it holds, and the streams
+    it feeds.
 
     Args:
         store: The store whose requests the inbox shows.
@@ -105,9 +107,26 @@ class Changes:
     def __init__(self, store: Store, hooks: Sequence[Hook] = ()) -> None:
         self.store = store
         self.hooks = tuple(hooks)
-        self.listening = anyio.Event()
-        """Set while the store is listened to: a stream opened now misses nothing."""
+        self.pending = PendingSet()
+        self._ready = False
+        self._changed = anyio.Event()
         self._streams: set[Stream] = set()
+
+    @property
+    def ready(self) -> bool:
+        """Whether the store is listened to and was listed: ``pending`` is current, and a
+        stream opened now misses nothing."""
+        return self._ready
+
+    async def wait_ready(self) -> None:
+        """Wait until ``ready``."""
+        while not self._ready:
+            await self._changed.wait()
+
+    def _set_ready(self, ready: bool) -> None:
+        self._ready = ready
+        self._changed.set()
+        self._changed = anyio.Event()
 
     def open_stream(self, keep: Filter) -> Stream:
         """A new client's stream (told of what happens from now on)."""
@@ -119,6 +138,15 @@ class Changes:
         """The client left."""
         self._streams.discard(stream)
 
+    def ended(self, record: RequestRecord) -> None:
+        """``record``'s request left ``pending`` (told by the feed, or answered here)."""
+        entry = self.pending.remove(record.request_id)
+        if entry is None:
+            return  # never listed (opened and ended between two looks), or told already
+        encoded = frame("request_resolved", resolved_item(record))
+        for stream in self._streams:
+            stream.put(entry, encoded)
+
     async def run(self) -> None:
         """Listen to the store until cancelled (the app's lifespan), again after a loss."""
         while True:
@@ -126,8 +154,8 @@ class Changes:
                 await self._listen()
             except Exception as e:  # the store was lost (a server restart): listen again
                 _log.warning("inbox: lost the store's request feed: %s", error_text(e))
-            if self.listening.is_set():
-                self.listening = anyio.Event()
+            if self._ready:
+                self._set_ready(False)
                 for stream in self._streams:
                     stream.resync()  # what happened meanwhile was not heard
             await anyio.sleep(_RETRY)
@@ -138,39 +166,53 @@ class Changes:
             await self._poll()
             return
         async with feed.request_changes() as changes:
-            self.listening.set()
+            await self._list()
             async for record in changes:
                 self._tell(record)
 
+    async def _list(self) -> None:
+        """Hold the store's pending requests (a fresh listing), then say it is ready."""
+        self.pending.replace(self._entries(await self.store.list_requests()))
+        self._set_ready(True)
+
+    def _entries(self, records: Sequence[RequestRecord]) -> list[Pending]:
+        entries: list[Pending] = []
+        for record in records:
+            try:
+                entries.append(Pending.of(record))
+            except Exception as e:  # a request the web cannot show
+                _log.warning("inbox: cannot show request %s: %s", record.request_id, e)
+        return entries
+
     async def _poll(self) -> None:
-        known = {r.request_id for r in await self.store.list_requests()}
-        self.listening.set()
+        await self._list()
         while True:
             await anyio.sleep(POLL)
-            pending = await self.store.list_requests()
-            now = {r.request_id for r in pending}
-            for record in pending:
-                if record.request_id not in known:
+            fresh = await self.store.list_requests()
+            listed = {r.request_id for r in fresh}
+            gone = [rid for rid in self.pending.ids() if rid not in listed]
+            for record in fresh:
+                if record.request_id not in self.pending:
                     self._tell(record)
-            for gone in known - now:
-                record = await self.store.get_request(gone)
+            for rid in gone:
+                record = await self.store.get_request(rid)
                 if record is not None and record.status != "pending":
                     self._tell(record)
-            known = now
 
     def _tell(self, record: RequestRecord) -> None:
-        """Hand the record's change to the hooks and to every stream that keeps it."""
+        """A change the store told: to the hooks, the requests held and the streams."""
         if self.hooks:
             self._hook(record)
-        if not self._streams:
+        if record.status != "pending":
+            self.ended(record)
             return
-        try:
-            encoded = encode(record)
-        except Exception as e:  # a request the web cannot show: its listing says why
-            _log.warning("inbox: cannot show request %s: %s", record.request_id, error_text(e))
+        if record.request_id in self.pending:
             return
-        for stream in self._streams:
-            stream.put(record, encoded)
+        entries = self._entries([record])
+        if entries and self.pending.add(entries[0]):
+            encoded = _opened(entries[0])
+            for stream in self._streams:
+                stream.put(entries[0], encoded)
 
     def _hook(self, record: RequestRecord) -> None:
         try:

@@ -103,8 +103,8 @@ class Filter:
         names = tuple(n.strip() for n in path.split(PATH_SEPARATOR.strip())) if path else ()
         return cls(path=tuple(n for n in names if n), kind=kind or None)
 
-    def keeps(self, record: RequestRecord) -> bool:
-        """Whether ``record`` is one the listing shows."""
-        if self.kind is not None and record.kind != self.kind:
+    def keeps(self, agent_path: tuple[str, ...], kind: str) -> bool:
+        """Whether the listing shows a request of ``kind`` asked at ``agent_path``."""
+        if self.kind is not None and kind != self.kind:
             return False
-        return record.agent_path[: len(self.path)] == self.path
+        return agent_path[: len(self.path)] == self.path
