@@ -111,7 +111,11 @@ class _Routes:
         changes = self.changes
         stream = changes.open_stream(keep)
         try:
-            await changes.wait_ready()
+            while not changes.ready:  # the store is being read (or is lost): keep it open
+                with anyio.move_on_after(KEEP_ALIVE):
+                    await changes.wait_ready()
+                if not changes.ready:
+                    yield b": keep-alive\n\n"
             yield frame("ready", {})
             while not stream.behind:
                 frames = await stream.take(KEEP_ALIVE)

@@ -1,8 +1,8 @@
 """The inbox's JSON API and event stream against a real ``hpd-agent inbox`` on 127.0.0.1:
 the listing (oldest first, its fields, the ``path`` and ``kind`` filters, no run id), an
 answer and each refusal (400 bounded, 404, 409; nothing written), a decline, the events of
-requests opened and answered by other processes within a second, and ``--hook`` hooks told
-of every request of the store.
+requests opened and answered by other processes within a second, ``--hook`` hooks told of
+every request of the store, and a feed lost and heard again.
 
 On a SQLite file and on a PostgreSQL server.
 """
@@ -255,3 +255,27 @@ def test_hooks_are_told_of_every_request_of_the_store(location: str) -> None:
     ]
     assert notes[1]["status"] == "answered"
     assert all(r.signed_by(SECRET) for r in receiver.received)
+
+
+def test_a_lost_feed_tells_the_streams_to_resync_and_listens_again(fresh_postgres: str) -> None:
+    import psycopg
+
+    with inbox_server(fresh_postgres) as url:
+        before = Events(url)
+        before.wait_for(lambda e, _: e == "ready")
+        # The inbox's listening connection dies (a server restart, a proxy's timeout).
+        with psycopg.connect(fresh_postgres, autocommit=True) as conn:
+            killed = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE query LIKE 'LISTEN hpd_agent_opened%'"
+            ).fetchall()
+        assert len(killed) == 1
+        before.wait_for(lambda e, _: e == "resync")  # what happened meanwhile: list again
+        after = Events(url)
+        after.wait_for(lambda e, _: e == "ready")  # listening again, on a new connection
+        anyio.run(_open, fresh_postgres, question("req_after_loss"))
+        after.wait_for(lambda e, d: e == "request_opened" and d["request_id"] == "req_after_loss")
+        with httpx.Client(base_url=url, timeout=60) as client:
+            assert _ids(client) == ["req_after_loss"]
+        before.close()
+        after.close()
