@@ -95,16 +95,20 @@ class Board {
     }
   }
 
-  /** Listens for changes, then lists; again whenever the stream ends. */
+  /** Listens for changes, then lists; again whenever the stream ends (not without a
+   * token the server takes: the page waits for one in its address). */
   async start() {
+    window.addEventListener("hashchange", () => location.reload());
     for (;;) {
       try {
         await this.listen();
         this.setLive("connecting", "Reconnecting…");
       } catch (error) {
-        const text = error instanceof ApiError && error.status === 401
-          ? "Needs a token: open the page with #token=…" : `Connection lost: ${error.message}`;
-        this.setLive("lost", text);
+        if (error instanceof ApiError && error.status === 401) {
+          this.setLive("lost", "Needs a token: open the page with #token=…");
+          return;
+        }
+        this.setLive("lost", `Connection lost: ${error.message}`);
       }
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
