@@ -73,18 +73,28 @@ class _Routes:
         self.store = store
         self.changes = changes
 
-    async def requests(self, request: Request) -> Response:
-        keep = Filter.of(request.query_params)
+    async def _ready(self) -> Response | None:
+        """None once the inbox holds the store's pending requests; else a 503."""
         with anyio.move_on_after(READY_WAIT):
             await self.changes.wait_ready()
         if not self.changes.ready:
             return _error(503, "the inbox cannot read the store now; try again")
-        body = self.changes.pending.listing(keep)
-        return Response(body, media_type="application/json")
+        return None
+
+    async def requests(self, request: Request) -> Response:
+        keep = Filter.of(request.query_params)
+        not_ready = await self._ready()
+        if not_ready is not None:
+            return not_ready
+        return Response(self.changes.pending.listing(keep), media_type="application/json")
 
     async def answer(self, request: Request) -> Response:
         request_id = request.path_params["request_id"]
         answer = answer_in(parse_body(await request.body()))
+        # Answered once the requests are held: the answer leaves the listing at once.
+        not_ready = await self._ready()
+        if not_ready is not None:
+            return not_ready
         record = await self.store.get_request(request_id)
         try:
             if record is None or record.status != "pending":

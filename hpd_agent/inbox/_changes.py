@@ -44,6 +44,10 @@ POLL = 1.0
 _RETRY = 1.0
 """Seconds before listening again after the store was lost."""
 
+_ENDED = 10_000
+"""Requests remembered as ended (a request never opens again): a record of one read as
+pending a moment before it ended, told after, is not held again."""
+
 _log = logging.getLogger("hpd_agent.inbox")
 
 
@@ -108,6 +112,7 @@ class Changes:
         self.store = store
         self.hooks = tuple(hooks)
         self.pending = PendingSet()
+        self._ended: dict[str, None] = {}
         self._ready = False
         self._changed = anyio.Event()
         self._streams: set[Stream] = set()
@@ -140,6 +145,9 @@ class Changes:
 
     def ended(self, record: RequestRecord) -> None:
         """``record``'s request left ``pending`` (told by the feed, or answered here)."""
+        self._ended[record.request_id] = None
+        if len(self._ended) > _ENDED:
+            del self._ended[next(iter(self._ended))]
         entry = self.pending.remove(record.request_id)
         if entry is None:
             return  # never listed (opened and ended between two looks), or told already
@@ -206,7 +214,7 @@ class Changes:
         if record.status != "pending":
             self.ended(record)
             return
-        if record.request_id in self.pending:
+        if record.request_id in self.pending or record.request_id in self._ended:
             return
         entries = self._entries([record])
         if entries and self.pending.add(entries[0]):
