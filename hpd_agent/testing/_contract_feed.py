@@ -31,7 +31,6 @@ async def test_store_request_feed_tells_each_request_opening_and_ending(
     contract_store: Store,
 ) -> None:
     store = contract_store
-    await store.add_request(question("req_before"))  # before listening: not told
     async with _feed(store).request_changes() as changes:
         await store.add_request(question("req_f1", options=("Express", "FastAPI")))
         await store.add_request(permission("req_f2"))
