@@ -26,7 +26,9 @@ connection for short statements, the background checkpointer, and the wake-up so
 - **Wake-ups.** A process waiting for answers binds a Unix datagram socket in
   ``<store>.wake/``; a process that resolves a request sends its id to every socket there
   after the commit. A request feed (``RequestFeed``: an inbox) binds one named ``feed-...``
-  there too, to which a process that adds a request also sends its id. Where Unix sockets are missing or the path is too long for one, waiters
+  there too, to which a process that adds a request also sends its id (``feed_sockets``,
+  ``send_to``: the list of feeds' sockets kept a moment, so that a request opened while no
+  feed listens costs no directory listing). Where Unix sockets are missing or the path is too long for one, waiters
   fall back to polling (``SQLiteStore.poll_interval``).
 """
 
@@ -49,8 +51,10 @@ __all__ = [
     "Durability",
     "WakeSocket",
     "check_durability",
+    "feed_sockets",
     "is_busy",
     "notify_all",
+    "send_to",
     "wake_dir",
 ]
 
@@ -173,9 +177,8 @@ def wake_dir(path: str) -> str | None:
     return os.path.abspath(path) + ".wake"
 
 
-def notify_all(folder: str, request_id: str, *, prefix: str = "") -> None:
-    """Send ``request_id`` to every waiting process's socket in ``folder`` (only those
-    whose names start with ``prefix``: ``FEED`` for the feeds alone); never blocks.
+def notify_all(folder: str, request_id: str) -> None:
+    """Send ``request_id`` to every waiting process's socket in ``folder``; never blocks.
 
     A socket whose process died refuses the datagram and is removed. A full socket buffer
     drops it: that process's waiter still finds the answer at its next full check.
@@ -184,11 +187,24 @@ def notify_all(folder: str, request_id: str, *, prefix: str = "") -> None:
         names = os.listdir(folder)
     except OSError:
         return
-    if prefix:
-        names = [name for name in names if name.startswith(prefix)]
-        if not names:
-            return
+    send_to(folder, names, request_id)
+
+
+def feed_sockets(folder: str) -> list[str]:
+    """The names of the request feeds' sockets in ``folder`` (``FEED``...)."""
+    try:
+        return [name for name in os.listdir(folder) if name.startswith(FEED)]
+    except OSError:
+        return []
+
+
+def send_to(folder: str, names: list[str], request_id: str) -> list[str]:
+    """Send ``request_id`` to the sockets ``names`` of ``folder``; never blocks. Returns
+    the names still there (a socket whose process died refuses it and is removed)."""
+    if not names:
+        return names
     payload = request_id.encode()[:4000]
+    kept: list[str] = []
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
         sender.setblocking(False)
         for name in names:
@@ -198,8 +214,11 @@ def notify_all(folder: str, request_id: str, *, prefix: str = "") -> None:
             except (ConnectionRefusedError, FileNotFoundError):
                 with contextlib.suppress(OSError):
                     os.unlink(target)
+                continue
             except OSError:
-                continue  # a full buffer (EAGAIN) or a name that is not a socket
+                pass  # a full buffer (EAGAIN) or a name that is not a socket
+            kept.append(name)
+    return kept
 
 
 class WakeSocket:

@@ -12,10 +12,15 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from ._sqlite_io import FEED, WakeSocket, notify_all, wake_dir
+from ._sqlite_io import FEED, WakeSocket, feed_sockets, notify_all, send_to, wake_dir
 from ._waiters import Wakeup
 
 __all__ = ["AnswerWatch", "FeedSocket"]
+
+_FEEDS_LOOK = 0.5
+"""Seconds a process keeps the list of request feeds' sockets it tells of new requests (a
+feed started meanwhile finds them at its first look, a second after it starts): a request
+opened costs no directory listing when nobody listens."""
 
 _RESOLVED_MARGIN = 5.0
 _RECHECK = 1.0
@@ -44,6 +49,8 @@ class AnswerWatch:
         self._open: bool | None = None  # None: not tried yet
         self._rounds = 0
         self._since: float | None = None
+        self._feeds: list[str] = []
+        self._feeds_looked = float("-inf")
 
     def announce(self, request_id: str) -> None:
         """After a request was resolved here: tell every waiting process."""
@@ -52,9 +59,16 @@ class AnswerWatch:
 
     def announce_opened(self, request_id: str) -> None:
         """After a request was added here: tell every process's request feed (waiters
-        need not hear of it)."""
-        if self.wake is not None:
-            notify_all(self.wake.folder, request_id, prefix=FEED)
+        need not hear of it), as last listed (``_FEEDS_LOOK``)."""
+        if self.wake is None:
+            return
+        folder = self.wake.folder
+        now = time.monotonic()
+        if now - self._feeds_looked >= _FEEDS_LOOK:
+            self._feeds = feed_sockets(folder)
+            self._feeds_looked = now
+        if self._feeds:
+            self._feeds = send_to(folder, self._feeds, request_id)
 
     def close(self) -> None:
         """Close and remove this process's socket."""
