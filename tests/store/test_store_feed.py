@@ -80,36 +80,51 @@ async def test_requests_opened_and_answered_elsewhere_are_told_within_a_second(
     store, location = store_at
     feed = store.capabilities().feed
     assert feed is not None
-    async with feed.request_changes() as changes:
+    told: list[tuple[RequestRecord, float]] = []
+    arrived = anyio.Event()
+
+    async def listen(changes: AsyncIterator[RequestRecord]) -> None:
+        nonlocal arrived
+        async for record in changes:  # read as it comes, while the writers run
+            told.append((record, time.time()))
+            arrived.set()
+
+    async def next_told(count: int) -> tuple[RequestRecord, float]:
+        nonlocal arrived
+        with anyio.fail_after(30):
+            while len(told) < count:
+                await arrived.wait()
+                arrived = anyio.Event()
+        return told[count - 1]
+
+    async with feed.request_changes() as changes, anyio.create_task_group() as tg:
+        tg.start_soon(listen, changes)
         added = await anyio.run_process(
             [sys.executable, "-c", _ADD, location, "req_child"], env=_env()
         )
         written = float(added.stdout.decode().split()[0])
-        record, heard = await _seen(changes, lambda r: r.request_id == "req_child")
-        assert record.status == "pending" and record.run_id == "run_child"
-        assert heard - written < 1.0
-        answered = await anyio.run_process(
-            [
-                sys.executable,
-                "-m",
-                "hpd_agent.cli",
-                "answer",
-                "req_child",
-                "Express",
-                "--db",
-                location,
-            ],
-            env=_env(),
+        record, heard = await next_told(1)
+        assert (record.request_id, record.status, record.run_id) == (
+            "req_child",
+            "pending",
+            "run_child",
         )
-        done = time.time()  # the answer was committed before the process ended
+        assert heard - written < 1.0
+        answer = ["answer", "req_child", "Express", "--db", location]
+        started = time.time()
+        answered = await anyio.run_process(
+            [sys.executable, "-m", "hpd_agent.cli", *answer], env=_env()
+        )
         assert answered.returncode == 0
-        record, heard = await _seen(changes, lambda r: r.status != "pending")
+        record, heard = await next_told(2)
         assert (record.request_id, record.status, record.answer) == (
             "req_child",
             "answered",
             "Express",
         )
-        assert heard - done < 1.0
+        assert record.answered_at is not None and started < record.answered_at < heard
+        assert heard - record.answered_at < 1.0  # the answering process's clock: this one's
+        tg.cancel_scope.cancel()
 
 
 async def test_a_change_no_wake_up_told_is_found_by_the_next_look(
