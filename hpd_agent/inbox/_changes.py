@@ -24,7 +24,7 @@ from typing import Any, cast
 import anyio
 
 from ..events import RequestStatus
-from ..hooks import Hook
+from ..hooks import Hook, HookSet
 from ..store import RequestRecord, Store
 from ..text import error_text
 from ._listing import Filter, resolved_item
@@ -110,7 +110,7 @@ class Changes:
 
     def __init__(self, store: Store, hooks: Sequence[Hook] = ()) -> None:
         self.store = store
-        self.hooks = tuple(hooks)
+        self.hooks = HookSet(hooks)
         self.pending = PendingSet()
         self._ended: dict[str, None] = {}
         self._ready = False
@@ -209,7 +209,7 @@ class Changes:
 
     def _tell(self, record: RequestRecord) -> None:
         """A change the store told: to the hooks, the requests held and the streams."""
-        if self.hooks:
+        if self.hooks.observers:
             self._hook(record)
         if record.status != "pending":
             self.ended(record)
@@ -228,12 +228,11 @@ class Changes:
         except Exception as e:  # a payload this version cannot read
             _log.warning("inbox: cannot read request %s: %s", record.request_id, error_text(e))
             return
-        for hook in self.hooks:
-            try:
-                if record.status == "pending":
-                    hook.request_opened(event)
-                else:
-                    status = cast(RequestStatus, record.status)
-                    hook.request_resolved(event, status, record.answer)
-            except Exception as e:  # one hook's failure is its own
-                _log.warning("inbox: hook %r failed: %s", hook, error_text(e))
+        if record.status != "pending":
+            status = cast(RequestStatus, record.status)
+            self.hooks.resolved(event, status, record.answer)  # logs what fails
+            return
+        try:
+            self.hooks.opened(event)
+        except Exception as e:  # a hook's failure is its own: the others were told
+            _log.warning("inbox: a hook failed on request %s: %s", record.request_id, error_text(e))
