@@ -96,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_run_command(sub)
     _add_serve_command(sub)
+    # `inbox --store URL`: one inbox for a whole store (hpd_agent.inbox, imported when run)
+    from ._apps.inbox_command import add_inbox_command
+
+    add_inbox_command(sub)
     # `mcp MODULE:ATTR`: the agent as an MCP tool (hpd_agent.mcp, imported only when run)
     from ._apps.mcp_command import add_mcp_command
 

@@ -28,7 +28,7 @@ from ..hosting import IDENTITY, LOCAL, Guard
 from ..messages import AssistantMessage, Message, UserMessage
 from ..questions import Decline
 from ..store import CANCEL_REQUEST, RequestRecord, Store, respond
-from ._body import MAX_BODY, BodyError, parse_body
+from ._body import MAX_BODY, BodyError, answer_in, parse_body
 from ._requests import check_web_answer
 from ._resume import ResumeRefused, check_resume
 from ._stream import EventStream
@@ -247,14 +247,14 @@ class _Routes:
 
     async def answer(self, request: Request) -> Response:
         body = await _object_body(request)
-        answer = _answer_in(body, {"answer", "decline"})
+        answer = answer_in(body, {"answer", "decline"})
         return await self._answer(request.path_params["thread_id"], request, answer)
 
     async def answer_flat(self, request: Request) -> Response:
         """The live-mode route: ``{"answer": ...}`` (or ``{"decline": true}``), the thread
         found through the request's run (a ``threadId``, when given, must be that thread)."""
         body = await _object_body(request)
-        answer = _answer_in(body, {"answer", "decline", "threadId"})
+        answer = answer_in(body, {"answer", "decline", "threadId"})
         record = await self.threads.store.get_request(request.path_params["request_id"])
         owner = None if record is None else await self.threads.thread_of(record.run_id)
         given = body.get("threadId")
@@ -316,21 +316,6 @@ class _Routes:
         except RequestError as e:
             raise _HTTPError(409, str(e)) from None
         return value, accepted
-
-
-def _answer_in(body: dict[str, Any], allowed: set[str]) -> Any:
-    """The answer an answer route's body gives: ``{"answer": ...}``, or ``Decline()`` for
-    ``{"decline": true}``; a 400 for anything else."""
-    if ("answer" in body) == ("decline" in body):
-        raise _HTTPError(400, 'body must be {"answer": ...} or {"decline": true}')
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise _HTTPError(400, f"unknown fields {unknown}")
-    if "answer" in body:
-        return body["answer"]
-    if body["decline"] is not True:
-        raise _HTTPError(400, '"decline" must be true (to answer, send {"answer": ...})')
-    return Decline()
 
 
 async def _index(request: Request) -> Response:
