@@ -24,7 +24,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..backend import AnswerPolicy, Author, Authored, check_policy
 from ..exceptions import AnswerRefusedError, InvalidAnswerError, RequestError, UnknownRequestError
-from ..hosting import IDENTITY, LOCAL, Guard
+from ..hosting import Guard, identity_of
 from ..messages import AssistantMessage, Message, UserMessage
 from ..questions import Decline
 from ..store import CANCEL_REQUEST, RequestRecord, Store, respond
@@ -118,11 +118,6 @@ async def _unsettled(store: Store, run_id: str, entries: list[ResumeEntry]) -> l
     return out
 
 
-def _identity(request: Request) -> str:
-    """Who a request came as: the name of the token it carried (``LOCAL`` without tokens)."""
-    return request.scope.get(IDENTITY) or LOCAL
-
-
 class _Routes:
     def __init__(
         self, threads: Threads, examples: Sequence[str], policy: AnswerPolicy | None
@@ -159,7 +154,7 @@ class _Routes:
             raise _HTTPError(400, f"not a RunAgentInput: {e.errors()[0]['msg']}") from None
         # Once the body is in (a slow client holds no slot), the start waits for its turn.
         async with self.threads.admission:
-            return await self._admitted(data, _identity(request))
+            return await self._admitted(data, identity_of(request.scope))
 
     async def _admitted(self, data: RunAgentInput, by: str) -> Response:
         thread = await self.threads.claim(data.thread_id)
@@ -268,7 +263,7 @@ class _Routes:
         record = await self.threads.store.get_request(request_id)
         if thread is None or record is None or not thread.owns(record.run_id):
             raise _HTTPError(404, "unknown request on this thread")
-        by = _identity(request)
+        by = identity_of(request.scope)
         activity = self.threads.activity
         if activity is not None:  # before the run may say it took it
             activity.giving(request_id, f"thread {thread_id}", by=by, via="the inbox")
