@@ -2,7 +2,9 @@
 
 Serves the page and the JSON API over every pending request of the store, whichever process
 or surface started its run, under uvicorn: loopback unless ``--token``, the Host and Origin
-rules of ``serve`` (``--allow-host``, ``--allow-origin``). ``--hook MODULE:ATTR`` hooks are
+rules of ``serve`` (``--allow-host``, ``--allow-origin``). Its tokens and ``--policy`` are
+``serve``'s: an answer is recorded as given by the token's name (``local`` without tokens),
+on channel ``inbox``, and a policy refusing it is a 403. ``--hook MODULE:ATTR`` hooks are
 told of every request the store opens and ends while the inbox runs (a ``Webhook`` there
 notifies for the whole store). The store must exist (a typo opens no new, empty one).
 """
@@ -14,7 +16,7 @@ from typing import Any
 
 from .cli_parser import port_number
 from .hook_option import add_hook_option, install_hooks
-from .serving import add_token_option
+from .serving import add_policy_option, add_token_option
 
 __all__ = ["DEFAULT_PORT", "add_inbox_command"]
 
@@ -43,6 +45,7 @@ def add_inbox_command(sub: Any) -> None:
         help=f"port (default {DEFAULT_PORT}); 0 picks a free one",
     )
     add_token_option(inbox)
+    add_policy_option(inbox)
     inbox.add_argument(
         "--allow-host",
         action="append",
@@ -63,7 +66,7 @@ def add_inbox_command(sub: Any) -> None:
 
 def _cmd_inbox(args: argparse.Namespace) -> int:
     from .extras import needs_extra, needs_store_extra
-    from .serving import serve_http, serving_tokens
+    from .serving import serve_http, serving_policy, serving_tokens
 
     hooks = install_hooks(args.hook)  # told of the store's requests (see the module)
     with needs_extra("web", "inbox"):
@@ -72,6 +75,7 @@ def _cmd_inbox(args: argparse.Namespace) -> int:
         from .. import inbox
     needs_store_extra(args.store)
     token = serving_tokens(args.token, args.host, command="inbox: ")
+    policy = serving_policy(args.policy, command="inbox: ")
     host = args.host.strip("[]")
     # The Host rule of serve (docs/web.md): loopback names, the bound address and
     # --allow-host; with a token and no --allow-host, any name (the token guards it).
@@ -82,5 +86,6 @@ def _cmd_inbox(args: argparse.Namespace) -> int:
         allowed_hosts=hosts,
         allowed_origins=args.allow_origin,
         hooks=hooks,
+        policy=policy,
     )
     return serve_http(app, args.host, args.port, what="the inbox", path="/")

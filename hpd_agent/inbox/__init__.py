@@ -4,7 +4,8 @@ web page and a JSON API to answer them, live.
 Whichever process or surface started a run (a script, ``hpd-agent run``, ``serve``,
 ``mcp``, ``serve --a2a``, a durable run of your own), its requests wait in its store; any
 process that can read the store lists and answers them here, and the run wakes through the
-store's own wake-up. ``create_app(store)`` is a Starlette (ASGI) app; ``hpd-agent inbox
+store's own wake-up. Each answer is recorded with who gave it (the token's name) on channel
+``inbox``, under the app's answer policy if it has one. ``create_app(store)`` is a Starlette (ASGI) app; ``hpd-agent inbox
 --store URL`` serves one. Needs the ``web`` extra (its page reuses the web page's question
 cards). See docs/governance.md, "The inbox".
 """
@@ -19,6 +20,7 @@ from typing import Any
 import anyio
 from starlette.applications import Starlette
 
+from ..backend import AnswerPolicy
 from ..hooks import Hook
 from ..store import Store, open_store
 from ._app import build_app
@@ -55,6 +57,7 @@ def create_app(
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] = (),
     hooks: Sequence[Hook] = (),
+    policy: AnswerPolicy | None = None,
 ) -> Starlette:
     """An ASGI app serving the inbox of ``store``: the page at ``/``, the API under
     ``/inbox/``.
@@ -65,7 +68,8 @@ def create_app(
         store: A ``Store``, or a location ``open_store`` opens (a SQLite path, a
             ``postgresql://`` DSN, ...; an existing store only).
         token: When set, every route but the page and its files needs ``Authorization:
-            Bearer <token>`` (401 otherwise); several by name.
+            Bearer <token>`` (401 otherwise); several by name. An answer is recorded as
+            given by the token's name (``"local"`` without a token), on channel ``"inbox"``.
         allowed_hosts: Host names served besides the loopback ones (DNS rebinding guard;
             any other ``Host`` gets 421). None: only loopback names without a token, any
             name with one.
@@ -75,6 +79,9 @@ def create_app(
             process writes it (their ``request_opened`` and ``request_resolved``, with the
             stored request's event): a ``hpd_agent.governance.Webhook`` here notifies for
             the whole store.
+        policy: An ``AnswerPolicy`` (``hpd_agent.governance``) every answer and decline
+            must pass, asked with the token's name: a refusal is a 403 saying why, nothing
+            written.
 
     Returns:
         The Starlette app.
@@ -89,4 +96,5 @@ def create_app(
         tokens=token,
         hosts=allowed_hosts,
         origins=allowed_origins,
+        policy=policy,
     )

@@ -4,8 +4,9 @@ Host, Origin, bearer tokens, JSON bodies of bounded size); the page and its file
 - ``GET /inbox/requests``: every pending request of the store, oldest first (``?path=``,
   ``?kind=`` narrow it).
 - ``POST /inbox/requests/{request_id}``: ``{"answer": ...}`` or ``{"decline": true}``,
-  checked as ``hpd_agent.store.respond`` checks it and written through the store (the run
-  wakes through the store's own wake-up, whichever process drives it).
+  checked as ``hpd_agent.store.respond`` checks it (who may answer first, under the app's
+  policy) and written through the store as given by the token's name on channel ``inbox``
+  (the run wakes through the store's own wake-up, whichever process drives it).
 - ``GET /inbox/events``: Server-Sent Events, ``ready`` once listening, then
   ``request_opened`` / ``request_resolved`` for every run of the store (the same filters).
 """
@@ -25,13 +26,14 @@ from starlette.responses import FileResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..exceptions import InvalidAnswerError, RequestError, UnknownRequestError
-from ..hosting import Guard
+from ..backend import AnswerPolicy, check_policy
+from ..exceptions import AnswerRefusedError, InvalidAnswerError, RequestError, UnknownRequestError
+from ..hosting import Guard, identity_of
 from ..questions import Decline
 from ..store import Store, refusal, respond
 from ..web import MAX_BODY, BodyError, answer_in, check_web_answer, parse_body
 from ._changes import KEEP_ALIVE, Changes, frame
-from ._listing import Filter, FilterError, inbox_item
+from ._listing import Filter, FilterError, author_of, inbox_item
 
 __all__ = ["build_app"]
 
@@ -68,10 +70,15 @@ def _answered(handler: Handler) -> Handler:
     return handled
 
 
+CHANNEL = "inbox"
+"""The channel an inbox answer is recorded on."""
+
+
 class _Routes:
-    def __init__(self, store: Store, changes: Changes) -> None:
+    def __init__(self, store: Store, changes: Changes, policy: AnswerPolicy | None) -> None:
         self.store = store
         self.changes = changes
+        self.policy = policy
 
     async def _ready(self) -> Response | None:
         """None once the inbox holds the store's pending requests; else a 503."""
@@ -96,11 +103,17 @@ class _Routes:
         if not_ready is not None:
             return not_ready
         record = await self.store.get_request(request_id)
+        by, policy = identity_of(request.scope), self.policy
         try:
             if record is None or record.status != "pending":
                 raise refusal(record, request_id)
+            check_policy(policy, by, record)  # who may answer, before the answer is read
             value = answer if isinstance(answer, Decline) else check_web_answer(record, answer)
-            done = await respond(self.store, request_id, value)
+            done = await respond(
+                self.store, request_id, value, by=by, channel=CHANNEL, policy=policy
+            )
+        except AnswerRefusedError as e:
+            return _error(403, str(e))
         except InvalidAnswerError as e:
             return _error(400, str(e))
         except UnknownRequestError as e:
@@ -109,7 +122,7 @@ class _Routes:
             return _error(409, str(e))
         self.changes.ended(done)  # listed no more, told to every stream at once
         outcome = {"status": done.status, "answer": done.answer, "answered_at": done.answered_at}
-        return _json({**inbox_item(done), **outcome})
+        return _json({**inbox_item(done), **outcome, **author_of(done)})
 
     async def events(self, request: Request) -> Response:
         keep = Filter.of(request.query_params)
@@ -155,12 +168,13 @@ def build_app(
     tokens: str | Mapping[str, str] | None = None,
     hosts: Sequence[str] | None = None,
     origins: Sequence[str] = (),
+    policy: AnswerPolicy | None = None,
 ) -> Starlette:
     """The inbox's routes over ``store`` (its changes heard by ``changes``), behind the
     guard: ``tokens`` when given (the page and its files public), only the loopback names
     and ``hosts`` (any Host with a token and no ``hosts``), no Origin but its own and
-    ``origins``."""
-    r = _Routes(store, changes)
+    ``origins``; answers given as the request's token name, under ``policy``."""
+    r = _Routes(store, changes, policy)
     # The page's own files first, then the web page's (its question cards, markdown and
     # schema forms, the vendored libraries): one folder for the page's relative imports.
     files = StaticFiles(directory=STATIC, packages=[("hpd_agent.web", "static")])

@@ -10,7 +10,8 @@ filter keeps it. A stream that falls ``MAX_BEHIND`` frames behind, or whose chan
 been missed (the store was lost for a while: it is listed again once it is back), is told
 to ``resync``: its page lists the requests again. A store that offers no feed is listed every
 ``POLL`` seconds instead (what appeared and what left are its changes). The hooks are told of
-each change the feed brings (their request observers, with the stored request's event).
+each change the feed brings (their request observers, with the stored request's event and
+who answered it).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import anyio
 
 from ..events import RequestStatus
 from ..hooks import Hook, HookSet
-from ..store import RequestRecord, Store
+from ..store import RequestRecord, Store, settlement
 from ..text import error_text
 from ._listing import Filter, resolved_item
 from ._pending import Pending, PendingSet
@@ -228,9 +229,10 @@ class Changes:
         except Exception as e:  # a payload this version cannot read
             _log.warning("inbox: cannot read request %s: %s", record.request_id, error_text(e))
             return
-        if record.status != "pending":
+        ended = settlement(record)
+        if ended is not None:  # with who ended it, as the store keeps it (the audit trail)
             status = cast(RequestStatus, record.status)
-            self.hooks.resolved(event, status, record.answer)  # logs what fails
+            self.hooks.resolved(event, status, record.answer, ended.author)  # logs what fails
             return
         try:
             self.hooks.opened(event)

@@ -16,7 +16,15 @@ from ..events import PATH_SEPARATOR
 from ..store import RequestRecord
 from ..web import request_value
 
-__all__ = ["MAX_FILTER", "Filter", "FilterError", "inbox_item", "resolved_item", "run_label"]
+__all__ = [
+    "MAX_FILTER",
+    "Filter",
+    "FilterError",
+    "author_of",
+    "inbox_item",
+    "resolved_item",
+    "run_label",
+]
 
 MAX_FILTER = 1000
 """Longest ``path`` or ``kind`` a listing is asked for (characters)."""
@@ -61,12 +69,20 @@ def inbox_item(record: RequestRecord) -> dict[str, Any]:
     }
 
 
+def author_of(record: RequestRecord) -> dict[str, Any]:
+    """Who ended ``record``'s request and on which channel (None for a request nobody
+    answered: expired, cancelled), as the audit trail keeps them."""
+    return {"answered_by": record.answered_by, "channel": record.channel}
+
+
 def resolved_item(record: RequestRecord) -> dict[str, Any]:
-    """A request that left ``pending``, as ``request_resolved`` says it."""
+    """A request that left ``pending``, as ``request_resolved`` says it: how and when it
+    ended, who ended it and on which channel."""
     return {
         "request_id": record.request_id,
         "status": record.status,
         "answered_at": record.answered_at,
+        **author_of(record),
         "run_label": run_label(record),
     }
 

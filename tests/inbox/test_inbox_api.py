@@ -137,6 +137,8 @@ def test_answers_are_checked_as_the_store_checks_them(location: str) -> None:
             "Express",
         )
         assert record["answered_at"] >= record["created_at"]
+        # Without tokens the inbox answers as "local" (the audit trail's name for it).
+        assert (record["answered_by"], record["channel"]) == ("local", "inbox")
         assert _ids(client) == ["req_p1", "req_q2"]  # listed no more, at once
         again = client.post("inbox/requests/req_q1", json={"answer": "FastAPI"})
         assert again.status_code == 409 and "already answered" in again.json()["error"]
@@ -165,6 +167,7 @@ def test_answers_are_checked_as_the_store_checks_them(location: str) -> None:
         assert approved.json()["answer"] == {"kind": "approve", "scope": "run"}
         assert client.get("inbox/requests").json() == {"requests": []}
     assert anyio.run(_stored, location, "req_q1").answer == "Express"
+    assert anyio.run(_stored, location, "req_q1").answered_by == "local"
     assert anyio.run(_stored, location, "req_q2").status == "declined"
 
 
@@ -207,6 +210,7 @@ def test_events_tell_what_other_processes_open_and_answer_within_a_second(locati
         assert subprocess.run(answer, cwd=REPO, env=child_env()).returncode == 0
         _, data, seen = every.wait_for(lambda e, _: e == "request_resolved")
         assert (data["request_id"], data["status"]) == ("req_text", "answered")
+        assert data["channel"] == "cli" and data["answered_by"]  # as the other process wrote
         assert data["run_label"].startswith("Orchestrator #")
         assert seen - data["answered_at"] < 1.0  # from the write (the answering process's clock)
         # The filtered stream was told of the permission alone.
