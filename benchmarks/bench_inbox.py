@@ -36,11 +36,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's hpd_agent
 
-import anyio
-import httpx
+import anyio  # noqa: E402
+import httpx  # noqa: E402
 
-from hpd_agent.events import ClarificationRequest, PermissionRequest, RequestEvent
-from hpd_agent.store import RequestRecord, Store, open_store
+from hpd_agent.events import ClarificationRequest, PermissionRequest, RequestEvent  # noqa: E402
+from hpd_agent.store import RequestRecord, Store, open_store  # noqa: E402
 
 _SERVING = re.compile(r"Serving the inbox on (http://\S+)")
 _PATHS = (("Desk",), ("Desk", "Writer"), ("Desk", "Writer", "Editor"))
