@@ -96,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
 
     add_run_command(sub)
     _add_serve_command(sub)
+    # `inbox --store URL`: one inbox for a whole store (hpd_agent.inbox, imported when run)
+    from ._apps.inbox_command import add_inbox_command
+
+    add_inbox_command(sub)
     # `mcp MODULE:ATTR`: the agent as an MCP tool (hpd_agent.mcp, imported only when run)
     from ._apps.mcp_command import add_mcp_command
 
@@ -433,15 +437,10 @@ def _add_serve_command(sub: Any) -> None:
     store_option(
         serve, "SQLite path or postgresql:// DSN (default hpd-agent-web.db; with --a2a: none)"
     )
-    from ._apps.serving import add_token_option
+    from ._apps.serving import add_policy_option, add_token_option
 
     add_token_option(serve)
-    serve.add_argument(
-        "--policy",
-        metavar="MODULE:ATTR",
-        help="an answer policy (hpd_agent.governance): who may answer which request, by the "
-        "name of the token a request carries (a refusal is a 403; nothing is written)",
-    )
+    add_policy_option(serve)
     serve.add_argument(
         "--allow-host",
         action="append",

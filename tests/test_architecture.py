@@ -76,6 +76,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.testing._contract_leases": 3,
     "hpd_agent.testing._contract_runs": 3,
     "hpd_agent.testing._contract_threads": 3,
+    "hpd_agent.testing._contract_feed": 3,
     # 3 durability
     "hpd_agent.store": 3,
     "hpd_agent.store._pg_fast": 3,
@@ -92,6 +93,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.mcp": 4,
     "hpd_agent.a2a": 4,
     "hpd_agent.acp": 4,
+    "hpd_agent.inbox": 4,
     # 5 apps and the package faces that reach them
     "hpd_agent.handlers": 5,
     "hpd_agent.handlers.console": 5,
@@ -550,6 +552,7 @@ INTEGRATIONS = (
     "hpd_agent.mcp",
     "hpd_agent.a2a",
     "hpd_agent.acp",
+    "hpd_agent.inbox",
 )
 
 

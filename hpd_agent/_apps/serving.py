@@ -1,6 +1,6 @@
-"""What the serving commands (``serve``, ``serve --a2a``, ``mcp``) share: the named tokens
-and the rule that needs one, the answer policy, the agent they load, the store they probe,
-the socket they listen on and how a line of their activity log is printed."""
+"""What the serving commands (``serve``, ``serve --a2a``, ``mcp``, ``inbox``) share: the
+named tokens and the rule that needs one, the answer policy, the agent they load, the store
+they probe, the socket they listen on and how a line of their activity log is printed."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TOKEN_HELP",
     "activity_line",
+    "add_policy_option",
     "add_token_option",
     "bound",
     "probe_store",
@@ -43,6 +44,17 @@ def add_token_option(parser: Any, help: str = TOKEN_HELP) -> None:
     """Add the repeatable ``--token`` of a server command to ``parser``."""
     parser.add_argument(
         "--token", action="append", default=None, metavar="[NAME=]SECRET", help=help
+    )
+
+
+def add_policy_option(parser: Any) -> None:
+    """Add the ``--policy MODULE:ATTR`` of a server whose answers a policy checks
+    (``serving_policy`` loads it)."""
+    parser.add_argument(
+        "--policy",
+        metavar="MODULE:ATTR",
+        help="an answer policy (hpd_agent.governance): who may answer which request, by the "
+        "name of the token a request carries (a refusal is a 403; nothing is written)",
     )
 
 

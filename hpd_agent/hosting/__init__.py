@@ -26,8 +26,8 @@ hosts, what their clients read of them, and the rules of who may reach it.
   an answer; ``choices_of``: a question's answers as buttons, when they are a few.
 - ``Guard``: who may reach a server, in front of every route of every server we ship (web,
   A2A, MCP over HTTP): the Host and Origin rules, the bearer token (its name put in the
-  request's scope under ``IDENTITY``), JSON bodies of bounded size; ``nests_deeper``, how
-  each server counts a JSON body's depth against its own limit.
+  request's scope under ``IDENTITY``, read back by ``identity_of``), JSON bodies of bounded
+  size; ``nests_deeper``, how each server counts a JSON body's depth against its own limit.
 - ``is_loopback``: where a server may run without a token.
 - ``protocol_stdio``: this process's stdin and stdout as byte streams for a protocol over
   stdio (ACP; any stdio server), stdout kept for the protocol's messages alone.
@@ -41,7 +41,16 @@ from ._decisions import DECISIONS, PERMISSION_OPTIONS, PermissionOption, decisio
 from ._drive import STOPPED, EventSink, drive
 from ._errors import public_error
 from ._forms import Form, choices_of, form_for, is_flat
-from ._guard import DEFAULT_MAX_BODY, IDENTITY, LOCAL, TOKEN, Guard, is_loopback, nests_deeper
+from ._guard import (
+    DEFAULT_MAX_BODY,
+    IDENTITY,
+    LOCAL,
+    TOKEN,
+    Guard,
+    identity_of,
+    is_loopback,
+    nests_deeper,
+)
 from ._histories import Histories, MemoryHistories, ThreadHistories
 from ._hosted import HostedRun, why_refused
 from ._outcome import Outcome, outcome_of
@@ -75,6 +84,7 @@ __all__ = [
     "decision_of",
     "drive",
     "form_for",
+    "identity_of",
     "is_flat",
     "is_loopback",
     "nests_deeper",

@@ -42,6 +42,7 @@ __all__ = [
     "LOCAL",
     "TOKEN",
     "Guard",
+    "identity_of",
     "is_loopback",
     "nests_deeper",
 ]
@@ -62,6 +63,13 @@ or through a configured name)."""
 
 TOKEN = "token"
 """The name of a server's single token (``--token SECRET``)."""
+
+
+def identity_of(scope: Mapping[str, Any]) -> str:
+    """Who a request past the guard came as: the name of the token it carried, ``LOCAL``
+    on a server without tokens (an answer's ``answered_by`` on the web and the inbox)."""
+    return scope.get(IDENTITY) or LOCAL
+
 
 DEFAULT_MAX_BODY = 4 << 20
 """Largest request body a server accepts unless told otherwise (bytes; the MCP SDK's own)."""

@@ -8,7 +8,8 @@ run, even one another process drives (``hpd_agent.store.cancel_run``).
 
 A store implements ``Store`` and declares what it offers beyond it with
 ``Store.capabilities()`` (a ``StoreCapabilities`` of ``JournalWriteNow``, ``JournalBatches``,
-``JournalSendAhead``, ``JournalGroups``, ``RunLeases`` and ``ThreadTables``); ``Sessions`` gives
+``JournalSendAhead``, ``JournalGroups``, ``RunLeases``, ``ThreadTables`` and ``RequestFeed``,
+every run's requests as they open and end: what ``hpd-agent inbox`` listens to); ``Sessions`` gives
 any ``Store`` class its ``open_session`` / ``resume_session``. The kit for writing one, all
 here: the lease as a fence (``current_fence``, ``Fence``), lease holders (``new_holder``,
 ``holder_gone``), ``DEFAULT_LEASE_TTL`` / ``check_lease_ttl``, the errors a store raises
@@ -42,6 +43,7 @@ from .kit import (
     LeaseRenewer,
     MemoryThreadTables,
     RenewIO,
+    RequestFeed,
     RequestRecord,
     RequestState,
     RunLeases,
@@ -87,6 +89,7 @@ __all__ = [
     "MemoryThreadTables",
     "PostgresStore",
     "RenewIO",
+    "RequestFeed",
     "RequestRecord",
     "RequestState",
     "RunLeases",

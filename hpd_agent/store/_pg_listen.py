@@ -1,19 +1,23 @@
-"""``PostgresStore``'s listening connection: LISTEN on the channel ``resolve`` notifies,
-its socket watched on the event loop and its notifications read without waiting."""
+"""``PostgresStore``'s listening connections: LISTEN on the channel ``resolve`` notifies
+(a request feed's on ``OPENED`` too), the socket watched on the event loop and the
+notifications read without waiting."""
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, LiteralString, cast
 
 import psycopg
 
 from ..exceptions import StoreUnavailableError
 
-__all__ = ["CHANNEL", "Listener"]
+__all__ = ["CHANNEL", "OPENED", "Listener"]
 
 CHANNEL = "hpd_agent_requests"
 """The NOTIFY channel; the payload is the id of the request that left ``pending``."""
+
+OPENED = "hpd_agent_opened"
+"""The NOTIFY channel of new requests (for request feeds); the payload is the request id."""
 
 _Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -25,12 +29,20 @@ class Listener:
         dsn: The server.
         where: The DSN without its password, to name the server in a message.
         options: Further ``psycopg.connect`` arguments (a connect timeout).
+        channels: The channels it listens on.
     """
 
-    def __init__(self, dsn: str, where: str, options: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        where: str,
+        options: dict[str, Any],
+        channels: tuple[str, ...] = (CHANNEL,),
+    ) -> None:
         self._dsn = dsn
         self._where = where
         self._options = options
+        self._channels = channels
         self._conn: _Conn | None = None
         self._lock = threading.Lock()
 
@@ -46,7 +58,8 @@ class Listener:
             if self._conn is None:
                 conn: _Conn = psycopg.connect(self._dsn, autocommit=True, **self._options)
                 try:
-                    conn.execute(f"LISTEN {CHANNEL}")
+                    for channel in self._channels:
+                        conn.execute(cast(LiteralString, f"LISTEN {channel}"))
                 except BaseException:
                     conn.close()
                     raise

@@ -3,8 +3,9 @@
 ``Store`` is what every store implements: requests, the run journal, run records, leases
 and the sessions the core opens. Beyond it a store may offer faster ways to do the same
 things, grouped as protocols (``JournalWriteNow``, ``JournalBatches``, ``JournalSendAhead``,
-``JournalGroups``, ``RunLeases``), and a place for integrations' own records beside its runs
-(``ThreadTables``). It declares which it offers by answering ``Store.capabilities()`` with a
+``JournalGroups``, ``RunLeases``), a place for integrations' own records beside its runs
+(``ThreadTables``) and a store-wide feed of its requests opening and ending
+(``RequestFeed``). It declares which it offers by answering ``Store.capabilities()`` with a
 ``StoreCapabilities`` whose fields hold the object implementing each (usually the store
 itself) or None. A run asks once, when its session opens, and uses what is declared and
 nothing else: a store that declares nothing (``StoreCapabilities()``) runs through the
@@ -14,7 +15,8 @@ plain ``Store`` methods alone. See docs/durability.md ("Writing a store").
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -27,6 +29,7 @@ __all__ = [
     "JournalGroups",
     "JournalSendAhead",
     "JournalWriteNow",
+    "RequestFeed",
     "RunLeases",
     "Store",
     "StoreCapabilities",
@@ -276,6 +279,33 @@ class ThreadTables(Protocol):
         ...
 
 
+class RequestFeed(Protocol):
+    """Every run's requests as they open and end, store-wide, whichever process writes
+    them: what an inbox over the whole store listens to.
+
+    A store declaring it hears of a request written by any process through the store's own
+    wake-up (not by polling faster than its waiters do): ``SQLiteStore`` through its wake-up
+    sockets, ``PostgresStore`` through LISTEN/NOTIFY, ``MemoryStore`` in its process. Runs
+    never ask for it.
+    """
+
+    def request_changes(self) -> AbstractAsyncContextManager[AsyncIterator[RequestRecord]]:
+        """Listen to the store's requests.
+
+        Once entered, the store listens: a request opened or ended (answered, declined,
+        expired, cancelled) from then on is seen, within about a second of its write, as
+        its record at that moment (read after the wake-up: a request opened and ended
+        between two looks may be seen only ended). Each state of a request is given once
+        per listener, as a rule; a consumer tells states apart by ``status`` and ignores
+        one it already knows. Iterating is safe to cancel between records (a cancelled
+        wait loses nothing). Leaving stops listening.
+
+        Returns:
+            An async context manager giving an async iterator of request records.
+        """
+        ...
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class StoreCapabilities:
     """What a store offers beyond ``Store``: for each capability, the object implementing
@@ -297,6 +327,8 @@ class StoreCapabilities:
         groups: Many runs' journal writes due at once in one commit (``JournalGroups``).
         threads: Integrations' own records kept beside the runs (``ThreadTables``): the web
             server's threads, for one. Not a run's concern: runs never ask for it.
+        feed: Every run's requests as they open and end (``RequestFeed``): what
+            ``hpd-agent inbox`` listens to. Not a run's concern either.
     """
 
     write_now: JournalWriteNow | None = None
@@ -305,6 +337,7 @@ class StoreCapabilities:
     leases: RunLeases | None = None
     groups: JournalGroups | None = None
     threads: ThreadTables | None = None
+    feed: RequestFeed | None = None
 
 
 @runtime_checkable

@@ -32,6 +32,7 @@ from ._base import (
     dump_json,
     refusal,
 )
+from ._feed import by_ids, readable, recent_sql
 from ._fence import current_fence
 from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from ._protocol import StoreCapabilities, expire_stale
@@ -406,7 +407,7 @@ class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], SQLRuns[C], ABC, Generic[C
                 (what the run held back until something acted on it: see ``_journal``).
         """
         row = record_to_row(record)
-        sql = self.dialect.insert("hpd_requests", REQUEST_COLUMNS, "id", overwrite=False)
+        sql = self._request_insert()
 
         def add(conn: C) -> RequestRecord:
             if self._query(conn, sql, row).rowcount == 1:
@@ -416,15 +417,45 @@ class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], SQLRuns[C], ABC, Generic[C
             return found
 
         if not journal:
-            return await self._point(self._fenced(current_fence(record.run_id), add))
-        write = self._journal_rows(record.run_id, journal)
+            added = await self._point(self._fenced(current_fence(record.run_id), add))
+        else:
+            write = self._journal_rows(record.run_id, journal)
 
-        def add_after(conn: C) -> RequestRecord:
-            with self._transaction(conn):
-                write(conn)
-                return add(conn)
+            def add_after(conn: C) -> RequestRecord:
+                with self._transaction(conn):
+                    write(conn)
+                    return add(conn)
 
-        return await self._point(add_after)
+            added = await self._point(add_after)
+        if added is record:
+            self._opened(record.request_id)
+        return added
+
+    def _request_insert(self) -> str:
+        """The statement inserting a request unless its id is stored (its arguments:
+        ``record_to_row``)."""
+        return self.dialect.insert("hpd_requests", REQUEST_COLUMNS, "id", overwrite=False)
+
+    def _opened(self, request_id: str) -> None:
+        """After a new request was committed: tell the store's feeds in other processes by
+        another way than the insert itself (``RequestFeed``)."""
+
+    async def _feed_recent(self, since: float) -> list[tuple[str, str]]:
+        """(id, status) of the requests opened or ended since ``since`` (a feed's look)."""
+        sql = recent_sql(self.dialect.mark)
+        rows = await self._run(lambda conn: self._query(conn, sql, (since, since)).fetchall())
+        return [(row[0], row[1]) for row in rows]
+
+    async def _feed_read(self, ids: list[str]) -> list[RequestRecord]:
+        """The records of ``ids`` (a feed's wake-up), unreadable rows left out."""
+
+        def select(conn: C) -> list[Sequence[Any]]:
+            rows: list[Sequence[Any]] = []
+            for sql, args in by_ids(REQUEST_COLUMNS, self.dialect.mark, ids):
+                rows.extend(self._query(conn, sql, args).fetchall())
+            return rows
+
+        return readable(await self._run(select), record_from_row)
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
         """The request with this id, or None."""

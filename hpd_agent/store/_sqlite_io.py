@@ -25,7 +25,10 @@ connection for short statements, the background checkpointer, and the wake-up so
   burst is cut back to ``WAL_SIZE_LIMIT``.
 - **Wake-ups.** A process waiting for answers binds a Unix datagram socket in
   ``<store>.wake/``; a process that resolves a request sends its id to every socket there
-  after the commit. Where Unix sockets are missing or the path is too long for one, waiters
+  after the commit. A request feed (``RequestFeed``: an inbox) binds one named ``feed-...``
+  there too, to which a process that adds a request also sends its id (``feed_sockets``,
+  ``send_to``: the list of feeds' sockets kept a moment, so that a request opened while no
+  feed listens costs no directory listing). Where Unix sockets are missing or the path is too long for one, waiters
   fall back to polling (``SQLiteStore.poll_interval``).
 """
 
@@ -41,14 +44,17 @@ from typing import Literal
 
 __all__ = [
     "CHECKPOINT_EVERY",
+    "FEED",
     "RESTART_FRAMES",
     "WAL_SIZE_LIMIT",
     "Checkpointer",
     "Durability",
     "WakeSocket",
     "check_durability",
+    "feed_sockets",
     "is_busy",
     "notify_all",
+    "send_to",
     "wake_dir",
 ]
 
@@ -66,6 +72,9 @@ WAL_SIZE_LIMIT = 128 * 1024 * 1024
 
 _RESTART_WAIT = 0.02
 """Seconds the checkpointer's RESTART may wait for a writer or a reader to finish."""
+
+FEED = "feed-"
+"""How the names of request feeds' sockets start: a new request is sent to them alone."""
 
 _SUN_PATH_MAX = 100  # sockaddr_un.sun_path is 104-108 bytes depending on the platform
 
@@ -178,7 +187,24 @@ def notify_all(folder: str, request_id: str) -> None:
         names = os.listdir(folder)
     except OSError:
         return
+    send_to(folder, names, request_id)
+
+
+def feed_sockets(folder: str) -> list[str]:
+    """The names of the request feeds' sockets in ``folder`` (``FEED``...)."""
+    try:
+        return [name for name in os.listdir(folder) if name.startswith(FEED)]
+    except OSError:
+        return []
+
+
+def send_to(folder: str, names: list[str], request_id: str) -> list[str]:
+    """Send ``request_id`` to the sockets ``names`` of ``folder``; never blocks. Returns
+    the names still there (a socket whose process died refuses it and is removed)."""
+    if not names:
+        return names
     payload = request_id.encode()[:4000]
+    kept: list[str] = []
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
         sender.setblocking(False)
         for name in names:
@@ -188,8 +214,11 @@ def notify_all(folder: str, request_id: str) -> None:
             except (ConnectionRefusedError, FileNotFoundError):
                 with contextlib.suppress(OSError):
                     os.unlink(target)
+                continue
             except OSError:
-                continue  # a full buffer (EAGAIN) or a name that is not a socket
+                pass  # a full buffer (EAGAIN) or a name that is not a socket
+            kept.append(name)
+    return kept
 
 
 class WakeSocket:
@@ -197,11 +226,13 @@ class WakeSocket:
 
     Args:
         folder: ``wake_dir(path)``.
+        prefix: Starts the socket's name: ``FEED`` for a request feed's (which hears of
+            requests opened too), empty for waiters (answers only).
     """
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, *, prefix: str = "") -> None:
         self.folder = folder
-        self.path = os.path.join(folder, f"{os.getpid()}-{secrets.token_hex(4)}")
+        self.path = os.path.join(folder, f"{prefix}{os.getpid()}-{secrets.token_hex(4)}")
         self.sock: socket.socket | None = None
 
     def open(self) -> bool:

@@ -1,7 +1,8 @@
 """How a ``SQLiteStore`` hears of answers written by other processes: a Unix datagram
 socket of its own in ``<store>.wake/`` that answering processes write to (``_sqlite_io``),
 or, where there can be none, short polling (``poll_interval``), with a look at every waited
-request now and then either way (a datagram dropped by a full buffer is caught up with)."""
+request now and then either way (a datagram dropped by a full buffer is caught up with).
+A request feed (``FeedSocket``) hears of requests opened and ended the same way."""
 
 from __future__ import annotations
 
@@ -11,10 +12,15 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from ._sqlite_io import WakeSocket, notify_all, wake_dir
+from ._sqlite_io import FEED, WakeSocket, feed_sockets, notify_all, send_to, wake_dir
 from ._waiters import Wakeup
 
-__all__ = ["AnswerWatch"]
+__all__ = ["AnswerWatch", "FeedSocket"]
+
+_FEEDS_LOOK = 0.5
+"""Seconds a process keeps the list of request feeds' sockets it tells of new requests (a
+feed started meanwhile finds them at its first look, a second after it starts): a request
+opened costs no directory listing when nobody listens."""
 
 _RESOLVED_MARGIN = 5.0
 _RECHECK = 1.0
@@ -43,11 +49,26 @@ class AnswerWatch:
         self._open: bool | None = None  # None: not tried yet
         self._rounds = 0
         self._since: float | None = None
+        self._feeds: list[str] = []
+        self._feeds_looked = float("-inf")
 
     def announce(self, request_id: str) -> None:
         """After a request was resolved here: tell every waiting process."""
         if self.wake is not None:
             notify_all(self.wake.folder, request_id)
+
+    def announce_opened(self, request_id: str) -> None:
+        """After a request was added here: tell every process's request feed (waiters
+        need not hear of it), as last listed (``_FEEDS_LOOK``)."""
+        if self.wake is None:
+            return
+        folder = self.wake.folder
+        now = time.monotonic()
+        if now - self._feeds_looked >= _FEEDS_LOOK:
+            self._feeds = feed_sockets(folder)
+            self._feeds_looked = now
+        if self._feeds:
+            self._feeds = send_to(folder, self._feeds, request_id)
 
     def close(self) -> None:
         """Close and remove this process's socket."""
@@ -114,3 +135,42 @@ class AnswerWatch:
             return found
 
         return await self._run(select)
+
+
+class FeedSocket:
+    """A request feed's wake-up: a socket of its own in ``<store>.wake/`` (named ``FEED``...,
+    so that a new request is sent to it too), else polling (``_feed.Heard``).
+
+    Args:
+        path: The store file.
+        poll_interval: Seconds between looks where there is no socket.
+    """
+
+    def __init__(self, path: str, poll_interval: float) -> None:
+        folder = wake_dir(path)
+        self._wake = WakeSocket(folder, prefix=FEED) if folder is not None else None
+        self._poll = poll_interval
+
+    def open(self) -> None:
+        """Bind the socket (listening from now on), if there can be one."""
+        if self._wake is not None and not self._wake.open():
+            self._wake = None
+
+    def close(self) -> None:
+        """Close and remove the socket."""
+        if self._wake is not None:
+            self._wake.close()
+
+    async def heard(self, timeout: float) -> list[str] | None:
+        """The ids sent within ``timeout`` seconds; None after a poll's wait (no socket)."""
+        wake = self._wake
+        sock = None if wake is None else wake.sock
+        if wake is None or sock is None:
+            await anyio.sleep(min(timeout, self._poll))
+            return None
+        found = wake.drain()
+        if not found:
+            with anyio.move_on_after(timeout):
+                await anyio.wait_readable(sock.fileno())
+            found = wake.drain()
+        return found

@@ -3,7 +3,8 @@
 - The protocol and its records: ``Store``, ``Sessions`` (its ``open_session`` /
   ``resume_session``), ``StoreCapabilities`` and the protocols of its fields
   (``JournalWriteNow``, ``JournalBatches``, ``JournalSendAhead``, ``JournalGroups``,
-  ``RunLeases``, ``ThreadTables`` with ``ThreadData``; ``MemoryThreadTables``),
+  ``RunLeases``, ``ThreadTables`` with ``ThreadData``; ``MemoryThreadTables``,
+  ``RequestFeed``),
   ``RequestRecord``, ``RequestState``, ``JournalEntry``, ``RunRecord``, ``RunState``,
   ``Lease``, ``jsonable`` (an answer as the store keeps it).
 - The lease as a fence: ``current_fence(run_id)`` is the ``Fence`` a write of that run must
@@ -40,6 +41,7 @@ from ._protocol import (
     JournalGroups,
     JournalSendAhead,
     JournalWriteNow,
+    RequestFeed,
     RunLeases,
     Store,
     StoreCapabilities,
@@ -64,6 +66,7 @@ __all__ = [
     "LeaseRenewer",
     "MemoryThreadTables",
     "RenewIO",
+    "RequestFeed",
     "RequestRecord",
     "RequestState",
     "RunLeases",

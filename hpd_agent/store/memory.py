@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from typing import Any
 
@@ -60,6 +63,7 @@ class MemoryStore(Sessions):
         self._renewer: LeaseRenewer | None = None
         self._fences = 0
         self._threads = MemoryThreadTables()
+        self._listeners: set[_Listener] = set()
 
     def _check(self, run_id: str) -> None:
         """Refuse a write of ``run_id`` whose fence no longer holds (see ``_fence``)."""
@@ -79,6 +83,7 @@ class MemoryStore(Sessions):
             return existing
         self._check(record.run_id)
         self._requests[record.request_id] = record
+        self._tell(record)
         return record
 
     async def get_request(self, request_id: str) -> RequestRecord | None:
@@ -118,6 +123,7 @@ class MemoryStore(Sessions):
         wakeup = self._wakeups.pop(request_id, None)
         if wakeup is not None:
             wakeup.set()
+        self._tell(updated)
         return updated
 
     async def wait_resolved(self, request_id: str) -> RequestRecord:
@@ -215,8 +221,26 @@ class MemoryStore(Sessions):
     # -- what it offers beyond ``Store`` ---------------------------------------------------
     def capabilities(self) -> StoreCapabilities:
         """Journal writes at once and cheap leases (in memory nothing waits, so there is
-        nothing to batch or send ahead); thread tables as long as the store object lives."""
-        return StoreCapabilities(write_now=self, leases=self, threads=self._threads)
+        nothing to batch or send ahead); thread tables as long as the store object lives;
+        the request feed of this process."""
+        return StoreCapabilities(write_now=self, leases=self, threads=self._threads, feed=self)
+
+    def request_changes(self) -> AbstractAsyncContextManager[AsyncIterator[RequestRecord]]:
+        """Every request as it opens and ends (``RequestFeed``), told at once."""
+        return self._changes()
+
+    @contextlib.asynccontextmanager
+    async def _changes(self) -> AsyncGenerator[AsyncIterator[RequestRecord]]:
+        listener = _Listener()
+        self._listeners.add(listener)
+        try:
+            yield listener
+        finally:
+            self._listeners.discard(listener)
+
+    def _tell(self, record: RequestRecord) -> None:
+        for listener in self._listeners:
+            listener.tell(record)
 
     def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
         """Record one fact of a run at once (always possible in memory)."""
@@ -262,6 +286,28 @@ class MemoryStore(Sessions):
         if self._renewer is not None:
             await self._renewer.aclose()
         self._threads.close()
+
+
+class _Listener:
+    """One listener of ``MemoryStore.request_changes``: the records told, until read."""
+
+    def __init__(self) -> None:
+        self._told: deque[RequestRecord] = deque()
+        self._event = anyio.Event()
+
+    def tell(self, record: RequestRecord) -> None:
+        self._told.append(record)
+        self._event.set()
+
+    def __aiter__(self) -> _Listener:
+        return self
+
+    async def __anext__(self) -> RequestRecord:
+        while not self._told:
+            if self._event.is_set():
+                self._event = anyio.Event()
+            await self._event.wait()
+        return self._told.popleft()
 
 
 class _MemoryRenewIO(RenewIO):

@@ -13,15 +13,17 @@ Answers wake waiting runs in any process through LISTEN/NOTIFY: ``resolve`` send
 ``pg_notify('hpd_agent_requests', request_id)`` in the same transaction as its update, and a
 waiter LISTENs on its own connection before it looks at the request, so no answer slips
 between the look and the wait. The listening connection's socket is watched on the event
-loop, and notifications are read from it without waiting.
+loop, and notifications are read from it without waiting. A new request is notified on
+``hpd_agent_opened`` by its insert: a request feed (``request_changes``: an inbox) listens
+on both channels, on a connection of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from typing import Any, LiteralString, cast
 
 import anyio
@@ -29,9 +31,10 @@ import anyio.to_thread
 
 from ..exceptions import StoreUnavailableError
 from ._base import RequestRecord, RequestState, dump_json, refusal
+from ._feed import FeedChanges
 from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from ._pg_fast import FastConnection, connect_options, reusable
-from ._pg_listen import CHANNEL, Listener
+from ._pg_listen import CHANNEL, OPENED, Listener
 from ._protocol import StoreCapabilities
 from ._schemes import StoreOptions, lease_option, no_durability
 from ._sql import (
@@ -81,6 +84,10 @@ _RESOLVE = (
 """``resolve`` in one statement (one round trip instead of five): the conditional update
 merges the context, returns the row and notifies, atomically. A racing resolver waits for
 the row lock, then finds the row no longer pending and updates nothing."""
+
+_NOTIFY_OPENED = f" RETURNING pg_notify('{OPENED}', id) IS NULL"
+"""Appended to the request insert: a new request notifies the request feeds at its commit,
+in the same statement (no round trip more); a request stored already notifies nobody."""
 
 
 def _is_local(conn: _Conn) -> bool:
@@ -201,7 +208,40 @@ class PostgresStore(SQLStore[_Conn]):
             leases=self,
             groups=self,
             threads=self._threads,
+            feed=self,
         )
+
+    def request_changes(self) -> AbstractAsyncContextManager[AsyncIterator[RequestRecord]]:
+        """Every worker's requests as they open and end (``RequestFeed``): a listening
+        connection of the listener's own (LISTEN on both channels), a look at what changed
+        lately every ``recheck_interval`` besides."""
+        return self._changes()
+
+    @contextlib.asynccontextmanager
+    async def _changes(self) -> AsyncGenerator[AsyncIterator[RequestRecord]]:
+        listener = Listener(
+            self.dsn, _where(self.dsn), connect_options(self.dsn), (CHANNEL, OPENED)
+        )
+
+        async def heard(timeout: float) -> list[str] | None:
+            if not listener.listening:  # lost: listening again, then a look
+                await anyio.to_thread.run_sync(listener.open, limiter=self._limiter("listen"))
+                return None
+            found = listener.notifications()
+            if not found:
+                with anyio.move_on_after(timeout):
+                    await anyio.wait_readable(listener.fileno())
+                found = listener.notifications()
+            return found
+
+        await anyio.to_thread.run_sync(listener.open, limiter=self._limiter("listen"))
+        try:
+            yield FeedChanges(heard, self._feed_recent, self._feed_read, self.recheck_interval)
+        finally:
+            listener.close()
+
+    def _request_insert(self) -> str:
+        return super()._request_insert() + _NOTIFY_OPENED
 
     # -- the PostgreSQL way of the shared steps ------------------------------------------
     def _query(self, conn: _Conn, sql: str, args: Sequence[Any] = ()) -> Cursor:

@@ -10,21 +10,24 @@ so it never queues behind blocked sync tools), one at a time per store. See ``_s
 Answers written by another process wake a waiting process through a Unix datagram socket
 in ``<store>.wake/``, or, where there is none, are seen by short polling
 (``poll_interval``, 25 ms by default); answers written through the same store object wake
-the waiter at once.
+the waiter at once. A request feed (``request_changes``: an inbox) hears of requests opened
+and ended in every process the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Generator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Generator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager
 from typing import Any, TypeVar
 
 from ..exceptions import StoreUnavailableError, UserError
 from ._base import RequestRecord, RequestState, dump_json, refusal
+from ._feed import FeedChanges
 from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from ._protocol import StoreCapabilities
 from ._schemes import StoreOptions, lease_option
@@ -45,7 +48,7 @@ from ._sqlite_io import (
     check_durability,
     is_busy,
 )
-from ._sqlite_watch import AnswerWatch
+from ._sqlite_watch import AnswerWatch, FeedSocket
 from ._threads import MemoryThreadTables, SQLThreadTables
 from ._waiters import Wakeup
 
@@ -68,6 +71,10 @@ process, waits for the write lock, then finds the row no longer pending."""
 # cost a page more per commit). A store file of an earlier version keeps its unused
 # ``hpd_fences`` table; its small counted tokens never equal these clock-sized ones.
 _DIALECT = Dialect(mark="?", real="REAL", on_conflict=False)
+
+_FEED_LOOK = 1.0
+"""Seconds between a request feed's looks at what changed lately while it hears wake-ups
+(as often as a waiter's full check: ``_sqlite_watch``)."""
 
 
 def _check_path(path: str, create: bool) -> None:
@@ -216,11 +223,32 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         what acts on them; while it drives several runs, their writes due at once are
         committed together where a commit waits for the disk or the store's thread
         (``durability="os"``, a ``:memory:`` or ``file:`` database; see
-        ``StoreCapabilities``). Thread tables in the same file (``_threads``)."""
+        ``StoreCapabilities``). Thread tables in the same file (``_threads``); the request
+        feed through the wake-up sockets (``request_changes``)."""
         groups = self if self._grouping else None
         return StoreCapabilities(
-            write_now=self, batches=self, leases=self, groups=groups, threads=self._threads
+            write_now=self,
+            batches=self,
+            leases=self,
+            groups=groups,
+            threads=self._threads,
+            feed=self,
         )
+
+    def request_changes(self) -> AbstractAsyncContextManager[AsyncIterator[RequestRecord]]:
+        """Every process's requests as they open and end (``RequestFeed``): heard through
+        a wake-up socket of the listener's own in ``<store>.wake/`` (a look at what changed
+        lately every second besides), else by polling every ``poll_interval``."""
+        return self._changes()
+
+    @contextlib.asynccontextmanager
+    async def _changes(self) -> AsyncGenerator[AsyncIterator[RequestRecord]]:
+        wake = FeedSocket(self.path, self.poll_interval)
+        wake.open()
+        try:
+            yield FeedChanges(wake.heard, self._feed_recent, self._feed_read, _FEED_LOOK)
+        finally:
+            wake.close()
 
     # -- the SQLite way of the shared steps ----------------------------------------------
     def _query(
@@ -299,6 +327,9 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
 
     def _announce(self, request_id: str) -> None:
         self._answers.announce(request_id)
+
+    def _opened(self, request_id: str) -> None:
+        self._answers.announce_opened(request_id)
 
     def _close(self, conn: sqlite3.Connection) -> None:
         with self._fast_lock:

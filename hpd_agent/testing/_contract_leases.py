@@ -18,6 +18,7 @@ from ..store import (
     JournalGroups,
     JournalSendAhead,
     JournalWriteNow,
+    RequestFeed,
     RunLeases,
     RunRecord,
     Store,
@@ -48,6 +49,7 @@ PROTOCOLS: dict[str, type] = {
     "leases": RunLeases,
     "groups": JournalGroups,
     "threads": ThreadTables,
+    "feed": RequestFeed,
 }
 """Each field of ``StoreCapabilities`` and the protocol its object implements."""
 

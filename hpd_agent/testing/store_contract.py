@@ -20,8 +20,8 @@ records, leases), the lease as a fence (a session whose lease was taken over wri
 nothing, whatever the store declares in ``capabilities()``), runs through the store (a
 question, an interrupt and a resume that runs no tool twice, leases held, released and
 lost, ``cancel_run``), that each declared capability implements its protocol, and the
-thread tables when the store offers them (skipped otherwise). ``question`` and
-``permission`` make the request records they store, for tests of your own. The shipped
+thread tables and the request feed when the store offers them (skipped otherwise).
+``question`` and ``permission`` make the request records they store, for tests of your own. The shipped
 stores run the same tests (tests/store/test_store_contract.py); docs/durability.md,
 "Writing a store", shows a store written from scratch that passes them.
 """
@@ -36,8 +36,12 @@ pytest.register_assert_rewrite(
     "hpd_agent.testing._contract_leases",
     "hpd_agent.testing._contract_runs",
     "hpd_agent.testing._contract_threads",
+    "hpd_agent.testing._contract_feed",
 )
 
+from ._contract_feed import (  # noqa: E402
+    test_store_request_feed_tells_each_request_opening_and_ending,
+)
 from ._contract_leases import (  # noqa: E402
     test_store_a_gone_holders_lease_is_taken_over_at_once,
     test_store_a_runs_fencing_token_grows_from_take_to_take,
@@ -103,6 +107,7 @@ __all__ = [
     "test_store_list_requests_filters_by_run_and_status",
     "test_store_permission_answers_are_checked_and_kept_as_json",
     "test_store_recover_expires_only_old_or_overdue_requests",
+    "test_store_request_feed_tells_each_request_opening_and_ending",
     "test_store_respond_refuses_each_case_with_a_distinct_error",
     "test_store_take_renew_release",
     "test_store_thread_tables_keep_rows_in_order_and_items_once",

@@ -3,6 +3,12 @@
 ``create_app(agent)`` is a Starlette (ASGI) app; ``hpd-agent serve MODULE:ATTR`` runs one with
 uvicorn. Needs the ``web`` extra: ``pip install -e ".[web]"`` in the checkout (hpd-agent is
 not on PyPI yet). See docs/web.md.
+
+How a request looks on the web, for other web apps over the same store (``hpd_agent.inbox``):
+``request_value`` (the page's question cards read it), ``response_schema`` (the JSON Schema of
+its answer), ``check_web_answer`` (a client's answer checked, permissions given exactly) and
+an answer route's body (``parse_body``, ``answer_in``, refused with a ``BodyError``). The
+page's files, its question cards among them, are the package data ``static/``.
 """
 
 from __future__ import annotations
@@ -22,11 +28,23 @@ from ..exceptions import UserError
 from ..hosting import Activity, is_loopback
 from ..store import Store, open_store
 from ._app import build_app
-from ._body import MAX_BODY
+from ._body import MAX_BODY, BodyError, answer_in, parse_body
 from ._db import ThreadDB, open_thread_db
+from ._requests import check_web_answer, request_value, response_schema
 from ._threads import Threads
 
-__all__ = ["DEFAULT_STORE", "MAX_BODY", "create_app", "is_loopback"]
+__all__ = [
+    "DEFAULT_STORE",
+    "MAX_BODY",
+    "BodyError",
+    "answer_in",
+    "check_web_answer",
+    "create_app",
+    "is_loopback",
+    "parse_body",
+    "request_value",
+    "response_schema",
+]
 
 _Lifespan = Callable[[Starlette], contextlib.AbstractAsyncContextManager[dict[str, Any]]]
 

@@ -24,11 +24,11 @@ from starlette.staticfiles import StaticFiles
 
 from ..backend import AnswerPolicy, Author, Authored, check_policy
 from ..exceptions import AnswerRefusedError, InvalidAnswerError, RequestError, UnknownRequestError
-from ..hosting import IDENTITY, LOCAL, Guard
+from ..hosting import Guard, identity_of
 from ..messages import AssistantMessage, Message, UserMessage
 from ..questions import Decline
 from ..store import CANCEL_REQUEST, RequestRecord, Store, respond
-from ._body import MAX_BODY, BodyError, parse_body
+from ._body import MAX_BODY, BodyError, answer_in, parse_body
 from ._requests import check_web_answer
 from ._resume import ResumeRefused, check_resume
 from ._stream import EventStream
@@ -118,11 +118,6 @@ async def _unsettled(store: Store, run_id: str, entries: list[ResumeEntry]) -> l
     return out
 
 
-def _identity(request: Request) -> str:
-    """Who a request came as: the name of the token it carried (``LOCAL`` without tokens)."""
-    return request.scope.get(IDENTITY) or LOCAL
-
-
 class _Routes:
     def __init__(
         self, threads: Threads, examples: Sequence[str], policy: AnswerPolicy | None
@@ -159,7 +154,7 @@ class _Routes:
             raise _HTTPError(400, f"not a RunAgentInput: {e.errors()[0]['msg']}") from None
         # Once the body is in (a slow client holds no slot), the start waits for its turn.
         async with self.threads.admission:
-            return await self._admitted(data, _identity(request))
+            return await self._admitted(data, identity_of(request.scope))
 
     async def _admitted(self, data: RunAgentInput, by: str) -> Response:
         thread = await self.threads.claim(data.thread_id)
@@ -247,14 +242,14 @@ class _Routes:
 
     async def answer(self, request: Request) -> Response:
         body = await _object_body(request)
-        answer = _answer_in(body, {"answer", "decline"})
+        answer = answer_in(body, {"answer", "decline"})
         return await self._answer(request.path_params["thread_id"], request, answer)
 
     async def answer_flat(self, request: Request) -> Response:
         """The live-mode route: ``{"answer": ...}`` (or ``{"decline": true}``), the thread
         found through the request's run (a ``threadId``, when given, must be that thread)."""
         body = await _object_body(request)
-        answer = _answer_in(body, {"answer", "decline", "threadId"})
+        answer = answer_in(body, {"answer", "decline", "threadId"})
         record = await self.threads.store.get_request(request.path_params["request_id"])
         owner = None if record is None else await self.threads.thread_of(record.run_id)
         given = body.get("threadId")
@@ -268,7 +263,7 @@ class _Routes:
         record = await self.threads.store.get_request(request_id)
         if thread is None or record is None or not thread.owns(record.run_id):
             raise _HTTPError(404, "unknown request on this thread")
-        by = _identity(request)
+        by = identity_of(request.scope)
         activity = self.threads.activity
         if activity is not None:  # before the run may say it took it
             activity.giving(request_id, f"thread {thread_id}", by=by, via="the inbox")
@@ -316,21 +311,6 @@ class _Routes:
         except RequestError as e:
             raise _HTTPError(409, str(e)) from None
         return value, accepted
-
-
-def _answer_in(body: dict[str, Any], allowed: set[str]) -> Any:
-    """The answer an answer route's body gives: ``{"answer": ...}``, or ``Decline()`` for
-    ``{"decline": true}``; a 400 for anything else."""
-    if ("answer" in body) == ("decline" in body):
-        raise _HTTPError(400, 'body must be {"answer": ...} or {"decline": true}')
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise _HTTPError(400, f"unknown fields {unknown}")
-    if "answer" in body:
-        return body["answer"]
-    if body["decline"] is not True:
-        raise _HTTPError(400, '"decline" must be true (to answer, send {"answer": ...})')
-    return Decline()
 
 
 async def _index(request: Request) -> Response:

@@ -27,6 +27,7 @@ export class Inbox {
     this.cards = new Map();
     this.callLabel = () => ""; // subagentRunId -> the call's label, when the tree knows it
     this.ticking = null; // the countdowns' interval, while a card has one
+    this.revealing = true; // a new card is scrolled into view (the store's inbox: not)
     this.update();
   }
 
@@ -74,7 +75,7 @@ export class Inbox {
       this.ticking = setInterval(() => this.tick(), 1000);
     }
     this.update();
-    reveal(card);
+    if (this.revealing) reveal(card);
     return true;
   }
 

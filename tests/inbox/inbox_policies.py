@@ -1,0 +1,11 @@
+"""The policy ``hpd-agent inbox --policy inbox_policies:POLICY`` loads in the inbox tests."""
+
+from __future__ import annotations
+
+from hpd_agent.governance import PathPolicy
+
+POLICY = PathPolicy(
+    {"alice": ["*"], "bob": ["Orchestrator", "Planner*"]}, permissions={"write_file": ["alice"]}
+)
+"""alice answers anything; bob the Orchestrator's own requests and the Planner's (not the
+CodingAgent's below the Orchestrator), and only alice decides ``write_file``."""
