@@ -138,6 +138,13 @@ class Peer:
         finally:
             self._close()
 
+    @property
+    def next_request_id(self) -> int:
+        """The id the next ``request`` sends: read right before calling it (no ``await``
+        between), it names that request in what the other side sends about it (an ACP
+        request-scoped elicitation carries it as ``requestId``)."""
+        return self._next_id + 1
+
     async def request(self, method: str, params: Any) -> Any:
         """Send a request and wait for its result.
 
