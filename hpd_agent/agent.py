@@ -4,8 +4,9 @@ An agent run started while no tool call is active is a *root* run: it gets its o
 coordinator and event stream. An agent run started inside a tool call (``as_tool``, or any
 tool that calls ``agent.run``) is *nested*: it finds the root's coordinator through the
 context and emits there, tagged with its agent path, at any depth. The running itself lives
-in ``_runner``; this class holds the configuration and the public entry points (the
-durable ones, ``resume`` and ``resume_stream``, from its mixin in ``_core/resuming.py``).
+in ``_runner``; this class holds the configuration and the public entry points: ``run``,
+``stream``, ``run_sync`` start a run; ``resume`` and ``resume_stream`` continue one journaled
+in a store.
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ import anyio
 from typing_extensions import Unpack
 
 from ._core.context import current_context
+from ._core.lease_wait import wait_for_lease
 from ._core.loop import AgentSpec
 from ._core.output import OutputSpec, output_spec
-from ._core.resuming import Resuming
 from ._core.root import RootRun, SessionOpener, resolve_policy, session_opener
 from ._core.runner import BeforeRun, Blueprint, agent_tool, check_deps, run_nested
 from ._core.sync import refuse_sync
@@ -92,7 +93,7 @@ def _new_run_id() -> str:
     return f"run_{time.time_ns() // 1000:013x}{secrets.token_hex(8)}"
 
 
-class Agent(Resuming):
+class Agent:
     """An LLM with instructions and tools, runnable on its own or as another agent's tool.
 
     Args:
@@ -305,6 +306,113 @@ class Agent(Resuming):
         return RootRun(
             bp, run_id=rid, prompt=prompt, history=history, policy=policy, hooks=hooks,
             deps=deps, open_session=opener,
+        )  # fmt: skip
+
+    # -- durable runs ----------------------------------------------------------------------
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        store: SessionStore,
+        answers: Mapping[str, Any] | None = None,
+        handler: Handler | None = None,
+        on_unhandled: OnUnhandled | None = None,
+        max_age: float | None = None,
+        hooks: Sequence[Hook] = (),
+        deps: Any = None,
+        wait: bool | float = False,
+    ) -> RunResult:
+        """Continue a run journaled in ``store`` (after a crash, or an interrupt).
+
+        The root agent starts again from its first message and replays the journal: each
+        recorded model response and tool result is reused, so no model call and no tool
+        side effect runs twice; a request raised before keeps its id and is still pending
+        in the store (or answered there: then it returns at once). The run then continues
+        live, as if never interrupted.
+
+        Args:
+            run_id: The run to continue.
+            store: The store it was journaled in.
+            answers: ``{request_id: answer}`` to give pending requests first (validated
+                against each stored question; a refused one raises and nothing resumes);
+                ``Decline()`` as an answer declines that request.
+            handler, on_unhandled, hooks, deps: As in ``run`` (a store does not keep deps).
+            max_age: Expire this run's pending requests older than this many seconds first;
+                their askers see the timeout text.
+            wait: What to do when another holder's lease on the run is live. A holder on
+                this machine whose process is gone is taken over at once whatever ``wait``
+                says. False (default): raise ``RunLeasedError`` at once. True: wait until
+                that lease expires, then take it over; if its holder renews it meanwhile (it
+                is alive), raise. A number: keep waiting at most that many seconds.
+
+        Raises:
+            UserError: No such run, or it was started by an agent of another name.
+            RunLeasedError: Another process drives the run (it holds the run's lease in the
+                store, see ``wait``); nothing was written. See docs/guarantees.md.
+            RequestError: One of ``answers`` was refused.
+        """
+        if current_context() is not None:
+            raise UserError("resume() inside a tool call: resume the root run instead")
+        root = self._reopened(run_id, store, on_unhandled, max_age, hooks, deps, answers, wait)
+        # Reopened before the run starts: a refused answer or a held lease raises here.
+        assert root.open_session is not None
+        session = await root.open_session()
+        root.prompt, root.history = session.prompt, session.history
+        root.open_session = session_opener(None, session, None)
+        return await root.to_end(handler)
+
+    def resume_stream(
+        self,
+        run_id: str,
+        *,
+        store: SessionStore,
+        on_unhandled: OnUnhandled | None = None,
+        max_age: float | None = None,
+        hooks: Sequence[Hook] = (),
+        deps: Any = None,
+        wait: bool | float = False,
+        answers: Mapping[str, Any] | None = None,
+    ) -> Run:
+        """``resume`` as a stream: iterate the events (replayed ones have ``replayed=True``).
+        ``answers`` as for ``resume``: written once the run's lease is taken.
+
+        The run record is read when the run starts. An unknown run (or one started by an
+        agent of another name) keeps the stream's shape: ``RunStarted``, then
+        ``RunFinished`` with status ``"failed"`` and the ``UserError``, which ``run.result``
+        holds too (leaving the ``async with`` block raises it).
+        """
+        if current_context() is not None:
+            raise UserError("resume_stream() inside a tool call: resume the root run instead")
+        reopened = self._reopened(run_id, store, on_unhandled, max_age, hooks, deps, answers, wait)
+        return reopened.stream()
+
+    def _reopened(
+        self,
+        run_id: str,
+        store: SessionStore,
+        on_unhandled: OnUnhandled | None,
+        max_age: float | None,
+        hooks: Sequence[Hook],
+        deps: Any,
+        answers: Mapping[str, Any] | None = None,
+        wait: bool | float = False,
+    ) -> RootRun:
+        bp = self._plan()
+        check_deps(bp, deps)
+        policy = resolve_policy(self.on_unhandled, on_unhandled, True)
+        name = self.name
+
+        async def take() -> RunSession:
+            return await store.resume_session(
+                run_id, agent_name=name, answers=answers, max_age=max_age
+            )
+
+        async def reopen() -> RunSession:
+            return await wait_for_lease(take, wait)
+
+        return RootRun(
+            bp, run_id=run_id, prompt="", history=None, policy=policy, hooks=hooks, deps=deps,
+            open_session=reopen,
         )  # fmt: skip
 
     # -- as a tool -------------------------------------------------------------------------

@@ -21,7 +21,7 @@ journal key concerned), never a traceback, and its own exit status:
 | 13 | ``resume``: another process drives the run (the message names the lease's holder and when it expires; if that process died, resume again after then) |
 | 70 | an internal error (a bug in hpd-agent): its one line says what; ``HPD_AGENT_DEBUG=1`` shows the traceback |
 | 75 | ``resume --interrupt``: stopped with questions pending (listed on stdout); not an error |
-| 130 | interrupted: Ctrl-C, or Ctrl-D (end of input) at a question in a terminal |
+| 130 | interrupted: Ctrl-C, or ``/exit`` at a question, or Ctrl-D (end of input) at a question in a terminal |
 """
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         raise _Fail(EXIT_USAGE, "chat: --api-base goes with --model, e.g. --model openai/<name>")
     console = _console()
     agent = chat_agent(args.model, pace=_pace(), api_base=args.api_base)
-    handler = ConsoleHandler(console, assume_yes=args.yes)
+    handler = ConsoleHandler(console, assume_yes=args.yes, exit_words=_EXIT_WORDS)
     mode = f"model {args.model}" if args.model else "offline model"
     console.print(f"[bold]hpd-agent chat[/] [dim]({mode}; /exit or Ctrl-D to leave)[/]")
     _check_credentials(agent)  # a missing key is said now, not after the first message
@@ -275,12 +275,14 @@ def _cmd_chat(args: argparse.Namespace) -> int:
                         failed = True
                         continue
                     failed = False
-                    # Ctrl-D at the agent's question (a terminal): the turn is cancelled,
-                    # and the chat ends at the next prompt (input is closed).
+                    # An exit word, or Ctrl-D in a terminal, at the agent's question: the
+                    # turn is cancelled and the chat ends.
                     cancelled = result.status == "cancelled"
                     if not cancelled:
                         history = result.messages
                     console.print()
+                if handler.left:
+                    break
         console.print("[dim]bye[/]")
 
     status = _run(console, main)

@@ -4,8 +4,8 @@ It owns the run's single ordered event stream (every agent at every depth emits 
 table of open requests, and a request's whole round trip: the asker names its request id up
 front; the request is kept by the run's ``RequestBackend`` and registered *before* its event
 goes out; ``respond`` wakes exactly the waiter whose id it names, atomically (it either
-accepts the answer or raises and changes nothing). The answering side (``respond``,
-``cancel_request``, ``cancel_all``) is the ``Answering`` mixin, ``_core/answering.py``.
+accepts the answer or raises and changes nothing); ``respond``, ``cancel_request`` and
+``cancel_all`` end a request from outside its asker, each checking before it changes anything.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any, Literal, get_args
 import anyio
 import anyio.lowlevel
 
-from ._core.answering import Answering
 from ._core.conversations import ConversationKeeper, Conversations
 from ._core.outlet import Outlet
 from ._core.quiescence import Quiescence
@@ -37,11 +36,14 @@ from .events import Event, RequestEvent
 from .exceptions import (
     NoUserAvailableError,
     QuestionNotAnswered,
+    RequestAlreadyAnsweredError,
+    RequestCancelledError,
     RequestError,
     UserError,
 )
 from .hooks import HookSet
 from .messages import Usage
+from .questions import Decline
 
 __all__ = [
     "ConversationKeeper",
@@ -79,7 +81,7 @@ LOCAL_REQUESTS = LocalRequests()
 """The in-memory backend; stateless, so one serves every run."""
 
 
-class Coordinator(Answering):
+class Coordinator:
     """One per root run: the ordered event stream, the open requests, run-wide state.
 
     Args:
@@ -232,7 +234,132 @@ class Coordinator(Answering):
 
     def outcome(self, pending: PendingRequest, timeout: float | None) -> Any:
         """The answer of a resolved request, or the ``QuestionNotAnswered`` it ends with."""
-        return _outcome(pending, timeout, self.on_unhandled)
+        status = pending.status
+        if status == "answered":
+            return pending.answer
+        rid = pending.request_id
+        if status == "unavailable":
+            if self.on_unhandled == "error":
+                raise NoUserAvailableError(
+                    f"request {rid} arose with no handler and no stream consumer to answer it"
+                )
+            raise QuestionNotAnswered(
+                "No user is available to answer right now.", status="unavailable", request_id=rid
+            )
+        if status == "declined":
+            raise QuestionNotAnswered(_DECLINED_TEXT, status="declined", request_id=rid)
+        if status == "expired":
+            within = "in time" if timeout is None else f"within {timeout:g} seconds"
+            raise QuestionNotAnswered(
+                f"The user did not answer {within}.", status="expired", request_id=rid
+            )
+        raise QuestionNotAnswered(
+            "The request was cancelled before the user answered.",
+            status="cancelled",
+            request_id=rid,
+        )
+
+    # -- answering ----------------------------------------------------------------------
+    async def respond(self, request_id: str, answer: Any) -> Any:
+        """Answer an open request; returns the answer as validated.
+
+        ``Decline()`` as the answer ends the request as declined instead (any kind of
+        request; the asker gets ``QuestionNotAnswered(status="declined")``); it is returned
+        as given.
+
+        Atomic: on any error nothing changes. With a durable backend the answer is written
+        there first, and its conditional update decides between racing answers (from this
+        process or any other); the loser gets the distinct error.
+
+        Raises:
+            UnknownRequestError, RequestAlreadyAnsweredError, RequestExpiredError,
+            RequestCancelledError, InvalidAnswerError.
+        """
+        if not self.backend.durable:
+            return self.respond_nowait(request_id, answer)
+        pending = self._open_for_answer(request_id)
+        value = self._checked(pending, answer)
+        declined = isinstance(value, Decline)
+        pending.answering += 1
+        try:
+            # The store decides a race.
+            if declined:
+                await self.backend.resolve(request_id, "declined", None)
+            else:
+                await self.backend.resolve(request_id, "answered", value)
+        finally:
+            pending.answering -= 1
+        pending.stored = True
+        self._settle(pending, value)
+        return value
+
+    def _checked(self, pending: PendingRequest, answer: Any) -> Any:
+        """The answer as validated, or ``Decline()`` as given (it fits every request)."""
+        if isinstance(answer, Decline):
+            return answer
+        return self.requests.validate(pending, answer)
+
+    def _settle(self, pending: PendingRequest, value: Any) -> None:
+        """End ``pending`` here with a checked answer (or decline), unless it has ended."""
+        if pending.status != "pending":
+            return
+        if isinstance(value, Decline):
+            self.requests.finish(pending, "declined", None)
+        else:
+            self.requests.accept(pending, value)
+
+    def _open_for_answer(self, request_id: str) -> PendingRequest:
+        pending = self.requests.check_open(request_id)
+        if self.cancelling:
+            raise RequestCancelledError(
+                f"request {request_id} was cancelled: its run is being cancelled",
+                request_id=request_id,
+            )
+        return pending
+
+    def cancel_all(self) -> None:
+        """The run is being cancelled on purpose: from now on no answer is accepted.
+
+        In memory every open request ends cancelled at once, so an answer given after the
+        cancel is refused, never half-accepted. With a durable backend each waiter writes
+        "cancelled" to the store as it unwinds; an answer the store took first wins there,
+        and the run's events say so.
+        """
+        self.cancelling = True
+        if not self.backend.durable:
+            for pending in self.requests.open_requests():
+                self.requests.finish(pending, "cancelled", None)
+
+    def respond_nowait(self, request_id: str, answer: Any) -> Any:
+        """``respond`` without awaiting, for a run whose requests live in memory only (e.g.
+        from an event sink, the instant the request is emitted).
+
+        Raises:
+            UserError: The run keeps its requests in a store: use ``respond``.
+        """
+        if self.backend.durable:
+            raise UserError("this run keeps its requests in a store: await respond() instead")
+        pending = self._open_for_answer(request_id)
+        value = self._checked(pending, answer)
+        self._settle(pending, value)
+        return value
+
+    def cancel_request(self, request_id: str) -> None:
+        """End an open request without an answer; its asker sees "cancelled".
+
+        Raises:
+            RequestAlreadyAnsweredError: An answer is being written to the store: it came
+                first, so it decides (``respond`` returns it, the stream and the store say
+                "answered"); or the request has its answer already.
+            UnknownRequestError, RequestExpiredError, RequestCancelledError: As ``respond``.
+        """
+        pending = self.requests.check_open(request_id)
+        if pending.answering:
+            raise RequestAlreadyAnsweredError(
+                f"request {request_id} is being answered: its answer came first",
+                request_id=request_id,
+            )
+        self.requests.finish(pending, "cancelled", None)
 
     # -- listening ----------------------------------------------------------------------
     def stop_listening(self) -> None:
@@ -244,34 +371,6 @@ class Coordinator(Answering):
                 self.quiescence.interrupt()
             return
         self.requests.unavailable_all()
-
-
-def _outcome(pending: PendingRequest, timeout: float | None, policy: OnUnhandled) -> Any:
-    """The answer of a resolved request, or the ``QuestionNotAnswered`` it ends with."""
-    status = pending.status
-    if status == "answered":
-        return pending.answer
-    rid = pending.request_id
-    if status == "unavailable":
-        if policy == "error":
-            raise NoUserAvailableError(
-                f"request {rid} arose with no handler and no stream consumer to answer it"
-            )
-        raise QuestionNotAnswered(
-            "No user is available to answer right now.", status="unavailable", request_id=rid
-        )
-    if status == "declined":
-        raise QuestionNotAnswered(_DECLINED_TEXT, status="declined", request_id=rid)
-    if status == "expired":
-        within = "in time" if timeout is None else f"within {timeout:g} seconds"
-        raise QuestionNotAnswered(
-            f"The user did not answer {within}.", status="expired", request_id=rid
-        )
-    raise QuestionNotAnswered(
-        "The request was cancelled before the user answered.",
-        status="cancelled",
-        request_id=rid,
-    )
 
 
 async def _kept_request(

@@ -35,6 +35,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent._values.schemas": 0,
     "hpd_agent._values.patterns": 0,
     "hpd_agent._values.refs": 0,
+    "hpd_agent._values.callpaths": 0,
     "hpd_agent._values.urls": 0,
     "hpd_agent.version": 0,
     "hpd_agent.models._base": 0,
@@ -45,11 +46,11 @@ LAYERS: dict[str, int] = {
     "hpd_agent._core.outlet": 1,
     "hpd_agent._core.quiescence": 1,
     "hpd_agent._core.conversations": 1,
-    "hpd_agent._core.answering": 1,
     "hpd_agent.coordinator": 1,
     "hpd_agent.permissions": 1,
     "hpd_agent.questions": 1,
-    "hpd_agent._core.asking": 1,
+    "hpd_agent._core.racing": 1,
+    "hpd_agent._core.model_request": 1,
     "hpd_agent._core.context": 1,
     "hpd_agent.tools": 1,
     "hpd_agent.clarification": 1,
@@ -59,7 +60,6 @@ LAYERS: dict[str, int] = {
     "hpd_agent.backend": 1,
     "hpd_agent.sessions": 1,
     "hpd_agent._core.runner": 1,
-    "hpd_agent._core.resuming": 1,
     "hpd_agent._core.output": 1,
     "hpd_agent._core.sync": 1,
     "hpd_agent._core.services": 1,
@@ -103,21 +103,46 @@ LAYERS: dict[str, int] = {
 
 MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
-MAX_CLASS_LINES = 250
-"""Counted without docstrings: a public class documents every method where users read it."""
+MAX_CLASS_LINES = 300
+"""Lines of code, docstrings not counted: a public class documents every method where users
+read it. A class bigger than this holds a second concept: give it its own object (one
+attribute load), not a mixin (see ``test_no_mixin_declares_its_hosts_attributes``)."""
 
 
 def _docstring_lines(node: ast.AST) -> int:
-    """Lines taken by the docstrings of ``node`` and everything defined in it."""
+    """Lines taken by the docstrings of ``node`` and everything defined in it: a def's or a
+    class's first statement, and an attribute's docstring (a string statement after it)."""
     total = 0
     for inner in ast.walk(node):
-        if isinstance(inner, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = inner.body
-            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-                doc = body[0]
-                if isinstance(doc.value.value, str):
-                    total += (doc.end_lineno or doc.lineno) - doc.lineno + 1
+        if not isinstance(inner, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for i, statement in enumerate(inner.body):
+            documented = i == 0 or isinstance(inner.body[i - 1], (ast.Assign, ast.AnnAssign))
+            if (
+                documented
+                and isinstance(statement, ast.Expr)
+                and isinstance(statement.value, ast.Constant)
+                and isinstance(statement.value.value, str)
+            ):
+                total += (statement.end_lineno or statement.lineno) - statement.lineno + 1
     return total
+
+
+def test_class_size_counts_code_not_docstrings() -> None:
+    source = '''
+class A:
+    """Two lines
+    of docstring."""
+
+    def f(self) -> None:
+        """One."""
+        self.x = 1
+        """The attribute's docstring."""
+        print(self.x)
+        "not a docstring: it follows no def, class or assignment"
+'''
+    node = ast.parse(source).body[0]
+    assert _docstring_lines(node) == 4
 
 
 def _module_name(path: Path) -> str:
@@ -253,9 +278,184 @@ def test_size_limits() -> None:
                 and size > MAX_FUNCTION_LINES
             ):
                 too_big.append(f"{module}.{node.name}: function of {size} lines")
-            if isinstance(node, ast.ClassDef) and size - _docstring_lines(node) > MAX_CLASS_LINES:
-                too_big.append(f"{module}.{node.name}: class of {size} lines")
+            if isinstance(node, ast.ClassDef):
+                code = size - _docstring_lines(node)
+                if code > MAX_CLASS_LINES:
+                    too_big.append(f"{module}.{node.name}: class of {code} lines of code")
     assert too_big == []
+
+
+# -- composition, not mixins ------------------------------------------------------------
+# A class split into mixins to meet a size limit shares its state both ways through ``self``;
+# each part then declares what the others set (under ``TYPE_CHECKING``, or as annotations it
+# never assigns) and no part can be read alone. A second concept gets its own object.
+_CONTRACT_BASES = {"Protocol", "TypedDict", "NamedTuple", "BaseModel", "Enum", "StrEnum"}
+"""Bases whose annotations are fields or an interface, not a host's attributes."""
+
+KNOWN_MIXINS = {
+    # Left for the store's owners (issue 33 item 3 kept store/ to itself): SQLLeases and
+    # SQLRuns, parts of SQLStore, share its ``_driving`` through self. Remove each once it is
+    # an object or folded back (a test says when).
+    "hpd_agent.store._sql_leases.SQLLeases",
+    "hpd_agent.store._sql_runs.SQLRuns",
+}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return ast.unparse(test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+
+
+def _host_declarations(cls: ast.ClassDef) -> list[str]:
+    """The names ``cls`` declares for a class that inherits it: whatever it declares under
+    ``TYPE_CHECKING``, and instance attributes it annotates but never assigns."""
+    if any(ast.unparse(b).split("[")[0].split(".")[-1] in _CONTRACT_BASES for b in cls.bases):
+        return []
+    if any("dataclass" in ast.unparse(d) for d in cls.decorator_list):
+        return []
+    assigned = {
+        n.attr
+        for n in ast.walk(cls)
+        if isinstance(n, ast.Attribute)
+        and isinstance(n.ctx, ast.Store)
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "self"
+    }
+    found: list[str] = []
+    for statement in cls.body:
+        if isinstance(statement, ast.If) and _is_type_checking(statement.test):
+            for inner in statement.body:
+                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found.append(f"{inner.name}()")
+                elif isinstance(inner, ast.AnnAssign) and isinstance(inner.target, ast.Name):
+                    found.append(inner.target.id)
+        elif (
+            isinstance(statement, ast.AnnAssign)
+            and statement.value is None
+            and isinstance(statement.target, ast.Name)
+            and statement.target.id not in assigned
+        ):
+            found.append(statement.target.id)
+    return found
+
+
+def _classes(modules: dict[str, ast.Module]) -> dict[str, tuple[ast.ClassDef, list[str]]]:
+    """Every class of ``modules`` (``module.Class``) with its bases resolved to the classes of
+    ``modules`` they name (through the module's own classes and its imports)."""
+    defined = {
+        f"{m}.{n.name}": n
+        for m, tree in modules.items()
+        for n in ast.walk(tree)
+        if isinstance(n, ast.ClassDef)
+    }
+    by_name: dict[str, list[str]] = {}
+    for key in defined:
+        by_name.setdefault(key.rpartition(".")[2], []).append(key)
+    out: dict[str, tuple[ast.ClassDef, list[str]]] = {}
+    for m, tree in modules.items():
+        imported: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                package = m.split(".")[: len(m.split(".")) - node.level] if node.level else []
+                target = ".".join([*package, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    imported[alias.asname or alias.name] = f"{target}.{alias.name}"
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            bases: list[str] = []
+            for base in node.bases:
+                name = ast.unparse(base).split("[")[0].split(".")[-1]
+                local = f"{m}.{name}"
+                candidates = by_name.get(name, [])
+                if local in defined:
+                    bases.append(local)
+                elif imported.get(name) in defined:
+                    bases.append(imported[name])
+                elif len(candidates) == 1:  # imported from a package that re-exports it
+                    bases.append(candidates[0])
+            out[f"{m}.{node.name}"] = (node, bases)
+    return out
+
+
+def _class_constants(cls: ast.ClassDef) -> set[str]:
+    """Names ``cls`` assigns in its own body (class attributes)."""
+    names: set[str] = set()
+    for statement in cls.body:
+        if isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            names.add(ast.unparse(statement.target))
+        elif isinstance(statement, ast.Assign):
+            names.update(ast.unparse(t) for t in statement.targets)
+    return names
+
+
+def _mixins(modules: dict[str, ast.Module]) -> dict[str, list[str]]:
+    """Classes that another class of ``modules`` inherits and that declare its attributes.
+
+    A name every inheriting class sets in its class body is the base's parameter (as an
+    abstract method is: ``SQLStore.dialect``), not state shared through ``self``.
+    """
+    classes = _classes(modules)
+    heirs: dict[str, list[str]] = {}
+    for key, (_, bases) in classes.items():
+        for base in bases:
+            heirs.setdefault(base, []).append(key)
+
+    def set_below(key: str, name: str) -> bool:
+        """Whether ``key``, or else each of its heirs, sets ``name`` in its class body."""
+        if name in _class_constants(classes[key][0]):
+            return True
+        return key in heirs and all(set_below(h, name) for h in heirs[key])
+
+    found: dict[str, list[str]] = {}
+    for key, children in heirs.items():
+        declared = _host_declarations(classes[key][0])
+        declared = [d for d in declared if not all(set_below(c, d) for c in children)]
+        if declared:
+            found[key] = declared
+    return found
+
+
+def test_no_mixin_declares_its_hosts_attributes() -> None:
+    found = _mixins({m: ast.parse(p.read_text()) for m, p in MODULES.items()})
+    assert {k: v for k, v in found.items() if k not in KNOWN_MIXINS} == {}
+    # A known mixin made an object (or folded back) leaves the list.
+    assert sorted(KNOWN_MIXINS - found.keys()) == []
+
+
+def test_the_mixin_check_sees_a_mixin() -> None:
+    host = "from pkg.part import Part, Typed\nclass Host(Part, Typed[int]):\n    x: int = 0\n"
+    part = """
+from typing import TYPE_CHECKING, Generic, Protocol
+from dataclasses import dataclass
+class Part:
+    shared: set[str]
+    own: int
+    def __init__(self) -> None:
+        self.own = 1
+class Typed(Generic[T]):
+    if TYPE_CHECKING:
+        def plan(self) -> int: ...
+        name: str
+class Field:
+    x: int
+    def __init__(self) -> None:
+        self.x = 1
+@dataclass
+class Record:
+    x: int
+class Shape(Protocol):
+    x: int
+class Uses(Field, Record, Shape): ...
+class Template:
+    dialect: str
+class Between(Template): ...
+class Concrete(Between):
+    dialect = "sql"
+"""
+    modules = {"pkg.host": ast.parse(host), "pkg.part": ast.parse(part)}
+    assert _mixins(modules) == {"pkg.part.Part": ["shared"], "pkg.part.Typed": ["plan()", "name"]}
+    # The same declarations in a class nobody inherits are not a mixin's.
+    assert _mixins({"pkg.part": ast.parse(part)}) == {}
 
 
 def test_import_hpd_agent_stays_light() -> None:

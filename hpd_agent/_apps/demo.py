@@ -357,12 +357,14 @@ QUESTIONS_TOGETHER = 2
 class DemoConsole(ConsoleHandler):
     """The demo's console: parallel questions out of order, one screen, nothing twice.
 
-    - The first ``together`` questions are gathered and the deepest is asked first, so the
-      order they are answered in is not the order they were asked in (answers go back by
-      request id). The next one waits until the answered branch has gone on: finished, or
-      asked something new, so the screen shows the sub-agent carrying on.
-    - While the human types, the run's other events are held and shown after the answer,
-      so a prompt is never broken up by streaming text.
+    - The first ``together`` questions are gathered before the first is asked; then the
+      deepest is asked first (at a terminal the person may pick another: see
+      ``ConsoleHandler``'s ``pick``), so the order they are answered in is not the order
+      they were asked in (answers go back by request id). The next one waits until the
+      answered branch has gone on: finished, or asked something new, so the screen shows
+      the sub-agent carrying on.
+    - While the human is asked, the run's other events are held and shown after the
+      answer, so a prompt is never broken up by streaming text.
     - Nothing is printed twice: a question is shown once (not also as its ``ask_user``
       call), and a sub-agent's answer streamed as it was written is not printed again as
       its tool call's result.
@@ -370,32 +372,22 @@ class DemoConsole(ConsoleHandler):
     Args:
         console: Where to print.
         together: How many questions to gather before asking the first (0: ask at once).
-        echo: Print each line read, as a terminal would (for input from a pipe).
-        **options: As for ``ConsoleHandler``.
+        **options: As for ``ConsoleHandler`` (``echo``, ``pick``, ``assume_yes``...).
     """
 
     def __init__(
-        self,
-        console: Console | None = None,
-        *,
-        together: int = 0,
-        echo: bool = False,
-        **options: Any,
+        self, console: Console | None = None, *, together: int = 0, **options: Any
     ) -> None:
         super().__init__(console, **options)
         self._together = together
-        self._echo_lines = echo
         self._gathered = together <= 1
         self._settling: tuple[str, ...] | None = None  # the branch we wait to see go on
-        self._queue: list[RequestEvent] = []
-        self._changed = anyio.Event()
-        self._typing = False
         self._later: list[Event] = []
         self._streamed_calls: set[str] = set()
 
     async def on_event(self, event: Event) -> None:
-        """Show the event, or hold it while the human types."""
-        if self._typing:
+        """Show the event, or hold it while the human is asked."""
+        if self.busy:
             self._later.append(event)
             return
         await self._show(event)
@@ -407,7 +399,10 @@ class DemoConsole(ConsoleHandler):
             or (isinstance(event, AgentFinished) and event.agent_path == settling)
         ):
             self._settling = None
-            self._wake()
+            # A new request wakes the queue itself once it has joined it (on_request, right
+            # after this event): the next turn is then chosen with it among those waiting.
+            if not isinstance(event, (ClarificationRequest, PermissionRequest)) or event.replayed:
+                self._wake()
         if isinstance(event, AgentFinished) and event.tool_call_id and event.output:
             self._streamed_calls.add(event.tool_call_id)
         if isinstance(event, (ClarificationRequest, PermissionRequest)):
@@ -427,49 +422,29 @@ class DemoConsole(ConsoleHandler):
                 return  # the sub-agent's answer streamed just above
         await super().on_event(event)
 
-    def _wake(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
-
-    async def prompt(self, text: str = "> ") -> str | None:
-        """Read one line; with ``echo``, print it after the prompt."""
-        line = await super().prompt(text)
-        if self._echo_lines and line is not None:
-            self.console.out(line, highlight=False)
-        return line
-
-    def _my_turn(self, request: RequestEvent) -> bool:
-        return self._gathered and self._settling is None and self._queue[0] is request
+    def _ready(self) -> bool:
+        if not self._gathered and len(self._waiting) >= self._together:
+            self._gathered = True
+            askers = ", ".join(self._printer.label(r.agent_path) for r in self._waiting)
+            order = "pick either" if self.pick and not self.assume_yes else "the deepest first"
+            self._printer.line(
+                f"[bold]{len(self._waiting)} questions wait at once[/] (asked by {askers}, in "
+                f"that order). Answers go back by request id, not by order: {order}."
+            )
+        return self._gathered and self._settling is None
 
     async def on_request(self, request: RequestEvent) -> Any:
         """Ask in the demo's order; show what happened meanwhile once answered."""
-        self._queue.append(request)
         gathering = not self._gathered
-        if gathering and len(self._queue) >= self._together:
-            self._gathered = True
-            askers = ", ".join(self._printer.label(r.agent_path) for r in self._queue)
-            self._queue.sort(key=lambda r: -r.depth)  # stable: deepest first
-            self._printer.line(
-                f"[bold]{len(self._queue)} questions wait at once[/] (asked by {askers}, in "
-                "that order). Answers go back by request id, not by order: the deepest first."
-            )
-        self._wake()
         try:
-            while not self._my_turn(request):
-                await self._changed.wait()
-            self._typing = True
-            try:
-                return await super().on_request(request)
-            finally:
-                self._typing = False
-                if gathering and len(self._queue) > 1:
-                    self._settling = request.agent_path[:2]
+            return await super().on_request(request)
+        finally:
+            if gathering and self._waiting and not self.left:
+                self._settling = request.agent_path[:2]
+            if not self.busy:
                 later, self._later = self._later, []
                 for event in later:
                     await self._show(event)
-        finally:
-            self._queue.remove(request)
-            self._wake()
 
 
 def _chat(messages: Sequence[Message], info: ModelRequestParams) -> Step:

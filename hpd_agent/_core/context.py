@@ -3,41 +3,44 @@
 While a tool runs, ``current_context()`` returns its ``ToolContext``: the root run's
 coordinator, the path of agents down to this call, and the deadlines that enclose it. An
 ``Agent.run`` started inside a tool finds the frame here and becomes a nested run that emits
-into the root's coordinator, at any depth, with no wiring by the caller. The frame's typed
-questions (``ask``, ``confirm``, ...) are the ``Asking`` mixin, ``_core/asking.py``.
+into the root's coordinator, at any depth, with no wiring by the caller. The frame asks the
+human its typed questions (``ask``, ``ask_choice``, ``confirm``, ..., ``ask_permission``):
+each builds a ``RequestSpec`` and raises it through the frame's ``request``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import inspect
-import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, Generic
+from typing import Any, Generic, Literal, overload
 
 from typing_extensions import TypeVar
 
+from .._values.callpaths import relayed_paths
 from ..coordinator import Coordinator
 from ..events import Event, format_path, invocation_id
-from ..exceptions import UserError
-from ..hooks import ModelCall, StepCall, ToolExecution
+from ..exceptions import QuestionNotAnswered, UserError
+from ..hooks import StepCall, ToolExecution
 from ..messages import Message
 from ..models._base import Model, ModelRequestParams, ModelResponse
-from ..text import TextMender, mend
-from .asking import Asking
+from ..permissions import Deny, PermissionSpec
+from ..questions import (
+    ActionQuestion,
+    ChoiceQuestion,
+    ConfirmQuestion,
+    CustomQuestion,
+    InputQuestion,
+    KindQuestion,
+    TextQuestion,
+)
 from .deadline import Deadline
+from .model_request import request_model
+from .racing import ask_racing
 from .requests import RequestSpec
 
-__all__ = [
-    "Deadline",
-    "DepsT",
-    "ToolContext",
-    "current_context",
-    "invocation_id",
-    "request_model",
-]
+__all__ = ["Deadline", "DepsT", "ToolContext", "current_context", "invocation_id"]
 
 DepsT = TypeVar("DepsT", default=Any)
 """The type of ``ToolContext.deps`` (``Agent(deps_type=...)``); ``Any`` when not given."""
@@ -54,7 +57,7 @@ def current_context() -> ToolContext | None:
     return _current.get()
 
 
-class ToolContext(Asking, Generic[DepsT]):
+class ToolContext(Generic[DepsT]):
     """What a tool knows about the call it serves. Declare a parameter of this type to get it.
 
     Annotate it ``ToolContext[MyDeps]`` to type ``ctx.deps``.
@@ -144,7 +147,7 @@ class ToolContext(Asking, Generic[DepsT]):
             raise UserError(f"on_behalf_of needs agent names (non-empty text), got {names!r}")
         key = str(key)
         own, levels = (self.call_path, ()) if self._relayed is None else self._relayed
-        below, call_path = _relayed_paths(own, levels, names, key)
+        below, call_path = relayed_paths(own, levels, names, key)
         frame = ToolContext(
             coordinator=self.coordinator,
             agent_path=(*self.agent_path, *names),
@@ -247,6 +250,266 @@ class ToolContext(Asking, Generic[DepsT]):
         it can be resumed, and this call runs again (its journaled steps replayed)."""
         return self.coordinator.backend.durable
 
+    # -- typed questions ---------------------------------------------------------------
+    async def ask(
+        self,
+        question: str,
+        *,
+        context: str | None = None,
+        options: Sequence[str] | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        """Ask the human a free-text question and wait for the answer, mid-turn.
+
+        The question reaches the root run's stream as a ``ClarificationRequest`` tagged with
+        this agent's path. Time spent waiting does not count against tool timeouts.
+
+        Args:
+            question: What to ask.
+            context: Why it is asked, shown with the question.
+            options: If given, the answer must be one of them.
+            timeout: Seconds to wait; None waits as long as the run lives.
+
+        Returns:
+            The answer text.
+
+        Raises:
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
+                Left uncaught, the loop turns it into a plain tool result for the model.
+        """
+        spec = TextQuestion(question=question, context=context, options=options)
+        return str(await self.request(spec, timeout=timeout))
+
+    async def ask_input(
+        self,
+        argument: str,
+        question: str | None = None,
+        *,
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> str:
+        """Ask the human for the value of a named argument instead of letting the model guess.
+
+        Emits a ``"input"`` question with ``data={"argument": argument, "tool": tool_name}``.
+
+        Args:
+            argument: The argument that is missing (e.g. ``"recipient_email"``).
+            question: What to ask; defaults to asking for the argument by name.
+            context: Why it is needed.
+            timeout: Seconds to wait; None waits as long as the run lives.
+
+        Returns:
+            The value, stripped of surrounding space (never empty).
+
+        Raises:
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
+        """
+        spec = InputQuestion(
+            argument=argument, tool=self.tool_name, question=question, context=context
+        )
+        return str(await self.request(spec, timeout=timeout))
+
+    @overload
+    async def ask_choice(
+        self,
+        question: str,
+        options: Sequence[str],
+        *,
+        multiple: Literal[False] = False,
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> str: ...
+
+    @overload
+    async def ask_choice(
+        self,
+        question: str,
+        options: Sequence[str],
+        *,
+        multiple: Literal[True],
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> list[str]: ...
+
+    async def ask_choice(
+        self,
+        question: str,
+        options: Sequence[str],
+        *,
+        multiple: bool = False,
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> str | list[str]:
+        """Ask the human to pick one of ``options`` (or several, with ``multiple=True``).
+
+        The human answers with an option or its 0-based index; ``respond`` refuses anything
+        else.
+
+        Args:
+            question: What to ask.
+            options: The choices (distinct, at least one).
+            multiple: Let the human pick a list of options.
+            context: Why it is asked.
+            timeout: Seconds to wait; None waits as long as the run lives.
+
+        Returns:
+            The chosen option (its own spelling), or the list of them with ``multiple``.
+
+        Raises:
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
+        """
+        spec = ChoiceQuestion(
+            question=question, options=options, multiple=multiple, context=context
+        )
+        answer: Any = await self.request(spec, timeout=timeout)
+        return answer
+
+    async def confirm(
+        self, question: str, *, context: str | None = None, timeout: float | None = None
+    ) -> bool:
+        """Ask the human a yes/no question; the tool decides what "no" means.
+
+        Args:
+            question: What to confirm (e.g. "Delete 12 files?").
+            context: Why it is asked.
+            timeout: Seconds to wait; None waits as long as the run lives.
+
+        Returns:
+            True for yes, False for no.
+
+        Raises:
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
+        """
+        spec = ConfirmQuestion(question=question, context=context)
+        return bool(await self.request(spec, timeout=timeout))
+
+    async def ask_action(
+        self,
+        url: str,
+        *,
+        label: str | None = None,
+        question: str | None = None,
+        context: str | None = None,
+        timeout: float | None = None,
+        resolver: Callable[[], Awaitable[bool]] | None = None,
+    ) -> bool:
+        """Ask the human to do something at ``url`` (e.g. sign in with OAuth) and wait.
+
+        The request is resolved by the human (True: done, False: declined), by the app
+        calling ``run.respond(request_id, True)`` when the action's callback arrives, or by
+        ``resolver``, whichever comes first.
+
+        Args:
+            url: Where the human acts.
+            label: Short text for a link or button.
+            question: What to tell the human; defaults to asking them to open the URL.
+            context: Why it is needed.
+            timeout: Seconds to wait; None waits as long as the run lives.
+            resolver: Awaited alongside the question (e.g. waits for the OAuth callback);
+                its result answers the request unless the human answered first.
+
+        Returns:
+            True when the action was completed, False when it was declined.
+
+        Raises:
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
+        """
+        spec = ActionQuestion(url=url, label=label, question=question, context=context)
+        if resolver is None:
+            return bool(await self.request(spec, timeout=timeout))
+        request_id = self.next_request_id()
+        return bool(await ask_racing(self.coordinator, self, spec, request_id, resolver, timeout))
+
+    async def ask_custom(
+        self,
+        name: str,
+        question: str,
+        *,
+        payload: Mapping[str, Any] | None = None,
+        schema: Mapping[str, Any] | None = None,
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Ask a question of your own kind: a name and JSON payload, answered with JSON.
+
+        Args:
+            name: What kind of question it is, for the handler that shows it.
+            question: What to ask.
+            payload: JSON data for whoever shows the question.
+            schema: A JSON schema the answer must match (checked by ``respond``).
+            context: Why it is asked.
+            timeout: Seconds to wait; None waits as long as the run lives.
+
+        Returns:
+            The answer, as plain JSON data.
+
+        Raises:
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
+        """
+        spec = CustomQuestion(
+            name=name, question=question, payload=payload, schema=schema, context=context
+        )
+        return await self.request(spec, timeout=timeout)
+
+    async def ask_kind(
+        self,
+        name: str,
+        question: str,
+        *,
+        data: Mapping[str, Any] | None = None,
+        context: str | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Ask a question of a registered kind (``hpd_agent.questions.register_kind``).
+
+        The kind's answer schema for ``data`` is resolved now and travels with the request,
+        so every path an answer takes (``run.respond``, a store's ``respond`` in another
+        process, the web, MCP and A2A servers, Temporal) checks it the same way.
+
+        Args:
+            name: The kind's name.
+            question: What to ask.
+            data: The kind's details (JSON data), as its answer schema and parser read them.
+            context: Why it is asked.
+            timeout: Seconds to wait; None waits as long as the run lives.
+
+        Returns:
+            The answer, as plain JSON data matching the kind's answer schema.
+
+        Raises:
+            UserError: No kind ``name`` is registered, or its answer schema for ``data`` is
+                not a safe, valid JSON Schema.
+            QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
+        """
+        spec = KindQuestion(name, question=question, data=data, context=context)
+        return await self.request(spec, timeout=timeout)
+
+    async def ask_permission(
+        self, tool_name: str, arguments: dict[str, Any], *, timeout: float | None = None
+    ) -> str | None:
+        """Ask the human whether ``tool_name`` may run with ``arguments``.
+
+        Returns:
+            None when the call may run; otherwise the text the model gets instead of a result
+            (denied, declined: the user would not say, or unanswered).
+        """
+        if (self.agent_path, tool_name) in self.coordinator.run_approvals:
+            return None
+        try:
+            decision = await self.request(PermissionSpec(tool_name, arguments), timeout=timeout)
+        except QuestionNotAnswered as e:
+            if e.status == "declined":
+                return (
+                    f"The tool {tool_name!r} did not run: the user declined to answer "
+                    "whether it may run."
+                )
+            return f"The tool {tool_name!r} did not run: it needs the user's approval. {e}"
+        if isinstance(decision, Deny):
+            reason = f" Reason: {decision.reason}" if decision.reason else ""
+            return f"The user denied permission to run {tool_name!r}.{reason}"
+        return None
+
+    # -- steps and model requests ------------------------------------------------------
     async def step(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Do a side effect once, even if the run is resumed: a journaled step.
 
@@ -306,88 +569,6 @@ class ToolContext(Asking, Generic[DepsT]):
             params,
             self.invocation_id,
         )
-
-
-def _relayed_paths(
-    own: str, levels: tuple[tuple[str, ...], ...], names: tuple[str, ...], key: str
-) -> tuple[str, str]:
-    """The paths of a frame relaying for ``names`` under ``key`` (``on_behalf_of``): the
-    agent's (its invocation id derives from it) and the frame's (its request ids do).
-
-    Injective: different names, keys or levels never share a path, whatever text the names
-    and keys hold (a remote chooses them). A first level whose names hold no ``/`` or ``#``
-    keeps the form it always had, ``{own}>{names joined by /}#{key}``, because journals of
-    durable runs replay answers by the request ids derived from it: the names end at the
-    first ``#``, the key runs to the end, and the names are not empty, so no such path
-    starts ``{own}>#``. Every other frame's paths do: ``{own}>#`` and the JSON list of its
-    levels (the agent's path: the last level's names without the key).
-    """
-    if not levels and not any("/" in n or "#" in n for n in names):
-        below = f"{own}>{'/'.join(names)}"
-        return below, f"{below}#{key}"
-    below = json.dumps([*levels, names], separators=(",", ":"))
-    path = json.dumps([*levels, (*names, key)], separators=(",", ":"))
-    return f"{own}>#{below}", f"{own}>#{path}"
-
-
-async def request_model(
-    coordinator: Coordinator,
-    agent_path: tuple[str, ...],
-    scope_path: str,
-    model: Model,
-    messages: Sequence[Message],
-    params: ModelRequestParams,
-    invocation: str | None = None,
-) -> ModelResponse:
-    """One model request of a run: through the run's model wrappers (if any), counted busy
-    while it is live, journal write included (an interrupt waits for it), and added to the
-    run's usage."""
-    quiescence = coordinator.quiescence
-    quiescence.busy += 1
-    try:
-        if not coordinator.hooks.model_wrappers:
-            response = await _mended_request(model, messages, params)
-        else:
-            call = ModelCall(
-                run_id=coordinator.run_id,
-                agent_path=agent_path,
-                scope_path=scope_path,
-                invocation_id=invocation_id(scope_path) if invocation is None else invocation,
-                turn=params.turn,
-                model=model,
-                messages=messages,
-                params=params,
-                emit=coordinator.emit,
-            )
-            response = await coordinator.hooks.model(_call_model)(call)
-    finally:
-        # What the response asks for (tool calls, the agent's end) takes over.
-        quiescence.hand_over()
-    coordinator.add_usage(response.usage)
-    return response
-
-
-def _call_model(call: ModelCall) -> Awaitable[ModelResponse]:
-    # Not a coroutine of its own: one frame less held by every model call in flight.
-    return _mended_request(call.model, call.messages, call.params)
-
-
-async def _mended_request(
-    model: Model, messages: Sequence[Message], params: ModelRequestParams
-) -> ModelResponse:
-    """The model's response with its text mended (``hpd_agent.text.mend``) as it streams
-    and as a whole, so every hook, event, journal entry and store sees the same text."""
-    mender = None if params.on_text is None else TextMender(params.on_text)
-    if mender is not None:
-        params = dataclasses.replace(params, on_text=mender)
-    response = await model.request(messages, params)
-    if mender is not None:
-        mender.close()
-    if response.text:
-        text = mend(response.text)
-        if text is not response.text:
-            response = dataclasses.replace(response, text=text)
-    return response
 
 
 async def _run_step(call: StepCall) -> Any:

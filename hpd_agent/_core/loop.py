@@ -34,7 +34,8 @@ from ..messages import (
 from ..models._base import Model, ModelRequestParams, ModelResponse, ToolDefinition
 from ..text import error_text
 from ..tools import Tool, ToolArgumentsError, Toolset, result_to_text
-from .context import Deadline, ToolContext, _current, invocation_id, request_model
+from .context import Deadline, ToolContext, _current, invocation_id
+from .model_request import request_model
 from .output import OutputSpec, output_text
 from .services import RunServices
 from .toolsets import resolve_tools

@@ -1,15 +1,20 @@
 """``ConsoleHandler``: a run in the terminal, with rich.
 
 It streams text as it arrives, labelled with the speaking agent's path, shows tool calls
-and results in one line each, and asks the human the run's questions and permission
-requests. Questions from parallel sub-agents are queued and asked one at a time; the line
-the human types is read off the event loop (a daemon reader thread), so the other agents
-keep working and streaming while a question waits.
+and results in a row each, and asks the human the run's questions and permission requests,
+every line wrapped to the terminal's width. Questions from parallel sub-agents are queued
+and asked one at a time: when a question is done and two or more wait, a person at a
+terminal picks which to answer next from a numbered list (Enter takes the deepest, then the
+oldest); piped input and ``--yes`` take that order without asking. The line the human types
+is read off the event loop (a daemon reader thread), so the other agents keep working and
+streaming while a question waits.
 
-End of input means two things. In a terminal, Ctrl-D at a question is the human leaving:
-the run is cancelled, and nothing is answered or approved in their name. From a pipe or a
-file, it is the end of a script of answers: the questions after it get their defaults
-(``default_answer``), as with ``--yes``, and the run goes on.
+Leaving: ``/exit`` (or another of ``exit_words``) typed at a question, or at the list, is
+the human leaving: the run is cancelled, and nothing is answered or approved in their name.
+End of input means two things. In a terminal, Ctrl-D at a question leaves the same way.
+From a pipe or a file, it is the end of a script of answers: the questions after it get
+their defaults (``default_answer``), as with ``--yes``, and the run goes on. Lines read from
+a pipe are printed after their prompt (``echo``), as a terminal shows what is typed.
 """
 
 from __future__ import annotations
@@ -19,25 +24,30 @@ import contextlib
 import json
 import sys
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from rich.console import Console
+from rich.text import Text
 
 from .._values.vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, REJECT_WORDS
-from ..events import ClarificationRequest, Event, PermissionRequest
+from ..events import ClarificationRequest, Event, PermissionRequest, RequestEvent
 from ..exceptions import RunCancelledError
 from ..permissions import Approve, Decision, Deny
 from ..questions import QUESTION_KINDS, Decline, answer_for, answer_schema_of, parse_typed
+from ..text import printable
 from ._base import BaseHandler
 from ._printing import PERMISSION_WORDS, ConsolePrinter
 from ._stream import esc as _esc
 
-__all__ = ["ConsoleHandler", "default_answer"]
+__all__ = ["EXIT_WORDS", "ConsoleHandler", "default_answer"]
+
+EXIT_WORDS = frozenset({"/exit", "/quit"})
+"""What a person types at a question to leave: the run is cancelled."""
 
 InputFunction = Callable[[str], str]
 """Reads one line, like ``input(prompt)``; raises ``EOFError`` when input is closed."""
@@ -156,6 +166,14 @@ class ConsoleHandler(BaseHandler):
             ``default_answer`` and the run goes on. None (the default): ``"cancel"`` when
             reading a terminal (the builtin ``input`` on a TTY: Ctrl-D), else ``"defaults"``
             (answers piped in, then the defaults).
+        pick: When a question is done and two or more wait, list them and let the human
+            pick which to answer next (Enter: the first listed, the deepest, then the
+            oldest). False asks them in that order without asking. None (the default):
+            pick when reading a terminal, so piped answers keep a fixed order.
+        echo: Print each line read after its prompt, as a terminal shows what is typed.
+            None (the default): when reading the process's stdin and it is not a terminal.
+        exit_words: What typed at a question (or at the list) leaves: the run is
+            cancelled, as Ctrl-D in a terminal does (compared ignoring case).
     """
 
     def __init__(
@@ -167,32 +185,138 @@ class ConsoleHandler(BaseHandler):
         show_tool_results: bool = True,
         max_chars: int = 160,
         end_of_input: Literal["cancel", "defaults"] | None = None,
+        pick: bool | None = None,
+        echo: bool | None = None,
+        exit_words: Iterable[str] = EXIT_WORDS,
     ) -> None:
         self.console = console or Console(highlight=False)
         self.assume_yes = assume_yes
+        terminal = input is None and _is_terminal()
         if end_of_input is None:
-            end_of_input = "cancel" if input is None and _is_terminal() else "defaults"
+            end_of_input = "cancel" if terminal else "defaults"
         self.end_of_input: Literal["cancel", "defaults"] = end_of_input
+        self.pick = terminal if pick is None else pick
+        self.echo = (input is None and not terminal) if echo is None else echo
+        self.exit_words = frozenset(word.casefold() for word in exit_words)
         self.left = False
-        """True once closed input cancelled the run (``end_of_input="cancel"``)."""
+        """True once the human left (an exit word, or Ctrl-D in a terminal): the run was
+        cancelled."""
         self._printer = ConsolePrinter(
             self.console, show_tool_results=show_tool_results, max_chars=max_chars
         )
         self._reader = _LineReader(input or builtins.input)
         self._ask_lock = anyio.Lock()
+        self._waiting: list[RequestEvent] = []  # in the order they came
+        self._turn: RequestEvent | None = None  # the one being asked
+        self._choosing = False
+        self._changed = anyio.Event()
 
     async def on_event(self, event: Event) -> None:
         """Print one event: text as it streams, tool calls, outcomes."""
         self._printer.show(event)
 
+    # -- whose turn ----------------------------------------------------------------------
+    async def on_request(self, request: RequestEvent) -> Any:
+        """Ask ``request`` when its turn comes: one at a time, in the order ``pick`` says."""
+        self._waiting.append(request)
+        self._wake()
+        try:
+            while self._turn is not request:
+                if self.left:
+                    raise RunCancelledError("the human left")
+                if self._turn is None and not self._choosing and self._ready():
+                    await self._choose()
+                else:
+                    await self._changed.wait()
+            return await super().on_request(request)
+        finally:
+            self._waiting.remove(request)
+            if self._turn is request:
+                self._turn = None
+            self._wake()
+
+    @property
+    def busy(self) -> bool:
+        """Whether the human is being asked: a question, or which to answer next."""
+        return self._turn is not None or self._choosing
+
+    def _ready(self) -> bool:
+        """Whether the next question may be asked now (a subclass may hold it back)."""
+        return True
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def _choose(self) -> None:
+        """Give the turn to the deepest waiting request (the oldest of equals), or the one
+        the human picks."""
+        self._choosing = True
+        try:
+            waiting = sorted(self._waiting, key=lambda r: -r.depth)  # stable: oldest first
+            chosen = waiting[0]
+            if len(waiting) > 1 and self.pick and not self.assume_yes and not self._reader.closed:
+                chosen = await self._pick(waiting)
+            if chosen in self._waiting:
+                self._turn = chosen
+            else:
+                self._printer.line("[yellow]That one ended meanwhile.[/]")
+        finally:
+            self._choosing = False
+            self._wake()
+
+    async def _pick(self, waiting: list[RequestEvent]) -> RequestEvent:
+        printer = self._printer
+        printer.line(f"[bold]{len(waiting)} questions wait: which first?[/]")
+        for i, request in enumerate(waiting, 1):
+            printer.line(f"  [bold]{i})[/] {printer.summary(request)}", hang=5)
+        leave = " or ".join(sorted(self.exit_words))
+        printer.line(
+            f"  [dim]type a number, or press Enter for 1"
+            f"{f' ({_esc(leave)} leaves)' if leave else ''}[/]"
+        )
+        while True:
+            line = await self.prompt("Answer which? [1] ")
+            if line is None:  # closed: the question says what that means
+                return waiting[0]
+            word = self._word(line)
+            if not word:
+                return waiting[0]
+            if word.isdigit() and 1 <= int(word) <= len(waiting):
+                return waiting[int(word) - 1]
+            printer.line(f"[red]Type a number from 1 to {len(waiting)}, or press Enter for 1.[/]")
+
+    def _word(self, line: str) -> str:
+        """The line stripped; an exit word leaves."""
+        word = line.strip()
+        if word.casefold() in self.exit_words:
+            self._leave(f"you left ({word})")
+        return word
+
+    def _leave(self, how: str) -> NoReturn:
+        """The human left: say so once, and cancel the run."""
+        if not self.left:
+            self.left = True
+            self._printer.line(
+                f"[bold yellow]{_esc(how[:1].upper() + how[1:])}, so the run is cancelled; "
+                "nothing is answered or approved for you.[/]"
+            )
+        raise RunCancelledError(f"the human left: {how}")
+
     # -- input ---------------------------------------------------------------------------
     async def prompt(self, text: str = "> ") -> str | None:
-        """Read one line from the human off the event loop; None when input is closed."""
+        """Read one line from the human off the event loop; None when input is closed.
+        With ``echo``, the line is printed after the prompt."""
         self._printer.end_line()
         try:
-            return await self._reader.readline(text, echo_prompt=self._echo)
+            line = await self._reader.readline(text, echo_prompt=self._echo)
         except EOFError:
             return None
+        if self.echo:
+            shown = Text(printable(line))
+            shown.expand_tabs(8)
+            self._printer.fitted(shown, hang=2, start=len(text))
+        return line
 
     def _echo(self, prompt: str) -> None:
         self.console.print(_esc(prompt), end="")
@@ -206,6 +330,8 @@ class ConsoleHandler(BaseHandler):
     ) -> Any:
         printer = self._printer
         async with self._ask_lock:
+            if self.left:
+                raise RunCancelledError("the human left")
             printer.asking = request.request_id
             try:
                 printer.end_line()
@@ -219,7 +345,7 @@ class ConsoleHandler(BaseHandler):
                     if line is None:
                         return self._closed(request, said=False)
                     try:
-                        answer = parse(line.strip())
+                        answer = parse(self._word(line))
                     except _Reply as again:
                         printer.line(f"[red]{_esc(str(again))}[/]")
                         continue
@@ -231,13 +357,7 @@ class ConsoleHandler(BaseHandler):
     def _closed(self, request: ClarificationRequest | PermissionRequest, *, said: bool) -> Any:
         """Input is closed: cancel the run (a terminal), or answer with the default."""
         if self.end_of_input == "cancel":
-            if not self.left:
-                self.left = True
-                self._printer.line(
-                    "[bold yellow]Input closed (Ctrl-D): you left, so the run is cancelled; "
-                    "nothing is answered or approved for you.[/]"
-                )
-            raise RunCancelledError("input closed: the human left")
+            self._leave("input closed (Ctrl-D): you left")
         if not said:
             self._printer.line("[yellow]Input closed: answering with defaults from now on.[/]")
         return self._auto(request)
@@ -262,7 +382,7 @@ class ConsoleHandler(BaseHandler):
         async def reason(decision: Decision) -> Decision:
             if isinstance(decision, Deny) and not decision.reason:
                 text = await self.prompt("Reason (optional, sent to the agent): ")
-                return Deny(reason=(text or "").strip())
+                return Deny(reason=self._word(text or ""))
             return decision
 
         return await self._ask(

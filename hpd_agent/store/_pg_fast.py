@@ -31,7 +31,6 @@ from typing import Any, TypeVar
 import anyio.to_thread
 import psycopg
 
-from ..exceptions import StoreUnavailableError
 from ._base import JournalEntry
 from ._fence import current_fence, fencing
 from ._group import GroupOp
@@ -160,10 +159,7 @@ class FastConnection:
         try:
             if self.conn is not fast:
                 return MISSED
-            pipe = self.pipe
-            if pipe.sent:
-                pipe.settle(fast.pgconn)
-            if pipe.again:
+            if not self._settled(fast) or self.pipe.again:
                 return MISSED  # ``point`` writes them first, in the worker thread
             return fn(fast)
         except GAVE_UP:
@@ -172,6 +168,19 @@ class FastConnection:
             if not _idle(fast):  # only after a failure
                 self._after_failure(fast)
             self.lock.release()
+
+    def _settled(self, fast: _Conn) -> bool:
+        """Under ``lock``: the replies of the writes sent ahead on ``fast`` read. False when
+        the connection was lost first: it is closed, and those not confirmed are to be
+        written again (``_drop``).
+
+        Raises:
+            StoreUnavailableError: One of them failed (``JournalPipe.settle``).
+        """
+        if not self.pipe.sent or self.pipe.settle(fast.pgconn):
+            return True
+        self._drop(fast)
+        return False
 
     def _after_failure(self, fast: _Conn) -> None:
         """Under ``lock``: ``fast`` idle again (rolled back), or closed."""
@@ -185,7 +194,8 @@ class FastConnection:
         self.conn = None
         self.lost = True
         pipe = self.pipe
-        # Their replies are lost with the connection: written again (an upsert, the same row).
+        # Their replies are lost with the connection, and maybe the writes too: written
+        # again (an upsert, the same row).
         pipe.again.extend(pipe.sent)
         pipe.sent.clear()
         pipe.prepared = False
@@ -199,14 +209,27 @@ class FastConnection:
         if not isinstance(result, Missed):
             return result
         store = self._store
-        while self.pipe.again:
-            run_id, entry, fence = self.pipe.again.popleft()
-            with fencing(fence):
-                await store._run(self._usual_write(run_id, entry))
+        if self.pipe.again:
+            await store._run(self._write_again)
         result = await store._run(fn)
         if self.lost:
             await self._reopen()
         return result
+
+    def _write_again(self, conn: _Conn) -> None:
+        """In the worker thread, on its connection: the journal writes in ``pipe.again``,
+        in order; each leaves it once written (one that fails stays, with those after it).
+
+        Raises:
+            RunLeasedError: A write's fence no longer holds; nothing was written.
+        """
+        again = self.pipe.again
+        while again:
+            run_id, entry, fence = again[0]
+            with fencing(fence):
+                write = self._usual_write(run_id, entry)
+            write(conn)
+            again.popleft()
 
     async def _reopen(self) -> None:
         """Open a new event loop's connection in a thread (one try per connection lost)."""
@@ -249,7 +272,8 @@ class FastConnection:
             if fast is None or self.conn is not fast:
                 return False
             try:
-                self.pipe.settle(fast.pgconn)
+                if not self._settled(fast):
+                    return False
             finally:
                 if not _idle(fast):
                     self._after_failure(fast)
@@ -312,12 +336,21 @@ class FastConnection:
             ops = ops[len(committed) :]  # the chunks committed before one that gave up
         await self.point(self._store._group_transaction(ops))
 
-    def close(self) -> None:
-        """Settle what was sent ahead and close the connection (the store closes)."""
+    def close(self, conn: _Conn) -> None:
+        """As the store closes (in its worker thread, on its connection ``conn``): read
+        the replies of the writes sent ahead, write again on ``conn`` those that were not
+        written, and close the event loop's connection.
+
+        Raises:
+            StoreUnavailableError: A write sent ahead failed (``JournalPipe.settle``).
+            RunLeasedError: A write's fence no longer holds; nothing was written.
+        """
         with self.lock:
-            fast, self.conn = self.conn, None
-            if fast is not None:
-                with contextlib.suppress(psycopg.Error, StoreUnavailableError):
-                    if self.pipe.sent:
-                        self.pipe.settle(fast.pgconn)
-                fast.close()
+            fast = self.conn
+            try:
+                if fast is not None:
+                    self._settled(fast)
+            finally:
+                if fast is not None:
+                    self._drop(fast)  # those still unconfirmed go to ``again``
+                self._write_again(conn)

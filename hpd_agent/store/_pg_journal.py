@@ -7,8 +7,17 @@ libpq's pipeline mode with a sync point of its own (so it commits alone), and it
 read before the connection's next statement (``settle``), which comes before the run acts
 on anything after the result. A turn's tool result and its next model response so take one
 round trip. A write sent ahead that failed fails that next statement, naming the entry; one
-that gave up on a row lock (``lock_timeout``) is kept in ``again``, for the store to write
+that gave up (a row lock held, its time limit) is kept in ``again``, for the store to write
 in its worker thread, waiting for the lock, before that statement.
+
+Each write's transaction commits at its sync point, and every reply up to that point is read
+(``_until_sync``) before the write counts as written: a transaction can fail after its
+statement succeeded, the error coming as one more reply before the sync point. The
+connection's ``statement_timeout`` does that on a loaded machine when its timer fires as the
+statement ends (the server reports it while reading the sync message, and rolls the write
+back); so would a deferred constraint. A connection lost before a write's sync point leaves
+it unconfirmed (committed or not, no one can tell): the store writes it again (an upsert,
+the same row) on another connection.
 
 While the store drives several runs, the writes due at once come as one batch (``_group``):
 ``batch`` sends them all in the pipeline with one sync point (one transaction, one round
@@ -62,6 +71,9 @@ _GAVE_UP = (b"55P03", b"57014")
 """lock_not_available, query_canceled: a statement on the event loop's connection gave up
 waiting (``_FAST_LIMIT``) and was rolled back."""
 
+_SYNC = psycopg.pq.ExecStatus.PIPELINE_SYNC
+_DONE = (psycopg.pq.ExecStatus.COMMAND_OK, psycopg.pq.ExecStatus.TUPLES_OK)
+
 
 def _journal_params(run_id: str, entry: JournalEntry, fence: Fence | None) -> list[bytes]:
     params = [
@@ -90,14 +102,48 @@ def _flush(pgconn: psycopg.pq.abc.PGconn) -> None:
         select.select([], [pgconn.socket], [], 1.0)
 
 
+def _why(result: psycopg.pq.abc.PGresult) -> str:
+    """What the server said of a failed statement, on one line (never empty)."""
+    message = " ".join((result.error_message or b"").decode(errors="replace").split())
+    return message or f"the server answered {psycopg.pq.ExecStatus(result.status).name}"
+
+
 def _check(result: psycopg.pq.abc.PGresult) -> None:
     """Raise the psycopg error a failed low-level statement stands for."""
     if result.status == psycopg.pq.ExecStatus.COMMAND_OK:
         return
-    state = result.error_field(psycopg.pq.DiagnosticField.SQLSTATE)
-    message = (result.error_message or b"statement failed").decode(errors="replace")
+    state = result.error_field(_SQLSTATE)
     error = psycopg.errors.lookup(state.decode()) if state else psycopg.OperationalError
-    raise error(message.strip())
+    raise error(_why(result))
+
+
+def _until_sync(pgconn: psycopg.pq.abc.PGconn) -> list[psycopg.pq.abc.PGresult] | None:
+    """Every reply up to the next sync point (not the ends of statements' results), or None
+    when the connection was lost before it came.
+
+    The transaction of what was sent before the sync point committed only if none of them is
+    an error: one that failed after its statement succeeded (its commit, or a time limit
+    that fired as the statement ended) comes as one more reply after the statement's own.
+    """
+    results: list[psycopg.pq.abc.PGresult] = []
+    ended = False  # the previous read was the end of a statement's results
+    while True:
+        result = pgconn.get_result()
+        if result is None:
+            # Twice in a row: nothing more is coming (the connection is lost).
+            if ended or pgconn.status == psycopg.pq.ConnStatus.BAD:
+                return None
+            ended = True
+            continue
+        if result.status == _SYNC:
+            return results
+        ended = False
+        results.append(result)
+
+
+def _failure(results: Sequence[psycopg.pq.abc.PGresult]) -> psycopg.pq.abc.PGresult | None:
+    """The first error among a transaction's replies (it was rolled back), if any."""
+    return next((result for result in results if result.status not in _DONE), None)
 
 
 class JournalPipe:
@@ -108,7 +154,8 @@ class JournalPipe:
         self.sent: deque[tuple[str, JournalEntry, Fence | None]] = deque()
         """The writes sent ahead whose replies are still unread."""
         self.again: deque[tuple[str, JournalEntry, Fence | None]] = deque()
-        """Writes sent ahead that met a row lock: to be written again, waiting for it."""
+        """Writes sent ahead that gave up (a row lock held, the time limit) or whose replies
+        were lost with the connection: to be written again in the worker thread."""
 
     def prepare(self, pgconn: psycopg.pq.abc.PGconn) -> None:
         """Prepare the journal writes on ``pgconn`` (once; ``PostgresStore`` does it as it
@@ -148,41 +195,46 @@ class JournalPipe:
         self.sent.append((run_id, entry, fence))
         _flush(pgconn)
 
-    def settle(self, pgconn: psycopg.pq.abc.PGconn) -> None:
+    def settle(self, pgconn: psycopg.pq.abc.PGconn) -> bool:
         """Read the replies of the writes sent ahead and leave pipeline mode.
 
-        Raises:
-            StoreUnavailableError: One of them failed (named), or the connection broke.
+        Returns:
+            False when the connection was lost before every reply came: the writes not
+            confirmed stay in ``sent`` (committed or not, no one can tell), for the caller
+            to close the connection and write them again (``again``).
 
-        A write its fence refused wrote nothing and marks that fence lost (``Fence.refuse``):
-        its run is stopped before its next tool function or step (``LeaseKeeper.guard``),
-        and a statement of another run on this connection is not failed for it.
+        Raises:
+            StoreUnavailableError: One of them failed (named, with the server's words).
+
+        A write counts as written once its transaction committed (``_until_sync``). One
+        that gave up (a row lock, the time limit) goes to ``again``. A write its fence
+        refused wrote nothing and marks that fence lost (``Fence.refuse``): its run is
+        stopped before its next tool function or step (``LeaseKeeper.guard``), and a
+        statement of another run on this connection is not failed for it.
         """
         failed: str | None = None
-        while self.sent:
-            run_id, entry, fence = self.sent.popleft()
-            result = pgconn.get_result()
-            for _ in range(3):  # the end of the statement's results (None), its sync point
-                end = pgconn.get_result()
-                if end is not None and end.status == psycopg.pq.ExecStatus.PIPELINE_SYNC:
-                    break
-            if result is not None and result.status == psycopg.pq.ExecStatus.COMMAND_OK:
-                if fence is not None and _refused(result):
+        sent = self.sent
+        while sent:
+            results = _until_sync(pgconn)
+            if results is None:
+                if failed is not None:
+                    raise StoreUnavailableError(failed)
+                return False
+            run_id, entry, fence = sent.popleft()
+            error = _failure(results)
+            if error is None and results:  # committed
+                if fence is not None and _refused(results[0]):
                     fence.refuse()
-                continue
-            state = None if result is None else result.error_field(_SQLSTATE)
-            if state in _GAVE_UP:  # a row lock held elsewhere: written again, waiting for it
-                self.again.append((run_id, entry, fence))
+            elif error is not None and error.error_field(_SQLSTATE) in _GAVE_UP:
+                self.again.append((run_id, entry, fence))  # rolled back: written again
             elif failed is None:
-                why = "no reply" if result is None else (result.error_message or b"").decode()
-                failed = (
-                    f"journal entry {entry.key!r} of run {run_id!r} was not written: "
-                    f"{' '.join(why.split())}"
-                )
+                why = "the server did not run it" if error is None else _why(error)
+                failed = f"journal entry {entry.key!r} of run {run_id!r} was not written: {why}"
         if pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
             pgconn.exit_pipeline_mode()
         if failed is not None:
             raise StoreUnavailableError(failed)
+        return True
 
     def batch(
         self,
@@ -221,51 +273,43 @@ class JournalPipe:
         ops: Sequence[GroupOp],
         sends: Sequence[tuple[bytes, list[bytes | None]] | None],
     ) -> None:
+        """Write ``ops`` in one pipelined transaction; raises (as ``batch`` says) unless it
+        committed. A connection lost before the commit was confirmed is left in pipeline
+        mode, for the caller to close."""
         pgconn.enter_pipeline_mode()
-        failed: psycopg.pq.abc.PGresult | None = None
-        try:
-            for op, send in zip(ops, sends, strict=True):
-                if send is not None:
-                    pgconn.send_query_prepared(send[0], cast("list[Buffer | None]", send[1]))
-                    continue
-                fence = op.fence
-                name = _name(fence)
-                token = None if fence is None else str(fence.token).encode()
-                for row in op.rows or ():
-                    params = [value.encode() for value in row]
-                    if token is not None:
-                        params.append(token)
-                    pgconn.send_query_prepared(name, cast("list[Buffer | None]", params))
-            pgconn.pipeline_sync()
-            _flush(pgconn)
-            for op, send in zip(ops, sends, strict=True):
-                op.error = None
-                for _ in range(1) if send is not None else op.rows or ():
-                    result = _next_result(pgconn)
-                    if result.status in _DONE:
-                        _read(op, result, send is not None)
-                    elif result.status != psycopg.pq.ExecStatus.PIPELINE_ABORTED:
-                        failed = failed or result
-            for _ in range(3):  # the sync point
-                end = pgconn.get_result()
-                if end is not None and end.status == psycopg.pq.ExecStatus.PIPELINE_SYNC:
-                    break
-        finally:
-            if pgconn.pipeline_status != psycopg.pq.PipelineStatus.OFF:
-                pgconn.exit_pipeline_mode()
+        for op, send in zip(ops, sends, strict=True):
+            if send is not None:
+                pgconn.send_query_prepared(send[0], cast("list[Buffer | None]", send[1]))
+                continue
+            fence = op.fence
+            name = _name(fence)
+            token = None if fence is None else str(fence.token).encode()
+            for row in op.rows or ():
+                params = [value.encode() for value in row]
+                if token is not None:
+                    params.append(token)
+                pgconn.send_query_prepared(name, cast("list[Buffer | None]", params))
+        pgconn.pipeline_sync()
+        _flush(pgconn)
+        results = _until_sync(pgconn)
+        if results is None:  # not retried: a run's start or end written twice would fail
+            raise StoreUnavailableError(
+                "the connection to PostgreSQL was lost before it confirmed a group commit "
+                f"of {len(ops)} writes: whether they were written is unknown"
+            )
+        pgconn.exit_pipeline_mode()
+        failed = _failure(results)
         if failed is not None:
-            _check(failed)
-
-
-_DONE = (psycopg.pq.ExecStatus.COMMAND_OK, psycopg.pq.ExecStatus.TUPLES_OK)
-
-
-def _next_result(pgconn: psycopg.pq.abc.PGconn) -> psycopg.pq.abc.PGresult:
-    result = pgconn.get_result()
-    pgconn.get_result()  # the end of the statement's results
-    if result is None:
-        raise StoreUnavailableError("no reply from PostgreSQL to a write of a group commit")
-    return result
+            _check(failed)  # the transaction was rolled back: none of it was written
+        statements = [
+            (op, send is not None)
+            for op, send in zip(ops, sends, strict=True)
+            for _ in (range(1) if send is not None else op.rows or ())
+        ]
+        for op in ops:
+            op.error = None
+        for (op, statement), result in zip(statements, results, strict=True):
+            _read(op, result, statement)
 
 
 def _read(op: GroupOp, result: psycopg.pq.abc.PGresult, statement: bool) -> None:

@@ -241,10 +241,12 @@ class PostgresStore(SQLStore[_Conn]):
         conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, request_id))
 
     def _close(self, conn: _Conn) -> None:
-        super()._close(conn)
-        self._fast.close()
-        self._listener.close()
-        self._threads.close()
+        try:
+            self._fast.close(conn)  # first: what it could not write is written on ``conn``
+        finally:
+            super()._close(conn)
+            self._listener.close()
+            self._threads.close()
 
     # -- answers from other processes: LISTEN/NOTIFY -------------------------------------
     async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:

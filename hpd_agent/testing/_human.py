@@ -6,11 +6,11 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ..events import RequestEvent
+from ..events import ClarificationRequest, PermissionRequest, RequestEvent, format_path
 from ..handlers._base import BaseHandler
 from ..permissions import Approve, Decision, Deny
 from ..questions import Decline
-from ._rules import Replying, Rule, UnexpectedRequestError
+from ._rules import Rule, UnexpectedRequestError
 
 __all__ = ["ScriptedHuman", "UnexpectedRequestError"]
 
@@ -22,7 +22,7 @@ def _compile(match: str | re.Pattern[str], *, literal_full: bool = False) -> re.
     return re.compile(re.escape(match), 0 if literal_full else re.IGNORECASE)
 
 
-class ScriptedHuman(Replying, BaseHandler):
+class ScriptedHuman(BaseHandler):
     """Answers questions and permission requests by rules, and records what it was asked.
 
     Questions match by a case-insensitive substring (or a compiled regex) of the question,
@@ -56,9 +56,11 @@ class ScriptedHuman(Replying, BaseHandler):
         permissions: Mapping[str, Decision | Decline | bool] | None = None,
     ) -> None:
         self.rules: list[Rule] = []
+        """The rules, in the order they were added."""
         self.asked: list[RequestEvent] = []
         """Every request received, in order."""
         self.answered: list[tuple[RequestEvent, Any]] = []
+        """Each request a rule matched, with the reply given."""
         for match, reply in (answers or {}).items():
             self.answer(match, reply)
         for tool_name, decision in (permissions or {}).items():
@@ -237,3 +239,40 @@ class ScriptedHuman(Replying, BaseHandler):
             )
         )
         return self
+
+    # -- answering -------------------------------------------------------------------------
+    def reply_for(self, request: RequestEvent) -> Any:
+        """The answer the rules give ``request`` (records it). Usable in your own event loop.
+
+        Raises:
+            UnexpectedRequestError: No rule matches.
+        """
+        self.asked.append(request)
+        for rule in self.rules:
+            if rule.matches(request):
+                rule.used += 1
+                reply = rule.reply(request) if callable(rule.reply) else rule.reply
+                self.answered.append((request, reply))
+                return reply
+        what = (
+            f"{request.question_kind} question {request.question!r}"
+            if isinstance(request, ClarificationRequest)
+            else f"permission for {request.tool_name!r}"
+        )
+        raise UnexpectedRequestError(
+            f"ScriptedHuman has no rule for {what} from {format_path(request.agent_path)}"
+        )
+
+    async def on_clarification(self, request: ClarificationRequest) -> Any:
+        """Answer a question from the rules."""
+        return self.reply_for(request)
+
+    async def on_permission(self, request: PermissionRequest) -> Any:
+        """Decide a permission request from the rules."""
+        return self.reply_for(request)
+
+    def assert_all_asked(self) -> None:
+        """Fail unless every rule was used at least once."""
+        unused = [r.label for r in self.rules if r.used == 0]
+        if unused:
+            raise AssertionError(f"ScriptedHuman: never asked about {unused}")

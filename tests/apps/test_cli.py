@@ -63,6 +63,13 @@ def terminal(tmp_path: Path) -> Iterator[Any]:
 
 FRAMEWORK_Q = r"Clarifier.* asks: .*Which web framework should 'Build a todo API' use\?"
 STORE_Q = r"ResearchAgent.* asks: .*Where should the data of 'Build a todo API' live\?"
+PICK = r"Answer which\? \[1\] "
+
+
+def _pick(child: Any, typed: str = "") -> None:
+    """Two or more questions wait: the list, then Enter (the first listed) or a number."""
+    child.expect(PICK)
+    child.sendline(typed)
 
 
 def test_demo_in_a_terminal_does_what_the_person_typed(terminal: Any, tmp_path: Path) -> None:
@@ -72,9 +79,13 @@ def test_demo_in_a_terminal_does_what_the_person_typed(terminal: Any, tmp_path: 
         terminal.expect(pattern)
         seen.append(terminal.before + (terminal.after if isinstance(terminal.after, str) else ""))
 
+    expect(PICK)
+    terminal.sendline("")  # Enter: the first listed, the deepest
     expect(FRAMEWORK_Q)
     expect(r"\n> ")
     terminal.sendline("FastAPI")
+    expect(PICK)  # the ResearchAgent's question, and now the CodingAgent's write_file
+    terminal.sendline("")
     expect(STORE_Q)
     expect(r"\n> ")
     terminal.sendline("2")
@@ -92,7 +103,7 @@ def test_demo_in_a_terminal_does_what_the_person_typed(terminal: Any, tmp_path: 
     went_on = before_prompt.index("The Clarifier answered within my turn: FastAPI. Writing app.py.")
     assert (
         went_on
-        < before_prompt.index("Where should the data of")
+        < before_prompt.index("? Orchestrator > ResearchAgent asks: Where should the data of")
         < before_prompt.index("Data goes in PostgreSQL")
     )
     # ...wrote FastAPI code once approved, and said so.
@@ -104,9 +115,11 @@ def test_demo_in_a_terminal_does_what_the_person_typed(terminal: Any, tmp_path: 
 def test_demo_in_a_terminal_takes_a_number_and_a_denial_with_reason(
     terminal: Any, tmp_path: Path
 ) -> None:
+    _pick(terminal)
     terminal.expect(FRAMEWORK_Q)
     terminal.expect(r"\n> ")
     terminal.sendline("3")  # 3) Django
+    _pick(terminal)
     terminal.expect(STORE_Q)
     terminal.expect(r"\n> ")
     terminal.sendline("1")  # 1) SQLite
@@ -126,6 +139,7 @@ def test_demo_in_a_terminal_takes_a_number_and_a_denial_with_reason(
 
 
 def test_ctrl_c_cancels_the_demo_cleanly(terminal: Any, tmp_path: Path) -> None:
+    _pick(terminal)
     terminal.expect(FRAMEWORK_Q)
     terminal.expect(r"\n> ")
     terminal.sendintr()
@@ -139,6 +153,7 @@ def test_ctrl_c_cancels_the_demo_cleanly(terminal: Any, tmp_path: Path) -> None:
 def test_ctrl_d_at_a_question_in_a_terminal_cancels_and_answers_nothing(
     terminal: Any, tmp_path: Path
 ) -> None:
+    _pick(terminal)
     terminal.expect(FRAMEWORK_Q)
     terminal.expect(r"\n> ")
     terminal.sendeof()  # Ctrl-D: the person left
@@ -155,9 +170,11 @@ def test_ctrl_d_at_a_question_in_a_terminal_cancels_and_answers_nothing(
 
 
 def test_ctrl_d_at_the_permission_prompt_approves_nothing(terminal: Any, tmp_path: Path) -> None:
+    _pick(terminal)
     terminal.expect(FRAMEWORK_Q)
     terminal.expect(r"\n> ")
     terminal.sendline("FastAPI")
+    _pick(terminal)
     terminal.expect(STORE_Q)
     terminal.expect(r"\n> ")
     terminal.sendline("SQLite")
@@ -171,6 +188,54 @@ def test_ctrl_d_at_the_permission_prompt_approves_nothing(terminal: Any, tmp_pat
     assert "answered automatically" not in out and "approved for the run" not in out
     assert "Input closed (Ctrl-D)" in out and "Run cancelled." in out
     assert list(tmp_path.iterdir()) == []  # write_file never ran
+
+
+def test_a_person_picks_the_second_waiting_question_first(tmp_path: Path) -> None:
+    # A terminal 60 columns wide (its own size: no COLUMNS): every line fits it.
+    env = _env(HPD_AGENT_DEMO_PACE="0.002")
+    del env["COLUMNS"]
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "hpd_agent.cli", "demo", "--workdir", str(tmp_path)],
+        cwd=str(ROOT),
+        env=env,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 60),
+    )
+    child.logfile_read = screen = io.StringIO()
+    try:
+        # Before: no list, no choice; the deepest (the Clarifier's) was asked first.
+        child.expect([PICK, r"\n> "])
+        listed = ANSI.sub("", screen.getvalue()).replace("\r", "")
+        assert child.match.re.pattern == PICK, listed
+        assert "2 questions wait: which first?" in listed
+        assert "  1) Orchestrator > CodingAgent > Clarifier asks: Which web" in listed
+        assert "  2) Orchestrator > ResearchAgent asks: Where should the" in listed
+        child.sendline("2")
+        child.expect(r"ResearchAgent.* asks: .*Where should the")  # (wrapped at 60 columns)
+        child.expect(r"\n> ")
+        child.sendline("PostgreSQL")
+        child.expect(r"Clarifier.* asks: .*Which web")  # then the other one, alone: no list
+        child.expect(r"\n> ")
+        child.sendline("Django")
+        child.expect(r"wants to run .*write_file")
+        child.expect(r"\n> ")
+        child.sendline("1")
+        child.expect(pexpect.EOF)
+        child.close()
+        out = ANSI.sub("", screen.getvalue()).replace("\r", "")
+        assert child.exitstatus == 0, out
+    finally:
+        child.close(force=True)
+    # Each answer reached the agent that asked it, in the order the person chose.
+    flat = " ".join(out.split())  # lines wrap at 60 columns
+    assert flat.index("Data goes in PostgreSQL") < flat.index("? Orchestrator > CodingAgent > Clar")
+    assert "The user chose Django." in flat
+    assert "Django" in (tmp_path / "views.py").read_text()
+    assert out.count("Answer which?") == 1
+    too_long = [line for line in out.splitlines() if len(line) > 60]
+    assert too_long == []
 
 
 def _chat() -> pexpect.spawn:
@@ -324,7 +389,8 @@ def test_chat_on_a_local_server_not_started_says_so_in_one_line() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         address = f"http://127.0.0.1:{s.getsockname()[1]}/v1"  # nothing listens once closed
-    env = _env(HPD_AGENT_ALLOW_MODEL_REQUESTS="1")
+    # Wide enough for the whole message on one line (lines wrap to the width).
+    env = _env(HPD_AGENT_ALLOW_MODEL_REQUESTS="1", COLUMNS="200")
     out = _hpd("chat", "--model", "openai/served", "--api-base", address, stdin="hi\n", env=env)
     assert out.returncode == 1, out.stdout + out.stderr  # the last turn failed
     said = [line for line in out.stdout.splitlines() if "nothing is listening" in line]
@@ -439,3 +505,49 @@ def test_serve_refuses_a_port_out_of_range_with_a_usage_error(port: str) -> None
     assert out.returncode == 2, out.stderr
     assert "is not a port number (0-65535)" in out.stderr
     assert "internal error" not in out.stderr and "Traceback" not in out.stderr
+
+
+def test_exit_at_a_question_in_a_chat_terminal_cancels_and_leaves() -> None:
+    chat = _chat()
+    chat.logfile_read = screen = io.StringIO()
+    try:
+        chat.expect("you> ")
+        chat.sendline("what is hpd?")
+        chat.expect("Do you want a short or a detailed answer")
+        chat.expect(r"\n> ")
+        chat.sendline("/exit")
+        # Before: "/exit" was refused as an answer and the question asked again.
+        assert chat.expect([pexpect.EOF, "There is no option"]) == 0
+        chat.close()
+        out = ANSI.sub("", screen.getvalue())
+        assert chat.exitstatus == 130, out
+        assert "You left (/exit), so the run is cancelled; nothing is answered" in out
+        assert "You wanted a" not in out and "answered automatically" not in out
+        assert out.rstrip().endswith("bye") and "Traceback" not in out
+    finally:
+        chat.close(force=True)
+
+
+def test_the_chats_exit_words_leave_at_a_question_from_a_pipe_too() -> None:
+    out = _hpd("chat", stdin="hello\nwhat is hpd?\nquit\nnot read\n")
+    assert out.returncode == 130, out.stdout + out.stderr
+    assert "You left (quit), so the run is cancelled" in out.stdout
+    assert "You wanted a" not in out.stdout and "not read" not in out.stdout
+    assert "You said 'hello'" in out.stdout  # the turn before was done
+
+
+def test_piped_answers_are_echoed_alike_in_demo_and_chat(tmp_path: Path) -> None:
+    demo = _hpd("demo", "--workdir", str(tmp_path), stdin="FastAPI\n2\n1\n")
+    chat = _hpd("chat", stdin="what is hpd?\n2\n/exit\n")
+    assert demo.returncode == 0 and chat.returncode == 0, demo.stderr + chat.stderr
+    # Each line read is printed after its prompt, on the prompt's line, as typed.
+    demo_lines, chat_lines = demo.stdout.splitlines(), chat.stdout.splitlines()
+    assert [line for line in demo_lines if line.startswith("> ")] == ["> FastAPI", "> 2", "> 1"]
+    assert [line for line in chat_lines if line.startswith(("> ", "you> "))] == [
+        "you> what is hpd?",
+        "> 2",  # before: the chat printed nothing after its prompt
+        "you> /exit",
+    ]
+    # What follows an answer starts on a line of its own, alike.
+    asked = chat_lines.index("> 2")
+    assert chat_lines[asked + 1].startswith("  Assistant ← ask_user: Detailed")

@@ -739,3 +739,159 @@ async def test_yes_answers_a_kind_of_the_apps_own_with_its_default_or_declines_i
     with_default = dataclasses.replace(asked, answer_schema={**schema, "default": 3})
     assert await handler.on_request(with_default) == 3
     assert "(answered automatically: declined)" in screen.text()
+
+
+async def test_a_long_multi_line_string_argument_is_folded_not_escaped() -> None:
+    @tool(requires_approval=True)
+    def write_file(path: str, text: str) -> str:
+        """Write a file.
+
+        Args:
+            path: Where.
+            text: What.
+        """
+        return f"wrote {path}"
+
+    body = "".join(f"line {i}: {'x' * 20}\n" for i in range(1, 21))
+    agent = Agent(
+        "Coder",
+        model=ScriptedModel([tool_call("write_file", path="a.py", text=body), text("ok")]),
+        tools=[write_file],
+    )
+    handler, screen, _ = handler_for(["1"])
+    await agent.run("write it", handler=handler)
+    out = screen.text()
+    # Before: one row, text='line 1: xxx\nline 2: ...' escaped and cut at 160 characters.
+    assert "\\n" not in out
+    row = "  Coder → write_file(path='a.py', text=…)\n"
+    folded = f"    text: (20 lines)\n    │ line 1: {'x' * 20}\n    │ line 2: {'x' * 20}\n"
+    assert row + folded + f"    │ line 3: {'x' * 20}\n    … (17 more lines)\n" in out
+    # The permission request shows more of it (what is approved), folded the same way.
+    assert f"  │ line 8: {'x' * 20}\n  … (12 more lines)\n" in out
+    assert "line 9:" not in out
+
+
+def _three_askers() -> Agent:
+    """Root calls Alpha, Beta and Gamma at once; each asks its own question."""
+    agents = []
+    for name in ("Alpha", "Beta", "Gamma"):
+
+        def fn(messages: Sequence[Message], info: ModelRequestParams, n: str = name) -> Any:
+            answers = tool_results(messages)
+            if not answers:
+                return tool_call("ask_user", question=f"{n}'s question?")
+            return text(f"{n} got {answers[-1]}")
+
+        agents.append(Agent(name, model=FunctionModel(fn), tools=[ask_user()]).as_tool())
+
+    def plan(messages: Sequence[Message], info: ModelRequestParams) -> Any:
+        if not tool_results(messages):
+            return [tool_call(n, query="go") for n in ("Alpha", "Beta", "Gamma")]
+        return text(" | ".join(tool_results(messages)))
+
+    return Agent("Root", model=FunctionModel(plan), tools=agents)
+
+
+def _asked_last(out: str) -> str:
+    return max(("Alpha", "Beta", "Gamma"), key=lambda n: out.rfind(f"? Root > {n} asks:"))
+
+
+def _answer_once_both_others_wait(screen: Screen) -> Callable[[], str]:
+    """Types the first answer once the two other questions are queued behind it."""
+
+    def answer() -> str:
+        asked = _asked_last(screen.text())
+        for other in {"Alpha", "Beta", "Gamma"} - {asked}:
+            screen.appeared(f"Root > {other} also needs you: queued").wait(timeout=20)
+        return f"answer for {asked}"
+
+    return answer
+
+
+async def test_the_person_picks_which_waiting_question_to_answer_next() -> None:
+    screen = Screen()
+    listed: list[str] = []
+
+    def pick(typed: str) -> Callable[[], str]:
+        def choose() -> str:
+            out = screen.text()
+            listed.append(out[out.rindex("questions wait: which first?") :])
+            return typed
+
+        return choose
+
+    def answer_what_is_asked() -> str:
+        return f"answer for {_asked_last(screen.text())}"
+
+    lines = [_answer_once_both_others_wait(screen), pick("7"), pick("2"), answer_what_is_asked]
+    keyboard = Keyboard(screen, [*lines, answer_what_is_asked])
+    handler = ConsoleHandler(console_for(screen), input=keyboard, pick=True)
+    result = await _three_askers().run("ask all", handler=handler)
+    # Every answer reached the agent whose question was on screen.
+    assert result.output == (
+        "Alpha got answer for Alpha | Beta got answer for Beta | Gamma got answer for Gamma"
+    )
+    # After the first answer two questions waited: listed, numbered, and the one typed
+    # ("2") was asked next; a number not listed was refused first.
+    assert keyboard.prompts == ["> ", "Answer which? [1] ", "Answer which? [1] ", "> ", "> "]
+    second = re.search(r"  2\) Root > (\w+) asks: \1's question\?", listed[-1])
+    assert second is not None, listed
+    assert "Type a number from 1 to 2, or press Enter for 1." in screen.text()
+    assert _asked_last(keyboard.seen[3]) == second.group(1)
+
+
+async def test_an_exit_word_at_the_list_of_waiting_questions_leaves() -> None:
+    screen = Screen()
+
+    keyboard = Keyboard(screen, [_answer_once_both_others_wait(screen), "/quit", "never read"])
+    handler = ConsoleHandler(console_for(screen), input=keyboard, pick=True)
+    result = await _three_askers().run("ask all", handler=handler)
+    assert result.status == "cancelled"
+    assert keyboard.prompts == ["> ", "Answer which? [1] "]  # nothing more was asked
+    assert "You left (/quit), so the run is cancelled" in screen.text()
+    assert handler.left
+
+
+async def test_questions_tool_rows_and_permission_arguments_wrap_to_the_width() -> None:
+    @tool(requires_approval=True)
+    def fetch(url: str) -> str:
+        """Fetch a page.
+
+        Args:
+            url: Where.
+        """
+        return "fetched " + url
+
+    long_word = "https://example.test/" + "a" * 50
+    question = "Which of these very many words should the research agent use to search next?"
+    inner = Agent(
+        "ResearchAgent",
+        model=ScriptedModel(
+            [
+                tool_call("ask_user", question=question, options=["first option", long_word]),
+                tool_call("fetch", url=long_word),
+                text("done"),
+            ]
+        ),
+        tools=[ask_user(), fetch],
+    )
+    root = Agent(
+        "Orchestrator",
+        model=ScriptedModel([tool_call("ResearchAgent", query="look it up"), text("ok")]),
+        tools=[inner.as_tool()],
+    )
+    screen = Screen()
+    console = Console(file=screen, width=40, color_system=None, force_terminal=False)
+    handler = ConsoleHandler(console, input=Keyboard(screen, ["2", "1"]))
+    await root.run("go", handler=handler)
+    lines = screen.text().splitlines()
+    # Before: the question, its options, the tool row and the URL were one line each.
+    assert [line for line in lines if len(line) > 40] == []
+    at = lines.index("? Orchestrator > ResearchAgent asks:")
+    assert lines[at + 1 : at + 3] == [
+        "  Which of these very many words should",
+        "  the research agent use to search next?",
+    ]
+    # A word too long for a line is cut across lines, nothing of it lost.
+    flat = "".join(line.strip() for line in lines)
+    assert flat.count(long_word) >= 4  # the option, the row, the argument, the result

@@ -65,3 +65,20 @@ async def test_closed_input_in_defaults_mode_keeps_the_documented_defaults() -> 
 def test_reading_a_stdin_that_is_not_a_terminal_keeps_the_defaults() -> None:
     # Under pytest stdin is not a terminal: as piped input, its end gives the defaults.
     assert ConsoleHandler().end_of_input == "defaults"
+
+
+@pytest.mark.parametrize("typed", [["/exit"], ["3", "/EXIT"], ["/quit"]])
+async def test_exit_at_a_permission_prompt_cancels_the_run_and_approves_nothing(
+    typed: list[str],
+) -> None:
+    screen = io.StringIO()
+    console = Console(file=screen, width=120, color_system=None)
+    lines = iter(typed)
+    handler = ConsoleHandler(console, input=lambda prompt: next(lines))
+    done: list[str] = []
+    result = await _agent(done).run("deploy the api", handler=handler)
+    # Before: "/exit" was refused (or taken as the reason of a denial) and the run went on.
+    assert result.status == "cancelled" and done == []
+    shown = screen.getvalue()
+    assert f"You left ({typed[-1]}), so the run is cancelled; nothing is answered" in shown
+    assert "Run cancelled." in shown and handler.left

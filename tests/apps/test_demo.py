@@ -14,12 +14,14 @@ CLARIFIER = "Orchestrator > CodingAgent > Clarifier"
 RESEARCH = "Orchestrator > ResearchAgent"
 
 
-def _demo(tmp_path: Path, *args: str, stdin: str) -> subprocess.CompletedProcess[str]:
+def _demo(
+    tmp_path: Path, *args: str, stdin: str, columns: str = "200"
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     # TMPDIR: the demo's temporary directory is made (and must be removed) in here.
-    env.update(PYTHONPATH=str(ROOT), HPD_AGENT_DEMO_PACE="0", COLUMNS="200", TMPDIR=str(scratch))
+    env.update(PYTHONPATH=str(ROOT), HPD_AGENT_DEMO_PACE="0", COLUMNS=columns, TMPDIR=str(scratch))
     return subprocess.run(
         [sys.executable, "-m", "hpd_agent.cli", "demo", *args],
         input=stdin,
@@ -100,3 +102,38 @@ def test_demo_writes_the_task_it_was_given_into_the_workdir(tmp_path: Path) -> N
     assert code.startswith('"""a URL shortener: built with Django')
     assert f"Files written: views.py in {work}" in out.stdout
     assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_every_line_of_a_demo_run_fits_a_narrow_terminal(tmp_path: Path) -> None:
+    # Before: the questions, tool rows and notes were one line each, up to ~180 characters.
+    out = _demo(tmp_path, stdin="FastAPI\n2\n1\n", columns="60")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 60, [line for line in lines if len(line) > 60]
+    # Wrapped, not cut: a question's words are all there, its continuation indented.
+    at = lines.index("? Orchestrator > CodingAgent > Clarifier asks: Which web")
+    assert lines[at + 1] == "  framework should 'Build a todo API' use?"
+    assert "  1) Express" in lines and "> FastAPI" in lines
+    # The file's content under write_file's row is folded, not one escaped line.
+    row = next(i for i, line in enumerate(lines) if "→ write_file(" in line)
+    assert lines[row : row + 2] == [
+        "  Orchestrator > CodingAgent → write_file(path='app.py',",
+        "    text=…)",
+    ]
+    assert lines[row + 2 : row + 4] == [
+        "    text: (18 lines)",
+        '    │ """Build a todo API: built with FastAPI."""',
+    ]
+    assert "    … (15 more lines)" in lines
+    assert "\\n" not in out.stdout
+
+
+def test_exit_at_a_question_leaves_and_nothing_is_answered(tmp_path: Path) -> None:
+    out = _demo(tmp_path, "--workdir", str(tmp_path / "out"), stdin="/exit\n")
+    assert out.returncode == 130, out.stdout + out.stderr
+    text = out.stdout
+    assert "You left (/exit), so the run is cancelled; nothing is answered or approved" in text
+    assert "Run cancelled." in text
+    assert "goes back into" not in text and "answered automatically" not in text
+    assert "wants to run" not in text and "Traceback" not in out.stderr
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []

@@ -7,10 +7,19 @@ connection holds a table's lock while the store works. The work then waits in th
 thread; nothing fails, and the same store object answers and resumes afterwards. A
 connection whose server process is gone fails the statement on it once; the next
 statement gets a new connection.
+
+A write's transaction can also fail as it commits, after its statement succeeded: a
+statement timeout firing as the statement ends does that on a loaded machine; a deferred
+constraint trigger does it here, every time. Such a write was not written: it is written
+again (or, refused, fails the next statement naming it), and the writes around it are
+not mistaken for it. A write sent ahead whose reply the lost connection took is written
+again on another.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -224,3 +233,126 @@ async def test_a_group_commit_chunk_that_gave_up_leaves_the_chunks_before_it_don
         assert (await store.journal("r"))["locked"].value == 1
     finally:
         await store.aclose()
+
+
+def _fail_at_commit(
+    other: psycopg.Connection[Any], key: str, code: str, message: str, *, times: int = 1
+) -> None:
+    """Make the transactions that write journal entry ``key`` fail as they commit, the first
+    ``times`` of them: the write's statement succeeds, then its transaction is rolled back
+    (a deferred constraint trigger). A statement timeout that fires as the statement ends
+    does the same on a loaded machine (the server reports it while reading the sync
+    message), which is what ``57014`` stands for here."""
+    other.execute("CREATE SEQUENCE hpd_test_fails")
+    other.execute(
+        "CREATE FUNCTION hpd_test_fail() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+        "IF NEW.key = TG_ARGV[0] AND nextval('hpd_test_fails') <= TG_ARGV[3]::int THEN "
+        "RAISE EXCEPTION USING ERRCODE = TG_ARGV[1], MESSAGE = TG_ARGV[2]; END IF; "
+        "RETURN NULL; END $$"
+    )
+    trigger = sql.SQL(
+        "CREATE CONSTRAINT TRIGGER hpd_test_fail AFTER INSERT OR UPDATE ON hpd_journal "
+        "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION "
+        "hpd_test_fail({}, {}, {}, {})"
+    ).format(*(sql.Literal(arg) for arg in (key, code, message, str(times))))
+    other.execute(trigger)
+    other.commit()
+
+
+async def _journal_rows(store: PostgresStore, run_id: str) -> dict[str, Any]:
+    return {key: entry.value for key, entry in (await store.journal(run_id)).items()}
+
+
+async def test_a_write_sent_ahead_rolled_back_at_its_commit_is_written_again(
+    fresh_postgres: str,  # noqa: F811
+    other: psycopg.Connection[Any],
+) -> None:
+    # Its statement succeeded, its transaction gave up as it committed: it was not written,
+    # so it is written again; the write sent after it, which was, is not called failed.
+    store = PostgresStore(fresh_postgres)
+    try:
+        _fail_at_commit(other, "late", "57014", "canceling statement due to statement timeout")
+        assert store.journal_send_nowait("run_1", JournalEntry(key="late", kind="tool", value=1))
+        assert store.journal_send_nowait("run_1", JournalEntry(key="next", kind="tool", value=2))
+        await store.add_request(question("req_1"))  # the next statement: reads both replies
+        assert await _journal_rows(store, "run_1") == {"late": 1, "next": 2}
+        assert (await store.get_request("req_1")) is not None
+    finally:
+        await store.aclose()
+
+
+async def test_a_write_sent_ahead_refused_at_its_commit_fails_the_next_statement_naming_it(
+    fresh_postgres: str,  # noqa: F811
+    other: psycopg.Connection[Any],
+) -> None:
+    store = PostgresStore(fresh_postgres)
+    try:
+        _fail_at_commit(other, "bad", "P0001", "refused at its commit", times=1000)
+        assert store.journal_send_nowait("run_1", JournalEntry(key="bad", kind="tool", value=1))
+        assert store.journal_send_nowait("run_1", JournalEntry(key="next", kind="tool", value=2))
+        with pytest.raises(StoreUnavailableError) as failed:
+            await store.add_request(question("req_1"))
+        assert str(failed.value).startswith(
+            "journal entry 'bad' of run 'run_1' was not written: ERROR: refused at its commit"
+        )
+        await store.add_request(question("req_1"))  # the store goes on
+        assert await _journal_rows(store, "run_1") == {"next": 2}
+    finally:
+        await store.aclose()
+
+
+async def test_a_connection_lost_before_the_reply_to_a_write_sent_ahead_writes_it_again(
+    fresh_postgres: str,  # noqa: F811
+) -> None:
+    # Whether the server wrote it before the connection went, no one can tell: it is written
+    # again on another connection (an upsert: the same row), and the statement goes on.
+    store = PostgresStore(fresh_postgres)
+    try:
+        fast = store._fast.conn  # pyright: ignore[reportPrivateUsage]
+        assert fast is not None
+        assert store.journal_send_nowait("run_1", JournalEntry(key="k", kind="tool", value="v"))
+        with socket.socket(fileno=os.dup(fast.pgconn.socket)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)  # the connection is lost, the reply with it
+        await store.add_request(question("req_1"))
+        assert await _journal_rows(store, "run_1") == {"k": "v"}
+        assert (await store.get_request("req_1")) is not None
+        assert store._fast.conn not in (None, fast)  # pyright: ignore[reportPrivateUsage]
+    finally:
+        await store.aclose()
+
+
+async def test_a_group_commit_rolled_back_at_its_commit_is_written_again(
+    fresh_postgres: str,  # noqa: F811
+    other: psycopg.Connection[Any],
+) -> None:
+    # Every statement of the pipelined transaction succeeded, and it gave up as it
+    # committed: it is not taken for committed, but written again in the worker thread.
+    from hpd_agent.store._group import GroupOp
+
+    store = PostgresStore(fresh_postgres)
+    try:
+        await store.journal_put("r", JournalEntry(key="warm", kind="tool", value=0))
+        _fail_at_commit(other, "late", "57014", "canceling statement due to statement timeout")
+        ops = [GroupOp(None, rows=[("r", key, "tool", "1")]) for key in ("a", "late", "b")]
+        await store._commit_group(ops)  # pyright: ignore[reportPrivateUsage]
+        assert all(op.error is None for op in ops)
+        assert await _journal_rows(store, "r") == {"warm": 0, "a": 1, "late": 1, "b": 1}
+    finally:
+        await store.aclose()
+
+
+async def test_a_write_sent_ahead_not_yet_written_when_the_store_closes_is_written(
+    fresh_postgres: str,  # noqa: F811
+    other: psycopg.Connection[Any],
+) -> None:
+    # Its run was cancelled before anything read its reply, and it had given up: the store
+    # writes it as it closes, rather than drop it.
+    store = PostgresStore(fresh_postgres)
+    _fail_at_commit(other, "late", "57014", "canceling statement due to statement timeout")
+    assert store.journal_send_nowait("run_1", JournalEntry(key="late", kind="tool", value=1))
+    await store.aclose()
+    again = PostgresStore(fresh_postgres)
+    try:
+        assert await _journal_rows(again, "run_1") == {"late": 1}
+    finally:
+        await again.aclose()
