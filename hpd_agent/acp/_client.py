@@ -25,14 +25,10 @@ import hashlib
 import json
 import os
 import re
-import signal
-import sys
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, cast
 
 import anyio
-import anyio.abc
 import anyio.to_thread
 
 from ..exceptions import HpdAgentError, QuestionNotAnswered, UserError
@@ -41,7 +37,15 @@ from ..questions import CustomQuestion
 from ..text import bounded, error_text, shown
 from ..tools import RunResources, Tool, ToolContext, Toolset
 from ..version import __version__
-from ._rpc import INVALID_PARAMS, METHOD_NOT_FOUND, NOT_FOUND, ConnectionClosed, Peer, RPCError
+from ._rpc import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    NOT_FOUND,
+    Child,
+    ConnectionClosed,
+    RPCError,
+    spawn,
+)
 
 __all__ = ["CLIENT_CAPABILITIES", "ELICITATION", "ACPAgent", "ACPAgentError"]
 
@@ -57,18 +61,11 @@ CLIENT_CAPABILITIES: dict[str, Any] = {
 """What this client offers an agent in ``initialize``."""
 
 _SAFE_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
-_SAFE_ENV_WINDOWS = (
-    *("APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PATHEXT"),
-    *("PROCESSOR_ARCHITECTURE", "SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE"),
-)
+"""This process's variables a spawned agent gets (as ``MCPTools.stdio``'s servers)."""
 _START_WAIT = 120.0
 """Seconds an agent may take to answer ``initialize`` (``npx`` may download it first)."""
 _TURN_GRACE = 3.0
 """Seconds a cancelled call gives the agent's turn to end after ``session/cancel``."""
-_CLOSE_GRACE = 5.0
-"""Seconds the agent may take to exit once its stdin is closed (then SIGTERM)."""
-_KILL_GRACE = 2.0
-"""Seconds between SIGTERM and SIGKILL."""
 _MAX_FILE = 16 << 20
 """Largest file read for the agent (bytes)."""
 _MAX_TEXT = 1 << 20
@@ -133,7 +130,6 @@ class ACPAgent:
         self.name = name or _tool_name(os.path.splitext(os.path.basename(command))[0])
         self.cwd: str = os.path.abspath(os.fspath(cwd) if cwd is not None else os.getcwd())
         self.env = dict(env or {})
-        self._runs: dict[int, _Run] = {}
 
     def __repr__(self) -> str:
         return f"ACPAgent({self.command!r}, {list(self.args)!r}, name={self.name!r})"
@@ -154,19 +150,8 @@ class ACPAgent:
     def environment(self) -> dict[str, str]:
         """The environment the program gets: the safe variables of this process, ``env``
         over them (a value starting ``()`` is a shell function: left out)."""
-        keep = _SAFE_ENV_WINDOWS if sys.platform == "win32" else _SAFE_ENV
-        found = {k: v for k in keep if (v := os.environ.get(k)) and not v.startswith("()")}
+        found = {k: v for k in _SAFE_ENV if (v := os.environ.get(k)) and not v.startswith("()")}
         return {**found, **self.env}
-
-    def _run_of(self, resources: RunResources) -> _Run:
-        run = self._runs.get(id(resources))
-        if run is None or run.resources is not resources:
-            run = self._runs[id(resources)] = _Run(self, resources)
-        return run
-
-    def _forget(self, run: _Run) -> None:
-        if self._runs.get(id(run.resources)) is run:
-            del self._runs[id(run.resources)]
 
 
 class _Tools(Toolset):
@@ -182,7 +167,7 @@ class _Tools(Toolset):
         return f"ACP agent {self.agent.name}"
 
     async def resolve(self, resources: RunResources) -> Sequence[Tool]:
-        agent = self.agent
+        run = _Run(self.agent, resources)  # resolved once per root run: its process
 
         async def call_agent(ctx: ToolContext, query: str) -> str:
             """Send a task to the agent and get its answer.
@@ -190,39 +175,42 @@ class _Tools(Toolset):
             Args:
                 query: The task or question for the agent, with every detail it needs.
             """
-            return await agent._run_of(resources).call(ctx, query)  # pyright: ignore[reportPrivateUsage]
+            return await (await run.connection()).call(ctx, query)
 
         tool = Tool(call_agent, name=self.name, description=self.description)
-        tool.agent = agent
+        tool.agent = self.agent
         return [tool]
 
 
 class _Run:
-    """One ACP agent in one root run: the process its calls share (a new one after a crash)."""
+    """One ACP agent in one root run: the process its calls share (a new one after a crash)
+    and the tools the human approved for the run (asked again by a new session)."""
 
     def __init__(self, agent: ACPAgent, resources: RunResources) -> None:
         self.agent = agent
         self.resources = resources
         self.live: _Connection | None = None
-        self.opened = 0
+        self.approved: set[tuple[tuple[str, ...], str]] = set()
         self._lock = anyio.Lock()
 
-    async def call(self, ctx: ToolContext, query: str) -> str:
-        return await (await self._connection()).call(ctx, query)
-
-    async def _connection(self) -> _Connection:
+    async def connection(self) -> _Connection:
         async with self._lock:  # parallel first calls wait for one process, not start two
-            if self.live is None or self.live.broken:
-                connection = _Connection(self)
+            if self.live is None or self.live.child.broken:
+                agent, connection = self.agent, _Connection(self)
                 try:
-                    await self.resources.enter(connection.opened())
+                    connection.child = await self.resources.enter(
+                        spawn(
+                            [agent.command, *agent.args],
+                            cwd=agent.cwd,
+                            env=agent.environment(),
+                            on_request=connection.on_request,
+                            on_notification=connection.on_notification,
+                        )
+                    )
                 except (OSError, RuntimeError) as e:
-                    if not self.opened:
-                        self.agent._forget(self)  # pyright: ignore[reportPrivateUsage]
                     raise ACPAgentError(
-                        f"{self.agent.name}: cannot start {self.agent.command!r}: {error_text(e)}"
+                        f"{agent.name}: cannot start {agent.command!r}: {error_text(e)}"
                     ) from None
-                self.opened += 1
                 await connection.initialize()
                 self.live = connection
             return self.live
@@ -231,87 +219,16 @@ class _Run:
 class _Connection:
     """One process of the agent, its JSON-RPC connection and the calls it serves."""
 
+    child: Child
+    """The process (set as it starts)."""
+
     def __init__(self, run: _Run) -> None:
         self.run = run
         self.name = run.agent.name
-        self.broken = False
         self.calls: dict[str, _Call] = {}
         """The calls in progress, by session id."""
         self.asking: dict[int, _Call] = {}
         """Our requests in flight, by JSON-RPC id: what a request-scoped message names."""
-        self.exited = anyio.Event()
-        self.status: int | None = None
-        self._peer: Peer | None = None
-        self._process: anyio.abc.Process | None = None
-        self._tg: anyio.abc.TaskGroup | None = None
-
-    @property
-    def peer(self) -> Peer:
-        assert self._peer is not None
-        return self._peer
-
-    @asynccontextmanager
-    async def opened(self) -> AsyncGenerator[_Connection]:
-        """The process, started; closed and reaped on leaving (when the root run ends)."""
-        agent = self.run.agent
-        process = await anyio.open_process(
-            [agent.command, *agent.args],
-            cwd=agent.cwd,
-            env=agent.environment(),
-            stderr=None,  # the agent's complaints reach this process's stderr
-            start_new_session=True,  # its own process group: reaped whole
-        )
-        assert process.stdin is not None and process.stdout is not None
-        self._process = process
-        self._peer = Peer(
-            process.stdout,
-            process.stdin,
-            on_request=self._on_request,
-            on_notification=self._on_notification,
-        )
-        try:
-            async with anyio.create_task_group() as tg:
-                self._tg = tg
-                tg.start_soon(self._serve)
-                tg.start_soon(self._watch, process)
-                try:
-                    yield self
-                finally:
-                    await self._close()
-                    tg.cancel_scope.cancel()
-        finally:
-            self.broken = True
-            with anyio.CancelScope(shield=True):
-                _signal(process, getattr(signal, "SIGKILL", signal.SIGTERM))  # stragglers
-                await process.aclose()
-            self.run.agent._forget(self.run)  # pyright: ignore[reportPrivateUsage]
-
-    async def _serve(self) -> None:
-        await self.peer.serve()
-        self.broken = True
-
-    async def _watch(self, process: anyio.abc.Process) -> None:
-        """Reap the process as soon as it exits; then nothing more comes from it."""
-        self.status = await process.wait()
-        self.broken = True
-        self.exited.set()
-        with anyio.move_on_after(1):  # what it wrote before exiting is still read
-            await self.peer.closed.wait()
-        await self.peer.aclose()
-
-    async def _close(self) -> None:
-        """End the process: stdin closed, then SIGTERM, then SIGKILL to its group."""
-        with anyio.CancelScope(shield=True):
-            self.broken = True
-            with anyio.move_on_after(_CLOSE_GRACE):
-                await self.peer.aclose()
-                await self.exited.wait()
-            for sig, grace in ((signal.SIGTERM, _KILL_GRACE), (signal.SIGKILL, None)):
-                if self.exited.is_set():
-                    return
-                _signal(self._process, sig)
-                with anyio.move_on_after(grace if grace is not None else float("inf")):
-                    await self.exited.wait()
 
     async def initialize(self) -> None:
         """The handshake; a failure closes the process and raises ``ACPAgentError``."""
@@ -320,19 +237,17 @@ class _Connection:
             "clientCapabilities": CLIENT_CAPABILITIES,
             "clientInfo": {"name": "hpd-agent", "version": __version__},
         }
-        problem: str | None = None
-        with anyio.move_on_after(_START_WAIT) as waited:
+        problem = f"no answer to initialize within {_START_WAIT:g} seconds"
+        with anyio.move_on_after(_START_WAIT):
             try:
-                result = await self.peer.request("initialize", params)
+                result = await self.child.peer.request("initialize", params)
                 version = _object(result).get("protocolVersion")
-                if version != PROTOCOL_VERSION:
-                    problem = f"it speaks ACP version {shown(version)}, not {PROTOCOL_VERSION}"
+                ok = version == PROTOCOL_VERSION
+                problem = "" if ok else f"it speaks ACP version {shown(version)}, not 1"
             except RPCError as e:
-                problem = self._failure("initialize", e)
-        if waited.cancelled_caught:
-            problem = f"no answer to initialize within {_START_WAIT:g} seconds"
-        if problem is not None:
-            await self._close()
+                problem = await self._failure("initialize", e)
+        if problem:
+            await self.child.close()
             raise ACPAgentError(f"{self.name}: {problem}")
 
     # -- a call -------------------------------------------------------------------------
@@ -342,7 +257,7 @@ class _Connection:
         Raises:
             ACPAgentError: See the class's docstring.
         """
-        call = _Call(ctx, self.name, self.run.agent.cwd)
+        call = _Call(ctx, self)
         try:
             params: dict[str, Any] = {"cwd": call.cwd, "mcpServers": []}
             created = await self._request(call, "session/new", params)
@@ -353,18 +268,17 @@ class _Connection:
             self.calls[session] = call
             answered = await self._prompt(call, query)
         except RPCError as e:
-            raise ACPAgentError(f"{self.name}: {self._failure('the call', e)}") from None
+            raise ACPAgentError(f"{self.name}: {await self._failure('the call', e)}") from None
         finally:
             self.calls.pop(call.session, None)
             call.end()
-        stop = _object(answered).get("stopReason")
-        return _result(self.name, stop, call.answer())
+        return _result(self.name, _object(answered).get("stopReason"), call.answer())
 
     async def _request(self, call: _Call, method: str, params: Any) -> Any:
-        rid = self.peer.next_request_id
+        rid = self.child.peer.next_request_id
         self.asking[rid] = call
         try:
-            return await self.peer.request(method, params)
+            return await self.child.peer.request(method, params)
         finally:
             self.asking.pop(rid, None)
 
@@ -372,141 +286,85 @@ class _Connection:
         """``session/prompt``, sent from the connection's task group: cancelling the call
         sends ``session/cancel`` and gives the turn ``_TURN_GRACE`` seconds to end."""
         params = {"sessionId": call.session, "prompt": [{"type": "text", "text": query}]}
-        done = anyio.Event()
-        scope = anyio.CancelScope()
+        done, scope = anyio.Event(), anyio.CancelScope()
         got: list[Any] = []
 
         async def send() -> None:
-            with scope:
-                try:
+            try:
+                with scope:
                     got.append(await self._request(call, "session/prompt", params))
-                except RPCError as e:
-                    got.append(e)
-            done.set()
+            except RPCError as e:
+                got.append(e)
+            finally:
+                done.set()
 
-        if self.broken or self._tg is None:
+        if self.child.broken:
             raise ConnectionClosed()
-        self._tg.start_soon(send)
+        self.child.tg.start_soon(send)
         try:
             await done.wait()
         except anyio.get_cancelled_exc_class():
             with anyio.CancelScope(shield=True):
                 await self._cancel_turn(call, done, scope)
             raise
-        if not got:
-            raise ConnectionClosed()
-        if isinstance(got[0], RPCError):
-            raise got[0]
+        if not got or isinstance(got[0], RPCError):
+            raise got[0] if got else ConnectionClosed()
         return got[0]
 
     async def _cancel_turn(self, call: _Call, done: anyio.Event, scope: anyio.CancelScope) -> None:
         call.ended = True
         with contextlib.suppress(RPCError), anyio.move_on_after(_TURN_GRACE):
-            await self.peer.notify("session/cancel", {"sessionId": call.session})
+            await self.child.peer.notify("session/cancel", {"sessionId": call.session})
         call.end()  # its pending questions are answered cancelled
         with anyio.move_on_after(_TURN_GRACE):
             await done.wait()
         scope.cancel()
 
-    def _failure(self, what: str, error: RPCError) -> str:
-        if isinstance(error, ConnectionClosed):
-            status = "" if self.status is None else f" (exit status {self.status})"
-            return f"the agent process ended during {what}{status}"
-        return f"it answered {what} with an error: {error.message} (code {error.code})"
+    async def _failure(self, what: str, error: RPCError) -> str:
+        if not isinstance(error, ConnectionClosed):
+            return f"it answered {what} with an error: {error.message} (code {error.code})"
+        with anyio.move_on_after(2):  # its stdout closed as it exited: wait for its status
+            await self.child.exited.wait()
+        status = "" if self.child.status is None else f" (exit status {self.child.status})"
+        return f"the agent process ended during {what}{status}"
 
     # -- what the agent sends -----------------------------------------------------------
-    async def _on_request(self, method: str, params: Any) -> Any:
-        handler = self._handlers.get(method)
+    async def on_request(self, method: str, params: Any) -> Any:
+        handler = _HANDLERS.get(method)
         if handler is None:
             raise RPCError(METHOD_NOT_FOUND, f"{method} is not offered by this client")
         if not isinstance(params, dict):
             raise RPCError(INVALID_PARAMS, f"{method} needs its params as an object")
-        return await handler(self, cast(dict[str, Any], params))
-
-    async def _on_notification(self, method: str, params: Any) -> None:
-        if method != "session/update" or not isinstance(params, dict):
-            return
         fields = cast(dict[str, Any], params)
-        session = fields.get("sessionId")
+        session, rid = fields.get("sessionId"), fields.get("requestId")
         call = self.calls.get(session) if isinstance(session, str) else None
+        if call is None and session is None and isinstance(rid, int):
+            call = self.asking.get(rid)  # request scope: it names our session/prompt
+        if call is None:
+            raise RPCError(INVALID_PARAMS, f"no call of this client has session {shown(session)}")
+        return await handler(call, fields)
+
+    async def on_notification(self, method: str, params: Any) -> None:
+        fields = _object(params)
+        if method != "session/update" or not isinstance(session := fields.get("sessionId"), str):
+            return
+        call = self.calls.get(session)
         update = _object(fields.get("update"))
         if call is not None and update.get("sessionUpdate") == "agent_message_chunk":
             content = _object(update.get("content"))
-            text = content.get("text")
-            if content.get("type") == "text" and isinstance(text, str):
+            if content.get("type") == "text" and isinstance(text := content.get("text"), str):
                 call.add_text(text)
-
-    def _call_of(self, params: dict[str, Any]) -> _Call:
-        session, rid = params.get("sessionId"), params.get("requestId")
-        call = self.calls.get(session) if isinstance(session, str) else None
-        if call is None and session is None and isinstance(rid, int):
-            call = self.asking.get(rid)
-        if call is None:
-            raise RPCError(INVALID_PARAMS, f"no call of this client has session {shown(session)}")
-        return call
-
-    async def _permission(self, params: dict[str, Any]) -> Any:
-        call = self._call_of(params)
-        offered = _options(params.get("options"))
-        tool_call = _object(params.get("toolCall"))
-        title = tool_call.get("title") or tool_call.get("toolCallId")
-        tool_name = bounded(title, 500) if isinstance(title, str) else "tool"
-        raw = tool_call.get("rawInput")
-        arguments = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
-        frame = call.frame("session/request_permission", params, tool_call)
-        decision = await call.asking(lambda: _decide(frame, tool_name, arguments))
-        return _selected(offered, decision)
-
-    async def _elicit(self, params: dict[str, Any]) -> Any:
-        if params.get("mode") != "form":
-            raise RPCError(INVALID_PARAMS, "this client offers form elicitation only")
-        call = self._call_of(params)
-        schema, message = params.get("requestedSchema"), params.get("message")
-        if not isinstance(schema, dict) or not isinstance(message, str):
-            raise RPCError(INVALID_PARAMS, "a form needs a message and a requestedSchema object")
-        try:
-            spec = CustomQuestion(
-                name=ELICITATION,
-                question=message,
-                payload={"agent": self.name},
-                schema=cast(dict[str, Any], schema),
-            )
-        except UserError as e:
-            raise RPCError(INVALID_PARAMS, f"the form cannot be asked: {e}") from None
-        frame = call.frame("elicitation/create", params, params)
-        answer = await call.asking(lambda: _fill(frame, spec, cast(dict[str, Any], schema)))
-        return answer or {"action": "cancel"}
-
-    async def _read(self, params: dict[str, Any]) -> Any:
-        call = self._call_of(params)
-        line, limit = _count(params, "line"), _count(params, "limit")
-        path = params.get("path")
-        text = await anyio.to_thread.run_sync(_read_text, call.cwd, path, line, limit)
-        return {"content": text}
-
-    async def _write(self, params: dict[str, Any]) -> Any:
-        call = self._call_of(params)
-        content, path = params.get("content"), params.get("path")
-        if not isinstance(content, str):
-            raise RPCError(INVALID_PARAMS, "fs/write_text_file needs its content as a string")
-        await anyio.to_thread.run_sync(_write_text, call.cwd, path, content)
-        return {}
-
-    _handlers: dict[str, Callable[[_Connection, dict[str, Any]], Awaitable[Any]]] = {
-        "session/request_permission": _permission,
-        "elicitation/create": _elicit,
-        "fs/read_text_file": _read,
-        "fs/write_text_file": _write,
-    }
 
 
 class _Call:
-    """One call: its session, the text the agent streamed, the questions it has open."""
+    """One call: its session, the text the agent streamed, the questions it has open, and
+    how it answers what the agent asks during it."""
 
-    def __init__(self, ctx: ToolContext, name: str, cwd: str) -> None:
+    def __init__(self, ctx: ToolContext, connection: _Connection) -> None:
         self.ctx = ctx
-        self.name = name
-        self.cwd = cwd
+        self.name = connection.name
+        self.run = connection.run
+        self.cwd = connection.run.agent.cwd
         self.session = ""
         self.ended = False
         self.text: list[str] = []
@@ -522,6 +380,11 @@ class _Call:
     def answer(self) -> str:
         text = "".join(self.text)
         return text if self.size <= _MAX_TEXT else f"{text} ... [truncated]"
+
+    def end(self) -> None:
+        self.ended = True
+        for scope in self.scopes:
+            scope.cancel()
 
     def frame(self, method: str, params: dict[str, Any], holder: dict[str, Any]) -> ToolContext:
         """The frame a request of the agent is asked from: on behalf of the agent (and of
@@ -544,20 +407,69 @@ class _Call:
                 self.scopes.discard(scope)
         return None
 
-    def end(self) -> None:
-        self.ended = True
-        for scope in self.scopes:
-            scope.cancel()
+    # -- the agent's requests -----------------------------------------------------------
+    async def permission(self, params: dict[str, Any]) -> Any:
+        offered = _options(params.get("options"))
+        tool_call = _object(params.get("toolCall"))
+        title = tool_call.get("title") or tool_call.get("toolCallId")
+        tool_name = bounded(title, 500) if isinstance(title, str) else "tool"
+        raw = tool_call.get("rawInput")
+        arguments = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
+        frame = self.frame("session/request_permission", params, tool_call)
+        decision = await self.asking(lambda: self._decide(frame, tool_name, arguments))
+        return _selected(offered, decision)
+
+    async def _decide(
+        self, frame: ToolContext, tool: str, arguments: dict[str, Any]
+    ) -> Decision | None:
+        """The human's decision (None: none came): a tool approved for the run is approved
+        again without asking (each call of the agent is a new session of it)."""
+        key = (frame.agent_path, tool)
+        if key in self.run.approved:
+            return Approve(scope="run")
+        try:
+            decision: Decision = await frame.request(PermissionSpec(tool, arguments))
+        except QuestionNotAnswered as e:
+            return Deny(reason="declined") if e.status == "declined" else None
+        if isinstance(decision, Approve) and decision.scope != "once":
+            self.run.approved.add(key)
+        return decision
+
+    async def elicit(self, params: dict[str, Any]) -> Any:
+        if params.get("mode") != "form":
+            raise RPCError(INVALID_PARAMS, "this client offers form elicitation only")
+        schema, message = params.get("requestedSchema"), params.get("message")
+        if not isinstance(schema, dict) or not isinstance(message, str):
+            raise RPCError(INVALID_PARAMS, "a form needs a message and a requestedSchema object")
+        form = cast(dict[str, Any], schema)
+        try:
+            spec = CustomQuestion(
+                name=ELICITATION, question=message, payload={"agent": self.name}, schema=form
+            )
+        except UserError as e:
+            raise RPCError(INVALID_PARAMS, f"the form cannot be asked: {e}") from None
+        frame = self.frame("elicitation/create", params, params)
+        return await self.asking(lambda: _fill(frame, spec, form)) or {"action": "cancel"}
+
+    async def read(self, params: dict[str, Any]) -> Any:
+        line, limit = _count(params, "line"), _count(params, "limit")
+        path = params.get("path")
+        return {"content": await anyio.to_thread.run_sync(_read, self.cwd, path, line, limit)}
+
+    async def write(self, params: dict[str, Any]) -> Any:
+        content, path = params.get("content"), params.get("path")
+        if not isinstance(content, str):
+            raise RPCError(INVALID_PARAMS, "fs/write_text_file needs its content as a string")
+        await anyio.to_thread.run_sync(_write, self.cwd, path, content)
+        return {}
 
 
-async def _decide(frame: ToolContext, tool_name: str, arguments: dict[str, Any]) -> Decision | None:
-    """The human's decision on the agent's permission request (None: no decision)."""
-    if (frame.agent_path, tool_name) in frame.coordinator.run_approvals:
-        return Approve(scope="run")
-    try:
-        return await frame.request(PermissionSpec(tool_name, arguments))
-    except QuestionNotAnswered as e:
-        return Deny(reason="declined") if e.status == "declined" else None
+_HANDLERS: dict[str, Callable[[_Call, dict[str, Any]], Awaitable[Any]]] = {
+    "session/request_permission": _Call.permission,
+    "elicitation/create": _Call.elicit,
+    "fs/read_text_file": _Call.read,
+    "fs/write_text_file": _Call.write,
+}
 
 
 async def _fill(frame: ToolContext, spec: CustomQuestion, schema: dict[str, Any]) -> Any:
@@ -645,7 +557,7 @@ def _inside(root: str, path: Any) -> str:
     return real
 
 
-def _read_text(root: str, path: Any, line: int | None, limit: int | None) -> str:
+def _read(root: str, path: Any, line: int | None, limit: int | None) -> str:
     real = _inside(root, path)
     try:
         if os.path.getsize(real) > _MAX_FILE:
@@ -658,12 +570,12 @@ def _read_text(root: str, path: Any, line: int | None, limit: int | None) -> str
         raise RPCError(INVALID_PARAMS, f"cannot read {shown(path)}: {error_text(e)}") from None
     if line is None and limit is None:
         return text
-    lines = text.splitlines(keepends=True)
     first = (line or 1) - 1
+    lines = text.splitlines(keepends=True)
     return "".join(lines[first : None if limit is None else first + limit])
 
 
-def _write_text(root: str, path: Any, content: str) -> None:
+def _write(root: str, path: Any, content: str) -> None:
     real = _inside(root, path)
     try:
         os.makedirs(os.path.dirname(real), exist_ok=True)
@@ -671,18 +583,6 @@ def _write_text(root: str, path: Any, content: str) -> None:
             f.write(content)
     except (OSError, UnicodeEncodeError) as e:
         raise RPCError(INVALID_PARAMS, f"cannot write {shown(path)}: {error_text(e)}") from None
-
-
-def _signal(process: anyio.abc.Process | None, sig: signal.Signals) -> None:
-    """Send ``sig`` to the process's group (its children too, where there are groups) and
-    to the process itself."""
-    if process is None:
-        return
-    if hasattr(os, "killpg"):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)
-    with contextlib.suppress(ProcessLookupError, OSError):  # it may have left the group
-        process.send_signal(sig)
 
 
 def _tool_name(name: str) -> str:

@@ -36,7 +36,9 @@ def node() -> str:
     """The node executable, with the pinned SDK installed (or the test skips, saying why)."""
     exe, npm = shutil.which("node"), shutil.which("npm")
     if exe is None or npm is None:
-        pytest.skip("node and npm are needed for the TypeScript SDK's agent (apt-get install nodejs npm)")
+        pytest.skip(
+            "node and npm are needed for the TypeScript SDK's agent (apt-get install nodejs npm)"
+        )
     sdk = NODE_DIR / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json"
     # Parallel workers: one installs, the others wait for it (npm ci empties node_modules first).
     with open(NODE_DIR / ".npm-ci.lock", "w") as lock:
@@ -98,6 +100,11 @@ def children() -> list[int]:
         if ppid == me and (ours or zombie):
             found.append(int(entry.name))
     return found
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a process (a zombie too)."""
+    return Path(f"/proc/{pid}").exists()
 
 
 @dataclass

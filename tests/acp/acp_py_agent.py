@@ -126,7 +126,10 @@ class ScriptAgent:
     async def permission(self, sid: str, p: dict[str, Any]) -> None:
         meta = {"hpd_agent": {"agent_path": p["path"]}} if "path" in p else None
         tool_call = ToolCallUpdate(
-            tool_call_id="call-1", title=p.get("title"), raw_input=p.get("rawInput"), field_meta=meta
+            tool_call_id="call-1",
+            title=p.get("title"),
+            raw_input=p.get("rawInput"),
+            field_meta=meta,
         )
         options = [
             PermissionOption(option_id=f"o-{k}", name=k, kind=k) for k in p.get("options", KINDS)
@@ -149,7 +152,9 @@ class ScriptAgent:
             mode = ElicitationFormSessionMode(session_id=sid, requested_schema=e["schema"])
         try:
             # Its keyword arguments are the request's _meta.
-            got = await self.conn.create_elicitation(message=e["message"], mode=mode, **(meta or {}))
+            got = await self.conn.create_elicitation(
+                message=e["message"], mode=mode, **(meta or {})
+            )
         except RequestError as err:
             said = f"error {err.code}"
         else:
@@ -177,7 +182,9 @@ class ScriptAgent:
                 said = f"[read {got.content}]"
             else:
                 w = step["write"]
-                await self.conn.write_text_file(session_id=sid, path=w["path"], content=w["content"])
+                await self.conn.write_text_file(
+                    session_id=sid, path=w["path"], content=w["content"]
+                )
                 said = "[wrote]"
         except RequestError as err:
             said = f"[error {err.code} {err}]"

@@ -16,6 +16,7 @@ import pytest
 from acp_client_harness import (
     KINDS,
     acp_agent,
+    alive,
     children,
     logged,
     run_calls,
@@ -70,7 +71,7 @@ async def test_one_process_per_root_run_shared_by_parallel_calls(kind: str, tmp_
     assert sum(line.startswith("session/new") for line in logged(tmp_path)) == 3
     assert sum(line.startswith("initialize") for line in logged(tmp_path)) == 1
     # Reaped before the run's result was available (at RunFinished), gone now.
-    assert out.children_at_finish == [] and not Path(f"/proc/{pids.pop()}").exists()
+    assert out.children_at_finish == [] and not alive(int(pids.pop()))
     again = await run_calls(tool, [pid])
     assert again.texts[0] not in out.texts  # the next root run starts a new process
     assert children() == []
@@ -100,7 +101,9 @@ async def test_an_error_response_is_an_error_result_naming_the_agent(
     out = await run_calls(tool, ["this is not JSON"])
     [result] = out.results
     assert result.is_error
-    assert result.content.startswith("Error: ACPAgentError: Agent: it answered the call with an error")
+    assert result.content.startswith(
+        "Error: ACPAgentError: Agent: it answered the call with an error"
+    )
     assert out.result.status == "completed" and children() == []
 
 
@@ -229,7 +232,10 @@ async def test_terminals_are_not_offered(kind: str, tmp_path: Path) -> None:
 
 async def test_requests_of_no_call_are_refused(kind: str, tmp_path: Path) -> None:
     tool = acp_agent(kind, tmp_path).as_tool()
-    read = {"method": "fs/read_text_file", "params": {"sessionId": "other", "path": "/etc/hostname"}}
+    read = {
+        "method": "fs/read_text_file",
+        "params": {"sessionId": "other", "path": "/etc/hostname"},
+    }
     out = await run_calls(tool, [steps({"call": read})])
     assert out.texts[0].startswith("[error -32602 ")
 
