@@ -15,7 +15,7 @@ journal key concerned), never a traceback, and its own exit status:
 | 7 | the answer does not fit the question |
 | 8 | the store cannot be opened: no such file (only a run creates one), no such directory, not a database, server unreachable |
 | 9 | the store holds data this version cannot read (a corrupt request row, a payload of the wrong kind, a garbage journal entry); ``pending`` still lists every readable request |
-| 10 | the run's agent (or the agent ``serve`` is given) cannot be found or loaded, or ``--agent`` is not the agent the run belongs to |
+| 10 | the run's agent (or the agent ``serve``, ``mcp`` or ``acp`` is given) cannot be found or loaded, or ``--agent`` is not the agent the run belongs to |
 | 11 | ``resume``: no run has that id |
 | 12 | ``resume --answer``: no request has that id |
 | 13 | ``resume``: another process drives the run (the message names the lease's holder and when it expires; if that process died, resume again after then) |
@@ -89,6 +89,10 @@ def _parser() -> argparse.ArgumentParser:
     from ._apps.mcp_command import add_mcp_command
 
     add_mcp_command(sub)
+    # `acp MODULE:ATTR`: the agent served to a code editor (hpd_agent.acp, imported when run)
+    from ._apps.acp_command import add_acp_command
+
+    add_acp_command(sub)
     # `pending`/`answer --temporal HOST:PORT --workflow-id ID` (no Temporal import until used)
     from .temporal._cli import add_temporal_options
 

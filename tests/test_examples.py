@@ -81,6 +81,13 @@ EXPECTED: dict[str, list[str]] = {
         "answered 'PostgreSQL' to request req_",
         "Result: The remote Planner says: Plan: build it on what the Clarifier learned (The user",
     ],
+    "acp_planner.py": [
+        "serving Planner over ACP",
+        "  tool call: Planner: Clarifier\n  tool call: Planner > Clarifier: ask_user\n",
+        "  question: Planner > Clarifier: Which database should the plan assume?",
+        "  permission: Planner: write_plan (allow_once, allow_always, reject_once)",
+        "  agent: The plan is in PLAN.md (The user chose PostgreSQL.)\nstop: end_turn",
+    ],
     "custom_event_loop.py": [
         "? Which framework? ['Express', 'FastAPI'] -> FastAPI",
         "Built a FastAPI app and wrote app.py.",

@@ -329,18 +329,19 @@ _AGENT_FORMS = (
 
 
 _SERVE_FORMS = (
-    "serve MODULE:ATTR, e.g. package.module:NAME or path/to/script.py:NAME, where NAME is the "
+    "MODULE:ATTR, e.g. package.module:NAME or path/to/script.py:NAME, where NAME is the "
     "global holding the Agent or a function returning it (importable from the current directory)"
 )
 
 
-def _load_agent(spec: str, recorded: bool = False, *, served: bool = False) -> Agent:
-    """The agent at ``spec``; ``served``: named by ``serve MODULE:ATTR``, not ``--agent``."""
+def _load_agent(spec: str, recorded: bool = False, *, served: str | None = None) -> Agent:
+    """The agent at ``spec``; ``served``: the command naming it as ``MODULE:ATTR`` (e.g.
+    ``"serve"``), not ``--agent``."""
     from .._values.refs import load_ref
     from ..agent import Agent
 
-    if served:
-        where, given, forms = f"the agent {spec!r}", repr(spec), _SERVE_FORMS
+    if served is not None:
+        where, given, forms = f"the agent {spec!r}", repr(spec), f"{served} {_SERVE_FORMS}"
     else:
         where = f"the agent the run recorded, {spec}" if recorded else f"--agent {spec!r}"
         given, forms = f"--agent {spec!r}", _AGENT_FORMS
@@ -350,7 +351,7 @@ def _load_agent(spec: str, recorded: bool = False, *, served: bool = False) -> A
     except ValueError:
         raise _Fail(EXIT_AGENT, f"{given} is not of the form: pass {forms}") from None
     except Exception as e:  # the user's module: any error while importing or building it
-        hint = f"; pass {forms}" if recorded or served else ""
+        hint = f"; pass {forms}" if recorded or served is not None else ""
         raise _Fail(EXIT_AGENT, f"cannot load {where}: {error_text(e)}{hint}") from None
     if not isinstance(agent, Agent):
         raise _Fail(EXIT_AGENT, f"{where} gave {type(agent).__name__}, not an Agent")

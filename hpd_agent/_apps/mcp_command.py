@@ -60,7 +60,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
             import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
         else:
             import mcp.server.stdio  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    agent = served_agent(args.agent, served=False)
+    agent = served_agent(args.agent, command=None)
     if args.store is not None:
         probe_store(args.store)
     server = mcp_server(agent, store=args.store)

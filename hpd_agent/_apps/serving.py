@@ -31,11 +31,12 @@ def serving_token(given: str | None, host: str, *, command: str = "") -> str | N
     return token
 
 
-def served_agent(spec: str, *, served: bool = True) -> Agent:
-    """The agent a server command serves, ``spec`` importable from the current directory."""
+def served_agent(spec: str, *, command: str | None = "serve") -> Agent:
+    """The agent a server command serves, ``spec`` importable from the current directory;
+    ``command`` names it in the error's hint (``command MODULE:ATTR``; None: ``--agent``)."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
-    return _load_agent(spec, served=served)
+    return _load_agent(spec, served=command)
 
 
 def probe_store(location: str) -> None:

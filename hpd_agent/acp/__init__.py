@@ -15,5 +15,6 @@ from __future__ import annotations
 
 from ..questions import Decline
 from ._client import ELICITATION, ACPAgent, ACPAgentError
+from ._server import serve_stdio
 
-__all__ = ["ELICITATION", "ACPAgent", "ACPAgentError", "Decline"]
+__all__ = ["ELICITATION", "ACPAgent", "ACPAgentError", "Decline", "serve_stdio"]

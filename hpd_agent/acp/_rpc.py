@@ -287,7 +287,11 @@ class Peer:
 
     async def _write(self, message: dict[str, Any]) -> None:
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
-        async with self._writing:
+        try:  # a free lock is taken without a checkpoint: a message costs no trip to the loop
+            self._writing.acquire_nowait()
+        except anyio.WouldBlock:
+            await self._writing.acquire()
+        try:
             if self.closed.is_set():
                 raise ConnectionClosed()
             try:
@@ -295,6 +299,8 @@ class Peer:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as e:
                 self._close()
                 raise ConnectionClosed(f"the connection closed: {type(e).__name__}") from None
+        finally:
+            self._writing.release()
 
     def _close(self) -> None:
         if self.closed.is_set():

@@ -21,12 +21,14 @@ hosts, what their clients read of them, and the rules of who may reach it.
 - ``PERMISSION_OPTIONS`` / ``DECISIONS`` / ``decision_of``: a permission's three answers
   and the decision each stands for; ``Form`` / ``form_for`` / ``is_flat``: a pending
   request as a form (MCP's elicitation schema, which ACP shares) and its content back as
-  an answer.
+  an answer; ``choices_of``: a question's answers as buttons, when they are a few.
 - ``Guard``: who may reach a server, in front of every route of every server we ship (web,
   A2A, MCP over HTTP): the Host and Origin rules, the bearer token (its name put in the
   request's scope under ``IDENTITY``), JSON bodies of bounded size; ``nests_deeper``, how
   each server counts a JSON body's depth against its own limit.
 - ``is_loopback``: where a server may run without a token.
+- ``protocol_stdio``: this process's stdin and stdout as byte streams for a protocol over
+  stdio (ACP; any stdio server), stdout kept for the protocol's messages alone.
 
 docs/architecture.md ("The adapter bridge") shows how an adapter is built on these.
 """
@@ -35,13 +37,14 @@ from ..exceptions import ConversationBusyError, UnknownRunError
 from ._decisions import DECISIONS, PERMISSION_OPTIONS, PermissionOption, decision_of
 from ._drive import STOPPED, EventSink, drive
 from ._errors import public_error
-from ._forms import Form, form_for, is_flat
+from ._forms import Form, choices_of, form_for, is_flat
 from ._guard import DEFAULT_MAX_BODY, IDENTITY, LOCAL, TOKEN, Guard, is_loopback, nests_deeper
 from ._histories import Histories, MemoryHistories, ThreadHistories
 from ._hosted import HostedRun, why_refused
 from ._outcome import Outcome, outcome_of
 from ._relay import StoreRelay
 from ._runs import RunHost
+from ._stdio import protocol_stdio
 
 __all__ = [
     "DECISIONS",
@@ -64,6 +67,7 @@ __all__ = [
     "StoreRelay",
     "ThreadHistories",
     "UnknownRunError",
+    "choices_of",
     "decision_of",
     "drive",
     "form_for",
@@ -71,6 +75,7 @@ __all__ = [
     "is_loopback",
     "nests_deeper",
     "outcome_of",
+    "protocol_stdio",
     "public_error",
     "why_refused",
 ]

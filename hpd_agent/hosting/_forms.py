@@ -5,7 +5,8 @@ A question's form is drawn from its answer schema (``answer_schema_of``, any kin
 object schema MCP allows is sent as it is; a schema MCP allows for one field (a string, an
 enum of the options, an array of them, a boolean, a number...) is one required property
 ``answer``; any other asks for ``answer`` as a string holding JSON. A permission asks for
-``decision`` (one of ``DECISIONS``).
+``decision`` (one of ``DECISIONS``). ``choices_of`` gives a question's answers as buttons
+when they are a few (a client without forms).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..questions import answer_schema_of
 from ..text import permission_question, shown
 from ._decisions import DECISIONS, decision_of
 
-__all__ = ["Form", "form_for", "is_flat"]
+__all__ = ["Form", "choices_of", "form_for", "is_flat"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,20 @@ def form_for(request: RequestEvent, note: str | None = None, *, by: str = "the c
     if note:
         text += f"\n(Your last answer was not accepted: {note})"
     return Form(request_id=request.request_id, message=text, schema=schema, read=read)
+
+
+def choices_of(request: ClarificationRequest) -> list[tuple[str, Any]] | None:
+    """A question's answers when they are a few to pick from, as ``(label, answer)`` pairs in
+    order: a confirm's ``Yes`` (True) and ``No`` (False), the options of a text question or
+    of a single choice. None for any other (free text, an input, a multiple choice, a custom
+    or action question): a client that only offers buttons cannot ask it."""
+    kind = request.question_kind
+    if kind == "confirm":
+        return [("Yes", True), ("No", False)]
+    single = not (request.data or {}).get("multiple")
+    if request.options and (kind == "text" or (kind == "choice" and single)):
+        return [(option, option) for option in request.options]
+    return None
 
 
 def _one(name: str, prop: dict[str, Any]) -> dict[str, Any]:

@@ -82,13 +82,15 @@ class HostedRun:
         return self.run.run_id
 
     # -- the event tap ----------------------------------------------------------------------
-    def take(self, event: Event) -> None:
-        """Keep one event of the run (the driver hands each over once, in order)."""
+    def take(self, event: Event) -> Awaitable[None] | None:
+        """Keep one event of the run (the driver hands each over once, in order). A
+        subclass that sends events on may return an awaitable the driver waits for."""
         self._log.append(event)
         grew = self._grew
         if grew is not None:
             self._grew = None
             grew.set()
+        return None
 
     async def close(self, outcome: Outcome, raised: Exception | None) -> None:
         """The run has ended: how (``outcome``), and what leaving its block raised."""

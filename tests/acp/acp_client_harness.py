@@ -41,7 +41,7 @@ def node() -> str:
         )
     sdk = NODE_DIR / "node_modules" / "@agentclientprotocol" / "sdk" / "package.json"
     # Parallel workers: one installs, the others wait for it (npm ci empties node_modules first).
-    with open(NODE_DIR / ".npm-ci.lock", "w") as lock:
+    with open(NODE_DIR / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not sdk.is_file():
             done = subprocess.run(
