@@ -102,6 +102,21 @@ def children() -> list[int]:
     return found
 
 
+def children_running(marker: str) -> list[int]:
+    """Pids of this process's children whose command line holds ``marker``."""
+    me, found = os.getpid(), []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                cmdline = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == me and marker.encode() in cmdline:
+                found.append(int(entry.name))
+    return found
+
+
 def alive(pid: int) -> bool:
     """Whether ``pid`` is a process (a zombie too)."""
     return Path(f"/proc/{pid}").exists()

@@ -18,6 +18,7 @@ from acp_client_harness import (
     acp_agent,
     alive,
     children,
+    children_running,
     logged,
     run_calls,
     steps,
@@ -297,19 +298,4 @@ async def test_an_agent_that_ignores_stdin_closing_is_killed(tmp_path: Path) -> 
     with anyio.fail_after(30):
         out = await run_calls(tool, ["hi"], name="Stubborn")
     assert out.texts == [""] and out.result.status == "completed"
-    mine = [p for p in _children_running(str(script))]
-    assert mine == []
-
-
-def _children_running(marker: str) -> list[int]:
-    me, found = os.getpid(), []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-                cmdline = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == me and marker.encode() in cmdline:
-                found.append(int(entry.name))
-    return found
+    assert children_running(str(script)) == []
