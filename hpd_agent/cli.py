@@ -184,6 +184,11 @@ def _add_demo_command(sub: Any) -> None:
         action="store_true",
         help="the A2A headline: a remote Planner in a second process asks through A2A",
     )
+    demo.add_argument(
+        "--acp",
+        action="store_true",
+        help="the ACP headline: a Planner served by hpd-agent acp, a sub-agent over ACP, asks",
+    )
     demo.set_defaults(func=_cmd_demo)
 
 
@@ -192,6 +197,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         from ._apps.a2a_demo import run_demo_a2a
 
         return run_demo_a2a(args, _console(), _run, _stdin_note)
+    if args.acp:
+        from ._apps.acp_demo import run_demo_acp
+
+        return run_demo_acp(args, _console(), _run, _stdin_note)
     import anyio
 
     from ._apps.demo import DEFAULT_PROMPT, QUESTIONS_TOGETHER, DemoConsole, demo_agents
