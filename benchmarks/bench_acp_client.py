@@ -32,8 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))  # this checkout's hpd_agent
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's hpd_agent
 
 import acp
 import anyio
@@ -43,6 +42,7 @@ from hpd_agent import Agent, Approve, PermissionRequest, ToolCallFinished, ToolC
 from hpd_agent.acp import ACPAgent
 from hpd_agent.testing import ScriptedModel, text, tool_call
 
+HERE = Path(__file__).resolve().parent
 TARGET = 1.2
 AGENT = [sys.executable, str(HERE / "bench_acp.py"), "--serve-sdk"]
 """The agent both clients drive: bench_acp.py's minimal SDK agent."""
