@@ -338,17 +338,17 @@ class Child:
 
     async def close(self, grace: float = 5.0, kill_grace: float = 2.0) -> None:
         """End the program: stdin closed, ``grace`` seconds to exit, then SIGTERM,
-        ``kill_grace`` seconds, then SIGKILL, each to its process group."""
+        ``kill_grace`` seconds, then SIGKILL, each to its process group. It waits for the
+        process itself: the watching task may be cancelled already (the scope ending)."""
         with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(grace):
-                await self.peer.aclose()
-                await self.exited.wait()
-            for sig, wait in ((signal.SIGTERM, kill_grace), (signal.SIGKILL, float("inf"))):
-                if self.exited.is_set():
-                    return
-                _kill(self.process, sig)
-                with anyio.move_on_after(wait):
-                    await self.exited.wait()
+            await self.peer.aclose()
+            for sig, wait in ((None, grace), (signal.SIGTERM, kill_grace), (signal.SIGKILL, None)):
+                if sig is not None:
+                    _kill(self.process, sig)
+                with anyio.move_on_after(float("inf") if wait is None else wait):
+                    self.status = await self.process.wait()
+                    break
+            self.exited.set()
 
 
 @asynccontextmanager
