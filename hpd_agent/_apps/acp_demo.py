@@ -23,7 +23,7 @@ from typing import Any, cast
 from rich.console import Console
 
 from ..agent import Agent
-from ..events import ClarificationRequest
+from ..events import ClarificationRequest, format_path
 from .a2a_demo import orchestrator_of
 from .demo import DEFAULT_PROMPT, DemoConsole
 
@@ -59,7 +59,7 @@ class FormConsole(DemoConsole):
         name, options = field
         # The server's message names the asker ("Planner > Clarifier: ..."): the console
         # names it already, from the request's path.
-        prefix = " > ".join(request.agent_path[1:]) + ": "
+        prefix = format_path(request.agent_path[1:]) + ": "
         asked = dataclasses.replace(
             request,
             question=request.question.removeprefix(prefix),

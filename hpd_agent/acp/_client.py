@@ -1,21 +1,13 @@
 """``ACPAgent``: an agent that speaks the Agent Client Protocol (an editor's agent such as
 Claude Code's ACP adapter, Gemini CLI, or ``hpd-agent acp``) used as a sub-agent.
 
-``ACPAgent(...).as_tool()`` is a ``Toolset`` giving one tool, ``{"query": str}``. Its
-process is a resource of the root run: started by the run's first call (``initialize``),
-shared by every later call of that run, parallel ones included, and closed and reaped when
-the root run ends (stdin closed, then SIGTERM, then SIGKILL, to its whole process group).
-Each call is a session of its own (``session/new``, one ``session/prompt``); the tool's
-result is the text the agent streamed (``agent_message_chunk``).
-
-What the agent asks during a call goes to the root run's stream as a request of the
-calling tool, relayed ``on_behalf_of`` the agent (and of the agents the remote names under
-itself in ``_meta.hpd_agent.agent_path``, when it is an hpd agent tree): a permission is a
-``PermissionRequest`` whose answer selects one of the agent's options; a form elicitation
-is a ``"custom"`` question named ``ELICITATION``, checked against the form. The relayed
-request's key derives from what the agent sent (and how often it sent the same), so a
-resumed run that calls the agent again asks under the same ids. Files are served inside the
-call's ``cwd`` only (real paths: no symlink leads out); terminals are not offered.
+``ACPAgent(...).as_tool()`` is a ``Toolset`` giving one tool, ``{"query": str}``. Its process
+is a resource of the root run, shared by the run's calls, each a session of its own whose
+streamed text is the result. What the agent asks during a call reaches the root run's stream
+as a request of the calling tool, relayed ``on_behalf_of`` the agent (and the path an hpd
+tree names under itself in ``_meta.hpd_agent.agent_path``), keyed by what the agent sent, so
+a resumed run that calls it again asks under the same ids. Files are served inside the
+call's ``cwd`` only; terminals are not offered.
 """
 
 from __future__ import annotations
@@ -77,11 +69,9 @@ _NOT_A_NAME = re.compile(r"[^A-Za-z0-9_-]")
 
 
 class ACPAgentError(HpdAgentError):
-    """An ACP agent's call failed: it could not be started, it exited or broke the
-    protocol, it answered with an error, or its turn ended refused or cancelled.
-
-    Raised inside the tool call, so the calling model gets it as that call's error result
-    (the message names the agent); the run goes on."""
+    """An ACP agent's call failed (it could not be started, it exited or broke the protocol,
+    answered with an error, or ended its turn refused or cancelled): raised in the tool
+    call, it is that call's error result, naming the agent; the run goes on."""
 
 
 class ACPAgent:
@@ -205,6 +195,7 @@ class _Run:
                             env=agent.environment(),
                             on_request=connection.on_request,
                             on_notification=connection.on_notification,
+                            before_close=connection.drain,
                         )
                     )
                 except (OSError, RuntimeError) as e:
@@ -229,6 +220,14 @@ class _Connection:
         """The calls in progress, by session id."""
         self.asking: dict[int, _Call] = {}
         """Our requests in flight, by JSON-RPC id: what a request-scoped message names."""
+        self.running: set[_Call] = set()
+
+    async def drain(self) -> None:
+        """Wait (a few seconds at most) for the calls to end: a call cancelled with the run
+        first ends its turn over the connection, then the process is closed."""
+        with anyio.move_on_after(3 * _TURN_GRACE):
+            for call in list(self.running):
+                await call.finished.wait()
 
     async def initialize(self) -> None:
         """The handshake; a failure closes the process and raises ``ACPAgentError``."""
@@ -252,12 +251,9 @@ class _Connection:
 
     # -- a call -------------------------------------------------------------------------
     async def call(self, ctx: ToolContext, query: str) -> str:
-        """One session, one prompt: the agent's answer.
-
-        Raises:
-            ACPAgentError: See the class's docstring.
-        """
+        """One session, one prompt: the agent's answer (else ``ACPAgentError``)."""
         call = _Call(ctx, self)
+        self.running.add(call)
         try:
             params: dict[str, Any] = {"cwd": call.cwd, "mcpServers": []}
             created = await self._request(call, "session/new", params)
@@ -272,6 +268,8 @@ class _Connection:
         finally:
             self.calls.pop(call.session, None)
             call.end()
+            self.running.discard(call)
+            call.finished.set()
         return _result(self.name, _object(answered).get("stopReason"), call.answer())
 
     async def _request(self, call: _Call, method: str, params: Any) -> Any:
@@ -286,7 +284,7 @@ class _Connection:
         """``session/prompt``, sent from the connection's task group: cancelling the call
         sends ``session/cancel`` and gives the turn ``_TURN_GRACE`` seconds to end."""
         params = {"sessionId": call.session, "prompt": [{"type": "text", "text": query}]}
-        done, scope = anyio.Event(), anyio.CancelScope()
+        done, scope = anyio.Event(), anyio.CancelScope(shield=True)  # outlives a cancelled run
         got: list[Any] = []
 
         async def send() -> None:
@@ -315,6 +313,7 @@ class _Connection:
         call.ended = True
         with contextlib.suppress(RPCError), anyio.move_on_after(_TURN_GRACE):
             await self.child.peer.notify("session/cancel", {"sessionId": call.session})
+        call.cancel_sent.set()
         call.end()  # its pending questions are answered cancelled
         with anyio.move_on_after(_TURN_GRACE):
             await done.wait()
@@ -371,6 +370,8 @@ class _Call:
         self.size = 0
         self.seen: dict[str, int] = {}
         self.scopes: set[anyio.CancelScope] = set()
+        self.cancel_sent = anyio.Event()
+        self.finished = anyio.Event()
 
     def add_text(self, text: str) -> None:
         if self.size < _MAX_TEXT:
@@ -396,16 +397,21 @@ class _Call:
         return self.ctx.on_behalf_of(self.name, *_remote_path(holder), key=f"{digest}.{n}")
 
     async def asking(self, question: Callable[[], Awaitable[Any]]) -> Any:
-        """``question()``'s outcome, or None when the call ends first (or has ended)."""
-        if self.ended:
-            return None
-        with anyio.CancelScope() as scope:
-            self.scopes.add(scope)
-            try:
-                return await question()
-            finally:
-                self.scopes.discard(scope)
-        return None
+        """``question()``'s outcome; None when there is none (it ended unanswered, or the
+        call ended first). While the run is cancelled, None comes once ``session/cancel``
+        has gone out: ACP's order, the agent then knows why its question was cancelled."""
+        answer = None
+        if not self.ended:
+            with anyio.CancelScope() as scope:
+                self.scopes.add(scope)
+                try:
+                    answer = await question()
+                finally:
+                    self.scopes.discard(scope)
+        if answer is None and self.ctx.cancelling:
+            with anyio.move_on_after(_TURN_GRACE):
+                await self.cancel_sent.wait()
+        return answer
 
     # -- the agent's requests -----------------------------------------------------------
     async def permission(self, params: dict[str, Any]) -> Any:
@@ -476,7 +482,7 @@ async def _fill(frame: ToolContext, spec: CustomQuestion, schema: dict[str, Any]
     try:
         answer = await frame.request(spec)
     except QuestionNotAnswered as e:
-        return {"action": "decline" if e.status == "declined" else "cancel"}
+        return {"action": "decline"} if e.status == "declined" else None
     declared = _object(schema.get("properties"))
     given = _object(answer)
     return {"action": "accept", "content": {k: v for k, v in given.items() if k in declared}}
@@ -537,11 +543,9 @@ def _object(value: Any) -> dict[str, Any]:
 
 def _count(params: dict[str, Any], key: str) -> int | None:
     value = params.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise RPCError(INVALID_PARAMS, f"{key} must be a positive integer, got {shown(value)}")
-    return value
+    if value is None or (type(value) is int and value >= 1):
+        return value
+    raise RPCError(INVALID_PARAMS, f"{key} must be a positive integer, got {shown(value)}")
 
 
 def _inside(root: str, path: Any) -> str:

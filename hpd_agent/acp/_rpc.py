@@ -320,7 +320,8 @@ class Child:
         self.process = process
         self.peer = peer
         self.tg = tg
-        """A task group living as long as the program: for requests that outlive a caller."""
+        """A task group living as long as the program: for requests that outlive a caller
+        (cancelled with the scope around ``spawn``: shield what must outlive that too)."""
         self.exited = anyio.Event()
         self.status: int | None = None
 
@@ -359,9 +360,12 @@ async def spawn(
     env: Mapping[str, str],
     on_request: Handler,
     on_notification: Listener,
+    before_close: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncGenerator[Child]:
     """Start ``argv`` with a ``Peer`` on its stdin/stdout (its stderr is this process's);
-    leaving closes it (``Child.close``) and reaps it, its process group killed.
+    leaving closes it (``Child.close``) and reaps it, its process group killed. Until then
+    the connection serves on, even while the scope around it is cancelled: ``before_close``
+    (shielded) may finish the work in progress over it first.
 
     Raises:
         OSError: The program cannot be started.
@@ -376,17 +380,30 @@ async def spawn(
     try:
         async with anyio.create_task_group() as tg:
             child = Child(process, peer, tg)
-            tg.start_soon(peer.serve)
-            tg.start_soon(child._watch)  # pyright: ignore[reportPrivateUsage]
+            # Each shielded: a cancelled caller does not cut the program off (its other
+            # users may still end their work over the connection); stopped once it is closed.
+            kept = (anyio.CancelScope(shield=True), anyio.CancelScope(shield=True))
+            tg.start_soon(_within, kept[0], peer.serve)
+            tg.start_soon(_within, kept[1], child._watch)  # pyright: ignore[reportPrivateUsage]
             try:
                 yield child
             finally:
-                await child.close()
+                with anyio.CancelScope(shield=True):
+                    if before_close is not None:
+                        await before_close()
+                    await child.close()
+                for scope in kept:
+                    scope.cancel()
                 tg.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
             _kill(process, signal.SIGKILL)  # stragglers of its group
             await process.aclose()
+
+
+async def _within(scope: anyio.CancelScope, work: Callable[[], Awaitable[None]]) -> None:
+    with scope:
+        await work()
 
 
 def _kill(process: anyio.abc.Process, sig: signal.Signals) -> None:

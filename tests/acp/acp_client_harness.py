@@ -76,6 +76,12 @@ def logged(tmp: Path) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
+def arrived(tmp: Path) -> list[str]:
+    """What reached the agent, in the order it came: each message's method, or "response"."""
+    path = tmp / "agent.log.wire"
+    return path.read_text().splitlines() if path.exists() else []
+
+
 def steps(*items: dict[str, Any]) -> str:
     """A query the scripted agents follow."""
     return json.dumps({"steps": list(items)})

@@ -21,7 +21,8 @@ The prompt's text is JSON, ``{"steps": [...]}``; the steps (the TypeScript agent
   turn ``cancelled``; ``{"stop": reason}``: ends the turn with that stop reason.
 
 Everything it receives is logged, one line each, to LOG: ``initialize <params>``,
-``session/new <cwd>``, ``cancel <session>``, ``permission <outcome>``, ``elicit <result>``.
+``session/new <cwd>``, ``cancel <session>``, ``permission <outcome>``, ``elicit <result>``;
+and each message as it arrives, to LOG.wire: its method, or ``response``.
 """
 
 from __future__ import annotations
@@ -191,8 +192,19 @@ class ScriptAgent:
         await self.say(sid, said)
 
 
+def arrival(log: str) -> Any:
+    """Logs each incoming message as the connection reads it, in the order it came."""
+
+    def observe(event: Any) -> None:
+        if event.direction.value == "incoming":
+            with open(log + ".wire", "a") as f:
+                f.write(event.message.get("method", "response") + "\n")
+
+    return observe
+
+
 async def main() -> None:
-    await run_agent(ScriptAgent(sys.argv[1]))
+    await run_agent(ScriptAgent(sys.argv[1]), observers=[arrival(sys.argv[1])])
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from acp_client_harness import (
     KINDS,
     acp_agent,
     alive,
+    arrived,
     children,
     children_running,
     logged,
@@ -24,7 +25,7 @@ from acp_client_harness import (
     steps,
 )
 
-from hpd_agent import Agent, PermissionRequest, ToolCallStarted, UserError
+from hpd_agent import Agent, Approve, PermissionRequest, ToolCallStarted, UserError
 from hpd_agent.acp import ACPAgent
 from hpd_agent.events import Event
 from hpd_agent.run import Run
@@ -256,26 +257,42 @@ async def test_cancelling_the_run_cancels_the_session_and_its_questions(
         out = await run_calls(tool, [query], answer=cancel_at_the_question)
     assert out.result.status == "cancelled"
     lines = logged(tmp_path)
-    session = lines[1]
-    assert [x.split()[0] for x in lines[2:]] == ["cancel", "permission"], lines
-    assert lines[2].startswith("cancel ") and lines[3] == "permission cancelled"
-    assert session.startswith("session/new")
+    assert sorted(x.split()[0] for x in lines[2:]) == ["cancel", "permission"], lines
+    assert "permission cancelled" in lines
+    # On the wire: session/cancel first, then the cancelled outcome (as ACP says).
+    assert arrived(tmp_path)[-2:] == ["session/cancel", "response"]
     assert out.children_at_finish == [] and children() == []
 
 
 async def test_cancelling_a_turn_that_waits_sends_session_cancel(kind: str, tmp_path: Path) -> None:
     tool = acp_agent(kind, tmp_path).as_tool()
-    started = anyio.Event()
+
+    async def cancel_once_it_runs(run: Run, event: Event) -> None:
+        if isinstance(event, PermissionRequest):  # the agent's turn is under way
+            await run.respond(event.request_id, Approve())
+            run.cancel()
+
+    query = steps({"permission": {"title": "go", "rawInput": {}}}, {"wait_cancel": True})
+    with anyio.fail_after(30):
+        out = await run_calls(tool, [query], answer=cancel_once_it_runs)
+    assert out.result.status == "cancelled"
+    lines = logged(tmp_path)
+    # The answer and the cancel race (the run is cancelled as the answer goes back).
+    assert sorted(x.split()[0] for x in lines[2:]) == ["cancel", "permission"], lines
+    assert "permission o-allow_once" in lines
+    assert out.children_at_finish == [] and children() == []
+
+
+async def test_cancelled_while_the_agent_starts_leaves_nothing(kind: str, tmp_path: Path) -> None:
+    tool = acp_agent(kind, tmp_path).as_tool()
 
     async def cancel_when_started(run: Run, event: Event) -> None:
         if isinstance(event, ToolCallStarted):
-            started.set()
             run.cancel()
 
     with anyio.fail_after(30):
-        out = await run_calls(tool, [steps({"wait_cancel": True})], answer=cancel_when_started)
-    assert started.is_set() and out.result.status == "cancelled"
-    assert any(line.startswith("cancel ") for line in logged(tmp_path))
+        out = await run_calls(tool, [steps({"say": "hi"})], answer=cancel_when_started)
+    assert out.result.status == "cancelled"
     assert out.children_at_finish == [] and children() == []
 
 

@@ -124,6 +124,21 @@ const app = agent({ name: "ts-agent" })
     return { stopReason: "end_turn" };
   });
 
-const connection = app.connect(ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
+// Each incoming message, as it arrives, to LOG.wire: its method, or "response".
+let pending = "";
+const decoder = new TextDecoder();
+const arrival = new TransformStream({
+  transform(chunk, controller) {
+    pending += decoder.decode(chunk, { stream: true });
+    const lines = pending.split("\n");
+    pending = lines.pop();
+    for (const line of lines.filter((l) => l.trim())) {
+      appendFileSync(`${LOG}.wire`, (JSON.parse(line).method ?? "response") + "\n");
+    }
+    controller.enqueue(chunk);
+  },
+});
+const input = Readable.toWeb(process.stdin).pipeThrough(arrival);
+const connection = app.connect(ndJsonStream(Writable.toWeb(process.stdout), input));
 await connection.closed;
 process.exit(0);
