@@ -143,6 +143,14 @@ async def test_an_agent_that_is_not_acp_fails_the_handshake(tmp_path: Path) -> N
     assert out.result.status == "completed"
 
 
+def test_the_public_names() -> None:
+    import hpd_agent
+    import hpd_agent.acp as acp
+
+    assert acp.Decline is hpd_agent.Decline and acp.ELICITATION == "acp.elicitation"
+    assert {"ACPAgent", "ACPAgentError", "Decline", "ELICITATION"} <= set(acp.__all__)
+
+
 def test_names_and_arguments() -> None:
     assert ACPAgent("/usr/local/bin/claude-code-acp.js").name == "claude-code-acp"
     assert ACPAgent("gemini", ["--experimental-acp"]).name == "gemini"
