@@ -5,9 +5,10 @@ against the same through a minimal agent written with the ACP Python SDK alone.
 
 Both agents run in a child process on stdio, driven by the SDK's client
 (``acp.spawn_agent_process``), which approves every permission at once. A call is one
-``session/prompt`` on a fresh session, answered after the same messages from both agents:
-a ``tool_call`` update, a ``session/request_permission`` (approved), the tool's
-``tool_call_update``, an ``agent_message_chunk``, then ``end_turn``.
+``session/prompt`` on a fresh session, answered after the same messages from both agents
+(the same three options, the same ``_meta``): a ``tool_call`` update, a
+``session/request_permission`` (approved), the tool's ``tool_call_update``, an
+``agent_message_chunk``, then ``end_turn``.
 
 - ``sdk``: an ``acp.Agent`` that sends those messages itself (no model, no tool: the floor);
 - ``hpd``: ``hpd-agent acp bench_acp:agent``, an agent whose scripted model calls ``deploy``
@@ -33,14 +34,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # this checkout's hpd_agent
 
-import anyio
-import acp
-from acp import schema
+import acp  # noqa: E402
+import anyio  # noqa: E402
+from acp import schema  # noqa: E402
 
-from hpd_agent import Agent, tool
-from hpd_agent.messages import Message, ToolResultMessage
-from hpd_agent.models import ModelRequestParams
-from hpd_agent.testing import FunctionModel, Step, text, tool_call
+from hpd_agent import Agent, tool  # noqa: E402
+from hpd_agent.messages import Message, ToolResultMessage  # noqa: E402
+from hpd_agent.models import ModelRequestParams  # noqa: E402
+from hpd_agent.testing import FunctionModel, Step, text, tool_call  # noqa: E402
 
 TARGET = 1.2
 
@@ -66,6 +67,10 @@ agent = Agent("Bench", model=FunctionModel(_step), tools=[deploy])
 
 
 # -- the SDK's minimal agent --------------------------------------------------------------------
+META = {"hpd_agent": {"agent_path": ["Bench"], "tool_name": "deploy"}}
+"""What ``hpd-agent acp`` puts in ``_meta``: the SDK agent sends it too (the same bytes)."""
+
+
 class SDKAgent:
     """The same messages as the hpd agent's turn, sent by hand."""
 
@@ -84,13 +89,22 @@ class SDKAgent:
         call = acp.start_tool_call(
             "call_1", "Bench: deploy", status="in_progress", raw_input={"target": "prod"}
         )
+        call.field_meta = META
         await self.conn.session_update(session_id, call)
         options = [
-            schema.PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
-            schema.PermissionOption(option_id="reject", name="Reject", kind="reject_once"),
+            schema.PermissionOption(
+                option_id="approve_once", name="Approve once", kind="allow_once"
+            ),
+            schema.PermissionOption(
+                option_id="approve_run", name="Approve for the rest of the run", kind="allow_always"
+            ),
+            schema.PermissionOption(option_id="deny", name="Deny", kind="reject_once"),
         ]
         asked = schema.ToolCallUpdate(
-            tool_call_id="call_1", title="Bench: deploy", raw_input={"target": "prod"}
+            tool_call_id="call_1",
+            title="Bench: deploy",
+            raw_input={"target": "prod"},
+            field_meta=META,
         )
         answer = await self.conn.request_permission(session_id, asked, options)
         assert answer.outcome.outcome == "selected"
@@ -161,7 +175,9 @@ def main() -> None:
         return
     row = anyio.run(measure, a.calls, a.rounds, backend="asyncio")
     print(f"{'sdk ms':>10}{'hpd ms':>10}{'added ms':>10}{'ratio':>8}")
-    print(f"{row['sdk_ms']:>10.3f}{row['hpd_ms']:>10.3f}{row['added_ms']:>10.3f}{row['ratio']:>8.3f}")
+    print(
+        f"{row['sdk_ms']:>10.3f}{row['hpd_ms']:>10.3f}{row['added_ms']:>10.3f}{row['ratio']:>8.3f}"
+    )
     met = "met" if row["ratio"] <= TARGET else "not met"
     print(f"ratio {row['ratio']:.3f} (target <= {TARGET}: {met})")
     print("RESULT_JSON " + json.dumps({**row, "target": TARGET}))

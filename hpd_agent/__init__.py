@@ -27,6 +27,7 @@ from .events import (
     PermissionRequest,
     PermissionResolved,
     RequestEvent,
+    RequestExpiring,
     RunFinished,
     RunStarted,
     TextDelta,
@@ -35,6 +36,7 @@ from .events import (
 )
 from .exceptions import (
     AgentRunError,
+    AnswerRefusedError,
     ContextWindowExceededError,
     ConversationBusyError,
     HpdAgentError,
@@ -97,6 +99,7 @@ __all__ = [
     "AgentFinished",
     "AgentRunError",
     "AgentStarted",
+    "AnswerRefusedError",
     "Approve",
     "BaseHandler",
     "ClarificationRequest",
@@ -133,6 +136,7 @@ __all__ = [
     "RequestError",
     "RequestEvent",
     "RequestExpiredError",
+    "RequestExpiring",
     "Run",
     "RunCancelledError",
     "RunFinished",

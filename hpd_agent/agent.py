@@ -335,7 +335,9 @@ class Agent:
             store: The store it was journaled in.
             answers: ``{request_id: answer}`` to give pending requests first (validated
                 against each stored question; a refused one raises and nothing resumes);
-                ``Decline()`` as an answer declines that request.
+                ``Decline()`` as an answer declines that request. Recorded as given on
+                channel ``"api"`` by nobody, unless an answer comes as
+                ``hpd_agent.backend.Authored(answer, Author(by, channel))``.
             handler, on_unhandled, hooks, deps: As in ``run`` (a store does not keep deps).
             max_age: Expire this run's pending requests older than this many seconds first;
                 their askers see the timeout text.

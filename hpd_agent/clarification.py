@@ -12,6 +12,7 @@ action, custom, or a kind of your own: see ``hpd_agent.questions``) with ``ctx.a
 from __future__ import annotations
 
 from ._core.context import ToolContext
+from ._core.expiry import check_warning
 from .exceptions import QuestionNotAnswered
 from .questions import TextQuestion
 from .tools import Tool
@@ -36,6 +37,7 @@ def unanswered_text(error: QuestionNotAnswered) -> str:
 def ask_user(
     *,
     timeout: float | None = None,
+    warn_before: float | None = None,
     name: str = "ask_user",
     description: str = _ASK_USER_DESCRIPTION,
 ) -> Tool:
@@ -44,12 +46,19 @@ def ask_user(
     Args:
         timeout: Seconds to wait for an answer; on timeout the model is told the user did not
             answer (never an exception). None waits as long as the run lives.
+        warn_before: With ``timeout``: seconds before it to announce the question as
+            expiring (``RequestExpiring``, ``Hook.request_expiring``) if still pending.
         name: The tool name the model sees.
         description: The tool description the model sees.
 
     Returns:
         A ``Tool`` taking ``{question: str, context?: str, options?: list[str]}``.
+
+    Raises:
+        UserError: ``warn_before`` without a ``timeout``, or not a positive number.
     """
+    if warn_before is not None:
+        check_warning(warn_before, timeout)
 
     async def ask(
         ctx: ToolContext,
@@ -64,7 +73,9 @@ def ask_user(
             context: Why you ask, in one sentence.
             options: The allowed answers, if the answer must be one of a few choices.
         """
-        return await ctx.ask(question, context=context, options=options, timeout=timeout)
+        return await ctx.ask(
+            question, context=context, options=options, timeout=timeout, warn_before=warn_before
+        )
 
     tool = Tool(ask, name=name, description=description)
     tool.side_effects = False  # it acts only through its request

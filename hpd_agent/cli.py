@@ -7,7 +7,7 @@ journal key concerned), never a traceback, and its own exit status:
 |---|---|
 | 0 | done |
 | 1 | the run failed (a model or agent error); any other hpd_agent error |
-| 2 | bad command-line input: usage, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT``, ``answer`` with both or neither of TEXT and ``--decline``; a command, a ``postgresql://`` store or ``--temporal`` needing an extra that is not installed (the line gives its install command: ``_apps/extras``) |
+| 2 | bad command-line input: usage, ``run``'s ``--run-id`` naming a run that ended or was started on another prompt, ``--json`` text that is not JSON or nests too deeply, ``--answer`` not ``REQUEST_ID=TEXT``, ``answer`` with both or neither of TEXT and ``--decline``; a ``--hook`` that does not load or names no ``Hook``; a ``--policy`` that does not load or is no policy, an answer the ``answer --policy`` refuses (nothing written), a ``--token`` empty or given twice; a command, a ``postgresql://`` store or ``--temporal`` needing an extra that is not installed (the line gives its install command: ``_apps/extras``) |
 | 3 | ``answer``: no request has that id |
 | 4 | the request was already answered (or declined) |
 | 5 | the request expired |
@@ -15,13 +15,13 @@ journal key concerned), never a traceback, and its own exit status:
 | 7 | the answer does not fit the question |
 | 8 | the store cannot be opened: no such file (only a run creates one), no such directory, not a database, server unreachable |
 | 9 | the store holds data this version cannot read (a corrupt request row, a payload of the wrong kind, a garbage journal entry); ``pending`` still lists every readable request |
-| 10 | the run's agent (or the agent ``serve``, ``mcp`` or ``acp`` is given) cannot be found or loaded, or ``--agent`` is not the agent the run belongs to |
+| 10 | the run's agent (or the agent ``serve``, ``mcp``, ``acp`` or ``run`` is given) cannot be found or loaded, or ``--agent`` (``run --run-id``: MODULE:ATTR) is not the agent the run belongs to |
 | 11 | ``resume``: no run has that id |
 | 12 | ``resume --answer``: no request has that id |
-| 13 | ``resume``: another process drives the run (the message names the lease's holder and when it expires; if that process died, resume again after then) |
+| 13 | ``resume``, ``run --run-id``: another process drives the run (the message names the lease's holder and when it expires; if that process died, resume again after then) |
 | 70 | an internal error (a bug in hpd-agent): its one line says what; ``HPD_AGENT_DEBUG=1`` shows the traceback |
-| 75 | ``resume --interrupt``: stopped with questions pending (listed on stdout); not an error |
-| 130 | interrupted: Ctrl-C, or ``/exit`` at a question, or Ctrl-D (end of input) at a question in a terminal |
+| 75 | ``resume --interrupt``, ``run --interrupt``: stopped with questions pending (listed on stdout); not an error |
+| 130 | interrupted: Ctrl-C (``run``: the run stays resumable in the store), or ``/exit`` at a question, or Ctrl-D (end of input) at a question in a terminal |
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from ._apps.cli_parser import CommandParser, port_number
 from ._apps.cli_store import EXIT_INTERRUPTED, EXIT_USAGE, _Fail, add_store_commands, failure
 from ._apps.extras import needs_extra, needs_store_extra
+from ._apps.hook_option import add_hook_option, install_hooks
 from .text import bounded, printable
 
 if TYPE_CHECKING:
@@ -84,6 +85,14 @@ def _parser() -> argparse.ArgumentParser:
     chat.set_defaults(func=_cmd_chat)
 
     add_store_commands(sub)
+    # `history RUN_ID --store URL`: a run's audit trail
+    from ._apps.history_command import add_history_command
+
+    add_history_command(sub)
+    # `run MODULE:ATTR PROMPT --store URL`: a durable run whose questions wait in the store
+    from ._apps.run_command import add_run_command
+
+    add_run_command(sub)
     _add_serve_command(sub)
     # `mcp MODULE:ATTR`: the agent as an MCP tool (hpd_agent.mcp, imported only when run)
     from ._apps.mcp_command import add_mcp_command
@@ -118,10 +127,17 @@ def _pace() -> float:
         return _DEMO_PACE
 
 
+_UNWRAPPED = 1_000_000
+"""The width of a console writing to a pipe or a file with no ``COLUMNS``: no wrapping."""
+
+
 def _console() -> Console:
+    """The CLI's console: wrapped to the terminal's width (or ``COLUMNS``); written to a pipe
+    or a file, one line per message, so logs and ``grep`` see a whole message on its line."""
     from rich.console import Console
 
-    return Console(highlight=False)
+    wrapped = sys.stdout.isatty() or os.environ.get("COLUMNS", "").isdigit()
+    return Console(highlight=False, width=None if wrapped else _UNWRAPPED)
 
 
 def _run(console: Console, main: Callable[[], Awaitable[Any]]) -> int:
@@ -382,7 +398,15 @@ def _add_serve_command(sub: Any) -> None:
         default=None,
         help="SQLite path or postgresql:// DSN (default hpd-agent-web.db; with --a2a: none)",
     )
-    serve.add_argument("--token", default=None, help="bearer token (or HPD_AGENT_TOKEN)")
+    from ._apps.serving import add_token_option
+
+    add_token_option(serve)
+    serve.add_argument(
+        "--policy",
+        metavar="MODULE:ATTR",
+        help="an answer policy (hpd_agent.governance): who may answer which request, by the "
+        "name of the token a request carries (a refusal is a 403; nothing is written)",
+    )
     serve.add_argument(
         "--allow-host",
         action="append",
@@ -397,6 +421,7 @@ def _add_serve_command(sub: Any) -> None:
         metavar="ORIGIN",
         help="a browser origin (https://app.example) allowed to call the API (repeatable)",
     )
+    add_hook_option(serve)
     serve.add_argument(
         "--example",
         action="append",
@@ -427,6 +452,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         if failed:
             print(f"error: serve: {failed}", file=sys.stderr)
             return 2
+    install_hooks(args.hook)  # before anything serves: every run has them
     if args.a2a:
         from ._apps.a2a_command import serve_a2a
 
@@ -440,17 +466,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
         from . import web
     needs_store_extra(args.store)
-    token = args.token or os.environ.get("HPD_AGENT_TOKEN") or None
-    if not web.is_loopback(args.host) and token is None:
-        print(
-            f"error: refusing to serve on {args.host} without a token: anyone on the network "
-            "could run the agent. Pass --token (or set HPD_AGENT_TOKEN), or bind 127.0.0.1.",
-            file=sys.stderr,
-        )
-        return 2
+    from ._apps.serving import serve_http, served_agent, serving_policy, serving_tokens
 
-    from ._apps.serving import serve_http, served_agent
-
+    token = serving_tokens(args.token, args.host)
+    policy = serving_policy(args.policy, command="serve: ")
     agent = served_agent(args.agent)
     host = args.host.strip("[]")
     # The Host rule (docs/web.md): loopback names, the bound address and --allow-host; with a
@@ -464,6 +483,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         allowed_hosts=hosts,
         allowed_origins=args.allow_origin,
         examples=args.example,
+        policy=policy,
     )
     return serve_http(app, args.host, args.port, what=agent.name)
 

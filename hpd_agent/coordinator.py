@@ -10,9 +10,8 @@ accepts the answer or raises and changes nothing); ``respond``, ``cancel_request
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from contextlib import contextmanager
 from typing import Any, Literal, get_args
 
@@ -20,9 +19,12 @@ import anyio
 import anyio.lowlevel
 
 from ._core.conversations import ConversationKeeper, Conversations
+from ._core.deadline import deadlines_paused, paused_wait
+from ._core.expiry import arm, check_warning, reopen, request_event, warn_when_due
 from ._core.outlet import Outlet
 from ._core.quiescence import Quiescence
 from ._core.requests import (
+    DECLINED_TEXT,
     Asker,
     LocalRequests,
     PendingRequest,
@@ -30,8 +32,12 @@ from ._core.requests import (
     RequestSpec,
     RequestTable,
     Settlement,
+    replay_outcome,
 )
 from ._core.services import RunServices
+from ._values.keywords import takes_keyword
+from ._values.records import RequestRecord
+from .backend import API, AnswerPolicy, Author, check_policy
 from .events import Event, RequestEvent
 from .exceptions import (
     NoUserAvailableError,
@@ -73,9 +79,6 @@ def check_on_unhandled(value: object) -> OnUnhandled:
     return value  # type: ignore[return-value]
 
 
-_DECLINED_TEXT = "The user declined to answer."
-"""What ``QuestionNotAnswered`` says when the human declined (``Decline()``)."""
-
 _NO_HOOKS = HookSet()
 LOCAL_REQUESTS = LocalRequests()
 """The in-memory backend; stateless, so one serves every run."""
@@ -109,6 +112,9 @@ class Coordinator:
         self.on_unhandled: OnUnhandled = on_unhandled
         self.hooks = hooks if hooks is not None else _NO_HOOKS
         self.backend: RequestBackend = backend if backend is not None else LOCAL_REQUESTS
+        self.keeps_authors = False
+        """Whether the backend's ``resolve`` takes an answer's ``author`` (one written
+        before authors existed is called without it)."""
         self.quiescence = Quiescence()
         self.requests = RequestTable(self._outlet.emit, self.hooks, self.quiescence)
         self.conversations = Conversations()
@@ -125,6 +131,7 @@ class Coordinator:
         """Install the run's hooks and request backend (before anything runs)."""
         self.hooks = hooks
         self.backend = backend
+        self.keeps_authors = takes_keyword(backend.resolve, "author")
         self.requests = RequestTable(self._outlet.emit, hooks, self.quiescence)
 
     # -- events ------------------------------------------------------------------------
@@ -184,27 +191,36 @@ class Coordinator:
         return self.requests.run_approvals
 
     async def request(
-        self, asker: Asker, spec: RequestSpec, *, request_id: str, timeout: float | None
+        self,
+        asker: Asker,
+        spec: RequestSpec,
+        *,
+        request_id: str,
+        timeout: float | None,
+        warn_before: float | None = None,
     ) -> Any:
         """Raise a request from ``asker`` under ``request_id`` and wait for its answer.
 
         Returns the validated answer. Raises ``QuestionNotAnswered`` when the user declines
         it, it expires, is cancelled or nobody can answer (``NoUserAvailableError`` under
-        policy "error").
+        policy "error"); ``UserError`` for a bad ``warn_before`` (``_core/expiry.py``).
         Time waiting pauses the asker's enclosing deadlines. A question identical to one
         still open from the same agent is not asked again: it shares that one's answer.
         An exception from a hook's ``request_opened`` is raised here, the request then
         ended as cancelled.
         """
+        if warn_before is not None:
+            check_warning(warn_before, timeout)
         if self.backend.durable:
-            return await _kept_request(self, asker, spec, request_id, timeout)
+            return await _kept_request(self, asker, spec, request_id, timeout, warn_before)
         # In memory: the request lives here only (the hot path of a question).
-        event = spec.build(request_id=request_id, asker=asker)
+        event = request_event(spec, request_id, asker, timeout)
         table = self.requests
         duplicate = table.find_duplicate(event)
         if duplicate is not None:
             return await self.join(duplicate, asker, timeout)
         pending = table.track(event, spec)
+        arm(pending, warn_before)
         table.announce(pending)
         if not self.listening:
             table.finish(pending, "unavailable", None)
@@ -220,7 +236,7 @@ class Coordinator:
         table.begin_wait(pending)
         try:
             with self.parked(), anyio.move_on_after(math.inf if timeout is None else timeout):
-                await _paused_wait(pending.done, asker)
+                await paused_wait(pending.done, asker)
         finally:
             table.end_wait(pending)
         if pending.status == "pending":
@@ -247,7 +263,7 @@ class Coordinator:
                 "No user is available to answer right now.", status="unavailable", request_id=rid
             )
         if status == "declined":
-            raise QuestionNotAnswered(_DECLINED_TEXT, status="declined", request_id=rid)
+            raise QuestionNotAnswered(DECLINED_TEXT, status="declined", request_id=rid)
         if status == "expired":
             within = "in time" if timeout is None else f"within {timeout:g} seconds"
             raise QuestionNotAnswered(
@@ -260,12 +276,21 @@ class Coordinator:
         )
 
     # -- answering ----------------------------------------------------------------------
-    async def respond(self, request_id: str, answer: Any) -> Any:
+    async def respond(
+        self,
+        request_id: str,
+        answer: Any,
+        *,
+        author: Author = API,
+        policy: AnswerPolicy | None = None,
+    ) -> Any:
         """Answer an open request; returns the answer as validated.
 
         ``Decline()`` as the answer ends the request as declined instead (any kind of
         request; the asker gets ``QuestionNotAnswered(status="declined")``); it is returned
-        as given.
+        as given. ``author`` (who answers, on which channel) goes with the answer to the
+        backend and onto the resolved event; a ``policy`` is asked first whether that
+        author may answer (``AnswerRefusedError`` if not).
 
         Atomic: on any error nothing changes. With a durable backend the answer is written
         there first, and its conditional update decides between racing answers (from this
@@ -273,25 +298,31 @@ class Coordinator:
 
         Raises:
             UnknownRequestError, RequestAlreadyAnsweredError, RequestExpiredError,
-            RequestCancelledError, InvalidAnswerError.
+            RequestCancelledError, AnswerRefusedError, InvalidAnswerError.
         """
         if not self.backend.durable:
-            return self.respond_nowait(request_id, answer)
-        pending = self._open_for_answer(request_id)
+            return self.respond_nowait(request_id, answer, author=author, policy=policy)
+        pending = self._open_for_answer(request_id, author, policy)
         value = self._checked(pending, answer)
-        declined = isinstance(value, Decline)
+        status = "declined" if isinstance(value, Decline) else "answered"
+        kept = None if status == "declined" else value
         pending.answering += 1
         try:
-            # The store decides a race.
-            if declined:
-                await self.backend.resolve(request_id, "declined", None)
-            else:
-                await self.backend.resolve(request_id, "answered", value)
+            await self.keep_outcome(request_id, status, kept, author)  # the store decides a race
         finally:
             pending.answering -= 1
         pending.stored = True
-        self._settle(pending, value)
+        self._settle(pending, value, author)
         return value
+
+    async def keep_outcome(
+        self, request_id: str, status: Any, answer: Any, author: Author | None
+    ) -> None:
+        """Write how a request ended to the backend (with its author, if it keeps one)."""
+        if author is not None and self.keeps_authors:
+            await self.backend.resolve(request_id, status, answer, author=author)
+        else:
+            await self.backend.resolve(request_id, status, answer)
 
     def _checked(self, pending: PendingRequest, answer: Any) -> Any:
         """The answer as validated, or ``Decline()`` as given (it fits every request)."""
@@ -299,22 +330,26 @@ class Coordinator:
             return answer
         return self.requests.validate(pending, answer)
 
-    def _settle(self, pending: PendingRequest, value: Any) -> None:
+    def _settle(self, pending: PendingRequest, value: Any, author: Author) -> None:
         """End ``pending`` here with a checked answer (or decline), unless it has ended."""
         if pending.status != "pending":
             return
         if isinstance(value, Decline):
-            self.requests.finish(pending, "declined", None)
+            self.requests.finish(pending, "declined", None, author)
         else:
-            self.requests.accept(pending, value)
+            self.requests.accept(pending, value, author)
 
-    def _open_for_answer(self, request_id: str) -> PendingRequest:
+    def _open_for_answer(
+        self, request_id: str, author: Author, policy: AnswerPolicy | None
+    ) -> PendingRequest:
         pending = self.requests.check_open(request_id)
         if self.cancelling:
             raise RequestCancelledError(
                 f"request {request_id} was cancelled: its run is being cancelled",
                 request_id=request_id,
             )
+        if policy is not None:
+            check_policy(policy, author.by, RequestRecord.from_event(pending.event))
         return pending
 
     def cancel_all(self) -> None:
@@ -330,7 +365,14 @@ class Coordinator:
             for pending in self.requests.open_requests():
                 self.requests.finish(pending, "cancelled", None)
 
-    def respond_nowait(self, request_id: str, answer: Any) -> Any:
+    def respond_nowait(
+        self,
+        request_id: str,
+        answer: Any,
+        *,
+        author: Author = API,
+        policy: AnswerPolicy | None = None,
+    ) -> Any:
         """``respond`` without awaiting, for a run whose requests live in memory only (e.g.
         from an event sink, the instant the request is emitted).
 
@@ -339,9 +381,9 @@ class Coordinator:
         """
         if self.backend.durable:
             raise UserError("this run keeps its requests in a store: await respond() instead")
-        pending = self._open_for_answer(request_id)
+        pending = self._open_for_answer(request_id, author, policy)
         value = self._checked(pending, answer)
-        self._settle(pending, value)
+        self._settle(pending, value, author)
         return value
 
     def cancel_request(self, request_id: str) -> None:
@@ -379,15 +421,16 @@ async def _kept_request(
     spec: RequestSpec,
     request_id: str,
     timeout: float | None,
+    warn_before: float | None,
 ) -> Any:
     """``Coordinator.request`` with a durable backend: the request is kept there before its
-    event goes out, an earlier life's outcome is replayed, and the outcome reached here is
-    written back (the backend's wins a race)."""
+    event goes out, an earlier life's outcome is replayed (a pending one keeps its deadline
+    and warning), and the outcome reached here is written back (the backend's wins a race)."""
     backend = coordinator.backend
     first = backend.alias_of(request_id)
     if first is not None:
         return await _follow(coordinator, asker, spec, first, timeout)
-    event = spec.build(request_id=request_id, asker=asker)
+    event = request_event(spec, request_id, asker, timeout)
     table = coordinator.requests
     duplicate = table.find_duplicate(event)
     if duplicate is not None:
@@ -403,11 +446,12 @@ async def _kept_request(
         raise
     if settled is not None:
         table.settle_quietly(pending, settled.status, None)
-        value = _replay_settled(coordinator, spec, event, settled)
+        value = replay_outcome(coordinator.emit, coordinator.requests, spec, event, settled)
         pending.answer = value
         return value
+    again = reopen(backend, pending, warn_before)
     try:
-        table.announce(pending)
+        table.announce(pending, again=again)
     except Exception:
         # An observer raised: the request is withdrawn here (cancelled), and in the store.
         with anyio.CancelScope(shield=True):
@@ -445,10 +489,9 @@ async def _wait(
     coordinator.requests.begin_wait(pending)
     try:
         with anyio.move_on_after(math.inf if timeout is None else timeout):
-            if not coordinator.backend.durable:
-                await _paused_wait(pending.done, asker)
-            else:
-                await _backend_or_here(coordinator, pending, asker)
+            if pending.warn_before is not None and timeout is not None:
+                await warn_when_due(coordinator, pending, asker, _waiting, timeout)
+            await _waiting(coordinator, pending, asker)
     except BaseException:
         # Interrupted: it stays pending for a resume. Cancelled on purpose with a store:
         # the store decides between this cancel and a racing answer (see _kept_request).
@@ -462,6 +505,13 @@ async def _wait(
         coordinator.requests.end_wait(pending)
 
 
+def _waiting(coordinator: Coordinator, pending: PendingRequest, asker: Asker) -> Awaitable[None]:
+    """Wait until ``pending`` ends: here, or (durable) from the backend too."""
+    if not coordinator.backend.durable:
+        return paused_wait(pending.done, asker)
+    return _backend_or_here(coordinator, pending, asker)
+
+
 async def _backend_or_here(coordinator: Coordinator, pending: PendingRequest, asker: Asker) -> None:
     """Wait for the backend's outcome (an answer from anywhere) in this very task, stopped
     at once when the request ends here instead (no second task to start and cancel)."""
@@ -472,7 +522,7 @@ async def _backend_or_here(coordinator: Coordinator, pending: PendingRequest, as
     if pending.status != "pending":
         return
     settled: Settlement | None = None
-    with _deadlines_paused(asker), anyio.CancelScope() as here:
+    with deadlines_paused(asker), anyio.CancelScope() as here:
 
         def ended_here() -> None:
             # An outcome the backend holds wakes the backend's wait by itself; only one
@@ -495,9 +545,9 @@ def _apply(coordinator: Coordinator, pending: PendingRequest, settled: Settlemen
         return
     pending.stored = True
     if settled.status == "answered":
-        coordinator.requests.accept(pending, _revive(pending.spec, settled.answer))
+        coordinator.requests.accept(pending, pending.spec.revive(settled.answer), settled.author)
     else:
-        coordinator.requests.finish(pending, settled.status, None)
+        coordinator.requests.finish(pending, settled.status, None, settled.author)
 
 
 async def _mirror(
@@ -505,8 +555,11 @@ async def _mirror(
 ) -> None:
     """Write an outcome reached here to the backend; the backend's wins a race."""
     rid = pending.request_id
+    author = pending.author
     try:
-        await coordinator.backend.resolve(rid, status, answer if status == "answered" else None)
+        await coordinator.keep_outcome(
+            rid, status, answer if status == "answered" else None, author
+        )
     except RequestError:
         found = await coordinator.backend.settlement(rid)
         if found is not None and found[1] is not None:
@@ -514,59 +567,7 @@ async def _mirror(
         return
     pending.stored = True
     if pending.status == "pending":
-        coordinator.requests.finish(pending, status, answer)
-
-
-async def _paused_wait(done: anyio.Event, asker: Asker) -> None:
-    """Wait for ``done`` with the asker's enclosing deadlines stopped."""
-    with _deadlines_paused(asker):
-        await done.wait()
-
-
-@contextmanager
-def _deadlines_paused(asker: Asker) -> Generator[None]:
-    """The asker's enclosing deadlines stopped (waiting for a human does not count)."""
-    deadlines: tuple[Any, ...] = getattr(asker, "deadlines", ())
-    for d in deadlines:
-        d.pause()
-    try:
-        yield
-    finally:
-        for d in deadlines:
-            d.resume()
-
-
-def _revive(spec: RequestSpec, stored: Any) -> Any:
-    """A kept answer as the asking tool expects it (e.g. a stored object back to ``Approve``)."""
-    try:
-        return spec.validate(stored)
-    except (ValueError, TypeError):
-        return stored
-
-
-def _replay_settled(
-    coordinator: Coordinator, spec: RequestSpec, event: RequestEvent, settled: Settlement
-) -> Any:
-    """A request that ended in an earlier life (or meanwhile, elsewhere): replay its outcome."""
-    coordinator.emit(_replayed(event))
-    if settled.status == "answered":
-        value = _revive(spec, settled.answer)
-        coordinator.emit(_replayed(spec.resolved(event, "answered", value)))
-        spec.after_answer(coordinator.requests, event, value)
-        return value
-    coordinator.emit(_replayed(spec.resolved(event, settled.status, None)))
-    if settled.status == "declined":
-        message = _DECLINED_TEXT
-    elif settled.status == "expired":
-        waited = "in time" if settled.waited is None else f"within {settled.waited:g} seconds"
-        message = f"The user did not answer {waited}; the question expired."
-    else:
-        message = "The request was cancelled before the user answered."
-    raise QuestionNotAnswered(message, status=settled.status, request_id=event.request_id)
-
-
-def _replayed(event: Event) -> Event:
-    return dataclasses.replace(event, replayed=True)
+        coordinator.requests.finish(pending, status, answer, author)
 
 
 async def _follow(
@@ -592,4 +593,4 @@ async def _follow(
                 settled = await coordinator.backend.wait(first)
         finally:
             quiescence.wait_ends()
-    return _replay_settled(coordinator, spec, event, settled)
+    return replay_outcome(coordinator.emit, coordinator.requests, spec, event, settled)

@@ -36,6 +36,7 @@ __all__ = [
     "PermissionRequest",
     "PermissionResolved",
     "RequestEvent",
+    "RequestExpiring",
     "RunFinished",
     "RunStarted",
     "RunStatus",
@@ -219,17 +220,27 @@ class ClarificationRequest(_Base):
     before schemas travelled with questions)."""
     label: str | None = None
     """The kind's short label (``"Rate 1–5"``), for whoever shows the question."""
+    expires_at: float | None = None
+    """When it expires unanswered (seconds since the epoch), for a question asked with a
+    ``timeout``; a resumed run keeps the first deadline. None: it waits as long as the run."""
     kind: Literal["clarification_request"] = "clarification_request"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ClarificationResolved(_Base):
     """A clarification request ended: answered, declined, expired, cancelled or unavailable
-    (``answer`` is None unless answered)."""
+    (``answer`` is None unless answered); an answer or a decline says who gave it and on
+    which channel (``answered_by``, ``channel``)."""
 
     request_id: str
     status: RequestStatus
     answer: Any = None
+    answered_by: str | None = None
+    """Who answered or declined it (``Author.by`` in ``hpd_agent.backend``); None when
+    nobody was named or it ended otherwise."""
+    channel: str | None = None
+    """The channel the answer or decline came on (``"console"``, ``"cli"``, ``"web"``,
+    ``"mcp"``, ``"api"``, ...); None when it ended without one (expired, cancelled)."""
     kind: Literal["clarification_resolved"] = "clarification_resolved"
 
 
@@ -241,6 +252,9 @@ class PermissionRequest(_Base):
     tool_name: str
     arguments: dict[str, Any]
     tool_call_id: str
+    expires_at: float | None = None
+    """When it expires unanswered (seconds since the epoch), for a permission asked with a
+    ``timeout``; None: it waits as long as the run."""
     kind: Literal["permission_request"] = "permission_request"
 
 
@@ -255,7 +269,26 @@ class PermissionResolved(_Base):
     approved: bool
     scope: Literal["once", "run"] | None = None
     reason: str | None = None
+    answered_by: str | None = None
+    """Who decided or declined it; None when nobody was named or it ended otherwise."""
+    channel: str | None = None
+    """The channel the decision or decline came on; None when it ended without one."""
     kind: Literal["permission_resolved"] = "permission_resolved"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RequestExpiring(_Base):
+    """A request asked with ``timeout=`` and ``warn_before=`` is still pending
+    ``warn_before`` seconds before it expires (once per request, a resumed run included).
+
+    What the asker gets on expiry is unchanged; this is for whoever can still answer it
+    (a card's countdown, a notification: ``Hook.request_expiring``).
+    """
+
+    request_id: str
+    expires_at: float
+    """When it expires (seconds since the epoch), as on the request event."""
+    kind: Literal["request_expiring"] = "request_expiring"
 
 
 Event = (
@@ -270,6 +303,7 @@ Event = (
     | ClarificationResolved
     | PermissionRequest
     | PermissionResolved
+    | RequestExpiring
 )
 """Any event of a run's stream."""
 

@@ -17,7 +17,8 @@ HpdAgentError
 │   ├── RequestAlreadyAnsweredError the request has its answer already (or was declined)
 │   ├── RequestExpiredError         the request timed out before the answer came
 │   ├── RequestCancelledError       the request was cancelled
-│   └── InvalidAnswerError          the answer does not fit the question
+│   ├── InvalidAnswerError          the answer does not fit the question
+│   └── AnswerRefusedError          a policy does not let this identity answer it
 ├── QuestionNotAnswered             a question ended without an answer (tools see this)
 │   └── ClarifyInterrupted          (presets) a clarify loop's question; carries its state
 ├── StepFailed                      a journaled step failed in an earlier life of the run
@@ -57,6 +58,7 @@ from .text import bounded
 
 __all__ = [
     "AgentRunError",
+    "AnswerRefusedError",
     "ContextWindowExceededError",
     "ConversationBusyError",
     "HpdAgentError",
@@ -177,6 +179,11 @@ class RequestCancelledError(RequestError):
 
 class InvalidAnswerError(RequestError):
     """The answer does not fit the question (wrong type, not one of the options, ...)."""
+
+
+class AnswerRefusedError(RequestError):
+    """An answer policy does not let this identity answer (or decline) the request
+    (``hpd_agent.governance``); nothing was written. The message says why."""
 
 
 class QuestionNotAnswered(HpdAgentError):

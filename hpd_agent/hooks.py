@@ -8,11 +8,16 @@ continue the chain, and may skip it, retry it or replace its result):
 - ``wrap_tool_call``: one tool call, permission check and validation included
   (``ToolExecution`` → ``ToolOutcome``).
 
-and observe two moments of a human request (question or permission):
+and observe three moments of a human request (question or permission):
 
-- ``request_opened(event)``: the request is registered and about to reach the stream;
+- ``request_opened(event)``: the request is registered and about to reach the stream
+  (``event.replayed`` is True when a resumed durable run announces again a request an
+  earlier life opened: still pending, but not new, so a notifier has told people already);
+- ``request_expiring(event)``: it is still pending ``warn_before`` seconds before its
+  ``event.expires_at`` (asked with ``timeout=`` and ``warn_before=``; once per request);
 - ``request_resolved(event, status, answer)``: it ended (answered, declined, expired,
-  cancelled, unavailable).
+  cancelled, unavailable); a hook that declares an ``author`` parameter there is also told
+  who answered or declined it and on which channel (``hpd_agent.backend.Author``).
 
 An exception from an observer never leaves a request open nor fails whoever ended it: see
 ``Hook``.
@@ -34,6 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from ._values.arguments import split_arguments
+from ._values.keywords import takes_keyword
+from .backend import Author
 from .events import Event, RequestEvent, RequestStatus, TextDelta, ToolCallFinished, ToolCallStarted
 from .messages import Message, ToolCall, Usage
 from .models._base import Model, ModelRequestParams, ModelResponse
@@ -288,7 +295,7 @@ class Hook:
     (resolved event and ``request_resolved`` included), and the asking tool gets that
     exception instead of an answer. An exception from ``request_resolved`` changes nothing
     (the request ended as it did, an answer counts, whoever ended it carries on): it is
-    logged to the ``hpd_agent.hooks`` logger.
+    logged to the ``hpd_agent.hooks`` logger, as is one from ``request_expiring``.
     """
 
     async def wrap_agent(
@@ -317,7 +324,17 @@ class Hook:
         """A question or permission request is about to reach the stream."""
 
     def request_resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
-        """A request ended; ``answer`` is the validated answer when ``status`` is answered."""
+        """A request ended; ``answer`` is the validated answer when ``status`` is answered.
+
+        Declare a further parameter ``author: Author | None = None`` in your override to be
+        told who answered or declined it and on which channel (``hpd_agent.backend.Author``;
+        None when it ended otherwise): a hook without it is called as before.
+        """
+
+    def request_expiring(self, event: RequestEvent) -> None:
+        """A request is still pending ``warn_before`` seconds before ``event.expires_at``
+        (the stream gets a ``RequestExpiring``). Once per request, a resumed run included;
+        an exception is logged, as from ``request_resolved``."""
 
     def active(self) -> bool:
         """Whether the hook takes part in a root run starting now (asked once per root run).
@@ -374,7 +391,9 @@ class HookSet:
 
     __slots__ = (
         "_chains",
+        "_told_author",
         "agent_wrappers",
+        "expiring_observers",
         "hooks",
         "model_wrappers",
         "observers",
@@ -396,6 +415,10 @@ class HookSet:
         self.observers = tuple(
             h for h in hooks if _overrides(h, "request_opened") or _overrides(h, "request_resolved")
         )
+        self._told_author = frozenset(
+            id(h) for h in self.observers if takes_keyword(type(h).request_resolved, "author")
+        )
+        self.expiring_observers = tuple(h for h in hooks if _overrides(h, "request_expiring"))
         # Chains around a module-level terminal are the same for every call: built once.
         self._chains: dict[Callable[..., Any], Callable[..., Any]] = {}
 
@@ -442,18 +465,38 @@ class HookSet:
         if error is not None:
             raise error
 
-    def resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
-        """Tell every observer a request ended; an exception from one is logged, not raised
-        (the request has ended: whoever ended it must not fail for an observer)."""
+    def resolved(
+        self, event: RequestEvent, status: RequestStatus, answer: Any, author: Author | None = None
+    ) -> None:
+        """Tell every observer a request ended (and ``author``, to those that declare it);
+        an exception from one is logged, not raised (the request has ended: whoever ended
+        it must not fail for an observer)."""
+        told = self._told_author
         for hook in self.observers:
             try:
-                hook.request_resolved(event, status, answer)
+                if id(hook) in told:
+                    hook.request_resolved(event, status, answer, author=author)  # pyright: ignore[reportCallIssue]
+                else:
+                    hook.request_resolved(event, status, answer)
             except Exception:
                 _log.exception(
                     "hook %r raised in request_resolved (request %s, %s); ignored",
                     hook,
                     event.request_id,
                     status,
+                )
+
+    def expiring(self, event: RequestEvent) -> None:
+        """Tell every hook defining ``request_expiring`` that ``event`` expires soon; an
+        exception from one is logged, not raised (the asker keeps waiting)."""
+        for hook in self.expiring_observers:
+            try:
+                hook.request_expiring(event)
+            except Exception:
+                _log.exception(
+                    "hook %r raised in request_expiring (request %s); ignored",
+                    hook,
+                    event.request_id,
                 )
 
 

@@ -118,4 +118,5 @@ class PermissionSpec(RequestSpec):
             table.resolve_matching(
                 lambda e: isinstance(e, PermissionRequest) and (e.agent_path, e.tool_name) == key,
                 Approve(scope="run"),
+                table.author_of(request.request_id),
             )

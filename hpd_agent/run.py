@@ -19,6 +19,7 @@ from anyio.abc import TaskGroup
 
 from ._core.output import output_text
 from ._values.fanout import first_leaf
+from .backend import API, AnswerPolicy, Author
 from .coordinator import Coordinator, OnUnhandled
 from .events import Event, RequestEvent, RunFinished, RunStatus, invocation_id
 from .exceptions import RunNotFinishedError, UserError
@@ -208,12 +209,33 @@ class Run:
             raise StopAsyncIteration from None
 
     # -- control -------------------------------------------------------------------------
-    async def respond(self, request_id: str, answer: Any) -> Any:
+    async def respond(
+        self,
+        request_id: str,
+        answer: Any,
+        *,
+        by: str | None = None,
+        channel: str = "api",
+        policy: AnswerPolicy | None = None,
+    ) -> Any:
         """Answer a pending request (a question or a permission) by its id.
 
         ``Decline()`` (``hpd_agent.Decline``) as the answer declines any request: it ends
         with status ``"declined"`` and the asking tool gets
         ``QuestionNotAnswered(status="declined")`` (the model is told the user declined).
+
+        Who answers travels with the answer: the resolved event carries ``answered_by`` and
+        ``channel``, a store keeps them with the answer (never overwritten), the trace's
+        ``await_human`` span names them.
+
+        Args:
+            request_id: The request's id.
+            answer: The answer, or ``Decline()``.
+            by: Who answers (a person's name, a token's name); None: nobody named.
+            channel: Where the answer comes from: ``"api"`` (code) unless an adapter says
+                otherwise (``"web"``, ``"mcp"``, ...; ``hpd_agent.backend.CHANNELS``).
+            policy: An ``AnswerPolicy`` (``hpd_agent.governance``) asked first whether
+                ``by`` may answer this request; under a policy ``by`` is required.
 
         Returns the answer as validated (e.g. an option in its canonical spelling), or the
         ``Decline`` as given.
@@ -223,9 +245,11 @@ class Run:
             RequestAlreadyAnsweredError: It has its answer already, or was declined.
             RequestExpiredError: It timed out.
             RequestCancelledError: It was cancelled.
+            AnswerRefusedError: The policy does not let ``by`` answer it; nothing changed.
             InvalidAnswerError: The answer does not fit the question.
         """
-        return await self.coordinator.respond(request_id, answer)
+        author = API if by is None and channel == "api" else Author(by, channel)
+        return await self.coordinator.respond(request_id, answer, author=author, policy=policy)
 
     def cancel_request(self, request_id: str) -> None:
         """End one pending request without an answer; the asking agent is told so."""

@@ -79,6 +79,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.store": 3,
     "hpd_agent.store._pg_fast": 3,
     "hpd_agent.hosting": 3,
+    "hpd_agent.governance": 3,
     # 4 integrations
     "hpd_agent.models": 4,
     "hpd_agent.models.litellm": 4,

@@ -2,7 +2,8 @@
 
 Needs only the ``a2a`` extra (a2a-sdk's HTTP server and uvicorn). On 127.0.0.1 by default;
 another interface only with ``--token`` (or ``HPD_AGENT_TOKEN``), which JSON-RPC calls must
-then carry as ``Authorization: Bearer <token>``.
+then carry as ``Authorization: Bearer <token>``; named tokens (``--token NAME=SECRET``,
+repeatable) say who answered, ``--policy MODULE:ATTR`` who may.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ def serve_a2a(args: argparse.Namespace) -> int:
     """Run ``serve --a2a``; the exit status."""
     from .cli_store import EXIT_USAGE, _Fail
     from .extras import needs_extra
-    from .serving import probe_store, serve_http, served_agent, serving_token
+    from .serving import probe_store, serve_http, served_agent, serving_policy, serving_tokens
 
     with needs_extra("a2a", "serve --a2a"):
         import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
@@ -24,9 +25,10 @@ def serve_a2a(args: argparse.Namespace) -> int:
         from ..a2a import create_app
     if args.allow_host or args.allow_origin:
         raise _Fail(EXIT_USAGE, "serve --a2a: --allow-host and --allow-origin are for the web app")
-    token = serving_token(args.token, args.host)
+    token = serving_tokens(args.token, args.host)
+    policy = serving_policy(args.policy, command="serve --a2a: ")
     agent = served_agent(args.agent)
     if args.store is not None:
         probe_store(args.store)
-    app = create_app(agent, store=args.store, url=args.url, token=token)
+    app = create_app(agent, store=args.store, url=args.url, token=token, policy=policy)
     return serve_http(app, args.host, args.port, what=f"{agent.name} over A2A")

@@ -18,11 +18,13 @@ from ..text import error_text, printable
 from .extras import MissingExtraError, needs_store_extra
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from ..agent import Agent
-    from ..events import ClarificationRequest
+    from ..events import ClarificationRequest, RequestEvent
     from ..store import RequestRecord, Store
 
-__all__ = ["EXIT_INTERRUPTED", "add_store_commands", "failure"]
+__all__ = ["EXIT_INTERRUPTED", "add_store_commands", "failure", "print_pending"]
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -52,16 +54,17 @@ _REFUSALS = {
     "RequestExpiredError": 5,
     "RequestCancelledError": 6,
     "InvalidAnswerError": 7,
+    "AnswerRefusedError": EXIT_USAGE,  # `answer --policy`: this identity may not answer it
 }
 
 
 def add_store_commands(sub: Any) -> None:
     db_help = (
         "the store: a SQLite file (it must exist), a postgresql:// DSN, or a location of a "
-        "registered scheme"
+        "registered scheme (--store is the same option)"
     )
     pending = sub.add_parser("pending", help="list requests waiting for an answer in a store")
-    pending.add_argument("--db", required=True, help=db_help)
+    pending.add_argument("--db", "--store", dest="db", required=True, help=db_help)
     pending.add_argument("--run", help="only this run's requests")
     pending.add_argument(
         "--json",
@@ -74,7 +77,7 @@ def add_store_commands(sub: Any) -> None:
 
     resume = sub.add_parser("resume", help="continue a run journaled in a store")
     resume.add_argument("run_id")
-    resume.add_argument("--db", required=True, help=db_help)
+    resume.add_argument("--db", "--store", dest="db", required=True, help=db_help)
     resume.add_argument(
         "--agent",
         help="module:attribute of the root Agent, or of a callable returning it (default: "
@@ -87,6 +90,12 @@ def add_store_commands(sub: Any) -> None:
         metavar="REQUEST_ID=TEXT",
         help="answer a pending request before resuming (repeatable; an option by its number, "
         "1 is the first, or by its text)",
+    )
+    resume.add_argument(
+        "--as",
+        dest="as_name",
+        metavar="NAME",
+        help="who gives the --answer answers (default: the operating-system user)",
     )
     resume.add_argument(
         "--interrupt",
@@ -114,7 +123,7 @@ def _add_answer_command(sub: Any, db_help: str) -> None:
         help="the answer: text, or an option's number as `pending` lists it (1 is the first); "
         "with --json a JSON value, e.g. true, where an int is a 0-based option index",
     )
-    answer.add_argument("--db", required=True, help=db_help)
+    answer.add_argument("--db", "--store", dest="db", required=True, help=db_help)
     answer.add_argument("--json", action="store_true", help="parse the answer as JSON")
     answer.add_argument(
         "--decline",
@@ -122,7 +131,19 @@ def _add_answer_command(sub: Any, db_help: str) -> None:
         help="decline to answer, instead of TEXT: the request ends declined and the asking "
         "agent is told so (any request, a permission request too)",
     )
-    answer.add_argument("--sender", help="who answers (kept with the answer)")
+    answer.add_argument("--sender", help="a free-form sender note kept with the answer")
+    answer.add_argument(
+        "--as",
+        dest="as_name",
+        metavar="NAME",
+        help="who answers, recorded with the answer (default: the operating-system user)",
+    )
+    answer.add_argument(
+        "--policy",
+        metavar="MODULE:ATTR",
+        help="an answer policy (hpd_agent.governance) that must let NAME answer the request "
+        "(exit 2 if it does not; nothing is written)",
+    )
     answer.set_defaults(func=_cmd_answer)
 
 
@@ -296,15 +317,31 @@ def _answered_line(request_id: str, value: Any, accepted: Any) -> str:
     return f"answered {request_id}: {json.dumps(accepted)}"
 
 
+def answerer(args: argparse.Namespace) -> tuple[str | None, Any]:
+    """Who ``answer`` answers as (``--as``, else the OS user) and the ``--policy`` it
+    answers under (a bad one is a usage error, before anything is read)."""
+    from ..exceptions import UserError
+    from ..governance import load_policy, os_user
+
+    if args.as_name is not None and not args.as_name.strip():
+        raise _Fail(EXIT_USAGE, "--as needs a name")
+    policy = None
+    if getattr(args, "policy", None) is not None:
+        try:
+            policy = load_policy(args.policy)
+        except UserError as e:
+            raise _Fail(EXIT_USAGE, str(e)) from None
+    return (args.as_name if args.as_name is not None else os_user()), policy
+
+
 def _cmd_answer(args: argparse.Namespace) -> int:
     import anyio
 
     from ..store import respond
 
     value = _answer_value(args)
-    context = {"channel": "cli"}
-    if args.sender:
-        context["sender"] = args.sender
+    by, policy = answerer(args)
+    context = {"sender": args.sender} if args.sender else None
 
     async def main() -> int:
         store = _open(args.db)
@@ -312,7 +349,15 @@ def _cmd_answer(args: argparse.Namespace) -> int:
             typed = value
             if not args.json and not args.decline:
                 typed = _typed_answer(await store.get_request(args.request_id), value)
-            record = await respond(store, args.request_id, typed, context=context)
+            record = await respond(
+                store,
+                args.request_id,
+                typed,
+                by=by,
+                channel="cli",
+                policy=policy,
+                context=context,
+            )
         finally:
             await store.aclose()
         print(_answered_line(record.request_id, value, record.answer))
@@ -336,7 +381,7 @@ _SERVE_FORMS = (
 
 def _load_agent(spec: str, recorded: bool = False, *, served: str | None = None) -> Agent:
     """The agent at ``spec``; ``served``: the command naming it as ``MODULE:ATTR`` (e.g.
-    ``"serve"``), not ``--agent``."""
+    ``"serve"``, ``"run"``), not ``--agent``."""
     from .._values.refs import load_ref
     from ..agent import Agent
 
@@ -406,7 +451,7 @@ def _parse_answers(items: list[str]) -> dict[str, Any]:
 def _cmd_resume(args: argparse.Namespace) -> int:
     import anyio
 
-    from ..events import ClarificationRequest
+    from ..backend import Author, Authored
     from ..exceptions import RunLeasedError, UnknownRequestError
 
     answers = _parse_answers(args.answer)
@@ -416,9 +461,10 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         policy = "interrupt" if args.interrupt else None
         try:
             agent = await _agent_of(store, args.run_id, args.agent)
+            author = Author(answerer(args)[0], "cli")
             for request_id, text in answers.items():
                 typed = _typed_answer(await store.get_request(request_id), text)
-                answers[request_id] = typed
+                answers[request_id] = Authored(typed, author)
 
             async def resume(wait: bool) -> Any:
                 return await agent.resume(
@@ -444,12 +490,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         finally:
             await store.aclose()
         if result.status == "interrupted":
-            for request in result.pending:
-                if isinstance(request, ClarificationRequest):
-                    what = request.question
-                else:
-                    what = f"permission for {request.tool_name}"
-                print(_show(f"pending {request.request_id}: {what}"))
+            print_pending(result.pending)
             return EXIT_PENDING
         if result.error is not None:
             raise result.error
@@ -457,6 +498,19 @@ def _cmd_resume(args: argparse.Namespace) -> int:
         return 0
 
     return anyio.run(main)
+
+
+def print_pending(pending: Sequence[RequestEvent]) -> None:
+    """Print the requests a run stopped at, one line each on stdout (``resume --interrupt``,
+    ``run --interrupt``): ``pending REQUEST_ID: question``."""
+    from ..events import ClarificationRequest
+
+    for request in pending:
+        if isinstance(request, ClarificationRequest):
+            what = request.question
+        else:
+            what = f"permission for {request.tool_name}"
+        print(_show(f"pending {request.request_id}: {what}"))
 
 
 def _say_waiting(error: Any) -> None:

@@ -39,19 +39,21 @@ def add_mcp_command(sub: Any) -> None:
         default=None,
         help="SQLite path or postgresql:// DSN: runs survive a restart (default: none)",
     )
-    mcp.add_argument("--token", default=None, help="with --http: bearer token (or HPD_AGENT_TOKEN)")
+    from .serving import TOKEN_HELP, add_token_option
+
+    add_token_option(mcp, help=f"with --http: {TOKEN_HELP}")
     mcp.set_defaults(func=_cmd_mcp)
 
 
 def _cmd_mcp(args: argparse.Namespace) -> int:
     from .cli_store import EXIT_USAGE, _Fail
     from .extras import needs_extra
-    from .serving import probe_store, served_agent, serving_token
+    from .serving import probe_store, served_agent, serving_tokens
 
     if not args.http and (args.token or args.host != "127.0.0.1" or args.port != 8000):
         raise _Fail(EXIT_USAGE, "mcp: --host, --port and --token go with --http")
     # Without --http (stdio) no token is used.
-    token = serving_token(args.token, args.host, command="mcp: ") if args.http else None
+    token = serving_tokens(args.token, args.host, command="mcp: ") if args.http else None
     with needs_extra("mcp", "mcp --http" if args.http else "mcp"):
         from ..mcp import mcp_server
 
@@ -81,7 +83,7 @@ def _serve_stdio(server: Any) -> None:
     anyio.run(main, backend="asyncio")
 
 
-def _serve_http(server: Any, host: str, port: int, token: str | None, name: str) -> int:
+def _serve_http(server: Any, host: str, port: int, token: dict[str, str] | None, name: str) -> int:
     from mcp.server.transport_security import TransportSecuritySettings
 
     from ..hosting import Guard

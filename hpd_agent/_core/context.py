@@ -11,7 +11,6 @@ each builds a ``RequestSpec`` and raises it through the frame's ``request``.
 from __future__ import annotations
 
 import hashlib
-import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Generic, Literal, overload
@@ -22,7 +21,7 @@ from .._values.callpaths import relayed_paths
 from ..coordinator import Coordinator
 from ..events import Event, format_path, invocation_id
 from ..exceptions import QuestionNotAnswered, UserError
-from ..hooks import StepCall, ToolExecution
+from ..hooks import ToolExecution
 from ..messages import Message
 from ..models._base import Model, ModelRequestParams, ModelResponse
 from ..permissions import Deny, PermissionSpec
@@ -39,6 +38,7 @@ from .deadline import Deadline
 from .model_request import request_model
 from .racing import ask_racing
 from .requests import RequestSpec
+from .steps import take_step
 
 __all__ = ["Deadline", "DepsT", "ToolContext", "current_context", "invocation_id"]
 
@@ -203,7 +203,12 @@ class ToolContext(Generic[DepsT]):
         self.coordinator.emit(event)
 
     def request(
-        self, spec: RequestSpec, *, request_id: str | None = None, timeout: float | None = None
+        self,
+        spec: RequestSpec,
+        *,
+        request_id: str | None = None,
+        timeout: float | None = None,
+        warn_before: float | None = None,
     ) -> Awaitable[Any]:
         """Raise a request of any kind (a ``RequestSpec``) from this call and wait for it
         (``await ctx.request(spec)``).
@@ -217,6 +222,11 @@ class ToolContext(Generic[DepsT]):
                 several questions whose ids must follow the order a server sent them in,
                 asked at once); by default the next id of this call.
             timeout: Seconds to wait for the answer; None waits as long as the run does.
+            warn_before: Seconds before the timeout to warn that it expires (``RequestExpiring``
+                on the stream, ``Hook.request_expiring``), if it is still pending.
+
+        Raises:
+            UserError: ``warn_before`` without a timeout, or not a positive number.
         """
         # Not a coroutine of its own: one frame less for every suspended question.
         return self.coordinator.request(
@@ -224,6 +234,7 @@ class ToolContext(Generic[DepsT]):
             spec,
             request_id=self.next_request_id() if request_id is None else request_id,
             timeout=timeout,
+            warn_before=warn_before,
         )
 
     def cancel_request(self, request_id: str) -> None:
@@ -258,6 +269,7 @@ class ToolContext(Generic[DepsT]):
         context: str | None = None,
         options: Sequence[str] | None = None,
         timeout: float | None = None,
+        warn_before: float | None = None,
     ) -> str:
         """Ask the human a free-text question and wait for the answer, mid-turn.
 
@@ -269,6 +281,7 @@ class ToolContext(Generic[DepsT]):
             context: Why it is asked, shown with the question.
             options: If given, the answer must be one of them.
             timeout: Seconds to wait; None waits as long as the run lives.
+            warn_before: Seconds before the timeout to warn that it expires (``RequestExpiring``).
 
         Returns:
             The answer text.
@@ -278,7 +291,7 @@ class ToolContext(Generic[DepsT]):
                 Left uncaught, the loop turns it into a plain tool result for the model.
         """
         spec = TextQuestion(question=question, context=context, options=options)
-        return str(await self.request(spec, timeout=timeout))
+        return str(await self.request(spec, timeout=timeout, warn_before=warn_before))
 
     async def ask_input(
         self,
@@ -287,6 +300,7 @@ class ToolContext(Generic[DepsT]):
         *,
         context: str | None = None,
         timeout: float | None = None,
+        warn_before: float | None = None,
     ) -> str:
         """Ask the human for the value of a named argument instead of letting the model guess.
 
@@ -297,6 +311,7 @@ class ToolContext(Generic[DepsT]):
             question: What to ask; defaults to asking for the argument by name.
             context: Why it is needed.
             timeout: Seconds to wait; None waits as long as the run lives.
+            warn_before: Seconds before the timeout to warn that it expires (``RequestExpiring``).
 
         Returns:
             The value, stripped of surrounding space (never empty).
@@ -307,7 +322,7 @@ class ToolContext(Generic[DepsT]):
         spec = InputQuestion(
             argument=argument, tool=self.tool_name, question=question, context=context
         )
-        return str(await self.request(spec, timeout=timeout))
+        return str(await self.request(spec, timeout=timeout, warn_before=warn_before))
 
     @overload
     async def ask_choice(
@@ -318,6 +333,7 @@ class ToolContext(Generic[DepsT]):
         multiple: Literal[False] = False,
         context: str | None = None,
         timeout: float | None = None,
+        warn_before: float | None = None,
     ) -> str: ...
 
     @overload
@@ -329,6 +345,7 @@ class ToolContext(Generic[DepsT]):
         multiple: Literal[True],
         context: str | None = None,
         timeout: float | None = None,
+        warn_before: float | None = None,
     ) -> list[str]: ...
 
     async def ask_choice(
@@ -339,6 +356,7 @@ class ToolContext(Generic[DepsT]):
         multiple: bool = False,
         context: str | None = None,
         timeout: float | None = None,
+        warn_before: float | None = None,
     ) -> str | list[str]:
         """Ask the human to pick one of ``options`` (or several, with ``multiple=True``).
 
@@ -351,6 +369,7 @@ class ToolContext(Generic[DepsT]):
             multiple: Let the human pick a list of options.
             context: Why it is asked.
             timeout: Seconds to wait; None waits as long as the run lives.
+            warn_before: Seconds before the timeout to warn that it expires (``RequestExpiring``).
 
         Returns:
             The chosen option (its own spelling), or the list of them with ``multiple``.
@@ -361,11 +380,16 @@ class ToolContext(Generic[DepsT]):
         spec = ChoiceQuestion(
             question=question, options=options, multiple=multiple, context=context
         )
-        answer: Any = await self.request(spec, timeout=timeout)
+        answer: Any = await self.request(spec, timeout=timeout, warn_before=warn_before)
         return answer
 
     async def confirm(
-        self, question: str, *, context: str | None = None, timeout: float | None = None
+        self,
+        question: str,
+        *,
+        context: str | None = None,
+        timeout: float | None = None,
+        warn_before: float | None = None,
     ) -> bool:
         """Ask the human a yes/no question; the tool decides what "no" means.
 
@@ -373,6 +397,7 @@ class ToolContext(Generic[DepsT]):
             question: What to confirm (e.g. "Delete 12 files?").
             context: Why it is asked.
             timeout: Seconds to wait; None waits as long as the run lives.
+            warn_before: Seconds before the timeout to warn that it expires (``RequestExpiring``).
 
         Returns:
             True for yes, False for no.
@@ -381,7 +406,7 @@ class ToolContext(Generic[DepsT]):
             QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
         spec = ConfirmQuestion(question=question, context=context)
-        return bool(await self.request(spec, timeout=timeout))
+        return bool(await self.request(spec, timeout=timeout, warn_before=warn_before))
 
     async def ask_action(
         self,
@@ -391,6 +416,7 @@ class ToolContext(Generic[DepsT]):
         question: str | None = None,
         context: str | None = None,
         timeout: float | None = None,
+        warn_before: float | None = None,
         resolver: Callable[[], Awaitable[bool]] | None = None,
     ) -> bool:
         """Ask the human to do something at ``url`` (e.g. sign in with OAuth) and wait.
@@ -405,6 +431,7 @@ class ToolContext(Generic[DepsT]):
             question: What to tell the human; defaults to asking them to open the URL.
             context: Why it is needed.
             timeout: Seconds to wait; None waits as long as the run lives.
+            warn_before: Seconds before the timeout to warn that it expires (``RequestExpiring``).
             resolver: Awaited alongside the question (e.g. waits for the OAuth callback);
                 its result answers the request unless the human answered first.
 
@@ -416,9 +443,13 @@ class ToolContext(Generic[DepsT]):
         """
         spec = ActionQuestion(url=url, label=label, question=question, context=context)
         if resolver is None:
-            return bool(await self.request(spec, timeout=timeout))
+            return bool(await self.request(spec, timeout=timeout, warn_before=warn_before))
         request_id = self.next_request_id()
-        return bool(await ask_racing(self.coordinator, self, spec, request_id, resolver, timeout))
+        return bool(
+            await ask_racing(
+                self.coordinator, self, spec, request_id, resolver, timeout, warn_before
+            )
+        )
 
     async def ask_custom(
         self,
@@ -429,6 +460,7 @@ class ToolContext(Generic[DepsT]):
         schema: Mapping[str, Any] | None = None,
         context: str | None = None,
         timeout: float | None = None,
+        warn_before: float | None = None,
     ) -> Any:
         """Ask a question of your own kind: a name and JSON payload, answered with JSON.
 
@@ -439,6 +471,7 @@ class ToolContext(Generic[DepsT]):
             schema: A JSON schema the answer must match (checked by ``respond``).
             context: Why it is asked.
             timeout: Seconds to wait; None waits as long as the run lives.
+            warn_before: Seconds before the timeout to warn that it expires (``RequestExpiring``).
 
         Returns:
             The answer, as plain JSON data.
@@ -449,7 +482,7 @@ class ToolContext(Generic[DepsT]):
         spec = CustomQuestion(
             name=name, question=question, payload=payload, schema=schema, context=context
         )
-        return await self.request(spec, timeout=timeout)
+        return await self.request(spec, timeout=timeout, warn_before=warn_before)
 
     async def ask_kind(
         self,
@@ -459,6 +492,7 @@ class ToolContext(Generic[DepsT]):
         data: Mapping[str, Any] | None = None,
         context: str | None = None,
         timeout: float | None = None,
+        warn_before: float | None = None,
     ) -> Any:
         """Ask a question of a registered kind (``hpd_agent.questions.register_kind``).
 
@@ -472,6 +506,7 @@ class ToolContext(Generic[DepsT]):
             data: The kind's details (JSON data), as its answer schema and parser read them.
             context: Why it is asked.
             timeout: Seconds to wait; None waits as long as the run lives.
+            warn_before: Seconds before the timeout to warn that it expires (``RequestExpiring``).
 
         Returns:
             The answer, as plain JSON data matching the kind's answer schema.
@@ -482,12 +517,18 @@ class ToolContext(Generic[DepsT]):
             QuestionNotAnswered: Declined by the user, expired, cancelled, or nobody was there.
         """
         spec = KindQuestion(name, question=question, data=data, context=context)
-        return await self.request(spec, timeout=timeout)
+        return await self.request(spec, timeout=timeout, warn_before=warn_before)
 
     async def ask_permission(
-        self, tool_name: str, arguments: dict[str, Any], *, timeout: float | None = None
+        self,
+        tool_name: str,
+        arguments: dict[str, Any],
+        *,
+        timeout: float | None = None,
+        warn_before: float | None = None,
     ) -> str | None:
-        """Ask the human whether ``tool_name`` may run with ``arguments``.
+        """Ask the human whether ``tool_name`` may run with ``arguments`` (``timeout`` and
+        ``warn_before`` as for ``ask``).
 
         Returns:
             None when the call may run; otherwise the text the model gets instead of a result
@@ -496,7 +537,9 @@ class ToolContext(Generic[DepsT]):
         if (self.agent_path, tool_name) in self.coordinator.run_approvals:
             return None
         try:
-            decision = await self.request(PermissionSpec(tool_name, arguments), timeout=timeout)
+            decision = await self.request(
+                PermissionSpec(tool_name, arguments), timeout=timeout, warn_before=warn_before
+            )
         except QuestionNotAnswered as e:
             if e.status == "declined":
                 return (
@@ -531,25 +574,8 @@ class ToolContext(Generic[DepsT]):
         """
         index = self._steps
         self._steps += 1
-
-        async def run() -> Any:
-            value = fn(*args, **kwargs)
-            if inspect.isawaitable(value):
-                value = await value
-            return value
-
-        wrappers = self.coordinator.hooks.step_wrappers
-        if not wrappers:
-            return await run()
-        call = StepCall(
-            run_id=self.run_id,
-            agent_path=self.agent_path,
-            invocation_id=self.invocation_id,
-            name=name,
-            key=f"{self.call_path}!{index}:{name}",
-            run=run,
-        )
-        return await self.coordinator.hooks.step(_run_step)(call)
+        key = f"{self.call_path}!{index}:{name}"
+        return await take_step(self.coordinator.hooks, self, name, key, fn, args, kwargs)
 
     async def request_model(
         self, model: Model, messages: Sequence[Message], params: ModelRequestParams
@@ -569,7 +595,3 @@ class ToolContext(Generic[DepsT]):
             params,
             self.invocation_id,
         )
-
-
-async def _run_step(call: StepCall) -> Any:
-    return await call.run()

@@ -1,12 +1,16 @@
-"""A tool's or turn's deadline that stops while a human is being waited for (``Deadline``)."""
+"""A tool's or turn's deadline that stops while a human is being waited for (``Deadline``),
+and the waits that stop the asker's deadlines (``deadlines_paused``, ``paused_wait``)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Generator
+from contextlib import contextmanager
+from typing import Any
 
 import anyio
 
-__all__ = ["Deadline"]
+__all__ = ["Deadline", "deadlines_paused", "paused_wait"]
 
 
 class Deadline:
@@ -35,3 +39,23 @@ class Deadline:
         self._pauses -= 1
         if self._pauses == 0:
             self.scope.deadline = anyio.current_time() + self._remaining
+
+
+async def paused_wait(done: anyio.Event, asker: object) -> None:
+    """Wait for ``done`` with the asker's enclosing deadlines stopped."""
+    with deadlines_paused(asker):
+        await done.wait()
+
+
+@contextmanager
+def deadlines_paused(asker: object) -> Generator[None]:
+    """The asker's enclosing deadlines (its ``deadlines``, if any) stopped: waiting for a
+    human does not count."""
+    deadlines: tuple[Any, ...] = getattr(asker, "deadlines", ())
+    for d in deadlines:
+        d.pause()
+    try:
+        yield
+    finally:
+        for d in deadlines:
+            d.resume()

@@ -23,6 +23,7 @@ async def ask_racing(
     request_id: str,
     resolver: Callable[[], Awaitable[Any]],
     timeout: float | None,
+    warn_before: float | None = None,
 ) -> Any:
     """Ask ``spec`` while ``resolver`` runs; whichever answers first wins.
 
@@ -50,7 +51,7 @@ async def ask_racing(
         tg.start_soon(resolve)
         try:
             outcome["value"] = await coordinator.request(
-                asker, spec, request_id=request_id, timeout=timeout
+                asker, spec, request_id=request_id, timeout=timeout, warn_before=warn_before
             )
         except QuestionNotAnswered as e:
             outcome["error"] = e

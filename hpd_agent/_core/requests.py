@@ -12,6 +12,7 @@ the table of a run's open requests.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -20,10 +21,19 @@ from typing import Any, Literal, Protocol
 import anyio
 
 from .._values.kinds import BuiltinKind, kind_named
-from ..backend import Final, RequestBackend, Settlement
-from ..events import ClarificationRequest, Event, RequestEvent, RequestStatus
+from ..backend import Author, Final, RequestBackend, Settlement
+from ..events import (
+    ClarificationRequest,
+    ClarificationResolved,
+    Event,
+    PermissionResolved,
+    RequestEvent,
+    RequestExpiring,
+    RequestStatus,
+)
 from ..exceptions import (
     InvalidAnswerError,
+    QuestionNotAnswered,
     RequestAlreadyAnsweredError,
     RequestCancelledError,
     RequestExpiredError,
@@ -33,6 +43,7 @@ from ..hooks import HookSet
 from .quiescence import Quiescence
 
 __all__ = [
+    "DECLINED_TEXT",
     "Asker",
     "LocalRequests",
     "PendingRequest",
@@ -40,7 +51,13 @@ __all__ = [
     "RequestSpec",
     "RequestTable",
     "Settlement",
+    "authored",
+    "replay_outcome",
 ]
+
+
+DECLINED_TEXT = "The user declined to answer."
+"""What ``QuestionNotAnswered`` says when the human declined (``Decline()``)."""
 
 
 class Asker(Protocol):
@@ -78,6 +95,14 @@ class RequestSpec(ABC):
     def after_answer(self, table: RequestTable, request: RequestEvent, answer: Any) -> None:  # noqa: B027
         """Runs right after an answer is accepted (e.g. approval for the whole run)."""
 
+    def revive(self, stored: Any) -> Any:
+        """A kept answer as the asking tool expects it (a stored object back to
+        ``Approve``), or as it was kept when it no longer validates."""
+        try:
+            return self.validate(stored)
+        except (ValueError, TypeError):
+            return stored
+
 
 class LocalRequests:
     """The default backend: requests live in the run's memory only."""
@@ -99,7 +124,9 @@ class LocalRequests:
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
-    async def resolve(self, request_id: str, status: Final, answer: Any) -> None:
+    async def resolve(
+        self, request_id: str, status: Final, answer: Any, *, author: Author | None = None
+    ) -> None:
         return None
 
     async def settlement(self, request_id: str) -> tuple[RequestEvent, Settlement | None] | None:
@@ -112,6 +139,7 @@ class PendingRequest:
     __slots__ = (
         "answer",
         "answering",
+        "author",
         "done",
         "event",
         "on_done",
@@ -119,6 +147,7 @@ class PendingRequest:
         "status",
         "stored",
         "waiters",
+        "warn_before",
     )
 
     def __init__(self, event: RequestEvent, spec: RequestSpec) -> None:
@@ -126,6 +155,8 @@ class PendingRequest:
         self.spec = spec
         self.status: RequestStatus | Literal["pending"] = "pending"
         self.answer: Any = None
+        self.author: Author | None = None
+        """Who answered or declined it, once it has been (None otherwise)."""
         self.done = anyio.Event()
         self.stored = False
         """True when the backend already holds this outcome (no need to write it)."""
@@ -136,6 +167,9 @@ class PendingRequest:
         """Called when the request ends here (stops a wait on the backend, in the same task)."""
         self.waiters = 0
         """Calls waiting on it now, counted in the run's ``Quiescence.waiting`` until it ends."""
+        self.warn_before: float | None = None
+        """Seconds before its deadline its expiry warning is due; None: no warning (none
+        asked for, or it went out already)."""
 
     def end(self) -> None:
         """Wake whoever waits for this request (it has just ended)."""
@@ -216,19 +250,39 @@ class RequestTable:
             self._open_questions[key] = pending
         return pending
 
-    def announce(self, pending: PendingRequest) -> None:
-        """Put a tracked request's event on the stream and tell the observers.
+    def announce(self, pending: PendingRequest, *, again: bool = False) -> None:
+        """Put a tracked request's event on the stream and tell the observers (``again``: an
+        earlier life of the run opened it; they get it marked ``replayed``).
 
         An observer's exception withdraws the request (it ends as cancelled, announced like
         any end) and is raised, for the asker to get instead of an answer.
         """
         self._emit(pending.event)
         if self._hooks.observers:
+            event = dataclasses.replace(pending.event, replayed=True) if again else pending.event
             try:
-                self._hooks.opened(pending.event)
+                self._hooks.opened(event)
             except Exception:
                 self.finish(pending, "cancelled", None)
                 raise
+
+    def expiring(self, pending: PendingRequest) -> None:
+        """Say that ``pending`` expires soon: a ``RequestExpiring`` on the stream, and every
+        hook's ``request_expiring``."""
+        event = pending.event
+        assert event.expires_at is not None
+        self._emit(
+            RequestExpiring(
+                run_id=event.run_id,
+                agent_path=event.agent_path,
+                depth=event.depth,
+                invocation_id=event.invocation_id,
+                request_id=event.request_id,
+                expires_at=event.expires_at,
+            )
+        )
+        if self._hooks.expiring_observers:
+            self._hooks.expiring(event)
 
     def find_duplicate(self, event: RequestEvent) -> PendingRequest | None:
         """The open request asking the same question from the same agent, if any."""
@@ -258,16 +312,24 @@ class RequestTable:
             pending.waiters = 0
         pending.end()
 
-    def finish(self, pending: PendingRequest, status: RequestStatus, answer: Any) -> bool:
-        """End a request once: wake its waiter and announce it. False if it had ended."""
+    def finish(
+        self,
+        pending: PendingRequest,
+        status: RequestStatus,
+        answer: Any,
+        author: Author | None = None,
+    ) -> bool:
+        """End a request once: wake its waiter and announce it (with its ``author``, for an
+        answer or a decline). False if it had ended."""
         if pending.status != "pending":
             return False
         pending.status = status
         pending.answer = answer
+        pending.author = author
         self._ended(pending)
-        self._emit(pending.spec.resolved(pending.event, status, answer))
+        self._emit(authored(pending.spec.resolved(pending.event, status, answer), author))
         if self._hooks.observers:
-            self._hooks.resolved(pending.event, status, answer)
+            self._hooks.resolved(pending.event, status, answer, author)
         return True
 
     def settle_quietly(self, pending: PendingRequest, status: RequestStatus, answer: Any) -> None:
@@ -278,10 +340,15 @@ class RequestTable:
             pending.stored = True
             self._ended(pending)
 
-    def accept(self, pending: PendingRequest, answer: Any) -> None:
+    def accept(self, pending: PendingRequest, answer: Any, author: Author | None = None) -> None:
         """Resolve ``pending`` with an already validated answer, then run its after-answer."""
-        if self.finish(pending, "answered", answer):
+        if self.finish(pending, "answered", answer, author):
             pending.spec.after_answer(self, pending.event, answer)
+
+    def author_of(self, request_id: str) -> Author | None:
+        """Who answered the request ``request_id`` (None if unknown or nobody)."""
+        pending = self._requests.get(request_id)
+        return None if pending is None else pending.author
 
     def check_open(self, request_id: str) -> PendingRequest:
         """The open request with this id, or the error saying why it cannot be answered."""
@@ -320,12 +387,18 @@ class RequestTable:
                 f"invalid answer for request {rid}: {e}", request_id=rid
             ) from None
 
-    def resolve_matching(self, predicate: Callable[[RequestEvent], bool], answer: Any) -> list[str]:
-        """Answer every open request the predicate selects (used by run-wide approvals)."""
+    def resolve_matching(
+        self,
+        predicate: Callable[[RequestEvent], bool],
+        answer: Any,
+        author: Author | None = None,
+    ) -> list[str]:
+        """Answer every open request the predicate selects (used by run-wide approvals:
+        ``author``, who approved for the run, answered them all)."""
         done: list[str] = []
         for pending in self.open_requests():
             if predicate(pending.event):
-                self.finish(pending, "answered", pending.spec.validate(answer))
+                self.finish(pending, "answered", pending.spec.validate(answer), author)
                 done.append(pending.request_id)
         return done
 
@@ -333,3 +406,44 @@ class RequestTable:
         """Nobody will answer: end every open request as unavailable."""
         for pending in self.open_requests():
             self.finish(pending, "unavailable", None)
+
+
+def authored(event: Event, author: Author | None) -> Event:
+    """A resolved event just built (seen by nobody yet) given its answer's author."""
+    if author is not None and isinstance(event, (ClarificationResolved, PermissionResolved)):
+        # Set in place as the frozen dataclass's own __init__ does: a copy would cost more
+        # than the rest of an answer's bookkeeping.
+        put = object.__setattr__
+        put(event, "answered_by", author.by)
+        put(event, "channel", author.channel)
+    return event
+
+
+def replay_outcome(
+    emit: Callable[[Event], None],
+    table: RequestTable,
+    spec: RequestSpec,
+    event: RequestEvent,
+    settled: Settlement,
+) -> Any:
+    """A request that ended in an earlier life (or meanwhile, elsewhere): its events emitted
+    again (``replayed``, with who answered it) and its outcome given again: the answer, or
+    the ``QuestionNotAnswered`` it ended with."""
+    emit(dataclasses.replace(event, replayed=True))
+    author = settled.author
+    if settled.status == "answered":
+        value = spec.revive(settled.answer)
+        resolved = authored(spec.resolved(event, "answered", value), author)
+        emit(dataclasses.replace(resolved, replayed=True))
+        spec.after_answer(table, event, value)
+        return value
+    resolved = authored(spec.resolved(event, settled.status, None), author)
+    emit(dataclasses.replace(resolved, replayed=True))
+    if settled.status == "declined":
+        message = DECLINED_TEXT
+    elif settled.status == "expired":
+        waited = "in time" if settled.waited is None else f"within {settled.waited:g} seconds"
+        message = f"The user did not answer {waited}; the question expired."
+    else:
+        message = "The request was cancelled before the user answered."
+    raise QuestionNotAnswered(message, status=settled.status, request_id=event.request_id)

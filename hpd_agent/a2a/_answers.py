@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from a2a.types import Message
 
+from ..backend import AnswerPolicy
 from ..events import RequestEvent
 from ..store import Store
 from ._pending import answer_of, message_metadata, shown
@@ -39,14 +40,29 @@ class Target(Protocol):
         """Whether ``request_id`` was a question of the run (answered meanwhile)."""
         ...
 
-    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
-        """Answer ``request_id`` with what ``read`` gives: None, or why not."""
+    async def answer_request(
+        self,
+        request_id: str,
+        read: Callable[[], Any],
+        *,
+        by: str | None,
+        channel: str,
+        policy: AnswerPolicy | None,
+    ) -> str | None:
+        """Answer ``request_id`` with what ``read`` gives, as given by ``by`` on ``channel``
+        under ``policy``: None, or why not."""
         ...
 
 
-async def answer(target: Target, message: Message) -> str | None:
-    """Give ``target`` the message's answer; the request to ask first (its answer was
-    refused), if any."""
+async def answer(
+    target: Target,
+    message: Message,
+    *,
+    by: str | None = None,
+    policy: AnswerPolicy | None = None,
+) -> str | None:
+    """Give ``target`` the message's answer (from the caller named ``by``, under
+    ``policy``); the request to ask first (its answer was refused), if any."""
     pending = await target.pending()
     if not pending:
         return None  # it ended or works meanwhile: the report says how
@@ -61,7 +77,13 @@ async def answer(target: Target, message: Message) -> str | None:
             return None  # an answer sent twice counts once
         request = pending[named]
     chosen = request
-    note = await target.answer_request(chosen.request_id, lambda: answer_of(chosen, message))
+    note = await target.answer_request(
+        chosen.request_id,
+        lambda: answer_of(chosen, message),
+        by=by,
+        channel="a2a",
+        policy=policy,
+    )
     if note is None:
         return None
     target.notes[chosen.request_id] = note
@@ -91,8 +113,18 @@ class Driven:
         record = None if self.store is None else await self.store.get_request(request_id)
         return record is not None and record.run_id == self.served.run_id
 
-    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
-        note = await self.served.answer_request(request_id, read)
+    async def answer_request(
+        self,
+        request_id: str,
+        read: Callable[[], Any],
+        *,
+        by: str | None,
+        channel: str,
+        policy: AnswerPolicy | None,
+    ) -> str | None:
+        note = await self.served.answer_request(
+            request_id, read, by=by, channel=channel, policy=policy
+        )
         if note is None:
             self.served.answered.add(request_id)
         return note

@@ -47,8 +47,9 @@ from a2a.server.tasks import TaskUpdater
 from a2a.types import Message
 from a2a.utils.errors import UnsupportedOperationError
 
+from ..backend import AnswerPolicy
 from ..events import RequestEvent
-from ..hosting import Outcome, StoreRelay, UnknownRunError, outcome_of
+from ..hosting import IDENTITY, LOCAL, Outcome, StoreRelay, UnknownRunError, outcome_of
 from ..store import RunRecord
 from ._answers import Driven, answer
 from ._pending import describe
@@ -66,8 +67,10 @@ class AgentRunner(AgentExecutor):
         runs: The server's runs (they exist once the server has started).
     """
 
-    def __init__(self, runs: Callable[[], ServedRuns]) -> None:
+    def __init__(self, runs: Callable[[], ServedRuns], policy: AnswerPolicy | None = None) -> None:
         self._runs = runs
+        self.policy = policy
+        """Who may answer which request (``create_app(policy=...)``)."""
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         """Start a run or answer one of its requests, then report where it stopped."""
@@ -111,11 +114,12 @@ class AgentRunner(AgentExecutor):
             return
         if not await found.run.settled():  # a resumed run reaches its questions, or ends
             await found.ended.wait()  # (at once if another process drives it)
+        by = caller_name(context)
         if found.elsewhere:
-            await self._relay(found.run_id, updater, message)
+            await self._relay(found.run_id, updater, message, by)
             return
         async with found.lock:
-            focus = await answer(Driven(found, runs.store), message)
+            focus = await answer(Driven(found, runs.store), message, by=by, policy=self.policy)
         await self._report(found, updater, focus)
 
     async def _report(self, served: ServedRun, updater: TaskUpdater, focus: str | None) -> None:
@@ -124,17 +128,21 @@ class AgentRunner(AgentExecutor):
             if self._runs().was_cancelled(served.run_id):
                 return  # the SDK records the cancellation it was asked for
             if served.elsewhere:  # lost to another process on the way: follow it there
-                await self._relay(served.run_id, updater, None)
+                await self._relay(served.run_id, updater, None, None)
                 return
             await _finished(stop, updater)
             return
         await updater.requires_input(_asking(served.notes, stop, focus, updater))
 
-    async def _relay(self, run_id: str, updater: TaskUpdater, message: Message | None) -> None:
-        """Another process drives the run: give it ``message``'s answer through the store,
-        then report the run once it has moved on."""
+    async def _relay(
+        self, run_id: str, updater: TaskUpdater, message: Message | None, by: str | None
+    ) -> None:
+        """Another process drives the run: give it ``message``'s answer (from ``by``)
+        through the store, then report the run once it has moved on."""
         relay = StoreRelay(self._runs(), run_id)
-        focus = None if message is None else await answer(relay, message)
+        focus = None
+        if message is not None:
+            focus = await answer(relay, message, by=by, policy=self.policy)
         found = await relay.follow(math.inf)
         if isinstance(found, ServedRun):  # its driver died: resumed here, driven from here
             found.notes.update(relay.notes)
@@ -173,3 +181,15 @@ async def _finished(outcome: Outcome, updater: TaskUpdater) -> None:
     else:
         why = outcome.error or "no output"
         await updater.failed(_said(updater, f"the run {outcome.status}: {why}"))
+
+
+def caller_name(context: RequestContext) -> str | None:
+    """Who sent the message, recorded as who answered: the SDK's user when authenticated
+    (an app's own authentication), else the name of the server token the request carried
+    (``hpd_agent.hosting.IDENTITY``, put in the call's state by the app's context builder);
+    None on a server without tokens."""
+    call = context.call_context
+    if call.user.is_authenticated:
+        return call.user.user_name or None
+    named = call.state.get(IDENTITY)
+    return named if isinstance(named, str) and named != LOCAL else None

@@ -9,14 +9,15 @@ executor (``_executor``) starts a run per task and reports where it stopped.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from urllib.parse import urlsplit
 
 import anyio
+from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
-from a2a.server.routes import create_jsonrpc_routes
+from a2a.server.routes import DefaultServerCallContextBuilder, create_jsonrpc_routes
 from a2a.types import AgentCapabilities, AgentCard, AgentInterface, AgentSkill
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH
 from starlette.applications import Starlette
@@ -25,8 +26,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from ..agent import Agent
+from ..backend import AnswerPolicy
 from ..exceptions import UserError
-from ..hosting import Guard, is_loopback
+from ..hosting import IDENTITY, Guard, is_loopback
 from ..store import Store, open_store
 from ..version import __version__
 from ._body import DepthLimit
@@ -42,7 +44,8 @@ def create_app(
     *,
     store: Store | str | os.PathLike[str] | None = None,
     url: str | None = None,
-    token: str | None = None,
+    token: str | Mapping[str, str] | None = None,
+    policy: AnswerPolicy | None = None,
 ) -> Starlette:
     """An ASGI app serving ``agent`` over A2A (Agent2Agent).
 
@@ -67,7 +70,10 @@ def create_app(
             otherwise); the agent card stays public. Without a token only loopback host
             names (and ``url``'s) are served. Either way a browser page of another origin
             is refused (403) and a POST must be ``application/json`` (415): the rules of
-            ``hpd_agent.hosting.Guard``, as for every server we ship.
+            ``hpd_agent.hosting.Guard``, as for every server we ship. Several by name:
+            an answer is recorded as given by the token's name (``caller_name``).
+        policy: An ``AnswerPolicy`` (``hpd_agent.governance``) every answer must pass: a
+            refused one is asked again with the reason.
 
     Returns:
         The app; its lifespan must run (every ASGI server runs it).
@@ -80,26 +86,44 @@ def create_app(
     held = _Held()
     tasks = KeptTasks(on_canceled=held.canceled)
     handler = DefaultRequestHandler(
-        agent_executor=AgentRunner(held.runs),
+        agent_executor=AgentRunner(held.runs, policy),
         task_store=tasks,
         agent_card=agent_card(agent, url or "http://localhost"),
     )
 
-    async def card_route(request: Request) -> JSONResponse:
-        base = url or str(request.base_url).rstrip("/")
-        return JSONResponse(agent_card_to_dict(agent_card(agent, base)))
-
-    routes = [
-        Route(AGENT_CARD_WELL_KNOWN_PATH, card_route, methods=["GET"]),
-        *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
-    ]
+    routes = _routes(agent, url, handler)
     app = Starlette(routes=routes, lifespan=_lifespan(agent, store, tasks, handler, held))
     app.add_middleware(DepthLimit)  # inside the guard: a caller refused never gets parsed
     _guard(app, url, token)
     return app
 
 
-def _guard(app: Starlette, url: str | None, token: str | None) -> None:
+def _routes(agent: Agent, url: str | None, handler: DefaultRequestHandler) -> list[Route]:
+    """The agent card (at the URL each request came in on, unless ``url``) and JSON-RPC."""
+
+    async def card_route(request: Request) -> JSONResponse:
+        base = url or str(request.base_url).rstrip("/")
+        return JSONResponse(agent_card_to_dict(agent_card(agent, base)))
+
+    return [
+        Route(AGENT_CARD_WELL_KNOWN_PATH, card_route, methods=["GET"]),
+        *create_jsonrpc_routes(
+            handler, "/", context_builder=_NamedCaller(), enable_v0_3_compat=True
+        ),
+    ]
+
+
+class _NamedCaller(DefaultServerCallContextBuilder):
+    """The SDK's call context, with the name of the token the request carried (the guard's
+    ``IDENTITY``) in its state: who an answer is recorded as given by."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[IDENTITY] = request.scope.get(IDENTITY)
+        return context
+
+
+def _guard(app: Starlette, url: str | None, token: str | Mapping[str, str] | None) -> None:
     """The guard every server applies, the card public; Host: without a token the loopback
     names and ``url``'s, with one any (the token guards the server)."""
     hosts: list[str] | None = None

@@ -145,14 +145,13 @@ class _Book:
         return thread if thread is not None and "session" in thread.rows else None
 
     async def began(self, session: _Session, run_id: str, prompt: str) -> None:
-        row = json.dumps({"status": "running", "prompt": prompt})
-        await self._write(session, {run_id: row}, [{"role": "user", "text": prompt}])
+        row = {"status": "running", "prompt": prompt}
+        await self._write(session, run_id, row, [{"role": "user", "text": prompt}])
 
     async def ended(self, session: _Session, run_id: str, outcome: Outcome) -> None:
         answer = outcome.output if outcome.status == "completed" else None
-        items = [] if not answer else [{"role": "agent", "text": answer}]
-        with anyio.CancelScope(shield=True):
-            await self._write(session, {run_id: json.dumps({"status": outcome.status})}, items)
+        items = [{"role": "agent", "text": answer}] if answer else []
+        await self._write(session, run_id, {"status": outcome.status}, items)
 
     async def unfinished(self, session: _Session) -> str | None:
         """The session's last turn if it is still marked running (its server stopped)."""
@@ -164,18 +163,16 @@ class _Book:
         return run_id if _loads(value).get("status") == "running" else None
 
     async def _write(
-        self, session: _Session, rows: dict[str, str], items: list[dict[str, str]]
+        self, session: _Session, run_id: str, row: dict[str, str], items: list[dict[str, str]]
     ) -> None:
-        if self.tables is not None:
-            texts = [json.dumps(item) for item in items]
+        if self.tables is None:
+            return
+        rows, texts = {run_id: json.dumps(row)}, [json.dumps(item) for item in items]
+        with anyio.CancelScope(shield=True):  # written as the server stops: a restart knows
             await self.tables.write_thread(
                 SPACE, session.id, rows=rows, items=texts, first=session.items
             )
         session.items += len(items)
-
-
-async def _nothing(params: dict[str, Any]) -> dict[str, Any]:
-    return {}  # authenticate: no methods are offered, there is nothing to do
 
 
 def _loads(text: str) -> dict[str, Any]:
@@ -206,7 +203,6 @@ class _Server:
         self.peer = Peer(*streams, on_request=self.handle, on_notification=self.notified)
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "initialize": self._initialize,
-            "authenticate": _nothing,
             "session/new": self._new,
             "session/load": self._load,
             "session/prompt": self._prompt,
@@ -215,6 +211,8 @@ class _Server:
     async def handle(self, method: str, params: Any) -> Any:
         """Answer one request."""
         handler = self._methods.get(method)
+        if method == "authenticate":
+            return {}  # no methods are offered: there is nothing to do
         if handler is None:
             raise RPCError(rpc.METHOD_NOT_FOUND, f"method not found: {method}")
         if not isinstance(params, dict):
@@ -339,9 +337,12 @@ class _Server:
         await self.book.ended(session, hosted.run_id, hosted.outcome)
         return hosted.outcome
 
-    def update(self, session_id: str, update: dict[str, Any]) -> Awaitable[None]:
-        """Send one ``session/update``."""
-        return self.peer.notify("session/update", {"sessionId": session_id, "update": update})
+    async def update(self, session_id: str, update: dict[str, Any]) -> None:
+        """Send one ``session/update``. When the editor has stopped reading, the update is
+        dropped: its turn goes on until the read side ends the server (a stopped turn stays
+        resumable), it does not fail for want of a reader."""
+        with contextlib.suppress(ConnectionClosed):
+            await self.peer.notify("session/update", {"sessionId": session_id, "update": update})
 
 
 class _Turn(HostedRun):
@@ -349,7 +350,7 @@ class _Turn(HostedRun):
     it comes; each question asked in a task of the server's, ended when it ends otherwise)."""
 
     def __init__(self, run: Run, server: _Server) -> None:
-        super().__init__(run)
+        super().__init__(run, channel="acp")  # the editor's answers
         self.server = server
         self._asking: dict[str, anyio.CancelScope] = {}
         self._running: dict[str, None] = {}
@@ -379,9 +380,8 @@ class _Turn(HostedRun):
         await super().close(outcome, raised)
         for scope in self._asking.values():
             scope.cancel()
-        with contextlib.suppress(ConnectionClosed):
-            for call_id in self._running:  # cut short (the turn was cancelled): said so
-                await self.server.update(self.session_id, _call_update(call_id, "failed"))
+        for call_id in self._running:  # cut short (the turn was cancelled): said so
+            await self.server.update(self.session_id, _call_update(call_id, "failed"))
 
 
 # -- the turn's events as session updates -----------------------------------------------------

@@ -33,6 +33,10 @@ class Handler(Protocol):
     agents keep working and ``on_event`` keeps receiving their events. ``on_request`` raising
     ``RunCancelledError`` cancels the whole run (the human left): every pending request ends
     cancelled, nothing is answered for them, and the run ends ``"cancelled"``.
+
+    A handler may say who answers through it, kept with every answer it gives (the resolved
+    events, the store, the trace): an attribute ``channel`` (``"console"``, ...; a handler
+    without one answers on ``"api"``) and ``answered_by`` (a name; None when absent).
     """
 
     async def on_event(self, event: Event) -> None:
@@ -53,7 +57,15 @@ class BaseHandler:
     ``handle_custom``. Each falls back to ``handle_question``, so a handler can answer every
     kind in one place and specialise only the kinds it shows differently. Questions of a kind
     this version does not know go to ``handle_question`` too.
+
+    Attributes:
+        channel: The channel its answers are recorded on (``"api"`` unless a subclass
+            says otherwise: the console's is ``"console"``).
+        answered_by: Who its answers are recorded as given by (None: nobody named).
     """
+
+    channel: str = "api"
+    answered_by: str | None = None
 
     async def on_event(self, event: Event) -> None:
         """Ignore events by default."""
@@ -120,6 +132,8 @@ class BaseHandler:
 async def _answer(
     run: Run, handler: Handler, request: RequestEvent, scope: anyio.CancelScope
 ) -> None:
+    by: str | None = getattr(handler, "answered_by", None)
+    channel: str = getattr(handler, "channel", "api")
     with scope:
         for _ in range(_MAX_INVALID_ANSWERS):
             try:
@@ -128,7 +142,7 @@ async def _answer(
                 run.cancel()  # the handler's way to say the human left: end it all, answer none
                 return
             try:
-                await run.respond(request.request_id, answer)
+                await run.respond(request.request_id, answer, by=by, channel=channel)
                 return
             except InvalidAnswerError:
                 continue  # the request is unchanged: ask the handler again

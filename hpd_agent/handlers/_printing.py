@@ -7,8 +7,8 @@ current question and how each request ended, and the run's outcome; ``show_quest
 ``show_permission`` draw a request, any kind from its label and answer schema; ``line``,
 ``who``, ``short`` and ``summary`` are the helpers the asking side prints with too.
 
-Every line fits the console's width (rich's: the terminal's, or ``COLUMNS``, or 80 when
-output is not a terminal): ``line`` wraps between words, continuation lines indented under
+Every line fits the console's width (rich's: the terminal's, or ``COLUMNS``; the CLI gives a
+console writing to a pipe or a file no width limit, so a message stays on one line there): ``line`` wraps between words, continuation lines indented under
 the first, and a code preview's lines are cut with "…". Reading the human's answers stays in
 ``hpd_agent/handlers/console.py``.
 """

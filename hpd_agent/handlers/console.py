@@ -37,6 +37,7 @@ from rich.text import Text
 from .._values.vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, REJECT_WORDS
 from ..events import ClarificationRequest, Event, PermissionRequest, RequestEvent
 from ..exceptions import RunCancelledError
+from ..governance import os_user
 from ..permissions import Approve, Decision, Deny
 from ..questions import QUESTION_KINDS, Decline, answer_for, answer_schema_of, parse_typed
 from ..text import printable
@@ -174,7 +175,11 @@ class ConsoleHandler(BaseHandler):
             None (the default): when reading the process's stdin and it is not a terminal.
         exit_words: What typed at a question (or at the list) leaves: the run is
             cancelled, as Ctrl-D in a terminal does (compared ignoring case).
+        answered_by: Who its answers are recorded as given by (channel ``"console"``);
+            None (the default): the operating-system user.
     """
+
+    channel = "console"
 
     def __init__(
         self,
@@ -188,7 +193,9 @@ class ConsoleHandler(BaseHandler):
         pick: bool | None = None,
         echo: bool | None = None,
         exit_words: Iterable[str] = EXIT_WORDS,
+        answered_by: str | None = None,
     ) -> None:
+        self.answered_by = answered_by if answered_by is not None else os_user()
         self.console = console or Console(highlight=False)
         self.assume_yes = assume_yes
         terminal = input is None and _is_terminal()

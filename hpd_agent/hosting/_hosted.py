@@ -20,8 +20,9 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ..backend import AnswerPolicy
 from ..events import Event, RequestEvent
-from ..exceptions import InvalidAnswerError, RequestError, RunLeasedError
+from ..exceptions import AnswerRefusedError, InvalidAnswerError, RequestError, RunLeasedError
 from ..run import Run
 from ._drive import STOPPED
 from ._outcome import Outcome
@@ -36,11 +37,14 @@ async def why_refused(request_id: str, give: Callable[[], Awaitable[object]]) ->
     """Give ``request_id`` its answer with ``give`` (which reads the protocol's reply as
     the answer and hands it to the run, or to the store): None when it was taken, else why
     not (the reply could not be read, or the answer was refused). A request that ended
-    meanwhile (answered, expired, cancelled) takes nothing: None too.
+    meanwhile (answered, expired, cancelled) takes nothing: None too; one an answer policy
+    refused (``AnswerRefusedError``) is still pending, and the refusal says why.
     """
     try:
         await give()
     except (ValueError, TypeError) as e:
+        return str(e)
+    except AnswerRefusedError as e:  # who answered may not: say so, the question stays
         return str(e)
     except InvalidAnswerError as e:
         return str(e).removeprefix(f"invalid answer for request {request_id}: ")
@@ -62,9 +66,21 @@ class HostedRun:
         reason: Why it was cancelled on purpose (``cancel``), for the client.
         raised: What leaving the run's block raised, once it has ended: its failure, or the
             ``RunLeasedError`` of a run that lost its lease (its result then says cancelled).
+        channel: The channel ``answer_request`` records answers on unless told (``"api"``
+            unless the adapter names its own, e.g. ``"acp"``).
+        answered_by: Who ``answer_request`` records answers as given by unless told.
     """
 
-    def __init__(self, run: Run, conversation: str | None = None) -> None:
+    def __init__(
+        self,
+        run: Run,
+        conversation: str | None = None,
+        *,
+        channel: str = "api",
+        answered_by: str | None = None,
+    ) -> None:
+        self.channel = channel
+        self.answered_by = answered_by
         self.run = run
         self.conversation = conversation
         self.lock = anyio.Lock()
@@ -131,13 +147,29 @@ class HostedRun:
         return self._outcome or STOPPED
 
     # -- requests ---------------------------------------------------------------------------
-    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
+    async def answer_request(
+        self,
+        request_id: str,
+        read: Callable[[], Any],
+        *,
+        by: str | None = None,
+        channel: str | None = None,
+        policy: AnswerPolicy | None = None,
+    ) -> str | None:
         """Answer ``request_id`` with what ``read`` gives (the protocol's reply read as the
-        request's answer): None when the run took it, else why not (``read`` or the run
-        refused it). A request that ended meanwhile (expired, cancelled) takes nothing and
-        the run goes on without it: None too (see ``why_refused``).
+        request's answer), as given by ``by`` (else ``answered_by``) on ``channel`` (else
+        the run's ``channel``) under ``policy``: None when the run took it, else why not
+        (``read``, the policy or the run refused it). A request that ended meanwhile
+        (expired, cancelled) takes nothing and the run goes on without it: None too (see
+        ``why_refused``).
         """
-        return await why_refused(request_id, lambda: self.run.respond(request_id, read()))
+        who = self.answered_by if by is None else by
+        where = self.channel if channel is None else channel
+
+        async def give() -> object:
+            return await self.run.respond(request_id, read(), by=who, channel=where, policy=policy)
+
+        return await why_refused(request_id, give)
 
     async def cancel_request(self, request_id: str) -> None:
         """End ``request_id`` unanswered (its asker is told nobody answered); the run goes

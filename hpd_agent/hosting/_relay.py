@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any, Generic
 
+from ..backend import AnswerPolicy
 from ..events import RequestEvent
 from ..exceptions import RequestError, UnknownRunError
 from ..store import RequestRecord, RunRecord, respond
@@ -66,13 +67,21 @@ class StoreRelay(Generic[H]):
         record = await self.store.get_request(request_id)
         return record is not None and record.run_id == self.run_id
 
-    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
+    async def answer_request(
+        self,
+        request_id: str,
+        read: Callable[[], Any],
+        *,
+        by: str | None = None,
+        channel: str = "api",
+        policy: AnswerPolicy | None = None,
+    ) -> str | None:
         """Answer ``request_id`` with what ``read`` gives (the protocol's reply read as the
-        answer), through the store: None when it was taken (or the request ended
-        meanwhile), else why not (``why_refused``)."""
+        answer), through the store, as given by ``by`` on ``channel`` under ``policy``: None
+        when it was taken (or the request ended meanwhile), else why not (``why_refused``)."""
 
         async def through_store() -> None:
-            await respond(self.store, request_id, read())
+            await respond(self.store, request_id, read(), by=by, channel=channel, policy=policy)
 
         note = await why_refused(request_id, through_store)
         if note is None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol, cast
 
 import mcp_types as types
+from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
@@ -24,7 +25,7 @@ from ..store import Store
 from ..text import shown
 from ._server_runs import MCP_CLIENT, ServedRun
 
-__all__ = ["Driven", "Stored", "Target", "apply", "reading"]
+__all__ = ["Driven", "Stored", "Target", "apply", "client_name", "reading"]
 
 
 class Target(Protocol):
@@ -41,8 +42,11 @@ class Target(Protocol):
         """Whether ``request_id`` was a question of the run (answered meanwhile)."""
         ...
 
-    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
-        """Answer ``request_id`` with what ``read`` gives: None, or why not."""
+    async def answer_request(
+        self, request_id: str, read: Callable[[], Any], *, by: str | None, channel: str
+    ) -> str | None:
+        """Answer ``request_id`` with what ``read`` gives, as given by ``by`` on
+        ``channel``: None, or why not."""
         ...
 
     async def cancel(self, form: Form) -> bool:
@@ -57,8 +61,9 @@ def reading(form: Form, reply: types.ElicitResult) -> Callable[[], Any]:
     return lambda: form.read(cast(Mapping[str, Any] | None, reply.content))
 
 
-async def apply(target: Target, responses: Mapping[str, Any]) -> bool:
-    """Give ``target`` a retry's answers; False once a cancel ended the run."""
+async def apply(target: Target, responses: Mapping[str, Any], *, by: str | None = None) -> bool:
+    """Give ``target`` a retry's answers (as given by the client named ``by``); False once a
+    cancel ended the run."""
     pending = await target.pending()
     for key, response in responses.items():
         request = pending.get(key)
@@ -77,7 +82,8 @@ async def apply(target: Target, responses: Mapping[str, Any]) -> bool:
             if await target.cancel(form):
                 return False
             continue
-        note = await target.answer_request(form.request_id, reading(form, response))
+        read = reading(form, response)
+        note = await target.answer_request(form.request_id, read, by=by, channel="mcp")
         if note is not None:
             target.notes[key] = note
     return True
@@ -105,8 +111,10 @@ class Driven:
         record = None if self.store is None else await self.store.get_request(request_id)
         return record is not None and record.run_id == self.served.run_id
 
-    async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
-        return await self.served.answer_request(request_id, read)
+    async def answer_request(
+        self, request_id: str, read: Callable[[], Any], *, by: str | None, channel: str
+    ) -> str | None:
+        return await self.served.answer_request(request_id, read, by=by, channel=channel)
 
     async def cancel(self, form: Form) -> bool:
         await self.served.cancel(f"the MCP client cancelled the question {form.message!r}")
@@ -126,3 +134,11 @@ class Stored(StoreRelay[ServedRun]):
         self.why = f"the MCP client cancelled the question {form.message!r}"
         await self.host.cancel(self.run_id)
         return True
+
+
+def client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    """The MCP client's name (its ``clientInfo.name``), who its answers are recorded as
+    given by; None when it sent none."""
+    params = ctx.session.client_params
+    info = None if params is None else params.client_info
+    return (info.name or None) if info is not None else None

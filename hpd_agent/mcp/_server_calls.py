@@ -35,7 +35,7 @@ from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
 from ..events import RequestEvent
 from ..hosting import Outcome, UnknownRunError, form_for
 from ..store import RunRecord
-from ._server_answers import Driven, apply, reading
+from ._server_answers import Driven, apply, client_name, reading
 from ._server_relay import relayed
 from ._server_results import asking, record_result, text_result, tool_result
 from ._server_runs import MCP_CLIENT, ServedRun, ServedRuns
@@ -125,7 +125,10 @@ class Calls:
                 served.cancel_nowait(f"the MCP client cancelled the question {form.message!r}")
                 tg.cancel_scope.cancel()
                 return
-            note = await served.answer_request(form.request_id, reading(form, reply))
+            read = reading(form, reply)
+            note = await served.answer_request(
+                form.request_id, read, by=client_name(ctx), channel="mcp"
+            )
             if note is None:
                 return
 
@@ -152,7 +155,8 @@ class Calls:
                     await served.run.settled()  # a resumed run reaches its questions, or
                     if not served.elsewhere:  # ends at once: another server drives it
                         if params.request_state is not None:
-                            await apply(Driven(served, self.runs.store), responses)
+                            driven = Driven(served, self.runs.store)
+                            await apply(driven, responses, by=client_name(ctx))
                         outcome = await self._next(ctx, served)
                         if outcome is not None:
                             return outcome
@@ -160,7 +164,7 @@ class Calls:
             finally:
                 if not served.ended.is_set():
                     self.runs.park(served)  # a client that never comes back does not keep it
-            relay = await relayed(self.runs, served.run_id, responses)
+            relay = await relayed(self.runs, served.run_id, responses, by=client_name(ctx))
             if not isinstance(relay, ServedRun):
                 return relay
             served, responses = relay, {}  # its driver died: resumed here, driven on

@@ -36,9 +36,10 @@ answers, before it returns what is pending (maybe nothing: the client retries)."
 
 
 async def relayed(
-    runs: ServedRuns, run_id: str, responses: Mapping[str, Any]
+    runs: ServedRuns, run_id: str, responses: Mapping[str, Any], *, by: str | None = None
 ) -> types.CallToolResult | types.InputRequiredResult | ServedRun:
-    """Answer a retry for ``run_id``, which another server of the store drives.
+    """Answer a retry for ``run_id``, which another server of the store drives (its
+    answers given by the client named ``by``).
 
     Returns:
         The call's result or its next questions; or the run, resumed here because the
@@ -47,7 +48,7 @@ async def relayed(
     if runs.store is None:  # a run is driven elsewhere only through a store
         raise MCPError(INVALID_PARAMS, "the requestState names a run this server cannot reach")
     stored = Stored(runs, run_id)
-    if not await apply(stored, responses):  # a question cancelled: the run was cancelled
+    if not await apply(stored, responses, by=by):  # a question cancelled: the run was cancelled
         return text_result(f"The run was cancelled: {stored.why}.", error=True)
     try:
         # An answer refused (or none given while questions wait): asked again at once.

@@ -70,6 +70,8 @@ REQUEST_KIND = "hpd_agent.request.kind"
 REQUEST_OUTCOME = "hpd_agent.request.outcome"
 REQUEST_QUESTION = "hpd_agent.request.question"
 REQUEST_ANSWER = "hpd_agent.request.answer"
+ANSWERED_BY = "hpd_agent.answered_by"
+CHANNEL = "hpd_agent.channel"
 
 # -- metric names ----------------------------------------------------------------------------
 TOKEN_USAGE = "gen_ai.client.token.usage"

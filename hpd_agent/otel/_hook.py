@@ -20,6 +20,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 
+from ..backend import Author
 from ..events import RequestEvent, RequestStatus, invocation_id
 from ..hooks import (
     AgentInvocation,
@@ -324,14 +325,26 @@ class OtelHook(Hook):
         self._waits[(event.run_id, event.request_id)] = _Wait(span, kind, t)
         t.pending.add(1, {a.REQUEST_KIND: kind})
 
-    def request_resolved(self, event: RequestEvent, status: RequestStatus, answer: Any) -> None:
-        """End the request's span with its outcome (from whichever side resolved it)."""
+    def request_resolved(
+        self,
+        event: RequestEvent,
+        status: RequestStatus,
+        answer: Any,
+        author: Author | None = None,
+    ) -> None:
+        """End the request's span with its outcome (from whichever side resolved it) and,
+        for an answer or a decline, who gave it on which channel."""
         wait = self._waits.pop((event.run_id, event.request_id), None)
         if wait is None:
             return
         outcome = a.request_outcome(event, status, answer)
+        span = wait.span
         if wait.telemetry.capture and status == "answered":
-            wait.span.set_attribute(a.REQUEST_ANSWER, a.to_json(answer))
+            span.set_attribute(a.REQUEST_ANSWER, a.to_json(answer))
+        if author is not None:
+            if author.by is not None:
+                span.set_attribute(a.ANSWERED_BY, a.name(author.by))
+            span.set_attribute(a.CHANNEL, a.name(author.channel))
         self._end_wait(wait, outcome)
 
     def _end_wait(self, wait: _Wait, outcome: str) -> None:

@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from .._values.records import audit_context
+from ..backend import AnswerPolicy, Author, check_policy
 from ..exceptions import InvalidAnswerError
 from ..questions import Decline, answer_for
 from ._base import RequestRecord, dump_json, refusal
@@ -63,12 +65,20 @@ def validate_stored(record: RequestRecord, answer: Any) -> Any:
 
 
 async def respond(
-    store: Store, request_id: str, answer: Any, *, context: Mapping[str, Any] | None = None
+    store: Store,
+    request_id: str,
+    answer: Any,
+    *,
+    by: str | None = None,
+    channel: str = "api",
+    policy: AnswerPolicy | None = None,
+    context: Mapping[str, Any] | None = None,
 ) -> RequestRecord:
     """Answer a stored request from any process; the waiting run wakes up and continues.
 
     The answer is validated against the stored question, then written with an atomic
-    conditional update: of two answers racing, exactly one is accepted.
+    conditional update: of two answers racing, exactly one is accepted. Who answered and
+    on which channel are written with it (``RequestRecord.answered_by``, ``.channel``), once.
 
     Args:
         store: The store holding the request.
@@ -76,19 +86,28 @@ async def respond(
         answer: Text, an option, ``Approve``/``Deny`` or ``True``/``False`` for permissions;
             ``Decline()`` for any request: the human declines to answer (the request ends
             ``declined``, its asker gets ``QuestionNotAnswered(status="declined")``).
-        context: Free-form data kept with the answer (who answered, on which channel).
+        by: Who answers (a person's or token's name); None: nobody named.
+        channel: Where the answer comes from (``"api"``, ``"cli"``, ``"web"``, ...;
+            ``hpd_agent.backend.CHANNELS``).
+        policy: An ``AnswerPolicy`` asked first, with the stored request, whether ``by``
+            may answer it (under a policy ``by`` is required).
+        context: Free-form data kept with the answer (``answered_by`` and ``channel`` are
+            the author's).
 
     Returns:
         The answered (or declined) record.
 
     Raises:
         UnknownRequestError, RequestAlreadyAnsweredError, RequestExpiredError,
-        RequestCancelledError, InvalidAnswerError: Refused; nothing changed.
+        RequestCancelledError, AnswerRefusedError, InvalidAnswerError: Refused; nothing
+        changed.
     """
     record = await store.get_request(request_id)
     if record is None or record.status != "pending":
         raise refusal(record, request_id)
+    check_policy(policy, by, record)
+    kept = audit_context(Author(by, channel), context)
     if isinstance(answer, Decline):
-        return await store.resolve(request_id, "declined", context=context)
+        return await store.resolve(request_id, "declined", context=kept)
     value = validate_stored(record, answer)
-    return await store.resolve(request_id, "answered", value, context=context)
+    return await store.resolve(request_id, "answered", value, context=kept)

@@ -8,13 +8,15 @@ into an identical open one are journaled as aliases, so a replay merges them aga
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 
-from ..backend import Final, Settlement
+from .._values.records import audit_context
+from ..backend import Author, Final, Reopened, Settlement
 from ..events import RequestEvent
 from ._answers import jsonable
 from ._base import JournalEntry, RequestRecord
@@ -33,19 +35,26 @@ def settlement(record: RequestRecord) -> Settlement | None:
             Temporal workflow) holds it.
 
     Returns:
-        Its status and answer, and for a request that expired at its deadline how many
-        seconds it waited; None while it is pending.
+        Its status and answer (and who gave it, as recorded), and for a request that
+        expired at its deadline how many seconds it waited; None while it is pending.
     """
     if record.status == "pending":
         return None
     waited = None
     if record.status == "expired" and record.expires_at is not None:
         waited = round(record.expires_at - record.created_at, 3)
-    return Settlement(status=record.status, answer=record.answer, waited=waited)
+    author = None
+    channel = record.channel
+    if channel is not None and record.status in ("answered", "declined"):
+        author = Author(record.answered_by, channel)
+    return Settlement(status=record.status, answer=record.answer, waited=waited, author=author)
 
 
 class StoreRequests:
-    """A ``RequestBackend`` over a ``Store`` for one run (aliases live in its journal)."""
+    """A ``RequestBackend`` over a ``Store`` for one run (aliases live in its journal), and
+    its ``RequestMemory``: a request found pending from an earlier life keeps its deadline,
+    and an expiry warning that went out is journaled (``"warning"``), so none goes out twice.
+    """
 
     durable = True
 
@@ -59,6 +68,7 @@ class StoreRequests:
         self.journal = journal
         self.check_lease = check_lease
         """Renews the run's lease at once, cancelling the run if another holder has it."""
+        self._reopened: dict[str, Reopened] = {}
 
     def alias_of(self, request_id: str) -> str | None:
         entry = self.journal.entry(request_id, "alias")
@@ -70,7 +80,10 @@ class StoreRequests:
     async def open(
         self, event: RequestEvent, timeout: float | None
     ) -> tuple[Settlement | None, float | None]:
-        record = RequestRecord.from_event(event, timeout=timeout)
+        mine = RequestRecord.from_event(event, timeout=timeout)
+        if event.expires_at is not None:  # the deadline the event shows, to the instant
+            mine = dataclasses.replace(mine, expires_at=event.expires_at)
+        record = mine
         held = self.journal.take_held()
         batches = self.journal.holds_for
         if held and batches is not None:
@@ -84,10 +97,21 @@ class StoreRequests:
                 await self.journal.write_held(held)
             record = await self.store.add_request(record)
         settled = settlement(record)
+        if settled is None and record is not mine and record.created_at != mine.created_at:
+            # Kept from an earlier life of the run, still pending.
+            warned = self.journal.entry(_warning_key(event.request_id), "warning") is not None
+            self._reopened[event.request_id] = Reopened(expires_at=record.expires_at, warned=warned)
         if settled is not None or record.expires_at is None:
             return settled, timeout
         # A replay keeps the original deadline: waiting restarts with what was left.
         return None, max(0.0, record.expires_at - time.time())
+
+    def reopened(self, request_id: str) -> Reopened | None:
+        return self._reopened.pop(request_id, None)
+
+    async def record_warning(self, request_id: str) -> None:
+        entry = JournalEntry(key=_warning_key(request_id), kind="warning", value=time.time())
+        await self.journal.put(entry)
 
     async def wait(self, request_id: str) -> Settlement:
         record = await self.store.wait_resolved(request_id)
@@ -99,9 +123,19 @@ class StoreRequests:
             await self.check_lease()
         return settled
 
-    async def resolve(self, request_id: str, status: Final, answer: Any) -> None:
-        await self.store.resolve(request_id, status, jsonable(answer))
+    async def resolve(
+        self, request_id: str, status: Final, answer: Any, *, author: Author | None = None
+    ) -> None:
+        if author is None:
+            await self.store.resolve(request_id, status, jsonable(answer))
+        else:
+            context = audit_context(author)
+            await self.store.resolve(request_id, status, jsonable(answer), context=context)
 
     async def settlement(self, request_id: str) -> tuple[RequestEvent, Settlement | None] | None:
         record = await self.store.get_request(request_id)
         return None if record is None else (record.event, settlement(record))
+
+
+def _warning_key(request_id: str) -> str:
+    return f"{request_id}!warning"

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
-from ..events import ClarificationRequest, RequestEvent, event_adapter
+from .._values.records import RequestRecord, RequestState
 from ..exceptions import (
     RequestAlreadyAnsweredError,
     RequestCancelledError,
@@ -35,7 +34,6 @@ from ..exceptions import (
     StoreCorruptError,
     UnknownRequestError,
 )
-from ..text import permission_question
 
 __all__ = [
     "JournalEntry",
@@ -50,13 +48,10 @@ __all__ = [
     "refusal",
 ]
 
-RequestState = Literal["pending", "answered", "declined", "expired", "cancelled"]
-"""Where a stored request stands."""
-
 RunState = Literal["running", "completed", "failed", "cancelled", "interrupted"]
 """Where a stored run stands; ``running`` also describes a run whose process died."""
 
-JournalKind = Literal["model", "tool", "alias", "conversation", "step"]
+JournalKind = Literal["model", "tool", "alias", "conversation", "step", "warning"]
 
 
 def dump_json(value: Any) -> str:
@@ -74,157 +69,6 @@ def dump_json(value: Any) -> str:
         return json.dumps(to_jsonable_python(value), ensure_ascii=True)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True, init=False)
-class RequestRecord:
-    """One request as a store keeps it.
-
-    Attributes:
-        request_id: The request id (derived from the asking call's path, so stable across
-            replays); the same name as on the request events and every method taking one.
-            ``id`` is its deprecated spelling (read, or given to the constructor), kept
-            for one release.
-        run_id: The root run that raised it.
-        agent_path: Agent names from the root to the asking agent.
-        kind: ``"permission"`` or the question kind (``"text"``, ``"choice"``, ...).
-        question: The question text (for a permission, a sentence naming the tool).
-        payload: The request event as JSON (``event_adapter()``), enough to validate and
-            show the request in another process.
-        options: Allowed answers, if any.
-        status: ``pending``, ``answered``, ``declined`` (the human refused to answer:
-            ``Decline()``), ``expired`` or ``cancelled``.
-        answer: The accepted answer as JSON-compatible data (None unless answered).
-        created_at: When it was raised (seconds since the epoch).
-        answered_at: When it left ``pending``.
-        expires_at: When it times out, if it has a timeout.
-        context: Free-form data about where it was shown or who answered (channel, sender).
-    """
-
-    request_id: str
-    run_id: str
-    agent_path: tuple[str, ...]
-    kind: str
-    question: str
-    payload: Mapping[str, Any]
-    options: tuple[str, ...] | None = None
-    status: RequestState = "pending"
-    answer: Any = None
-    created_at: float = field(default_factory=time.time)
-    answered_at: float | None = None
-    expires_at: float | None = None
-    context: Mapping[str, Any] = field(default_factory=dict[str, Any])
-
-    def __init__(
-        self,
-        *,
-        request_id: str | None = None,
-        run_id: str,
-        agent_path: tuple[str, ...],
-        kind: str,
-        question: str,
-        payload: Mapping[str, Any],
-        options: tuple[str, ...] | None = None,
-        status: RequestState = "pending",
-        answer: Any = None,
-        created_at: float | None = None,
-        answered_at: float | None = None,
-        expires_at: float | None = None,
-        context: Mapping[str, Any] | None = None,
-        id: str | None = None,  # the deprecated spelling of request_id
-    ) -> None:
-        if id is not None:
-            warnings.warn(
-                "RequestRecord(id=...) is deprecated: use request_id=",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            if request_id is not None and request_id != id:
-                raise TypeError("RequestRecord got both request_id and id, and they differ")
-            request_id = id
-        if request_id is None:
-            raise TypeError("RequestRecord needs request_id")
-        put = object.__setattr__  # frozen: the generated __init__ sets fields the same way
-        put(self, "request_id", request_id)
-        put(self, "run_id", run_id)
-        put(self, "agent_path", agent_path)
-        put(self, "kind", kind)
-        put(self, "question", question)
-        put(self, "payload", payload)
-        put(self, "options", options)
-        put(self, "status", status)
-        put(self, "answer", answer)
-        put(self, "created_at", time.time() if created_at is None else created_at)
-        put(self, "answered_at", answered_at)
-        put(self, "expires_at", expires_at)
-        put(self, "context", {} if context is None else context)
-
-    @property
-    def id(self) -> str:
-        """Deprecated: use ``request_id`` (removed in the next release)."""
-        warnings.warn(
-            "RequestRecord.id is deprecated: use request_id", DeprecationWarning, stacklevel=2
-        )
-        return self.request_id
-
-    @classmethod
-    def from_event(
-        cls,
-        event: RequestEvent,
-        *,
-        timeout: float | None = None,
-        context: Mapping[str, Any] | None = None,
-        now: float | None = None,
-    ) -> RequestRecord:
-        """The pending record of a request event."""
-        created = time.time() if now is None else now
-        if isinstance(event, ClarificationRequest):
-            kind, question, options = event.question_kind, event.question, event.options
-        else:
-            kind = "permission"
-            question = permission_question(event.tool_name, event.arguments)
-            options = None
-        return cls(
-            request_id=event.request_id,
-            run_id=event.run_id,
-            agent_path=event.agent_path,
-            kind=kind,
-            question=question,
-            payload=event_adapter().dump_python(event, mode="json"),
-            options=options,
-            created_at=created,
-            expires_at=None if timeout is None else created + timeout,
-            context=dict(context or {}),
-        )
-
-    @property
-    def event(self) -> RequestEvent:
-        """The request event this record was made from.
-
-        Raises:
-            StoreCorruptError: The stored payload is not a request event (names the request).
-        """
-        try:
-            event = event_adapter().validate_python(self.payload)
-        except ValueError as e:
-            raise StoreCorruptError(
-                f"request {self.request_id} (run {self.run_id}): its stored payload is not an event: "
-                f"{_first_line(e)}"
-            ) from None
-        if not isinstance(event, RequestEvent):
-            raise StoreCorruptError(
-                f"request {self.request_id} (run {self.run_id}): its stored payload is a "
-                f"{event.kind!r} event, not a question or permission request"
-            )
-        return event
-
-    def resolved(
-        self, status: RequestState, answer: Any = None, *, at: float | None = None
-    ) -> RequestRecord:
-        """A copy that left ``pending`` with ``status``."""
-        return replace(
-            self, status=status, answer=answer, answered_at=time.time() if at is None else at
-        )
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class JournalEntry:
     """One journaled fact of a run.
@@ -233,7 +77,8 @@ class JournalEntry:
         key: The call path it belongs to (see the module docstring).
         kind: ``"model"`` (a model response), ``"tool"`` (a tool result), ``"alias"`` (a
             question that joined an identical pending one: value is that one's id) or
-            ``"conversation"`` (a ``per_run`` sub-agent's messages after its last call) or ``"step"`` (the result of a tool's journaled ``ctx.step``).
+            ``"conversation"`` (a ``per_run`` sub-agent's messages after its last call) or ``"step"`` (the result of a tool's journaled ``ctx.step``) or ``"warning"`` (a request's
+            expiry warning went out: key ``<request id>!warning``, value when, in epoch seconds).
         value: JSON-compatible data.
     """
 
@@ -290,11 +135,6 @@ class Lease:
     holder: str
     expires_at: float
     fence: int = 0
-
-
-def _first_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return text if len(text) <= 300 else text[:299] + "…"
 
 
 def _usage_fields() -> frozenset[str]:
@@ -366,6 +206,9 @@ def entry_problem(kind: str, value: Any) -> str | None:
         return None if isinstance(value, list) else "a conversation entry must be a list"
     if kind == "step":
         return _step_entry_problem(value)
+    if kind == "warning":
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return None if ok else "a warning entry must be a number (when it went out)"
     return None  # a kind this check does not know: its reader checks it
 
 

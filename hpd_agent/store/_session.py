@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from .._core.output import output_text
+from ..backend import API, Authored
 from ..exceptions import UserError
 from ..hooks import Hook
 from ..messages import Message, message_adapter
@@ -254,7 +255,10 @@ async def _give_back(keeper: LeaseKeeper) -> None:
         await keeper.store.release_lease(keeper.lease.run_id, keeper.lease.holder)
 
 
-async def _answer_all(store: Store, run_id: str, answers: dict[str, Any]) -> None:
+async def _answer_all(store: Store, run_id: str, given: dict[str, Any]) -> None:
+    # An answer may come with its author (``Authored``); else code gave it, naming nobody.
+    authors = {rid: a.author for rid, a in given.items() if isinstance(a, Authored)}
+    answers = {rid: a.answer if isinstance(a, Authored) else a for rid, a in given.items()}
     # Every answer is checked before any is written: a refused one changes nothing.
     for request_id, answer in answers.items():
         stored = await store.get_request(request_id)
@@ -268,4 +272,5 @@ async def _answer_all(store: Store, run_id: str, answers: dict[str, Any]) -> Non
         if answer is CANCEL_REQUEST:
             await store.resolve(request_id, "cancelled")
         else:
-            await respond(store, request_id, answer, context={"channel": "resume"})
+            author = authors.get(request_id, API)
+            await respond(store, request_id, answer, by=author.by, channel=author.channel)

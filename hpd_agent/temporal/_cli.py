@@ -115,7 +115,36 @@ def _pending(args: argparse.Namespace, failure: Failure) -> int:
     return _session(args, failure, main)
 
 
+def _answerer(args: argparse.Namespace) -> tuple[str | None, Any]:
+    """Who answers (``--as``, else the OS user) and the ``--policy`` (``UserError``)."""
+    from ..exceptions import UserError
+    from ..governance import load_policy, os_user
+
+    if args.as_name is not None and not args.as_name.strip():
+        raise UserError("--as needs a name")
+    policy = None if args.policy is None else load_policy(args.policy)
+    return (args.as_name if args.as_name is not None else os_user()), policy
+
+
+async def _check(handle: Any, request_id: str, by: str | None, policy: Any) -> None:
+    """``AnswerRefusedError`` unless ``policy`` lets ``by`` answer the pending request (one
+    that is not pending is left to the update, which refuses it with its reason)."""
+    from ..backend import check_policy
+    from ..store import RequestRecord
+    from . import pending
+
+    for info in await pending(handle):
+        if info.request_id == request_id:
+            check_policy(policy, by, RequestRecord.from_event(info.event))
+
+
 def _answer(args: argparse.Namespace, failure: Failure) -> int:
+    from ..exceptions import UserError
+
+    try:
+        by, policy = _answerer(args)
+    except UserError as e:
+        return _usage(str(e))
     if args.decline:
         if args.text is not None or args.json:
             return _usage("--decline takes no answer: give TEXT or --decline, not both")
@@ -136,13 +165,15 @@ def _answer(args: argparse.Namespace, failure: Failure) -> int:
         from . import respond
 
         handle = client.get_workflow_handle(args.workflow_id)
+        if policy is not None:
+            await _check(handle, args.request_id, by, policy)
         typed = value
         if isinstance(value, str) and not args.json:
             try:
                 typed = await _typed(handle, args.request_id, value)
             except ValueError as e:
                 return _usage(_show(f"request {args.request_id}: {e}"))
-        answer = await respond(handle, args.request_id, typed)
+        answer = await respond(handle, args.request_id, typed, by=by)
         if isinstance(value, Decline):
             print(_show(f"declined {args.request_id}"))
         else:

@@ -92,7 +92,7 @@ def _refusal(error: WorkflowUpdateFailedError, request_id: str) -> BaseException
     return error
 
 
-async def respond(handle: _Handle, request_id: str, answer: Any) -> Any:
+async def respond(handle: _Handle, request_id: str, answer: Any, *, by: str | None = None) -> Any:
     """Answer a pending request of the run (a workflow update); the asker continues.
 
     Args:
@@ -101,6 +101,8 @@ async def respond(handle: _Handle, request_id: str, answer: Any) -> Any:
         answer: Text, an option, ``Approve``/``Deny`` or ``True``/``False`` for permissions,
             JSON data for a custom question; ``Decline()`` declines any request (the
             ``hpd_agent.decline`` update: it ends ``declined``).
+        by: Who answers: kept with the answer (channel ``"temporal"``), on the resolved
+            event and the workflow's request record.
 
     Returns:
         The answer as accepted (canonical JSON form), or the ``Decline`` as given.
@@ -111,10 +113,10 @@ async def respond(handle: _Handle, request_id: str, answer: Any) -> Any:
     """
     try:
         if isinstance(answer, Decline):
-            await handle.execute_update(DECLINE_UPDATE, args=[request_id])  # pyright: ignore[reportUnknownMemberType]
+            await handle.execute_update(DECLINE_UPDATE, args=[request_id, by])  # pyright: ignore[reportUnknownMemberType]
             return answer
         value = pydantic_core.to_jsonable_python(answer)
-        return await handle.execute_update(RESPOND_UPDATE, args=[request_id, value])  # pyright: ignore[reportUnknownMemberType]
+        return await handle.execute_update(RESPOND_UPDATE, args=[request_id, value, by])  # pyright: ignore[reportUnknownMemberType]
     except WorkflowUpdateFailedError as e:
         raise _refusal(e, request_id) from None
     except RPCError as e:

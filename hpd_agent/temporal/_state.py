@@ -11,11 +11,12 @@ The handlers registered on the workflow:
 - query ``hpd_agent.pending`` → the pending requests (``RequestRecord`` as JSON data);
 - query ``hpd_agent.events(offset, limit)`` → ``{"events": [JSON, ...], "next": n,
   "finished": b}`` (at most ``limit`` events, 1000 by default);
-- update ``hpd_agent.respond(request_id, answer)`` → the answer as accepted. Its validator
+- update ``hpd_agent.respond(request_id, answer[, by])`` → the answer as accepted (``by``,
+  who answers, is kept with it, channel ``"temporal"``). Its validator
   applies the store's checks (unknown id, already answered or declined, expired, cancelled,
   invalid answer): a refused answer is rejected before it reaches the workflow history, so
   nothing changes, and the caller gets the same error class (see ``_client``);
-- update ``hpd_agent.decline(request_id)``: the human declines to answer (``Decline()``);
+- update ``hpd_agent.decline(request_id[, by])``: the human declines to answer (``Decline()``);
   the request ends ``declined``, validated the same way.
 """
 
@@ -27,7 +28,7 @@ import anyio
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from ..backend import Final, Settlement
+from ..backend import Author, Final, Settlement
 from ..events import Event, RequestEvent, dump_event
 from ..exceptions import RequestError
 from ..questions import validate_answer
@@ -90,12 +91,15 @@ class WorkflowRequests:
         assert settled is not None
         return settled
 
-    async def resolve(self, request_id: str, status: Final, answer: Any) -> None:
+    async def resolve(
+        self, request_id: str, status: Final, answer: Any, *, author: Author | None = None
+    ) -> None:
         record = self.records.get(request_id)
         if record is None or record.status != "pending":
             raise refusal(record, request_id)
         stored = jsonable(answer) if status == "answered" else None
-        self.records[request_id] = record.resolved(status, stored, at=workflow.now().timestamp())
+        now = workflow.now().timestamp()
+        self.records[request_id] = record.resolved(status, stored, at=now, author=author)
         self._done[request_id].set()
 
     async def settlement(self, request_id: str) -> tuple[RequestEvent, Settlement | None] | None:
@@ -166,34 +170,39 @@ class RunState:
             "finished": self.finished and after >= len(self.events),
         }
 
-    def validate(self, request_id: str, answer: Any) -> None:
+    def validate(self, request_id: str, answer: Any, by: str | None = None) -> None:
         """The update's validator: refuses before anything is written to the history."""
         try:
             self.requests.check(request_id, answer)
         except RequestError as e:
             raise _failure(e) from None
 
-    async def respond(self, request_id: str, answer: Any) -> Any:
-        """The update: answer the request; the waiting asker continues."""
+    async def respond(self, request_id: str, answer: Any, by: str | None = None) -> Any:
+        """The update: answer the request (as given by ``by``); the waiting asker continues."""
         try:
             value = self.requests.check(request_id, answer)
-            await self.requests.resolve(request_id, "answered", value)
+            await self.requests.resolve(request_id, "answered", value, author=_author(by))
         except RequestError as e:
             # Validated, but the request ended in the same workflow task (a timer fired).
             raise _failure(e) from None
         return value
 
-    def validate_decline(self, request_id: str) -> None:
+    def validate_decline(self, request_id: str, by: str | None = None) -> None:
         """The decline update's validator: only a pending request can be declined."""
         try:
             self.requests.open_record(request_id)
         except RequestError as e:
             raise _failure(e) from None
 
-    async def decline(self, request_id: str) -> None:
-        """The decline update: the request ends declined; its asker is told so."""
+    async def decline(self, request_id: str, by: str | None = None) -> None:
+        """The decline update: the request ends declined (by ``by``); its asker is told so."""
         try:
             self.requests.open_record(request_id)
-            await self.requests.resolve(request_id, "declined", None)
+            await self.requests.resolve(request_id, "declined", None, author=_author(by))
         except RequestError as e:
             raise _failure(e) from None
+
+
+def _author(by: str | None) -> Author:
+    """The author of an answer given through a workflow update (channel ``"temporal"``)."""
+    return Author(by if isinstance(by, str) else None, "temporal")

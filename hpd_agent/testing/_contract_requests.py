@@ -12,6 +12,7 @@ import pytest
 
 from ..events import ClarificationRequest, PermissionRequest
 from ..exceptions import (
+    AnswerRefusedError,
     InvalidAnswerError,
     RequestAlreadyAnsweredError,
     RequestCancelledError,
@@ -19,6 +20,7 @@ from ..exceptions import (
     UnknownRequestError,
 )
 from ..permissions import Approve
+from ..questions import Decline
 from ..store import DEFAULT_LEASE_TTL, JournalEntry, RequestRecord, RunRecord, Store, respond
 
 __all__ = [
@@ -29,6 +31,7 @@ __all__ = [
     "test_store_add_request_is_idempotent_and_round_trips",
     "test_store_answer_context_is_merged_key_by_key",
     "test_store_journal_and_run_records",
+    "test_store_keeps_who_answered_once",
     "test_store_list_requests_filters_by_run_and_status",
     "test_store_permission_answers_are_checked_and_kept_as_json",
     "test_store_recover_expires_only_old_or_overdue_requests",
@@ -127,7 +130,8 @@ async def test_store_answer_context_is_merged_key_by_key(contract_store: Store) 
     )
     extra = {"who": {"name": "ana"}, "note": None, "n": 3}
     answered = await respond(store, "req_ctx", "Express", context=extra)
-    expected = {"channel": "test", "who": {"name": "ana"}, "note": None, "n": 3}
+    # ``respond`` adds the answer's channel ("api": code answered): it replaces the stored one.
+    expected = {"channel": "api", "who": {"name": "ana"}, "note": None, "n": 3}
     assert answered.context == expected
     stored = await store.get_request("req_ctx")
     assert stored is not None and stored.context == expected
@@ -135,7 +139,7 @@ async def test_store_answer_context_is_merged_key_by_key(contract_store: Store) 
     await respond(store, "req_flat", "x", context={"sender": "ana", "n": 1.5, "ok": True})
     flat = await store.get_request("req_flat")
     assert flat is not None
-    assert flat.context == {"channel": "test", "sender": "ana", "n": 1.5, "ok": True}
+    assert flat.context == {"channel": "api", "sender": "ana", "n": 1.5, "ok": True}
 
 
 @pytest.mark.anyio
@@ -149,7 +153,7 @@ async def test_store_respond_refuses_each_case_with_a_distinct_error(
     answered = await respond(store, "req_ok", "Express", context={"sender": "ana"})
     assert answered.status == "answered" and answered.answer == "Express"
     assert answered.answered_at is not None
-    assert answered.context == {"channel": "test", "sender": "ana"}
+    assert answered.context == {"channel": "api", "sender": "ana"}
     await store.resolve("req_exp", "expired")
     await store.resolve("req_can", "cancelled")
     # Each case its own error, from ``respond`` and from ``resolve`` alike.
@@ -188,6 +192,42 @@ async def test_store_permission_answers_are_checked_and_kept_as_json(
     assert record.kind == "permission"
     stored = await store.get_request("req_p")
     assert stored is not None and stored.answer == {"scope": "run", "kind": "approve"}
+
+
+class _OnlyAlice:
+    """A policy letting only alice answer."""
+
+    def allows(self, identity: str, request: RequestRecord) -> bool | str:
+        return identity == "alice" or f"{identity} is not alice"
+
+
+@pytest.mark.anyio
+async def test_store_keeps_who_answered_once(contract_store: Store) -> None:
+    # Who answered and on which channel are written with the answer (the context's
+    # ``answered_by`` and ``channel``) and never overwritten; a policy's refusal writes nothing.
+    store = contract_store
+    for rid in ("req_who", "req_no", "req_exp", "req_pol"):
+        await store.add_request(question(rid))
+    answered = await respond(store, "req_who", "Express", by="alice", channel="cli")
+    assert (answered.answered_by, answered.channel) == ("alice", "cli")
+    assert answered.answered_at is not None
+    with pytest.raises(RequestAlreadyAnsweredError):
+        await respond(store, "req_who", "Koa", by="bob", channel="web")
+    stored = await store.get_request("req_who")
+    assert stored is not None and stored.answer == "Express"
+    assert (stored.answered_by, stored.channel) == ("alice", "cli")
+    declined = await respond(store, "req_no", Decline(), by="bob", channel="web")
+    assert (declined.status, declined.answered_by, declined.channel) == ("declined", "bob", "web")
+    await store.resolve("req_exp", "expired")
+    expired = await store.get_request("req_exp")
+    assert expired is not None and (expired.answered_by, expired.channel) == (None, None)
+    with pytest.raises(AnswerRefusedError, match="bob is not alice"):
+        await respond(store, "req_pol", "Express", by="bob", policy=_OnlyAlice())
+    untouched = await store.get_request("req_pol")
+    assert untouched is not None and untouched.status == "pending"
+    assert untouched.context == {"channel": "test"} and untouched.answered_at is None
+    taken = await respond(store, "req_pol", "Express", by="alice", policy=_OnlyAlice())
+    assert (taken.status, taken.answered_by, taken.channel) == ("answered", "alice", "api")
 
 
 @pytest.mark.anyio

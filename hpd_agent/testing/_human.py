@@ -37,9 +37,12 @@ class ScriptedHuman(BaseHandler):
     the request ends ``"declined"``. A request no rule matches fails the run with
     ``UnexpectedRequestError``, so a test notices a question it did not expect.
 
+    Its answers are recorded as given on channel ``"api"`` (code answered), by ``by``.
+
     Args:
         answers: Shortcut: ``{question substring: answer}`` (an answer may be ``Decline()``).
         permissions: Shortcut: ``{tool name: Approve()/Deny()/Decline()/bool}``.
+        by: Who its answers are recorded as given by (``answered_by``); None: nobody named.
 
     Example:
         ```python
@@ -54,7 +57,10 @@ class ScriptedHuman(BaseHandler):
         answers: Mapping[str, Any] | None = None,
         *,
         permissions: Mapping[str, Decision | Decline | bool] | None = None,
+        by: str | None = None,
     ) -> None:
+        self.answered_by = by
+        """Who its answers are recorded as given by."""
         self.rules: list[Rule] = []
         """The rules, in the order they were added."""
         self.asked: list[RequestEvent] = []

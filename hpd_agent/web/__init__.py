@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from collections.abc import AsyncGenerator, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any
 
 import anyio
 from starlette.applications import Starlette
 
 from ..agent import Agent, check_examples
+from ..backend import AnswerPolicy
 from ..exceptions import UserError
 from ..hosting import is_loopback
 from ..store import Store, open_store
@@ -61,11 +62,12 @@ def create_app(
     agent: Agent,
     *,
     store: Store | str | os.PathLike[str] | None = None,
-    token: str | None = None,
+    token: str | Mapping[str, str] | None = None,
     agent_ref: str | None = None,
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] = (),
     examples: Sequence[str] | None = None,
+    policy: AnswerPolicy | None = None,
 ) -> Starlette:
     """An ASGI app serving ``agent``: AG-UI at ``POST /agent``, the inbox API, the page.
 
@@ -78,7 +80,8 @@ def create_app(
             directory. Runs are journaled there, so a restart loses no question; the threads
             live in the thread tables the store offers (``StoreCapabilities.threads``).
         token: When set, every route but the page and its static files needs
-            ``Authorization: Bearer <token>`` (401 otherwise).
+            ``Authorization: Bearer <token>`` (401 otherwise). Several by name: an answer
+            is recorded as given by the token's name (``"local"`` without a token).
         agent_ref: How the agent was named on the command line (shown by the page).
         allowed_hosts: Host names served besides the loopback ones (DNS rebinding guard;
             any other ``Host`` gets 421). None: only loopback names without a token, any
@@ -87,6 +90,8 @@ def create_app(
             besides the server's own page (any other ``Origin`` gets 403).
         examples: The prompts the page suggests (``GET /info``) instead of the agent's own
             (``Agent(examples=...)``); checked the same way.
+        policy: An ``AnswerPolicy`` (``hpd_agent.governance``) every answer must pass,
+            asked with that name: a refusal is a 403 saying why, nothing written.
 
     Returns:
         The Starlette app.
@@ -100,7 +105,13 @@ def create_app(
     threads = Threads(agent, resolved, db)
     lifespan = _lifespan(threads, db, resolved if owns_store else None)
     app = build_app(
-        threads, token, lifespan, hosts=allowed_hosts, origins=allowed_origins, examples=shown
+        threads,
+        token,
+        lifespan,
+        hosts=allowed_hosts,
+        origins=allowed_origins,
+        examples=shown,
+        policy=policy,
     )
     app.state.agent_name = agent.name
     app.state.agent_ref = agent_ref or agent.name

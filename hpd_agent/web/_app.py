@@ -8,7 +8,7 @@ other routes answer, list and replay a thread's requests and events (see docs/we
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,11 +22,12 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from ..exceptions import InvalidAnswerError, RequestError, UnknownRequestError
-from ..hosting import Guard
+from ..backend import AnswerPolicy, Author, Authored, check_policy
+from ..exceptions import AnswerRefusedError, InvalidAnswerError, RequestError, UnknownRequestError
+from ..hosting import IDENTITY, LOCAL, Guard
 from ..messages import AssistantMessage, Message, UserMessage
 from ..questions import Decline
-from ..store import Store, respond
+from ..store import CANCEL_REQUEST, Store, respond
 from ._body import MAX_BODY, BodyError, parse_body
 from ._requests import check_web_answer
 from ._resume import ResumeRefused, check_resume
@@ -117,10 +118,18 @@ async def _unsettled(store: Store, run_id: str, entries: list[ResumeEntry]) -> l
     return out
 
 
+def _identity(request: Request) -> str:
+    """Who a request came as: the name of the token it carried (``LOCAL`` without tokens)."""
+    return request.scope.get(IDENTITY) or LOCAL
+
+
 class _Routes:
-    def __init__(self, threads: Threads, examples: Sequence[str]) -> None:
+    def __init__(
+        self, threads: Threads, examples: Sequence[str], policy: AnswerPolicy | None
+    ) -> None:
         self.threads = threads
         self.examples = list(examples)
+        self.policy = policy
 
     @staticmethod
     def answered(
@@ -150,9 +159,9 @@ class _Routes:
             raise _HTTPError(400, f"not a RunAgentInput: {e.errors()[0]['msg']}") from None
         # Once the body is in (a slow client holds no slot), the start waits for its turn.
         async with self.threads.admission:
-            return await self._admitted(data)
+            return await self._admitted(data, _identity(request))
 
-    async def _admitted(self, data: RunAgentInput) -> Response:
+    async def _admitted(self, data: RunAgentInput, by: str) -> Response:
         thread = await self.threads.claim(data.thread_id)
         if thread.running:
             message = "a run is in progress on this thread"
@@ -161,7 +170,7 @@ class _Routes:
             )
         thread.running = True  # claimed before any await: a second input on it is "busy"
         try:
-            start = await self._start(thread, data)
+            start = await self._start(thread, data, by)
         except _Refused as e:
             thread.running = False
             self.threads.release(thread)  # a refused input leaves nothing behind
@@ -178,7 +187,7 @@ class _Routes:
     def _sse(frames: AsyncIterator[str]) -> Response:
         return StreamingResponse(frames, media_type="text/event-stream", headers=_SSE_HEADERS)
 
-    async def _start(self, thread: Thread, data: RunAgentInput) -> int:
+    async def _start(self, thread: Thread, data: RunAgentInput, by: str) -> int:
         threads, run_id = self.threads, data.run_id
         last = thread.run
         waiting = last is not None and last.status == "interrupted"
@@ -187,10 +196,16 @@ class _Routes:
                 raise _Refused("nothing to resume on this thread", "not_interrupted")
             entries = await _unsettled(threads.store, last.run_id, data.resume)
             try:
-                answers = await check_resume(threads.store, last.run_id, entries)
+                answers = await check_resume(
+                    threads.store, last.run_id, entries, by=by, policy=self.policy
+                )
             except ResumeRefused as e:
                 raise _Refused(str(e), e.code) from None
-            return await threads.runs.resume(thread, run_id, answers)
+            author = Author(by, "web")
+            given = {
+                rid: a if a is CANCEL_REQUEST else Authored(a, author) for rid, a in answers.items()
+            }
+            return await threads.runs.resume(thread, run_id, given)
         if waiting:
             message = (
                 "the thread's run waits: send resume entries for its interrupts (an empty "
@@ -249,15 +264,25 @@ class _Routes:
         record = await self.threads.store.get_request(request_id)
         if thread is None or record is None or not thread.owns(record.run_id):
             raise _HTTPError(404, "unknown request on this thread")
+        by, policy = _identity(request), self.policy
         try:
+            if record.status == "pending":  # who may answer, before the answer is read
+                check_policy(policy, by, record)
             value = answer if isinstance(answer, Decline) else check_web_answer(record, answer)
             live = thread.live
             accepted: Any = None
             if live is not None and record.status == "pending" and not live.done:
                 with contextlib.suppress(UnknownRequestError):
-                    accepted = await live.respond(request_id, value)
+                    accepted = await live.respond(
+                        request_id, value, by=by, channel="web", policy=policy
+                    )
             if accepted is None:
-                accepted = (await respond(self.threads.store, request_id, value)).answer
+                stored = await respond(
+                    self.threads.store, request_id, value, by=by, channel="web", policy=policy
+                )
+                accepted = stored.answer
+        except AnswerRefusedError as e:
+            raise _HTTPError(403, str(e)) from None
         except InvalidAnswerError as e:
             raise _HTTPError(400, str(e)) from None
         except UnknownRequestError as e:
@@ -293,18 +318,19 @@ async def _index(request: Request) -> Response:
 
 def build_app(
     threads: Threads,
-    token: str | None,
+    token: str | Mapping[str, str] | None,
     lifespan: Any,
     *,
     hosts: Sequence[str] | None = None,
     origins: Sequence[str] = (),
     examples: Sequence[str] = (),
+    policy: AnswerPolicy | None = None,
 ) -> Starlette:
     """The app's routes over ``threads``, behind the guard: ``token`` when given (the page
     and its static files public), only the loopback names and ``hosts`` (any Host with a
     token and no ``hosts``), no Origin but its own and ``origins``; ``GET /info`` suggests
-    ``examples``."""
-    r = _Routes(threads, examples)
+    ``examples``; answers given as the request's token name, under ``policy``."""
+    r = _Routes(threads, examples, policy)
     g = r.answered
     routes = [
         Route("/", _index, methods=["GET"]),

@@ -7,7 +7,6 @@ JSON Schema its answer follows, and turns a client's answer into what the store 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from ag_ui.core import Interrupt
@@ -17,7 +16,7 @@ from ..exceptions import InvalidAnswerError
 from ..permissions import Approve, Decision, Deny
 from ..questions import answer_schema_of, validate_answer
 from ..store import RequestRecord
-from ._translate import locate
+from ._translate import iso_time, locate
 
 __all__ = ["check_web_answer", "interrupt_of", "request_value", "response_schema"]
 
@@ -49,12 +48,6 @@ def response_schema(event: RequestEvent) -> dict[str, Any]:
     return answer_schema_of(event)
 
 
-def _iso(seconds: float | None) -> str | None:
-    if seconds is None:
-        return None
-    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
-
-
 def request_value(record: RequestRecord) -> dict[str, Any]:
     """The ``hpd_agent.request`` CUSTOM value (also listed by ``GET .../requests``).
 
@@ -73,7 +66,7 @@ def request_value(record: RequestRecord) -> dict[str, Any]:
         "toolCallId": where.tool_call_id,
         "subagentRunId": where.subagent_run_id,
         "invocationId": event.invocation_id or None,
-        "expiresAt": _iso(record.expires_at),
+        "expiresAt": iso_time(record.expires_at),
     }
     if isinstance(event, ClarificationRequest):
         value["context"] = event.context
@@ -97,7 +90,7 @@ def interrupt_of(record: RequestRecord) -> Interrupt:
         tool_call_id=where.tool_call_id,
         subagent_run_id=where.subagent_run_id,
         response_schema=response_schema(event),
-        expires_at=_iso(record.expires_at),
+        expires_at=iso_time(record.expires_at),
     )
 
 

@@ -1,7 +1,8 @@
 """Answers to an interrupted run's requests, carried by an AG-UI ``resume`` list.
 
 All or nothing: every entry is checked first (each names an open interrupt of this thread's
-run, every open interrupt is addressed once, each resolved payload fits its request). Nothing
+run, every open interrupt is addressed once, the server's answer policy lets the caller
+answer it, each resolved payload fits its request). Nothing
 is written here: the checked answers go to ``resume_stream(answers=...)``, which writes them
 once it holds the run's lease (so a resume refused by another holder's lease changes nothing).
 """
@@ -13,7 +14,8 @@ from typing import Any
 
 from ag_ui.core import ResumeEntry
 
-from ..exceptions import InvalidAnswerError
+from ..backend import AnswerPolicy, check_policy
+from ..exceptions import AnswerRefusedError, InvalidAnswerError
 from ..store import CANCEL_REQUEST, Store
 from ._requests import check_web_answer
 
@@ -28,13 +30,20 @@ class ResumeRefused(Exception):
         self.code = code
 
 
-async def check_resume(store: Store, run_id: str, entries: Sequence[ResumeEntry]) -> dict[str, Any]:
+async def check_resume(
+    store: Store,
+    run_id: str,
+    entries: Sequence[ResumeEntry],
+    *,
+    by: str | None = None,
+    policy: AnswerPolicy | None = None,
+) -> dict[str, Any]:
     """Check every entry against the run's open requests: the answers to give the run
     (``CANCEL_REQUEST`` for a cancelled interrupt), nothing written.
 
     Raises:
-        ResumeRefused: An unknown or repeated interrupt id, an open interrupt left out, or an
-            invalid payload.
+        ResumeRefused: An unknown or repeated interrupt id, an open interrupt left out, one
+            ``policy`` does not let ``by`` answer (or cancel), or an invalid payload.
     """
     open_ = {r.request_id: r for r in await store.list_requests(run_id=run_id)}
     answers: dict[str, Any] = {}
@@ -46,6 +55,10 @@ async def check_resume(store: Store, run_id: str, entries: Sequence[ResumeEntry]
             )
         if rid in answers:
             raise ResumeRefused(f"interrupt {rid!r} is answered twice", "duplicate_interrupt")
+        try:
+            check_policy(policy, by, open_[rid])
+        except AnswerRefusedError as e:
+            raise ResumeRefused(str(e), "not_allowed") from None
         if entry.status == "cancelled":
             answers[rid] = CANCEL_REQUEST
             continue

@@ -17,6 +17,7 @@ import hashlib
 import json
 import secrets
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from ag_ui.core import CustomEvent
@@ -28,6 +29,7 @@ from ..events import (
     Event,
     PermissionResolved,
     RequestEvent,
+    RequestExpiring,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -35,7 +37,7 @@ from ..events import (
 from ._view import ThreadView
 from ._wire import Out, Wire
 
-__all__ = ["Located", "Translator", "locate", "subagent_run_id", "tool_call_id"]
+__all__ = ["Located", "Translator", "iso_time", "locate", "subagent_run_id", "tool_call_id"]
 
 _DESCRIPTION_CHARS = 200
 
@@ -46,6 +48,13 @@ class Located:
 
     tool_call_id: str | None
     subagent_run_id: str | None
+
+
+def iso_time(seconds: float | None) -> str | None:
+    """Seconds since the epoch as the wire writes a time (ISO 8601, UTC, ``Z``)."""
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
 
 
 def subagent_run_id(event: Event) -> str | None:
@@ -150,6 +159,12 @@ class Translator:
             return self._request(event)
         if isinstance(event, ClarificationResolved | PermissionResolved):
             return [] if event.replayed else [self._resolved(event)]
+        if isinstance(event, RequestExpiring):
+            value = {"id": event.request_id, "expiresAt": iso_time(event.expires_at)}
+            sid = self._scope(event).sid
+            return [
+                CustomEvent(name="hpd_agent.request_expiring", value=value, subagent_run_id=sid)
+            ]
         return []
 
     def _text(self, event: TextDelta) -> list[Out]:

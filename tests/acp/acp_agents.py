@@ -172,6 +172,22 @@ def _broken(messages: Sequence[Message], info: ModelRequestParams) -> Step:
 broken = Agent("Broken", model=FunctionModel(_broken))
 
 
+# -- a tool that fails: its call ends "failed" ----------------------------------------------------
+@tool
+async def explode() -> str:
+    """Fail."""
+    raise RuntimeError("the tool broke")
+
+
+def _fumble(messages: Sequence[Message], info: ModelRequestParams) -> Step:
+    if not results(messages):
+        return tool_call("explode")
+    return text("recovered")
+
+
+fumbler = Agent("Fumbler", model=FunctionModel(_fumble), tools=[explode])
+
+
 # -- noisy: writes to stdout on import and while it runs -----------------------------------------
 @tool
 async def shout(word: str) -> str:

@@ -151,6 +151,8 @@ def test_the_trees_tool_calls_and_the_root_text(node: str, tmp_path: Path) -> No
         {"type": "content", "content": {"type": "text", "text": "deployed to prod1"}}
     ]
     assert seen["said"] == "top: mid: leaf: deployed to prod1"  # the root's text only
+    chunks = [u for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert len(chunks) == 1  # an answer the model did not stream: one chunk
     log = seen["log"]
     response = next(i for i, m in enumerate(log) if m.get("response") == "session/prompt")
     assert all(i < response for i, m in enumerate(log) if m.get("method") == "session/update")
@@ -161,6 +163,36 @@ def test_the_trees_tool_calls_and_the_root_text(node: str, tmp_path: Path) -> No
         if m.get("method") == "session/update" and m["params"]["update"] == calls[2]
     )
     assert announced < asked  # the tool call is announced before its permission is asked
+    # 9: the permission is asked on that very tool call, with the three options
+    permission = log[asked]["params"]
+    assert permission["sessionId"] == seen["session"]
+    assert permission["toolCall"]["toolCallId"] == calls[2]["toolCallId"]
+    assert permission["toolCall"]["title"] == "Top > Mid > Leaf: deploy"
+    assert permission["toolCall"]["rawInput"] == {"target": "prod1"}
+    assert [o["kind"] for o in permission["options"]] == [
+        "allow_once",
+        "allow_always",
+        "reject_once",
+    ]
+    assert len({o["optionId"] for o in permission["options"]}) == 3
+    # a tool whose result is an error ends "failed", its error as the content
+    fumbled = seen["fumbler"]
+    assert fumbled["stop"] == "end_turn"
+    call, end, answer = fumbled["updates"]
+    assert call["sessionUpdate"] == "tool_call" and call["title"] == "Fumbler: explode"
+    assert end["sessionUpdate"] == "tool_call_update" and end["toolCallId"] == call["toolCallId"]
+    assert end["status"] == "failed"
+    assert "RuntimeError: the tool broke" in end["content"][0]["content"]["text"]
+    assert answer["content"] == {"type": "text", "text": "recovered"}
+
+
+# -- 6: one turn at a time -------------------------------------------------------------------------
+def test_a_prompt_while_the_turn_runs_is_refused(node: str, tmp_path: Path) -> None:
+    seen = drive(node, "busy", tmp_path)
+    assert seen["second"] is not None and "still running" in seen["second"]["message"]
+    assert seen["stop"] == "end_turn"
+    assert seen["effects"] == ["deploy prod1"]  # the running turn went on, once
+    assert seen["other"] is True
 
 
 # -- 8 ---------------------------------------------------------------------------------------------
@@ -246,9 +278,13 @@ def test_without_forms(node: str, tmp_path: Path) -> None:
     assert kinds["confirm"]["effects"] == ["confirm=false"]
     assert kinds["choice"]["effects"] == ['choice="green"']
     assert kinds["text_options"]["effects"] == ['text_options="tabs"']
-    for kind in ("text", "choices"):  # ends unanswered at once
+    for kind in ("text", "input", "choices", "custom_flat", "action"):  # unanswered at once
         assert kinds[kind]["permissions"] == [] and kinds[kind]["effects"] == []
+        assert "cancelled before the user answered" in kinds[kind]["result"]
         assert kinds[kind]["stop"] == "end_turn"
+    dismissed = kinds["dismissed"]  # the permission dialog dismissed: the question cancelled
+    assert len(dismissed["permissions"]) == 1 and dismissed["effects"] == []
+    assert "cancelled" in dismissed["result"] and dismissed["stop"] == "end_turn"
 
 
 # -- 12 --------------------------------------------------------------------------------------------
@@ -259,6 +295,18 @@ def test_cancel(node: str, tmp_path: Path) -> None:
     assert seen["effectsAfterCancel"] == []
     assert seen["next"] == "end_turn"  # the session takes the next prompt
     assert seen["effects"] == ["deploy prod1"]  # the late approval reached nobody
+    # every call of the turn ended before the prompt was answered: deploy with the result its
+    # model got (it did not run), the sub-agent calls the cancel cut short "failed"
+    turn = seen["turnOne"]
+    top, mid, deploy = (u["toolCallId"] for u in turn if u["sessionUpdate"] == "tool_call")
+    ends = [u for u in turn if u["sessionUpdate"] == "tool_call_update"]
+    assert {u["toolCallId"]: u["status"] for u in ends} == {
+        deploy: "completed",
+        top: "failed",
+        mid: "failed",
+    }
+    assert len(ends) == 3
+    assert "did not run" in ends[0]["content"][0]["content"]["text"]
 
 
 # -- 13 --------------------------------------------------------------------------------------------
@@ -275,6 +323,27 @@ def test_a_store_keeps_sessions_across_a_killed_server(node: str, tmp_path: Path
     assert seen["effects"] == ["survey db"]  # no side effect ran again
     assert seen["models"].count("Clarifier") == 3
     assert seen["unknown"]["code"] == -32002
+
+
+def test_a_store_replays_completed_turns_and_the_history_goes_on(node: str, tmp_path: Path) -> None:
+    seen = drive(node, "reload", tmp_path)
+    assert seen["first"]["stops"] == ["end_turn", "end_turn"]
+    assert seen["second"]["init"]["agentCapabilities"]["loadSession"] is True
+    assert seen["second"]["replayed"] == [
+        ["user_message_chunk", "a"],
+        ["agent_message_chunk", "heard a"],
+        ["user_message_chunk", "b"],
+        ["agent_message_chunk", "heard a | b"],
+    ]
+    assert seen["second"]["stop"] == "end_turn"
+    assert seen["second"]["next"] == "heard a | b | c"
+
+
+# -- 2: stdin ending ---------------------------------------------------------------------------------
+def test_stdin_ending_mid_question_ends_the_server(node: str, tmp_path: Path) -> None:
+    seen = drive(node, "hangup", tmp_path)  # drive checks the exit: status 0, within 5 s, gone
+    assert seen["end"]["code"] == 0
+    assert seen["effects"] == ["survey db"]
 
 
 # -- 2: stdout -------------------------------------------------------------------------------------

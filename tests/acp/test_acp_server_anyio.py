@@ -7,12 +7,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
 import pytest
-from acp_agents import counted, echo, top
+from acp_agents import GATES, counted, echo, planner, top
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from hpd_agent import Agent
@@ -30,8 +31,13 @@ def counts(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
 class _Out(anyio.abc.ByteSendStream):
     def __init__(self, stream: MemoryObjectSendStream[bytes]) -> None:
         self.stream = stream
+        self.broken = False  # set: the reader has gone (a write fails, as EPIPE does)
+        self.refused = anyio.Event()  # a write failed so
 
     async def send(self, item: bytes) -> None:
+        if self.broken:
+            self.refused.set()
+            raise anyio.BrokenResourceError
         await self.stream.send(item)
 
     async def send_eof(self) -> None:
@@ -63,21 +69,41 @@ def _pipe() -> tuple[_Out, _In]:
 Handler = Callable[[str, Any], Awaitable[Any]]
 
 
+class _Updates(list[dict[str, Any]]):
+    """The updates the editor got, in order; ``reach`` waits for more."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._grew = anyio.Event()
+
+    def add(self, update: dict[str, Any]) -> None:
+        self.append(update)
+        self._grew.set()
+        self._grew = anyio.Event()
+
+    async def reach(self, count: int) -> None:
+        while len(self) < count:
+            await self._grew.wait()
+
+
 @asynccontextmanager
 async def client(
-    agent: Agent, on_request: Handler
-) -> AsyncIterator[tuple[Peer, list[dict[str, Any]]]]:
-    """A ``Peer`` as the editor, connected to the server; the updates it got."""
+    agent: Agent, on_request: Handler, *, store: str | None = None, out: list[_Out] | None = None
+) -> AsyncIterator[tuple[Peer, _Updates]]:
+    """A ``Peer`` as the editor, connected to the server; the updates it got (``out``
+    gets the server's output stream)."""
     to_server, server_in = _pipe()
     server_out, from_server = _pipe()
-    updates: list[dict[str, Any]] = []
+    if out is not None:
+        out.append(server_out)
+    updates = _Updates()
 
     async def note(method: str, params: Any) -> None:
-        updates.append(params["update"])
+        updates.add(params["update"])
 
     async def server() -> None:
         try:
-            await serve_streams(agent, server_in, server_out)
+            await serve_streams(agent, server_in, server_out, store=store)
         finally:
             await server_out.aclose()  # as a process's stdout closes when it exits
 
@@ -162,3 +188,49 @@ async def test_the_editor_going_away_stops_a_turn_waiting_for_it() -> None:
                 await asked.wait()
                 tg.cancel_scope.cancel()
     assert counted("effect") == []
+
+
+async def test_an_update_the_editor_no_longer_reads_leaves_the_turn_resumable(
+    tmp_path: Path,
+) -> None:
+    """The editor stops reading while a turn streams (its write fails before its read ends):
+    the turn is stopped as at any shutdown, not failed, and the next prompt resumes it."""
+    store = str(tmp_path / "sessions.db")
+    gate = GATES["db"] = anyio.Event()
+    out: list[_Out] = []
+    try:
+        with anyio.fail_after(30):
+            async with client(planner, _approve, store=store, out=out) as (peer, updates):
+                session = (await peer.request("session/new", {"cwd": "/tmp"}))["sessionId"]
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(_prompt_quietly, peer, session, "a plan")
+                    # Planner: Clarifier, then survey (held at its gate)
+                    await updates.reach(2)
+                    out[0].broken = True  # the survey's end is written to nobody
+                    gate.set()
+                    await out[0].refused.wait()  # the server's write failed; then it read EOF
+                    tg.cancel_scope.cancel()
+    finally:
+        GATES.clear()
+    asked: list[str] = []
+
+    async def pick(method: str, params: Any) -> Any:
+        asked.append(params["toolCall"]["title"])
+        option = next(o for o in params["options"] if o["name"] == "PostgreSQL")
+        return {"outcome": {"outcome": "selected", "optionId": option["optionId"]}}
+
+    with anyio.fail_after(30):
+        async with client(planner, pick, store=store) as (peer, updates):
+            prompt = [{"type": "text", "text": "and the tests"}]
+            answer = await peer.request("session/prompt", {"sessionId": session, "prompt": prompt})
+    assert answer == {"stopReason": "end_turn"}
+    said = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert said == ["Plan: The user chose PostgreSQL."] * 2  # the resumed turn, then this one
+    assert asked[0] == "Planner > Clarifier: Which database should the plan assume?"
+    assert counted("effect") == ["survey db"]  # the survey did not run again
+
+
+async def _prompt_quietly(peer: Peer, session: str, text: str) -> None:
+    prompt = [{"type": "text", "text": text}]
+    with contextlib.suppress(RPCError):  # the connection ends first
+        await peer.request("session/prompt", {"sessionId": session, "prompt": prompt})

@@ -44,6 +44,7 @@ CASES = [
     (("pending", "--db", DSN), "psycopg", "postgres"),
     (("answer", "req_1", "yes", "--db", DSN), "psycopg", "postgres"),
     (("resume", "run_1", "--db", DSN), "psycopg", "postgres"),
+    (("run", AGENT, "Hi", "--store", DSN), "psycopg", "postgres"),
     (("pending", *TEMPORAL), "temporalio", "temporal"),
     (("answer", "req_1", "yes", *TEMPORAL), "temporalio", "temporal"),
 ]

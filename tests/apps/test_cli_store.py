@@ -15,6 +15,7 @@ import durable_agents
 import pytest
 
 from hpd_agent.events import ClarificationRequest
+from hpd_agent.governance import os_user
 from hpd_agent.store import RequestRecord, SQLiteStore
 
 pytestmark = pytest.mark.anyio
@@ -175,6 +176,22 @@ async def test_resume_with_answer_completes_without_rerunning(workdir: Path) -> 
     assert durable_agents.read_lines("calls.txt") == durable_agents.EVERY_TURN
 
 
+async def test_resume_answers_are_recorded_as_given_on_the_cli(workdir: Path) -> None:
+    db = workdir / "runs.db"
+    agent = "durable_agents:build"
+    for who, expected in ((("--as", "carol"), "carol"), ((), os_user())):
+        run_id, rid = await _interrupted_run(db)
+        done = await cli(
+            workdir, "resume", run_id, "--db", str(db), "--agent", agent, "--answer",
+            f"{rid}=Hanami", *who,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        store = SQLiteStore(db)
+        record = await store.get_request(rid)
+        await store.aclose()
+        assert record is not None and (record.answered_by, record.channel) == (expected, "cli")
+
+
 def _resume_and_answer_from_another_terminal(
     db: Path, workdir: Path, run_id: str, rid: str, answer: tuple[str, ...] = ("Falcon",)
 ) -> subprocess.Popen[str]:
@@ -251,7 +268,7 @@ async def test_answer_decline(workdir: Path) -> None:
     await store.aclose()
     assert record is not None and (record.status, record.context) == (
         "declined",
-        {"channel": "cli"},
+        {"channel": "cli", "answered_by": os_user()},  # `answer` answers as the OS user
     )
     done = await cli(workdir, "resume", run_id, "--db", str(db), "--agent", "durable_agents:build")
     assert done.returncode == 0, done.stderr

@@ -895,3 +895,37 @@ async def test_questions_tool_rows_and_permission_arguments_wrap_to_the_width() 
     # A word too long for a line is cut across lines, nothing of it lost.
     flat = "".join(line.strip() for line in lines)
     assert flat.count(long_word) >= 4  # the option, the row, the argument, the result
+
+
+async def test_an_answer_typed_at_the_console_is_the_os_users_on_channel_console() -> None:
+    from hpd_agent.events import ClarificationResolved, Event
+    from hpd_agent.governance import os_user
+    from hpd_agent.hooks import Hook
+
+    told: list[tuple[str | None, str | None]] = []
+
+    class Watch(Hook):
+        def request_resolved(
+            self, event: Any, status: Any, answer: Any, author: Any = None
+        ) -> None:
+            told.append((author.by, author.channel))
+
+    seen: list[Event] = []
+
+    class Seeing(ConsoleHandler):
+        async def on_event(self, event: Event) -> None:
+            seen.append(event)
+            await super().on_event(event)
+
+    agent = Agent(
+        "A", model=ScriptedModel([tool_call("ask_user", question="Colour?"), text("ok")]),
+        tools=[ask_user()],
+    )  # fmt: skip
+    for kw, who in (({}, os_user()), ({"answered_by": "ops-desk"}, "ops-desk")):
+        screen = Screen()
+        handler = Seeing(console_for(screen), input=Keyboard(screen, ["red"]), **kw)
+        await agent.run("go", handler=handler, hooks=[Watch()])
+        agent.model.reset()  # type: ignore[attr-defined]
+        resolved = [e for e in seen if isinstance(e, ClarificationResolved)][-1]
+        assert (resolved.answered_by, resolved.channel, resolved.answer) == (who, "console", "red")
+    assert told == [(os_user(), "console"), ("ops-desk", "console")]

@@ -161,14 +161,14 @@ async def test_a_cancel_of_the_request_while_its_answer_is_written_has_one_outco
     cancel: list[str] = []
     write = store.resolve
 
-    async def resolve(request_id: str, status: Any, answer: Any) -> Any:
+    async def resolve(request_id: str, status: Any, answer: Any, **kw: Any) -> Any:
         if status == "answered" and not cancel:
             try:
                 run.cancel_request(request_id)
                 cancel.append("done")
             except RequestAlreadyAnsweredError:
                 cancel.append("refused")
-        return await write(request_id, status, answer)
+        return await write(request_id, status, answer, **kw)
 
     monkeypatch.setattr(store, "resolve", resolve)
     with anyio.fail_after(10):

@@ -60,6 +60,7 @@ def test_json_shape_is_stable() -> None:
             "tool_call_id": "call_1",
             "answer_schema": None,
             "label": None,
+            "expires_at": None,
             "kind": "clarification_request",
         }
     )

@@ -374,3 +374,23 @@ async def test_a_wrong_tool_or_query_is_refused() -> None:
         bad = await client.call_tool("Planner", {"task": "x"})
     assert bad.is_error and text_of(bad) == 'the tool takes {"query": string}'
     assert agents.counted("model") == []
+
+
+# -- who answered -----------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_answer_is_recorded_as_given_by_the_client_named_in_its_client_info(
+    mode: str, tmp_path: Path
+) -> None:
+    store = SQLiteStore(tmp_path / "runs.db")
+    human = Human(accept({"answer": "PostgreSQL"}))
+    named = types.Implementation(name="review-desk", version="1.0")
+    try:
+        server = mcp_server(agents.planner, store=store)
+        async with Client(server, mode=mode, elicitation_callback=human, client_info=named) as c:
+            with anyio.fail_after(60):
+                result = await c.call_tool("Planner", {"query": "a todo API"})
+        assert text_of(result) == "Plan: The user chose PostgreSQL."
+        [record] = await store.list_requests(status=None)
+    finally:
+        await store.aclose()
+    assert (record.status, record.answered_by, record.channel) == ("answered", "review-desk", "mcp")

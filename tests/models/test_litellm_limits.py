@@ -296,7 +296,8 @@ def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[st
     base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     base.pop("OPENAI_API_BASE", None)
     # Real requests allowed: the key check comes first, and the only server is on loopback.
-    base.update(env, PYTHONPATH=os.getcwd(), COLUMNS="80", HPD_AGENT_ALLOW_MODEL_REQUESTS="1")
+    base.pop("COLUMNS", None)  # written to a pipe: each message on one line
+    base.update(env, PYTHONPATH=os.getcwd(), HPD_AGENT_ALLOW_MODEL_REQUESTS="1")
     return subprocess.run(
         [sys.executable, "-m", "hpd_agent.cli", *args],
         capture_output=True,

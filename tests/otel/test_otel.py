@@ -133,6 +133,7 @@ async def test_depth3_question_tree_attributes_and_metrics(otel: Telemetry) -> N
         "hpd_agent.agent.path": ("Manager", "Architect", "Lead", "Engineer"),
         "hpd_agent.invocation_id": request.invocation_id,
         "hpd_agent.request.outcome": "answered",
+        "hpd_agent.channel": "api",  # a ScriptedHuman's answer, naming nobody
     }
     assert deepest["hpd_agent.invocation_id"] == request.invocation_id
     assert all(s.status.status_code is StatusCode.UNSET for s in otel.spans)
@@ -488,3 +489,40 @@ async def test_parallel_calls_of_one_agent_each_have_their_span_and_invocation_i
         assert wait.name == "await_human text"
         assert attrs(wait)["hpd_agent.invocation_id"] == inv
         assert attrs(wait)["hpd_agent.request.id"] == asked[inv].request_id
+
+
+async def test_await_human_names_who_answered_on_which_channel(otel: Telemetry) -> None:
+    model = ScriptedModel([tool_call("ask_user", question="Colour?"), text("done")], name="m")
+    agent = Agent("Asker", model=model, tools=[ask_user()])
+    async with agent.stream("go") as run:
+        async for event in run:
+            if isinstance(event, ClarificationRequest):
+                await run.respond(event.request_id, "red", by="alice", channel="web")
+    wait = otel.one("await_human text")
+    assert wait.attributes is not None
+    assert wait.attributes["hpd_agent.answered_by"] == "alice"
+    assert wait.attributes["hpd_agent.channel"] == "web"
+    # Who answered is not a metric label (names are unbounded).
+    (point,) = otel.metrics()["hpd_agent.human.wait.duration"]
+    assert "hpd_agent.answered_by" not in point.attributes
+
+
+async def test_await_human_names_an_author_who_answered_through_the_store(
+    otel: Telemetry, tmp_path: Path
+) -> None:
+    from hpd_agent.store import respond
+
+    store = SQLiteStore(tmp_path / "runs.db")
+    model = ScriptedModel([tool_call("ask_user", question="Colour?"), text("done")], name="m")
+    agent = Agent("Asker", model=model, tools=[ask_user()])
+    try:
+        async with agent.stream("go", store=store) as run:
+            async for event in run:
+                if isinstance(event, ClarificationRequest):
+                    await respond(store, event.request_id, "red", by="bob", channel="cli")
+    finally:
+        await store.aclose()
+    wait = otel.one("await_human text")
+    assert wait.attributes is not None
+    assert wait.attributes["hpd_agent.answered_by"] == "bob"
+    assert wait.attributes["hpd_agent.channel"] == "cli"

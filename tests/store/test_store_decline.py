@@ -133,9 +133,10 @@ async def test_resume_answers_can_decline(stores: tuple[Store, Store], workdir: 
     )
     assert resumed.output == DECLINED
     record = await run_side.get_request(rid)
-    assert record is not None and (record.status, record.context.get("channel")) == (
+    assert record is not None and (record.status, record.channel, record.answered_by) == (
         "declined",
-        "resume",
+        "api",  # code gave it (resume's answers=), naming nobody
+        None,
     )
 
 

@@ -16,6 +16,7 @@ import durable_agents
 import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
+from hpd_agent.governance import os_user
 from hpd_agent.store import RequestRecord, open_store
 
 pytestmark = pytest.mark.anyio
@@ -66,7 +67,8 @@ async def test_answer_from_another_process_wakes_the_run(
             assert done.returncode == 0, done.stderr
     assert outputs == ["Orchestrator: built with Sinatra"]
     record = await store.get_request(pending[0].request_id)
-    assert record is not None and record.context == {"channel": "cli", "sender": "ops"}
+    assert record is not None
+    assert record.context == {"channel": "cli", "sender": "ops", "answered_by": os_user()}
     assert durable_agents.read_lines("side_effects.txt") == ["scaffolded"]
     await store.aclose()
 

@@ -611,3 +611,37 @@ def test_tree_finds_every_nested_agent_model_and_tool(workdir: Path) -> None:
     assert tool is not None and tool._context_param is None  # a plain tool: an activity
     asker = tree.tool(("Planner", "Research", "Deep"), "ask_user")
     assert asker is not None and asker._context_param is not None  # stays in the workflow
+
+
+async def test_an_answer_through_temporal_names_who_gave_it(
+    client: Client, temporal_address: str, workdir: Path
+) -> None:
+    queue = _queue()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS / "governance")])}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "hpd_agent.cli", *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env)
+
+    async with _worker(client, queue):
+        handle = await _start(client, queue, "parallel")
+        first, second = await _pending(handle, 2)
+        await respond(handle, first.request_id, "one", by="dora")
+        where = ["--temporal", temporal_address, "--workflow-id", handle.id]
+        policy = ["--policy", "policies:OnlyAlice"]
+        refused = await asyncio.to_thread(
+            cli, "answer", *where, second.request_id, "two", "--as", "bob", *policy
+        )
+        assert refused.returncode == 2 and "only alice answers here" in refused.stderr
+        assert [r.request_id for r in await pending(handle)] == [second.request_id]
+        done = await asyncio.to_thread(
+            cli, "answer", *where, second.request_id, "--decline", "--as", "alice", *policy
+        )
+        assert done.returncode == 0, done.stderr
+        await handle.result()
+        events = await _events(handle)
+    resolved = [e for e in events if e.kind == "clarification_resolved"]
+    assert [(e.request_id, e.status, e.answered_by, e.channel) for e in resolved] == [  # type: ignore[union-attr]
+        (first.request_id, "answered", "dora", "temporal"),
+        (second.request_id, "declined", "alice", "temporal"),
+    ]

@@ -31,6 +31,7 @@ import os
 from collections.abc import Sequence
 
 from hpd_agent import Agent, ask_user, tool
+from hpd_agent.governance import PathPolicy
 from hpd_agent.messages import Message, ToolCall, ToolResultMessage, UserMessage
 from hpd_agent.models import ModelRequestParams, ModelResponse
 from hpd_agent.testing import FunctionModel, text, tool_call
@@ -206,3 +207,11 @@ def build_fanout() -> Agent:
 
 
 fanout = build_fanout()
+
+
+POLICY = PathPolicy(
+    {"alice": ["*"], "bob": ["Orchestrator", "Orchestrator > Manager*"]},
+    permissions={"delete_file": ["alice"]},
+)
+"""``serve --policy tests.web.agents:POLICY``: alice answers anything; bob the Orchestrator's
+requests and the Manager's tree (not the Writer's), but only alice decides ``delete_file``."""

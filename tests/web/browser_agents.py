@@ -8,7 +8,7 @@ Prompts:
   Manager, whose Specialist asks "Which database?" (options postgres/sqlite); then the
   Orchestrator calls ``delete_file``, which needs approval; then it answers
   ``Final answer: <every tool result>``.
-- ``forms``: in one turn, tools ask a yes/no question, a multiple choice, a custom form (a JSON
+- ``forms``: in one turn, tools ask a yes/no question (within ten minutes, warned of at once), a multiple choice, a custom form (a JSON
   schema), an action (visit a URL) and a value for a named argument; the final answer repeats
   the answers.
 - ``writers``: in one turn the Orchestrator calls the Writer twice (queries alpha and beta);
@@ -100,8 +100,8 @@ def delete_file(path: str) -> str:
 
 @tool
 async def confirm_deploy(ctx: ToolContext) -> str:
-    """Ask whether to deploy."""
-    return f"deploy={await ctx.confirm('Deploy now?')}"
+    """Ask whether to deploy (within ten minutes; warned of half a second in)."""
+    return f"deploy={await ctx.confirm('Deploy now?', timeout=600, warn_before=599.5)}"
 
 
 @tool

@@ -233,7 +233,13 @@ def test_question_kinds_confirm_multiple_choice_and_a_schema_form(
     features.get_by_label("auth").check()
     features.get_by_label("search").check()
     features.get_by_role("button", name="Send choice").click()
-    question(page, "Deploy now?").get_by_role("button", name="Yes").click()
+    deploy = question(page, "Deploy now?")
+    # Asked with a timeout: its card counts down, and is marked once the run warns of it.
+    countdown = deploy.get_by_role("timer")
+    expect(countdown).to_have_text(re.compile(r"^Expires in (10:00|9:[0-5]\d)$"))
+    expect(countdown).not_to_have_text(countdown.inner_text())  # second by second
+    expect(deploy).to_have_class(re.compile(r"\bexpiring\b"))
+    deploy.get_by_role("button", name="Yes").click()
 
     sign_in = page.locator('article[data-kind="action"]')
     expect(sign_in.get_by_role("link", name="Sign in to Example")).to_have_attribute(

@@ -322,6 +322,8 @@ class App {
     } else if (event.name === "hpd_agent.request_resolved") {
       this.inbox.remove(value.id);
       this.resolved(value.id);
+    } else if (event.name === "hpd_agent.request_expiring") {
+      this.inbox.expiring(value.id);
     }
   }
 

@@ -5,6 +5,8 @@
 // what kind of answer it wants; a permission names its tool and lists the arguments once.
 // Every question but a permission (whose Deny already refuses) can also be declined: the
 // person will not answer, and the asking tool is told so (QuestionNotAnswered "declined").
+// A question asked with a timeout counts down to its expiry on its card (one timer for the
+// whole inbox, running while such a card is listed), marked once the run warns it expires.
 import { argumentList } from "./args.js";
 import { el, prettyJSON, uid } from "./dom.js";
 import { renderInline, renderMarkdown } from "./markdown.js";
@@ -24,7 +26,23 @@ export class Inbox {
     this.decline = decline;
     this.cards = new Map();
     this.callLabel = () => ""; // subagentRunId -> the call's label, when the tree knows it
+    this.ticking = null; // the countdowns' interval, while a card has one
     this.update();
+  }
+
+  /** Marks the card of request `id` as expiring soon (the run's request_expiring). */
+  expiring(id) {
+    this.cards.get(id)?.classList.add("expiring");
+  }
+
+  /** Redraws every countdown; the timer stops once no card has one. */
+  tick() {
+    const counters = this.list.querySelectorAll(".expires[data-expires]");
+    for (const counter of counters) showCountdown(counter, Date.now());
+    if (counters.length === 0 && this.ticking !== null) {
+      clearInterval(this.ticking);
+      this.ticking = null;
+    }
   }
 
   /** Names agent call `subagentRunId` on its cards (learnt after they were listed). */
@@ -52,6 +70,9 @@ export class Inbox {
       (error) => this.submit(request, () => this.decline(request), error));
     this.cards.set(request.id, card);
     this.list.append(card);
+    if (card.querySelector(".expires[data-expires]") && this.ticking === null) {
+      this.ticking = setInterval(() => this.tick(), 1000);
+    }
     this.update();
     reveal(card);
     return true;
@@ -114,6 +135,22 @@ function reveal(card) {
   if (!typing) card.scrollIntoView({ block: "nearest" });
 }
 
+/** "Expires in 4:59" (h:mm:ss past an hour), then "Expired": the time left on `counter`
+ * (its data-expires, epoch milliseconds) at `now`. */
+export function showCountdown(counter, now) {
+  const left = Math.ceil((Number(counter.dataset.expires) - now) / 1000);
+  if (left <= 0) {
+    counter.textContent = "Expired";
+    counter.closest(".question")?.classList.add("expired");
+    return;
+  }
+  const h = Math.floor(left / 3600);
+  const m = Math.floor((left % 3600) / 60);
+  const sec = String(left % 60).padStart(2, "0");
+  counter.textContent = `Expires in ${h ? `${h}:${String(m).padStart(2, "0")}` : m}:${sec}`;
+  counter.closest(".question")?.classList.toggle("soon", left <= 60);
+}
+
 /** What the card asks for, by the request's kind (a question with options is a choice). */
 export function kindLabel(request) {
   const options = Array.isArray(request.options) && request.options.length > 0;
@@ -156,6 +193,14 @@ function buildCard(request, call, submit, decline) {
       title: "Refuse to answer: the agent is told you declined",
     }, "Decline to answer"));
   const expires = request.expiresAt ? new Date(request.expiresAt) : null;
+  let countdown = null;
+  if (expires && !Number.isNaN(expires.getTime())) {
+    countdown = el("p", {
+      class: "expires", role: "timer", "data-expires": String(expires.getTime()),
+      title: `Expires at ${expires.toLocaleTimeString()}`,
+    });
+    showCountdown(countdown, Date.now());
+  }
   return el("article", {
     class: "question", "data-request": request.id, "data-kind": request.kind, "aria-labelledby": titleId,
     "data-subagent": request.subagentRunId || undefined,
@@ -166,9 +211,7 @@ function buildCard(request, call, submit, decline) {
   el("p", { class: "agent-call", title: "The task of the call that asks" }, call),
   markdown(el("h3", { id: titleId }), titleOf(request), renderInline),
   request.context ? markdown(el("div", { class: "context" }), request.context, renderMarkdown) : null,
-  expires && !Number.isNaN(expires.getTime())
-    ? el("p", { class: "expires" }, `Expires at ${expires.toLocaleTimeString()}`) : null,
-  widget, refuse, error);
+  countdown, widget, refuse, error);
 }
 
 /** `element` showing `text` drawn as markdown by `render` (markdown.js: sanitized). */

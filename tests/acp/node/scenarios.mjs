@@ -63,12 +63,39 @@ export async function basics() {
   return { echo: { ...echo, log: undefined }, looper, broken };
 }
 
-// 7, 9 (and 23's server part): the tree's tool calls, the root's text, a deep permission
+// 7, 9 (and 23's server part): the tree's tool calls, the root's text, a deep permission;
+// a tool that fails
 export async function stream() {
-  return served(["acp_agents:top"], { permission: async () => selected("approve_once") }, async (ctx, ed) => {
+  const top = await served(["acp_agents:top"], { permission: async () => selected("approve_once") }, async (ctx, ed) => {
     const session = await newSession(ctx);
     const stop = await prompt(ctx, ed.log, session, "1");
     return { session, stop, said: said(ed.log, session) };
+  });
+  const fumbler = await served(["acp_agents:fumbler"], {}, async (ctx, ed) => {
+    const session = await newSession(ctx);
+    const stop = await prompt(ctx, ed.log, session, "go");
+    return { stop, updates: updates(ed.log, session) };
+  });
+  return { ...top, fumbler: { ...fumbler, log: undefined } };
+}
+
+// 6: a prompt while the session's turn still runs is refused; the running turn goes on
+export async function busy() {
+  const asked = signal();
+  const refused = signal();
+  const permission = async () => {
+    asked.resolve();
+    await refused.promise; // the turn waits here while the second prompt comes
+    return selected("approve_once");
+  };
+  return served(["acp_agents:top"], { permission }, async (ctx, ed) => {
+    const session = await newSession(ctx);
+    const turn = prompt(ctx, ed.log, session, "1");
+    await asked.promise;
+    const second = await failure(prompt(ctx, ed.log, session, "1"));
+    refused.resolve();
+    const other = await newSession(ctx); // another session is not held up meanwhile
+    return { second, stop: await turn, effects: counted("effect"), other: other !== session };
   });
 }
 
@@ -161,7 +188,7 @@ async function ask(ctx, ed, kind) {
   };
 }
 
-// 11: a client without forms
+// 11: a client without forms (a choice dismissed: picks has no answer for it)
 export async function fallback() {
   const picks = { confirm: "No", choice: "green", text_options: "tabs" };
   let kind = null;
@@ -171,9 +198,12 @@ export async function fallback() {
   };
   return served(["acp_agents:asker"], { forms: false, permission }, async (ctx, ed) => {
     const kinds = {};
-    for (kind of ["confirm", "choice", "text_options", "text", "choices"]) {
+    for (kind of ["confirm", "choice", "text_options", "text", "input", "choices", "custom_flat", "action"]) {
       kinds[kind] = await ask(ctx, ed, kind);
     }
+    delete picks.choice;
+    kind = "choice";
+    kinds.dismissed = await ask(ctx, ed, "choice");
     return { kinds };
   });
 }
@@ -201,7 +231,9 @@ export async function cancel() {
     release.resolve();
     const effectsAfterCancel = counted("effect");
     const next = await prompt(ctx, ed.log, session, "1");
-    return { stop, ms, effectsAfterCancel, next, effects: counted("effect"), asked: calls, tail: updates(ed.log, session).filter((u) => u.sessionUpdate === "tool_call_update" && u.status === "failed").length };
+    const first = ed.log.findIndex((m) => m.response === "session/prompt");
+    const turnOne = ed.log.slice(0, first).filter((m) => m.method === "session/update").map((m) => m.params.update);
+    return { stop, ms, effectsAfterCancel, next, effects: counted("effect"), asked: calls, turnOne };
   });
 }
 
@@ -260,4 +292,43 @@ export async function headline() {
     return { stop, permission: requests(ed.log, "session/request_permission")[0] };
   });
   return { planner: { ...planner, log: undefined }, top: { ...top, log: undefined } };
+}
+
+// 13: a store: completed turns replayed by session/load after the server ended, the history
+// going on from there
+export async function reload() {
+  const args = ["acp_agents:echo", "--store", process.env.HPD_ACP_STORE];
+  let session = null;
+  const first = await served(args, {}, async (ctx, ed) => {
+    session = await newSession(ctx);
+    const stops = [await prompt(ctx, ed.log, session, "a"), await prompt(ctx, ed.log, session, "b")];
+    return { stops };
+  });
+  const second = await served(args, {}, async (ctx, ed) => {
+    await ctx.request(acp.methods.agent.session.load, { sessionId: session, cwd: "/tmp", mcpServers: [] });
+    const replayed = updates(ed.log, session).map((u) => [u.sessionUpdate, u.content.text]);
+    const before = updates(ed.log, session).length;
+    const stop = await prompt(ctx, ed.log, session, "c");
+    const next = updates(ed.log, session).slice(before).filter((u) => u.sessionUpdate === "agent_message_chunk").map((u) => u.content.text).join("");
+    return { replayed, stop, next };
+  });
+  return { first: { ...first, log: undefined }, second: { ...second, log: undefined } };
+}
+
+// 2: stdin closed while a turn waits for the editor: the server ends its run and exits
+export async function hangup() {
+  const server = new Server(["acp_agents:planner"]);
+  const waiting = signal();
+  const ed = editor({ form: async () => { waiting.resolve(); return new Promise(() => {}); } });
+  let turn = null;
+  const connection = ed.app.connectWith(server.stream, async (ctx) => {
+    await initialize(ctx, ed.caps);
+    const session = await newSession(ctx);
+    turn = failure(prompt(ctx, ed.log, session, "a plan"));
+    await waiting.promise;
+    await turn;
+  }).catch((e) => ({ error: String(e) }));
+  await waiting.promise;
+  const end = await server.ended();
+  return { end, turn: await turn, connection: await connection, effects: counted("effect") };
 }
