@@ -36,6 +36,7 @@ from ._rpc import (
     Child,
     ConnectionClosed,
     RPCError,
+    as_object,
     spawn,
 )
 
@@ -240,7 +241,7 @@ class _Connection:
         with anyio.move_on_after(_START_WAIT):
             try:
                 result = await self.child.peer.request("initialize", params)
-                version = _object(result).get("protocolVersion")
+                version = as_object(result).get("protocolVersion")
                 ok = version == PROTOCOL_VERSION
                 problem = "" if ok else f"it speaks ACP version {shown(version)}, not 1"
             except RPCError as e:
@@ -257,7 +258,7 @@ class _Connection:
         try:
             params: dict[str, Any] = {"cwd": call.cwd, "mcpServers": []}
             created = await self._request(call, "session/new", params)
-            session = _object(created).get("sessionId")
+            session = as_object(created).get("sessionId")
             if not isinstance(session, str) or session in self.calls:
                 raise ACPAgentError(f"{self.name} answered session/new without a new sessionId")
             call.session = session
@@ -270,7 +271,7 @@ class _Connection:
             call.end()
             self.running.discard(call)
             call.finished.set()
-        return _result(self.name, _object(answered).get("stopReason"), call.answer())
+        return _result(self.name, as_object(answered).get("stopReason"), call.answer())
 
     async def _request(self, call: _Call, method: str, params: Any) -> Any:
         rid = self.child.peer.next_request_id
@@ -344,13 +345,13 @@ class _Connection:
         return await handler(call, fields)
 
     async def on_notification(self, method: str, params: Any) -> None:
-        fields = _object(params)
+        fields = as_object(params)
         if method != "session/update" or not isinstance(session := fields.get("sessionId"), str):
             return
         call = self.calls.get(session)
-        update = _object(fields.get("update"))
+        update = as_object(fields.get("update"))
         if call is not None and update.get("sessionUpdate") == "agent_message_chunk":
-            content = _object(update.get("content"))
+            content = as_object(update.get("content"))
             if content.get("type") == "text" and isinstance(text := content.get("text"), str):
                 call.add_text(text)
 
@@ -416,7 +417,7 @@ class _Call:
     # -- the agent's requests -----------------------------------------------------------
     async def permission(self, params: dict[str, Any]) -> Any:
         offered = _options(params.get("options"))
-        tool_call = _object(params.get("toolCall"))
+        tool_call = as_object(params.get("toolCall"))
         title = tool_call.get("title") or tool_call.get("toolCallId")
         tool_name = bounded(title, 500) if isinstance(title, str) else "tool"
         raw = tool_call.get("rawInput")
@@ -483,8 +484,8 @@ async def _fill(frame: ToolContext, spec: CustomQuestion, schema: dict[str, Any]
         answer = await frame.request(spec)
     except QuestionNotAnswered as e:
         return {"action": "decline"} if e.status == "declined" else None
-    declared = _object(schema.get("properties"))
-    given = _object(answer)
+    declared = as_object(schema.get("properties"))
+    given = as_object(answer)
     return {"action": "accept", "content": {k: v for k, v in given.items() if k in declared}}
 
 
@@ -506,7 +507,7 @@ def _selected(offered: list[tuple[str, str]], decision: Decision | None) -> Any:
 
 
 def _options(value: Any) -> list[tuple[str, str]]:
-    options = [_object(o) for o in cast(list[Any], value)] if isinstance(value, list) else []
+    options = [as_object(o) for o in cast(list[Any], value)] if isinstance(value, list) else []
     found = [(o.get("optionId"), o.get("kind")) for o in options]
     usable = [(i, k) for i, k in found if isinstance(i, str) and isinstance(k, str)]
     if not usable:
@@ -528,17 +529,13 @@ def _result(name: str, stop: Any, text: str) -> str:
 def _remote_path(holder: dict[str, Any]) -> tuple[str, ...]:
     """The agents an hpd tree names under its root (``_meta.hpd_agent.agent_path``, its
     first name, the remote root, left out); anything else names none."""
-    path = _object(_object(holder.get("_meta")).get("hpd_agent")).get("agent_path")
+    path = as_object(as_object(holder.get("_meta")).get("hpd_agent")).get("agent_path")
     if not isinstance(path, list):
         return ()
     names = cast(list[Any], path)[: _MAX_PATH + 1]
     if not all(isinstance(n, str) and 0 < len(n) <= 200 for n in names):
         return ()
     return tuple(cast(list[str], names[1:]))
-
-
-def _object(value: Any) -> dict[str, Any]:
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
 def _count(params: dict[str, Any], key: str) -> int | None:

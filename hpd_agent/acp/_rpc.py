@@ -49,6 +49,7 @@ __all__ = [
     "ConnectionClosed",
     "Peer",
     "RPCError",
+    "as_object",
     "spawn",
 ]
 
@@ -404,6 +405,12 @@ async def spawn(
 async def _within(scope: anyio.CancelScope, work: Callable[[], Awaitable[None]]) -> None:
     with scope:
         await work()
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one: what the other side sent as
+    params or a result, read without trusting its shape."""
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
 def _kill(process: anyio.abc.Process, sig: signal.Signals) -> None:
