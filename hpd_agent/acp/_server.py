@@ -327,7 +327,8 @@ class _Turn(HostedRun):
     it comes; each question asked in a task of the server's, ended when it ends otherwise)."""
 
     def __init__(self, run: Run, server: _Server) -> None:
-        super().__init__(run, channel=CHANNEL)  # the editor's answers
+        # the editor's answers, by the name it gave when this turn began
+        super().__init__(run, channel=CHANNEL, answered_by=server.client.name)
         self.server = server
         self._asking: dict[str, anyio.CancelScope] = {}
         self._running: dict[str, None] = {}
