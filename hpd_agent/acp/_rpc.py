@@ -14,6 +14,10 @@ or response with an invalid-request error; a response nobody waits for is droppe
 
 ``spawn`` starts a program with a ``Peer`` on its stdin/stdout (an ACP client's agent), in a
 process group of its own, and reaps it when left (stdin closed, then SIGTERM, then SIGKILL).
+
+And the words both of the server's parts share: what a client said of itself in
+``initialize`` (``Client``: form elicitation, its name, who its answers are given by, on
+``CHANNEL``), a tool call's id, title and ``_meta``.
 """
 
 from __future__ import annotations
@@ -25,18 +29,22 @@ import os
 import signal
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from ..events import format_path
 from ..exceptions import HpdAgentError
 from ..hosting import nests_deeper
 from ..text import bounded
 
 __all__ = [
     "CANCELLED",
+    "CHANNEL",
+    "EDITOR",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -46,11 +54,15 @@ __all__ = [
     "NOT_FOUND",
     "PARSE_ERROR",
     "Child",
+    "Client",
     "ConnectionClosed",
     "Peer",
     "RPCError",
     "as_object",
+    "call_id_of",
+    "meta",
     "spawn",
+    "title",
 ]
 
 PARSE_ERROR = -32700
@@ -67,6 +79,15 @@ MAX_LINE = 64 << 20
 """Longest message line read (bytes); a longer one ends the connection."""
 MAX_DEPTH = 100
 """Deepest nesting of arrays and objects in a message read."""
+
+CHANNEL = "acp"
+"""The channel the client's answers are recorded on."""
+
+EDITOR = "the editor"
+"""Who a denial is by (``Deny.reason``: "denied by the editor")."""
+
+_MAX_NAME = 200
+"""The longest client name kept with each answer (it is the other side's to choose)."""
 
 _log = logging.getLogger("hpd_agent.acp")
 
@@ -411,6 +432,47 @@ def as_object(value: Any) -> dict[str, Any]:
     """``value`` when it is a JSON object, else an empty one: what the other side sent as
     params or a result, read without trusting its shape."""
     return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class Client:
+    """What the client said of itself in ``initialize``, kept for the connection.
+
+    Attributes:
+        forms: It declared ``clientCapabilities.elicitation.form``: questions that are not
+            permissions are asked as forms.
+        name: Who its answers are recorded as given by (``answered_by``): its
+            ``clientInfo.name``, else ``CHANNEL``.
+    """
+
+    forms: bool = False
+    name: str = CHANNEL
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> Client:
+        """The client of an ``initialize`` request's params."""
+        caps = as_object(params.get("clientCapabilities"))
+        form = as_object(caps.get("elicitation")).get("form")  # present and not null
+        name = as_object(params.get("clientInfo")).get("name")
+        if not isinstance(name, str) or not name.strip():
+            name = CHANNEL
+        return cls(isinstance(form, dict), bounded(name, _MAX_NAME))
+
+
+def call_id_of(invocation_id: str, tool_call_id: str) -> str:
+    """A tool call's id for the client: unique in the session (each agent call of each run has
+    its own invocation id, its tool call ids are unique) and the same when a run replays."""
+    return f"{invocation_id}/{tool_call_id}"
+
+
+def meta(path: Sequence[str], **more: Any) -> dict[str, Any]:
+    """The ``_meta`` of an update or a question: the agent path, for programs."""
+    return {"hpd_agent": {"agent_path": list(path), **more}}
+
+
+def title(path: Sequence[str], what: str) -> str:
+    """What editors show: ``A > B: what``."""
+    return f"{format_path(path)}: {what}"
 
 
 def _kill(process: anyio.abc.Process, sig: signal.Signals) -> None:

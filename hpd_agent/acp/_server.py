@@ -3,7 +3,7 @@
 Each ACP session is a conversation (``hosting.RunHost``), each ``session/prompt`` a turn
 whose events go out as they come: the root agent's text as ``agent_message_chunk``, every
 tool call of the tree as a ``tool_call`` titled ``A > B: tool`` and its ``tool_call_update``.
-Each question goes out as soon as it is asked, in a task of its own (``_server_questions``);
+Each question goes out as soon as it is asked, in a task of its own (``Questions``);
 the client's reply is its answer, given by its ``clientInfo.name`` on channel ``acp``. With a
 store each session is kept in its thread tables (space ``acp``), and a turn a stopped server
 left running is resumed by the session's next prompt.
@@ -12,10 +12,12 @@ left running is resumed by the session's next prompt.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
+import logging
 import os
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -33,13 +35,36 @@ from ..events import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from ..hosting import HostedRun, Outcome, RunHost, UnknownRunError, outcome_of, protocol_stdio
+from ..hosting import (
+    PERMISSION_OPTIONS,
+    HostedRun,
+    Outcome,
+    RunHost,
+    UnknownRunError,
+    choices_of,
+    decision_of,
+    form_for,
+    outcome_of,
+    protocol_stdio,
+)
+from ..permissions import Deny
+from ..questions import Decline
 from ..run import Run
 from ..store import Store, ThreadData, ThreadTables, open_store
 from ..version import __version__
 from . import _rpc as rpc
-from ._rpc import ConnectionClosed, Peer, RPCError, as_object
-from ._server_questions import CHANNEL, Client, Questions, call_id_of, meta, title
+from ._rpc import (
+    CHANNEL,
+    EDITOR,
+    Client,
+    ConnectionClosed,
+    Peer,
+    RPCError,
+    as_object,
+    call_id_of,
+    meta,
+    title,
+)
 
 __all__ = ["SPACE", "serve_stdio", "serve_streams"]
 
@@ -48,6 +73,8 @@ SPACE = "acp"
 run id → the turn's status, an item per prompt and answer (what ``session/load`` replays)."""
 
 PROTOCOL_VERSION = 1
+
+_log = logging.getLogger("hpd_agent.acp")
 
 
 async def serve_stdio(agent: Agent, *, store: Store | str | None = None) -> None:
@@ -443,3 +470,116 @@ def _prompt_text(blocks: Any) -> str:
     if not joined.strip():
         raise RPCError(rpc.INVALID_PARAMS, "the prompt holds no text")
     return joined
+
+
+class Questions:
+    """One question of a turn asked of the client, and its reply given to the run."""
+
+    def __init__(self, peer: Peer, session_id: str, hosted: HostedRun, client: Client) -> None:
+        self.peer = peer
+        self.session_id = session_id
+        self.hosted = hosted
+        self.client = client
+
+    async def ask(self, request: ClarificationRequest | PermissionRequest, scope: Any) -> None:
+        """Ask ``request`` until it is answered or ends (``scope`` is cancelled then)."""
+        with scope:
+            try:
+                if isinstance(request, PermissionRequest):
+                    await self._permission(request)
+                elif self.client.forms:
+                    await self._form(request)
+                else:
+                    await self._fallback(request)
+            except ConnectionClosed:
+                return  # nobody to ask any more: the run stops with the connection
+            except RPCError as e:  # the client could not ask it: it ends unanswered
+                _log.warning("acp: the client failed a question: %s", e.message)
+                await self.hosted.cancel_request(request.request_id)
+
+    def _tool_call(self, request: ClarificationRequest | PermissionRequest) -> str:
+        if request.tool_call_id is None:
+            return request.request_id
+        return call_id_of(request.invocation_id, request.tool_call_id)
+
+    async def _pick(
+        self, request: ClarificationRequest | PermissionRequest, call: dict[str, Any], options: Any
+    ) -> str | None:
+        """A ``session/request_permission`` on the request's tool call: the option selected
+        (``""`` for a malformed reply), None when it was dismissed."""
+        call = {"toolCallId": self._tool_call(request), **call}
+        params = {"sessionId": self.session_id, "toolCall": call, "options": list(options)}
+        outcome = as_object(await self.peer.request("session/request_permission", params))
+        picked = as_object(outcome.get("outcome"))
+        if picked.get("outcome") != "selected":
+            return None
+        option = picked.get("optionId")
+        return option if isinstance(option, str) else ""
+
+    async def _permission(self, request: PermissionRequest) -> None:
+        call = {
+            "title": title(request.agent_path, request.tool_name),
+            "rawInput": request.arguments,
+            "_meta": meta(request.agent_path, tool_name=request.tool_name),
+        }
+        options = (
+            {"optionId": o.id, "name": o.label, "kind": o.acp_kind} for o in PERMISSION_OPTIONS
+        )
+        picked = await self._pick(request, call, options)
+        answer: Any = Decline() if picked is None else decision_of(picked, by=EDITOR)
+        if answer is None:
+            answer = Deny(reason=f"{EDITOR} picked an option that was not offered")
+        await self.hosted.answer_request(request.request_id, lambda: answer)
+
+    async def _form(self, request: ClarificationRequest) -> None:
+        note: str | None = None
+        while True:
+            form = form_for(request, note, by=EDITOR)
+            params: dict[str, Any] = {
+                "sessionId": self.session_id,
+                "mode": "form",
+                "message": form.message,
+                "requestedSchema": form.schema,
+                "_meta": meta(request.agent_path),
+            }
+            if request.tool_call_id is not None:
+                params["toolCallId"] = self._tool_call(request)
+            reply = as_object(await self.peer.request("elicitation/create", params))
+            action = reply.get("action")
+            if action == "accept":
+                content = reply.get("content")
+                taken = cast(Mapping[str, Any], content) if isinstance(content, dict) else None
+                note = await self.hosted.answer_request(
+                    request.request_id, functools.partial(form.read, taken)
+                )
+                if note is None:
+                    return
+            elif action == "decline":
+                await self.hosted.answer_request(request.request_id, Decline)
+                return
+            else:  # dismissed: this question ends, the turn goes on
+                await self.hosted.cancel_request(request.request_id)
+                return
+
+    async def _fallback(self, request: ClarificationRequest) -> None:
+        """A client without forms: a finite answer picked as a permission option."""
+        choices = choices_of(request)
+        if choices is None:
+            await self.hosted.cancel_request(request.request_id)  # it cannot be asked
+            return
+        call = {"title": form_for(request, by=EDITOR).message, "_meta": meta(request.agent_path)}
+        options = (
+            {
+                "optionId": str(i),
+                "name": name,
+                "kind": "reject_once" if a is False else "allow_once",
+            }
+            for i, (name, a) in enumerate(choices)
+        )
+        picked = await self._pick(request, call, options)
+        index = int(picked) if picked is not None and picked.isdigit() else -1
+        if not 0 <= index < len(choices):
+            await self.hosted.cancel_request(request.request_id)  # dismissed
+            return
+        answer = choices[index][1]
+        await self.hosted.answer_request(request.request_id, lambda: answer)
