@@ -207,16 +207,19 @@ def _add_demo_command(sub: Any) -> None:
         action="store_true",
         help="the A2A headline: a remote Planner in a second process asks through A2A",
     )
+    demo.add_argument(
+        "--acp",
+        action="store_true",
+        help="the ACP headline: a Planner served by hpd-agent acp, a sub-agent over ACP, asks",
+    )
     demo.set_defaults(func=_cmd_demo)
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     if args.api_base and not args.model:
         raise _Fail(EXIT_USAGE, "demo: --api-base goes with --model, e.g. --model openai/<name>")
-    if args.a2a:
-        from ._apps.a2a_demo import run_demo_a2a
-
-        return run_demo_a2a(args, _console(), _run, _stdin_note)
+    if args.a2a or args.acp:
+        return _cmd_demo_across(args)
     _missing_key(args.model, args.api_base)  # first: nothing else to load to say it
     import anyio
 
@@ -268,6 +271,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
         status = _run(console, main)
         return EXIT_INTERRUPTED if cancelled and status == 0 else status
+
+
+def _cmd_demo_across(args: argparse.Namespace) -> int:
+    """``demo --a2a`` / ``demo --acp``: the headline across a protocol, offline."""
+    if args.a2a:
+        from ._apps.a2a_demo import run_demo_a2a
+
+        return run_demo_a2a(args, _console(), _run, _stdin_note)
+    from ._apps.acp_demo import run_demo_acp
+
+    return run_demo_acp(args, _console(), _run, _stdin_note)
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:

@@ -44,7 +44,9 @@ HpdAgentError
 ```
 
 Integrations add theirs under the same root: ``hpd_agent.a2a.RemoteAgentError`` (a remote
-agent's task failed, was rejected or canceled, or the remote could not be reached).
+agent's task failed, was rejected or canceled, or the remote could not be reached) and
+``hpd_agent.acp.ACPAgentError`` (an ACP agent's call failed: it could not be started, exited,
+answered with an error, or ended its turn refused or cancelled).
 """
 
 from __future__ import annotations

@@ -28,9 +28,16 @@ from ..messages import Message, ToolResultMessage, UserMessage
 from ..models import ModelRequestParams
 from ..testing import FunctionModel, text, tool_call
 from ..testing._models import Step
+from ..tools import Tool, Toolset
 from .demo import DEFAULT_PROMPT, FRAMEWORKS
 
-__all__ = ["orchestrator_agent", "planner_agent", "run_demo_a2a", "served_planner"]
+__all__ = [
+    "orchestrator_agent",
+    "orchestrator_of",
+    "planner_agent",
+    "run_demo_a2a",
+    "served_planner",
+]
 
 _READY = "A2A "
 """How B's first stdout line starts (then its URL)."""
@@ -87,7 +94,11 @@ def orchestrator_agent(url: str) -> Agent:
     """A's Orchestrator: its one tool is the Planner B serves at ``url``."""
     from ..a2a import RemoteAgent
 
-    planner = RemoteAgent(url, name="Planner").as_tool()
+    return orchestrator_of(RemoteAgent(url, name="Planner").as_tool())
+
+
+def orchestrator_of(planner: Tool | Toolset) -> Agent:
+    """The Orchestrator whose one tool, ``Planner``, is a remote Planner (A2A or ACP)."""
     return Agent("Orchestrator", model=FunctionModel(_orchestrator), tools=[planner])
 
 

@@ -35,7 +35,7 @@ class Author:
 
     Attributes:
         by: The identity: a person (``hpd-agent answer --as``, the OS user), a server
-            token's name (``"local"`` on a server without tokens), an MCP client's name,
+            token's name (``"local"`` on a server without tokens), an MCP or ACP client's name,
             ``grant:<id>``; None when the channel names nobody.
         channel: Where the answer came from: one of ``CHANNELS``, or an adapter's own.
     """

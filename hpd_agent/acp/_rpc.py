@@ -11,6 +11,13 @@ What comes from the other side is untrusted: a line longer than ``MAX_LINE`` end
 connection (nothing can be resynchronised inside it), a line that is not JSON or nests deeper
 than ``MAX_DEPTH`` is answered with a parse error, a message that is no request, notification
 or response with an invalid-request error; a response nobody waits for is dropped.
+
+``spawn`` starts a program with a ``Peer`` on its stdin/stdout (an ACP client's agent), in a
+process group of its own, and reaps it when left (stdin closed, then SIGTERM, then SIGKILL).
+
+And the words both of the server's parts share: what a client said of itself in
+``initialize`` (``Client``: form elicitation, its name, who its answers are given by, on
+``CHANNEL``), a tool call's id, title and ``_meta``.
 """
 
 from __future__ import annotations
@@ -18,19 +25,26 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable
+import os
+import signal
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, cast
 
 import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
+from ..events import format_path
 from ..exceptions import HpdAgentError
 from ..hosting import nests_deeper
 from ..text import bounded
 
 __all__ = [
     "CANCELLED",
+    "CHANNEL",
+    "EDITOR",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
@@ -39,9 +53,16 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "NOT_FOUND",
     "PARSE_ERROR",
+    "Child",
+    "Client",
     "ConnectionClosed",
     "Peer",
     "RPCError",
+    "as_object",
+    "call_id_of",
+    "meta",
+    "spawn",
+    "title",
 ]
 
 PARSE_ERROR = -32700
@@ -58,6 +79,15 @@ MAX_LINE = 64 << 20
 """Longest message line read (bytes); a longer one ends the connection."""
 MAX_DEPTH = 100
 """Deepest nesting of arrays and objects in a message read."""
+
+CHANNEL = "acp"
+"""The channel the client's answers are recorded on."""
+
+EDITOR = "the editor"
+"""Who a denial is by (``Deny.reason``: "denied by the editor")."""
+
+_MAX_NAME = 200
+"""The longest client name kept with each answer (it is the other side's to choose)."""
 
 _log = logging.getLogger("hpd_agent.acp")
 
@@ -137,6 +167,13 @@ class Peer:
                     tg.cancel_scope.cancel()
         finally:
             self._close()
+
+    @property
+    def next_request_id(self) -> int:
+        """The id the next ``request`` sends: read right before calling it (no ``await``
+        between), it names that request in what the other side sends about it (an ACP
+        request-scoped elicitation carries it as ``requestId``)."""
+        return self._next_id + 1
 
     async def request(self, method: str, params: Any) -> Any:
         """Send a request and wait for its result.
@@ -295,6 +332,154 @@ class Peer:
             if not waiter.done.is_set():
                 waiter.error = ConnectionClosed()
                 waiter.done.set()
+
+
+class Child:
+    """A program ``spawn`` started, with its ``peer``: ``exited`` is set once it has exited
+    (reaped at once), ``status`` its exit status."""
+
+    def __init__(self, process: anyio.abc.Process, peer: Peer, tg: anyio.abc.TaskGroup) -> None:
+        self.process = process
+        self.peer = peer
+        self.tg = tg
+        """A task group living as long as the program: for requests that outlive a caller
+        (cancelled with the scope around ``spawn``: shield what must outlive that too)."""
+        self.exited = anyio.Event()
+        self.status: int | None = None
+
+    @property
+    def broken(self) -> bool:
+        """Whether the program has exited or its connection has ended."""
+        return self.exited.is_set() or self.peer.closed.is_set()
+
+    async def _watch(self) -> None:
+        self.status = await self.process.wait()
+        self.exited.set()
+        with anyio.move_on_after(1):  # what it wrote before exiting is still read
+            await self.peer.closed.wait()
+        await self.peer.aclose()
+
+    async def close(self, grace: float = 5.0, kill_grace: float = 2.0) -> None:
+        """End the program: stdin closed, ``grace`` seconds to exit, then SIGTERM,
+        ``kill_grace`` seconds, then SIGKILL, each to its process group. It waits for the
+        process itself: the watching task may be cancelled already (the scope ending)."""
+        with anyio.CancelScope(shield=True):
+            await self.peer.aclose()
+            for sig, wait in ((None, grace), (signal.SIGTERM, kill_grace), (signal.SIGKILL, None)):
+                if sig is not None:
+                    _kill(self.process, sig)
+                with anyio.move_on_after(float("inf") if wait is None else wait):
+                    self.status = await self.process.wait()
+                    break
+            self.exited.set()
+
+
+@asynccontextmanager
+async def spawn(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    on_request: Handler,
+    on_notification: Listener,
+    before_close: Callable[[], Awaitable[None]] | None = None,
+) -> AsyncGenerator[Child]:
+    """Start ``argv`` with a ``Peer`` on its stdin/stdout (its stderr is this process's);
+    leaving closes it (``Child.close``) and reaps it, its process group killed. Until then
+    the connection serves on, even while the scope around it is cancelled: ``before_close``
+    (shielded) may finish the work in progress over it first.
+
+    Raises:
+        OSError: The program cannot be started.
+    """
+    process = await anyio.open_process(
+        list(argv), cwd=cwd, env=dict(env), stderr=None, start_new_session=True
+    )
+    assert process.stdin is not None and process.stdout is not None
+    peer = Peer(
+        process.stdout, process.stdin, on_request=on_request, on_notification=on_notification
+    )
+    try:
+        async with anyio.create_task_group() as tg:
+            child = Child(process, peer, tg)
+            # Each shielded: a cancelled caller does not cut the program off (its other
+            # users may still end their work over the connection); stopped once it is closed.
+            kept = (anyio.CancelScope(shield=True), anyio.CancelScope(shield=True))
+            tg.start_soon(_within, kept[0], peer.serve)
+            tg.start_soon(_within, kept[1], child._watch)  # pyright: ignore[reportPrivateUsage]
+            try:
+                yield child
+            finally:
+                with anyio.CancelScope(shield=True):
+                    if before_close is not None:
+                        await before_close()
+                    await child.close()
+                for scope in kept:
+                    scope.cancel()
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            _kill(process, signal.SIGKILL)  # stragglers of its group
+            await process.aclose()
+
+
+async def _within(scope: anyio.CancelScope, work: Callable[[], Awaitable[None]]) -> None:
+    with scope:
+        await work()
+
+
+def as_object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one: what the other side sent as
+    params or a result, read without trusting its shape."""
+    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class Client:
+    """What the client said of itself in ``initialize``, kept for the connection.
+
+    Attributes:
+        forms: It declared ``clientCapabilities.elicitation.form``: questions that are not
+            permissions are asked as forms.
+        name: Who its answers are recorded as given by (``answered_by``): its
+            ``clientInfo.name``, else ``CHANNEL``.
+    """
+
+    forms: bool = False
+    name: str = CHANNEL
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> Client:
+        """The client of an ``initialize`` request's params."""
+        caps = as_object(params.get("clientCapabilities"))
+        form = as_object(caps.get("elicitation")).get("form")  # present and not null
+        name = as_object(params.get("clientInfo")).get("name")
+        if not isinstance(name, str) or not name.strip():
+            name = CHANNEL
+        return cls(isinstance(form, dict), bounded(name, _MAX_NAME))
+
+
+def call_id_of(invocation_id: str, tool_call_id: str) -> str:
+    """A tool call's id for the client: unique in the session (each agent call of each run has
+    its own invocation id, its tool call ids are unique) and the same when a run replays."""
+    return f"{invocation_id}/{tool_call_id}"
+
+
+def meta(path: Sequence[str], **more: Any) -> dict[str, Any]:
+    """The ``_meta`` of an update or a question: the agent path, for programs."""
+    return {"hpd_agent": {"agent_path": list(path), **more}}
+
+
+def title(path: Sequence[str], what: str) -> str:
+    """What editors show: ``A > B: what``."""
+    return f"{format_path(path)}: {what}"
+
+
+def _kill(process: anyio.abc.Process, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)  # its children too
+    with contextlib.suppress(ProcessLookupError, OSError):  # it may have left the group
+        process.send_signal(sig)
 
 
 class _Waiter:

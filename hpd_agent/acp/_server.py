@@ -3,12 +3,10 @@
 Each ACP session is a conversation (``hosting.RunHost``), each ``session/prompt`` a turn
 whose events go out as they come: the root agent's text as ``agent_message_chunk``, every
 tool call of the tree as a ``tool_call`` titled ``A > B: tool`` and its ``tool_call_update``.
-Each question goes out as soon as it is asked, in a task of its own: a permission as
-``session/request_permission``; any other as ``elicitation/create`` (``hosting.form_for``)
-to a client that declared forms, else as a permission request when its answers are a few
-(``hosting.choices_of``), else it ends unanswered. With a store each session is kept in its
-thread tables (space ``acp``), and a turn a stopped server left running is resumed by the
-session's next prompt.
+Each question goes out as soon as it is asked, in a task of its own (``Questions``);
+the client's reply is its answer, given by its ``clientInfo.name`` on channel ``acp``. With a
+store each session is kept in its thread tables (space ``acp``), and a turn a stopped server
+left running is resumed by the session's next prompt.
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import json
 import logging
 import os
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -36,7 +34,6 @@ from ..events import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
-    format_path,
 )
 from ..hosting import (
     PERMISSION_OPTIONS,
@@ -56,7 +53,18 @@ from ..run import Run
 from ..store import Store, ThreadData, ThreadTables, open_store
 from ..version import __version__
 from . import _rpc as rpc
-from ._rpc import ConnectionClosed, Peer, RPCError
+from ._rpc import (
+    CHANNEL,
+    EDITOR,
+    Client,
+    ConnectionClosed,
+    Peer,
+    RPCError,
+    as_object,
+    call_id_of,
+    meta,
+    title,
+)
 
 __all__ = ["SPACE", "serve_stdio", "serve_streams"]
 
@@ -65,8 +73,6 @@ SPACE = "acp"
 run id → the turn's status, an item per prompt and answer (what ``session/load`` replays)."""
 
 PROTOCOL_VERSION = 1
-EDITOR = "the editor"
-"""Who a denial is by (``Deny.reason``: "denied by the editor")."""
 
 _log = logging.getLogger("hpd_agent.acp")
 
@@ -177,7 +183,7 @@ class _Book:
 
 def _loads(text: str) -> dict[str, Any]:
     with contextlib.suppress(ValueError):
-        return _object(json.loads(text))
+        return as_object(json.loads(text))
     return {}
 
 
@@ -198,8 +204,8 @@ class _Server:
         self.host: RunHost[_Turn] = RunHost(agent, store, tg, lambda run: _Turn(run, self))
         self.book = book
         self.sessions: dict[str, _Session] = {}
-        self.forms = False
-        """The client declared ``elicitation.form``."""
+        self.client = Client()
+        """What the client said of itself (``initialize``): forms, its name."""
         self.peer = Peer(*streams, on_request=self.handle, on_notification=self.notified)
         self._methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "initialize": self._initialize,
@@ -223,16 +229,14 @@ class _Server:
         """Take one notification: ``session/cancel``."""
         if method != "session/cancel":
             return
-        session = self.sessions.get(str(_object(params).get("sessionId")))
+        session = self.sessions.get(str(as_object(params).get("sessionId")))
         if session is not None and session.busy:
             session.cancelled = True
             if session.turn is not None:
                 session.turn.cancel_nowait("the editor cancelled the turn")
 
     async def _initialize(self, params: dict[str, Any]) -> dict[str, Any]:
-        caps = _object(params.get("clientCapabilities"))
-        form = _object(caps.get("elicitation")).get("form")  # present and not null
-        self.forms = isinstance(form, dict)
+        self.client = Client.of(params)
         return {
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
@@ -350,7 +354,8 @@ class _Turn(HostedRun):
     it comes; each question asked in a task of the server's, ended when it ends otherwise)."""
 
     def __init__(self, run: Run, server: _Server) -> None:
-        super().__init__(run, channel="acp")  # the editor's answers
+        # the editor's answers, by the name it gave when this turn began
+        super().__init__(run, channel=CHANNEL, answered_by=server.client.name)
         self.server = server
         self._asking: dict[str, anyio.CancelScope] = {}
         self._running: dict[str, None] = {}
@@ -368,7 +373,7 @@ class _Turn(HostedRun):
             if any(r.request_id == event.request_id for r in self.run.pending):
                 scope = self._asking[event.request_id] = anyio.CancelScope()
                 server = self.server
-                questions = _Questions(server.peer, self.session_id, self, server.forms)
+                questions = Questions(server.peer, self.session_id, self, server.client)
                 server.tg.start_soon(questions.ask, event, scope)
         elif isinstance(event, ClarificationResolved | PermissionResolved):
             scope = self._asking.pop(event.request_id, None)
@@ -385,20 +390,6 @@ class _Turn(HostedRun):
 
 
 # -- the turn's events as session updates -----------------------------------------------------
-def _call_id(invocation_id: str, tool_call_id: str) -> str:
-    """A tool call's id for the client: unique in the session (each agent call of each run has
-    its own invocation id, its tool call ids are unique) and the same when a run replays."""
-    return f"{invocation_id}/{tool_call_id}"
-
-
-def _meta(path: Sequence[str], **more: Any) -> dict[str, Any]:
-    return {"hpd_agent": {"agent_path": list(path), **more}}
-
-
-def _title(path: Sequence[str], what: str) -> str:
-    return f"{format_path(path)}: {what}"
-
-
 def _chunk(kind: str, text: str) -> dict[str, Any]:
     return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
 
@@ -412,18 +403,18 @@ def _update_of(event: Event, running: dict[str, None]) -> dict[str, Any] | None:
     if isinstance(event, TextDelta):
         return _chunk("agent_message_chunk", event.text) if event.depth == 0 else None
     if isinstance(event, ToolCallStarted):
-        call_id = _call_id(event.invocation_id, event.tool_call_id)
+        call_id = call_id_of(event.invocation_id, event.tool_call_id)
         running[call_id] = None
         return {
             "sessionUpdate": "tool_call",
             "toolCallId": call_id,
-            "title": _title(event.agent_path, event.tool_name),
+            "title": title(event.agent_path, event.tool_name),
             "status": "in_progress",
             "rawInput": event.arguments,
-            "_meta": _meta(event.agent_path, tool_name=event.tool_name),
+            "_meta": meta(event.agent_path, tool_name=event.tool_name),
         }
     if isinstance(event, ToolCallFinished):
-        call_id = _call_id(event.invocation_id, event.tool_call_id)
+        call_id = call_id_of(event.invocation_id, event.tool_call_id)
         running.pop(call_id, None)
         update = _call_update(call_id, "failed" if event.is_error else "completed")
         update["content"] = [{"type": "content", "content": {"type": "text", "text": event.result}}]
@@ -441,15 +432,54 @@ def _stop_reason(outcome: Outcome) -> str:
     return "end_turn"
 
 
-# -- questions --------------------------------------------------------------------------------
-class _Questions:
+# -- params -----------------------------------------------------------------------------------
+def _session_id(params: dict[str, Any]) -> str:
+    session_id = params.get("sessionId")
+    if not isinstance(session_id, str):
+        raise RPCError(rpc.INVALID_PARAMS, "sessionId must be a string")
+    return session_id
+
+
+def _cwd(params: dict[str, Any]) -> str:
+    cwd = params.get("cwd")
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise RPCError(rpc.INVALID_PARAMS, "cwd must be an absolute path")
+    return cwd
+
+
+_TEXT_OF: dict[Any, Callable[[dict[str, Any]], Any]] = {
+    "text": lambda block: block.get("text"),
+    "resource_link": lambda block: block.get("uri"),
+    "resource": lambda block: as_object(block.get("resource")).get("text"),
+}
+"""A prompt block's text, by its type (images, audio, binary resources are not offered)."""
+
+
+def _prompt_text(blocks: Any) -> str:
+    """A prompt's text: text blocks, resource links (their URI) and embedded text resources
+    (their text), joined with a newline."""
+    if not isinstance(blocks, list):
+        raise RPCError(rpc.INVALID_PARAMS, "prompt must be a list of content blocks")
+    parts: list[str] = []
+    for block in map(as_object, cast(list[Any], blocks)):
+        read = _TEXT_OF.get(block.get("type"))
+        text = None if read is None else read(block)
+        if isinstance(text, str):
+            parts.append(text)
+    joined = "\n".join(parts)
+    if not joined.strip():
+        raise RPCError(rpc.INVALID_PARAMS, "the prompt holds no text")
+    return joined
+
+
+class Questions:
     """One question of a turn asked of the client, and its reply given to the run."""
 
-    def __init__(self, peer: Peer, session_id: str, hosted: HostedRun, forms: bool) -> None:
+    def __init__(self, peer: Peer, session_id: str, hosted: HostedRun, client: Client) -> None:
         self.peer = peer
         self.session_id = session_id
         self.hosted = hosted
-        self.forms = forms
+        self.client = client
 
     async def ask(self, request: ClarificationRequest | PermissionRequest, scope: Any) -> None:
         """Ask ``request`` until it is answered or ends (``scope`` is cancelled then)."""
@@ -457,7 +487,7 @@ class _Questions:
             try:
                 if isinstance(request, PermissionRequest):
                     await self._permission(request)
-                elif self.forms:
+                elif self.client.forms:
                     await self._form(request)
                 else:
                     await self._fallback(request)
@@ -470,7 +500,7 @@ class _Questions:
     def _tool_call(self, request: ClarificationRequest | PermissionRequest) -> str:
         if request.tool_call_id is None:
             return request.request_id
-        return _call_id(request.invocation_id, request.tool_call_id)
+        return call_id_of(request.invocation_id, request.tool_call_id)
 
     async def _pick(
         self, request: ClarificationRequest | PermissionRequest, call: dict[str, Any], options: Any
@@ -479,8 +509,8 @@ class _Questions:
         (``""`` for a malformed reply), None when it was dismissed."""
         call = {"toolCallId": self._tool_call(request), **call}
         params = {"sessionId": self.session_id, "toolCall": call, "options": list(options)}
-        outcome = _object(await self.peer.request("session/request_permission", params))
-        picked = _object(outcome.get("outcome"))
+        outcome = as_object(await self.peer.request("session/request_permission", params))
+        picked = as_object(outcome.get("outcome"))
         if picked.get("outcome") != "selected":
             return None
         option = picked.get("optionId")
@@ -488,9 +518,9 @@ class _Questions:
 
     async def _permission(self, request: PermissionRequest) -> None:
         call = {
-            "title": _title(request.agent_path, request.tool_name),
+            "title": title(request.agent_path, request.tool_name),
             "rawInput": request.arguments,
-            "_meta": _meta(request.agent_path, tool_name=request.tool_name),
+            "_meta": meta(request.agent_path, tool_name=request.tool_name),
         }
         options = (
             {"optionId": o.id, "name": o.label, "kind": o.acp_kind} for o in PERMISSION_OPTIONS
@@ -510,11 +540,11 @@ class _Questions:
                 "mode": "form",
                 "message": form.message,
                 "requestedSchema": form.schema,
-                "_meta": _meta(request.agent_path),
+                "_meta": meta(request.agent_path),
             }
             if request.tool_call_id is not None:
                 params["toolCallId"] = self._tool_call(request)
-            reply = _object(await self.peer.request("elicitation/create", params))
+            reply = as_object(await self.peer.request("elicitation/create", params))
             action = reply.get("action")
             if action == "accept":
                 content = reply.get("content")
@@ -537,7 +567,7 @@ class _Questions:
         if choices is None:
             await self.hosted.cancel_request(request.request_id)  # it cannot be asked
             return
-        call = {"title": form_for(request, by=EDITOR).message, "_meta": _meta(request.agent_path)}
+        call = {"title": form_for(request, by=EDITOR).message, "_meta": meta(request.agent_path)}
         options = (
             {
                 "optionId": str(i),
@@ -553,47 +583,3 @@ class _Questions:
             return
         answer = choices[index][1]
         await self.hosted.answer_request(request.request_id, lambda: answer)
-
-
-# -- params -----------------------------------------------------------------------------------
-def _object(value: Any) -> dict[str, Any]:
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
-
-
-def _session_id(params: dict[str, Any]) -> str:
-    session_id = params.get("sessionId")
-    if not isinstance(session_id, str):
-        raise RPCError(rpc.INVALID_PARAMS, "sessionId must be a string")
-    return session_id
-
-
-def _cwd(params: dict[str, Any]) -> str:
-    cwd = params.get("cwd")
-    if not isinstance(cwd, str) or not os.path.isabs(cwd):
-        raise RPCError(rpc.INVALID_PARAMS, "cwd must be an absolute path")
-    return cwd
-
-
-_TEXT_OF: dict[Any, Callable[[dict[str, Any]], Any]] = {
-    "text": lambda block: block.get("text"),
-    "resource_link": lambda block: block.get("uri"),
-    "resource": lambda block: _object(block.get("resource")).get("text"),
-}
-"""A prompt block's text, by its type (images, audio, binary resources are not offered)."""
-
-
-def _prompt_text(blocks: Any) -> str:
-    """A prompt's text: text blocks, resource links (their URI) and embedded text resources
-    (their text), joined with a newline."""
-    if not isinstance(blocks, list):
-        raise RPCError(rpc.INVALID_PARAMS, "prompt must be a list of content blocks")
-    parts: list[str] = []
-    for block in map(_object, cast(list[Any], blocks)):
-        read = _TEXT_OF.get(block.get("type"))
-        text = None if read is None else read(block)
-        if isinstance(text, str):
-            parts.append(text)
-    joined = "\n".join(parts)
-    if not joined.strip():
-        raise RPCError(rpc.INVALID_PARAMS, "the prompt holds no text")
-    return joined

@@ -23,6 +23,7 @@ from acp.schema import (
     ClientCapabilities,
     ElicitationCapabilities,
     ElicitationFormCapabilities,
+    Implementation,
     RequestPermissionResponse,
 )
 from anyio.abc import SocketStream
@@ -115,9 +116,15 @@ def capabilities(forms: bool) -> ClientCapabilities:
 
 @asynccontextmanager
 async def connected(
-    agent: Agent, editor: Editor, *, store: Store | str | None = None, forms: bool = True
+    agent: Agent,
+    editor: Editor,
+    *,
+    store: Store | str | None = None,
+    forms: bool = True,
+    name: str | None = None,
 ) -> AsyncIterator[ClientSideConnection]:
-    """The SDK's client connected to ``agent`` served in this process, initialized."""
+    """The SDK's client connected to ``agent`` served in this process, initialized (with
+    ``clientInfo.name`` = ``name`` when given)."""
     ours, theirs = socket.socketpair()
     stream = await SocketStream.from_socket(ours)
     reader, writer = await asyncio.open_connection(sock=theirs)
@@ -127,7 +134,10 @@ async def connected(
             editor, writer, reader, use_unstable_protocol=True, observers=[editor.observe]
         )
         try:
-            await conn.initialize(protocol_version=1, client_capabilities=capabilities(forms))
+            info = None if name is None else Implementation(name=name, version="1")
+            await conn.initialize(
+                protocol_version=1, client_capabilities=capabilities(forms), client_info=info
+            )
             yield conn
         finally:
             await conn.close()

@@ -110,3 +110,20 @@ def test_the_package_names() -> None:
 
     assert callable(package.serve_stdio)
     assert "serve_stdio" in package.__all__
+
+
+def test_the_adapter_is_at_most_four_modules_on_the_bridge() -> None:
+    """The adapter stands on ``hpd_agent.hosting`` (issue 36): four modules at most, none of
+    them importing a private module outside the package."""
+    import ast
+
+    import hpd_agent.acp as package
+
+    modules = sorted(Path(package.__file__).parent.glob("*.py"))
+    assert len(modules) <= 4, [m.name for m in modules]
+    for module in modules:
+        for node in ast.walk(ast.parse(module.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 2 and node.module:
+                assert not any(p.startswith("_") for p in node.module.split(".")), (
+                    f"{module.name} imports a private module: {node.module}"
+                )

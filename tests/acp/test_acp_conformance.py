@@ -22,8 +22,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from _child import PYTHONPATH
+
+from hpd_agent.store import open_store
 
 HERE = Path(__file__).parent
 NODE_DIR = HERE / "node"
@@ -337,6 +340,25 @@ def test_a_store_replays_completed_turns_and_the_history_goes_on(node: str, tmp_
     ]
     assert seen["second"]["stop"] == "end_turn"
     assert seen["second"]["next"] == "heard a | b | c"
+
+
+# -- issue 35 item 2: who answered ------------------------------------------------------------------
+def test_the_editors_answers_are_recorded_by_its_client_name(node: str, tmp_path: Path) -> None:
+    seen = drive(node, "answered", tmp_path)
+    assert seen["planner"]["stop"] == seen["top"]["stop"] == "end_turn"
+
+    async def records() -> list[Any]:
+        store = open_store(str(tmp_path / "sessions.db"))
+        try:
+            return await store.list_requests(status=None)
+        finally:
+            await store.aclose()
+
+    kept = {(r.kind, r.status, r.answered_by, r.channel) for r in anyio.run(records)}
+    assert kept == {  # the client's clientInfo.name (tests/acp/node/lib.mjs), channel acp
+        ("text", "answered", "hpd-agent-tests", "acp"),
+        ("permission", "answered", "hpd-agent-tests", "acp"),
+    }
 
 
 # -- 2: stdin ending ---------------------------------------------------------------------------------

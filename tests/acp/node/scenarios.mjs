@@ -294,6 +294,21 @@ export async function headline() {
   return { planner: { ...planner, log: undefined }, top: { ...top, log: undefined } };
 }
 
+// issue 35 item 2: answers given through the editor, kept in the store (the test reads who
+// answered: this client's clientInfo.name, on channel acp)
+export async function answered() {
+  const store = process.env.HPD_ACP_STORE;
+  const form = async () => ({ action: "accept", content: { answer: "SQLite" } });
+  const planner = await served(["acp_agents:planner", "--store", store], { form }, async (ctx, ed) => ({
+    stop: await prompt(ctx, ed.log, await newSession(ctx), "a plan"),
+  }));
+  const permission = async () => selected("approve_once");
+  const top = await served(["acp_agents:top", "--store", store], { permission }, async (ctx, ed) => ({
+    stop: await prompt(ctx, ed.log, await newSession(ctx), "1"),
+  }));
+  return { planner: { ...planner, log: undefined }, top: { ...top, log: undefined } };
+}
+
 // 13: a store: completed turns replayed by session/load after the server ended, the history
 // going on from there
 export async function reload() {
