@@ -260,7 +260,7 @@ class PermissionResolved(_Base):
     tool_name: str
     status: RequestStatus
     approved: bool
-    scope: Literal["once", "run"] | None = None
+    scope: Literal["once", "run", "always"] | None = None
     reason: str | None = None
     kind: Literal["permission_resolved"] = "permission_resolved"
 
