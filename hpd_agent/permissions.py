@@ -225,14 +225,20 @@ class PermissionSpec(RequestSpec):
         grant = grant_for(request, answer)
         # Parallel calls the new grant covers are approved by it (the asker records it).
         table.resolve_matching(
-            lambda e: isinstance(e, PermissionRequest)
-            and grant.covers(e.tool_name, e.arguments, e.agent_path, grant.created_at),
+            lambda e: (
+                isinstance(e, PermissionRequest)
+                and grant.covers(e.tool_name, e.arguments, e.agent_path, grant.created_at)
+            ),
             Approve(),
         )
 
 
 def grant_for(
-    request: PermissionRequest, decision: Approve, *, by: str | None = None, now: float | None = None
+    request: PermissionRequest,
+    decision: Approve,
+    *,
+    by: str | None = None,
+    now: float | None = None,
 ) -> Grant:
     """The grant an ``Approve(scope="always")`` answer to ``request`` gives: its tool at its
     agent path, the decision's ``match``, until ``now`` + ``ttl``; its id derived from the
