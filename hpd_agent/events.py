@@ -248,6 +248,9 @@ class PermissionRequest(_Base):
     expires_at: float | None = None
     """When it expires unanswered (seconds since the epoch), for a permission asked with a
     ``timeout``; None: it waits as long as the run."""
+    grant_id: str | None = None
+    """Set when a remembered grant (``Approve(scope="always")``) covers the call: the grant
+    approves it at once (answered by ``grant:<grant_id>``), nobody is asked."""
     kind: Literal["permission_request"] = "permission_request"
 
 

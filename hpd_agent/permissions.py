@@ -170,13 +170,17 @@ def to_decision(answer: Any) -> Decision:
 
 
 class PermissionSpec(RequestSpec):
-    """The request asking whether ``tool_name`` may run with ``arguments``."""
+    """The request asking whether ``tool_name`` may run with ``arguments`` (``grant_id``: a
+    remembered grant approves it as it is raised, see ``PermissionRequest.grant_id``)."""
 
-    __slots__ = ("arguments", "tool_name")
+    __slots__ = ("arguments", "grant_id", "tool_name")
 
-    def __init__(self, tool_name: str, arguments: dict[str, Any]) -> None:
+    def __init__(
+        self, tool_name: str, arguments: dict[str, Any], *, grant_id: str | None = None
+    ) -> None:
         self.tool_name = tool_name
         self.arguments = arguments
+        self.grant_id = grant_id
 
     def build(self, *, request_id: str, asker: Asker) -> RequestEvent:
         return PermissionRequest(
@@ -188,6 +192,7 @@ class PermissionSpec(RequestSpec):
             tool_name=self.tool_name,
             arguments=self.arguments,
             tool_call_id=asker.tool_call_id,
+            grant_id=self.grant_id,
         )
 
     def validate(self, answer: Any) -> Decision:

@@ -53,7 +53,6 @@ async def ask_permission(
     table = coordinator.requests
     if (asker.agent_path, tool_name) in table.run_approvals:
         return None
-    spec = PermissionSpec(tool_name, arguments)
     request_id = next_request_id()
     book = table.grants
     try:
@@ -61,8 +60,10 @@ async def ask_permission(
         if book is not None:
             grant = await book.find_grant(tool_name, arguments, asker.agent_path)
         if grant is not None:
+            spec = PermissionSpec(tool_name, arguments, grant_id=grant.grant_id)
             decision = await _granted(coordinator, asker, spec, request_id, grant)
         else:
+            spec = PermissionSpec(tool_name, arguments)
             decision = await coordinator.request(
                 asker, spec, request_id=request_id, timeout=timeout, warn_before=warn_before
             )

@@ -312,10 +312,11 @@ async def test_answer_a_permission_request(workdir: Path) -> None:
     assert "permission: Allow deploy? (target: prod)" in listed.stdout
     refused = await cli(workdir, "answer", "req_perm", "maybe", "--db", str(db))
     assert refused.returncode == 7 and "neither an approval nor a denial" in refused.stderr
+    # "always" is a remembered grant (its run keeps it in the store when it reads the answer).
     ok = await cli(workdir, "answer", "req_perm", "always", "--db", str(db))
     assert ok.returncode == 0
     record = await store.get_request("req_perm")
-    assert record is not None and record.answer == {"scope": "run", "kind": "approve"}
+    assert record is not None and record.answer == {"scope": "always", "kind": "approve"}
     await store.aclose()
 
 
