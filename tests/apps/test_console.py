@@ -895,3 +895,33 @@ async def test_questions_tool_rows_and_permission_arguments_wrap_to_the_width() 
     # A word too long for a line is cut across lines, nothing of it lost.
     flat = "".join(line.strip() for line in lines)
     assert flat.count(long_word) >= 4  # the option, the row, the argument, the result
+
+
+async def test_permission_prompt_offers_always_a_remembered_grant_shown_when_it_approves() -> None:
+    from hpd_agent.permissions import PROCESS_GRANTS
+
+    written: list[str] = []
+
+    @tool(requires_approval=True)
+    def write_file(path: str) -> str:
+        """Write a file."""
+        written.append(path)
+        return f"wrote {path}"
+
+    PROCESS_GRANTS.clear()
+    try:
+        for path in ("a.py", "b.py"):  # two runs of the same agent, in this process
+            model = ScriptedModel([tool_call("write_file", path=path), text("finished")])
+            agent = Agent("Coder", model=model, tools=[write_file])
+            handler, screen, keyboard = handler_for(["4"])
+            await agent.run("write", handler=handler)
+            out = screen.text()
+            if path == "a.py":
+                assert "4) always (remembered)" in out and keyboard.prompts == ["> "]
+                assert "✓ write_file approved always (a remembered grant) (Coder)" in out
+                [grant] = await PROCESS_GRANTS.list_grants()
+        # The second run was not asked: one line says which grant approved the call.
+        assert keyboard.prompts == [] and written == ["a.py", "b.py"]
+        assert f"✓ Coder runs write_file: approved by grant {grant.grant_id}" in out
+    finally:
+        PROCESS_GRANTS.clear()
