@@ -3,14 +3,14 @@
 Offline (scripted models stand in for LLMs). Run it, answer, run it again:
 
     python examples/durable_run.py                      # starts; stops at the question
-    hpd-agent pending --db durable.db                   # the question: 1. Express  2. FastAPI
-    hpd-agent answer REQUEST_ID 2 --db durable.db       # answered from another process
+    hpd-agent pending --store durable.db                # the question: 1. Express  2. FastAPI
+    hpd-agent answer REQUEST_ID 2 --store durable.db    # answered from another process
     python examples/durable_run.py                      # continues: nothing runs twice
 
 Other paths that work the same:
 
     python examples/durable_run.py FastAPI              # answer (text or number) and continue
-    hpd-agent resume run_example --db durable.db        # continue with the CLI instead: it
+    hpd-agent resume run_example --store durable.db     # continue with the CLI instead: it
                                                         # finds `agent` in this file
 
 Running it while the question waits says so (the side effect is not done again). The store
@@ -113,7 +113,7 @@ async def main(answer: str | None) -> bool:
         await store.aclose()
     for request in result.pending:
         print(f"{result.status}: {request.request_id} waits for an answer")
-        print(f"  answer with: hpd-agent answer {request.request_id} NUMBER --db {DB}")
+        print(f"  answer with: hpd-agent answer {request.request_id} NUMBER --store {DB}")
         print("  then run this script again (or pass the answer: durable_run.py FastAPI)")
     if result.status == "completed":
         print(result.output)

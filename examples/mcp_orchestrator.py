@@ -5,9 +5,9 @@ Process B is ``hpd-agent mcp mcp_planner:planner`` (``examples/mcp_planner.py``:
 whose nested Clarifier asks which database to assume), started by ``MCPTools.stdio`` on
 first use and ended with this run. Process A is this script: an Orchestrator whose model
 calls B's one tool, ``Planner``. When B's Clarifier asks, B sends an elicitation; here it
-becomes a question of the Orchestrator's ``Planner`` call, on this run's stream, its text
-naming the remote asker (``Planner > Clarifier: ...``) and its form the remote question's
-schema. This script answers it by request id; B's Clarifier goes on in the same turn, and
+becomes a question of the Orchestrator's ``Planner`` call, on this run's stream, asked
+from the remote asker's path (``Orchestrator > Planner > Clarifier``, which B names in the
+elicitation's ``_meta``) and its form the remote question's schema. This script answers it by request id; B's Clarifier goes on in the same turn, and
 the plan comes back as the tool's result. Offline: both processes use scripted models::
 
     python examples/mcp_orchestrator.py

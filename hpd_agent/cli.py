@@ -37,7 +37,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._apps.cli_parser import CommandParser, port_number
+from ._apps.cli_parser import AGENT_REF_HELP, CommandParser, port_number, store_option
 from ._apps.cli_store import EXIT_INTERRUPTED, EXIT_USAGE, _Fail, add_store_commands, failure
 from ._apps.extras import needs_extra, needs_store_extra
 from ._apps.hook_option import add_hook_option, install_hooks
@@ -55,6 +55,9 @@ _DEMO_PACE = 0.02
 """Seconds between streamed words of the offline demo (``HPD_AGENT_DEMO_PACE`` overrides)."""
 
 _EXIT_WORDS = {"/exit", "/quit", "exit", "quit"}
+
+_API_BASE_HELP = "with --model: an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1"
+_KEY_HINT = "or, for a server of your own, pass --api-base URL"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,11 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         description="An interactive chat; history is kept between turns. /exit or Ctrl-D ends it.",
     )
     chat.add_argument("--model", help="a litellm model string (default: an offline model)")
-    chat.add_argument(
-        "--api-base",
-        metavar="URL",
-        help="with --model: an OpenAI-compatible server, e.g. http://127.0.0.1:8080/v1",
-    )
+    chat.add_argument("--api-base", metavar="URL", help=_API_BASE_HELP)
     chat.add_argument(
         "--yes", "-y", action="store_true", help="answer the agent's questions with defaults"
     )
@@ -192,6 +191,7 @@ def _add_demo_command(sub: Any) -> None:
     demo.add_argument(
         "--model", help="run the agents on this litellm model, e.g. openai/gpt-4o-mini"
     )
+    demo.add_argument("--api-base", metavar="URL", help=_API_BASE_HELP)
     demo.add_argument(
         "--yes", "-y", action="store_true", help="answer every prompt with its default"
     )
@@ -205,10 +205,13 @@ def _add_demo_command(sub: Any) -> None:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    if args.api_base and not args.model:
+        raise _Fail(EXIT_USAGE, "demo: --api-base goes with --model, e.g. --model openai/<name>")
     if args.a2a:
         from ._apps.a2a_demo import run_demo_a2a
 
         return run_demo_a2a(args, _console(), _run, _stdin_note)
+    _missing_key(args.model, args.api_base)  # first: nothing else to load to say it
     import anyio
 
     from ._apps.demo import DEFAULT_PROMPT, QUESTIONS_TOGETHER, DemoConsole, demo_agents
@@ -230,9 +233,11 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         else:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hpd-agent-")))
             where = "files go to a temporary directory, removed at the end"
-        orchestrator = demo_agents(args.model, workdir=str(workdir), pace=_pace())
+        orchestrator = demo_agents(
+            args.model, workdir=str(workdir), pace=_pace(), api_base=args.api_base
+        )
         console.print(f"[bold]hpd-agent demo[/] [dim]({mode}; {where})[/]")
-        _check_credentials(orchestrator)
+        _check_credentials(console, orchestrator, args.model, args.api_base)
         _stdin_note(console, args.yes)
         cancelled = False
 
@@ -260,19 +265,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
+    if args.api_base and not args.model:
+        raise _Fail(EXIT_USAGE, "chat: --api-base goes with --model, e.g. --model openai/<name>")
+    _missing_key(args.model, args.api_base)  # first: nothing else to load to say it
     from ._apps.demo import chat_agent
     from .exceptions import HpdAgentError
     from .handlers import ConsoleHandler
     from .messages import Message
 
-    if args.api_base and not args.model:
-        raise _Fail(EXIT_USAGE, "chat: --api-base goes with --model, e.g. --model openai/<name>")
     console = _console()
     agent = chat_agent(args.model, pace=_pace(), api_base=args.api_base)
     handler = ConsoleHandler(console, assume_yes=args.yes, exit_words=_EXIT_WORDS)
     mode = f"model {args.model}" if args.model else "offline model"
     console.print(f"[bold]hpd-agent chat[/] [dim]({mode}; /exit or Ctrl-D to leave)[/]")
-    _check_credentials(agent)  # a missing key is said now, not after the first message
+    _check_credentials(console, agent, args.model, args.api_base)
     _stdin_note(console, args.yes)
 
     ctrl_c = _CtrlC(console)
@@ -313,13 +319,44 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     return 1 if failed and status == 0 else status
 
 
-def _check_credentials(agent: Agent) -> None:
-    """Raise ``ModelAuthenticationError`` if ``agent``'s litellm model has no key (no request)."""
-    from .models.litellm import LiteLLMModel
+def _missing_key(model: str | None, api_base: str | None) -> None:
+    """Raise ``ModelAuthenticationError`` now if ``--model`` has no API key, where the model
+    string tells which variable holds it: before any agent is built (which starts importing
+    litellm, seconds of work a process cannot exit in the middle of). Offline (no
+    ``--model``) and with ``--api-base`` (a server of one's own) no key is needed."""
+    if model is None or api_base:
+        return
+    from .models._keys import missing_key, no_key_error
 
-    model = agent.model
-    if isinstance(model, LiteLLMModel):
-        model.check_credentials(hint="or, for a server of your own, pass --api-base URL")
+    missing = missing_key(model)
+    if missing:
+        raise no_key_error(model, missing, _KEY_HINT)
+
+
+def _check_credentials(
+    console: Console, agent: Agent, model: str | None, api_base: str | None
+) -> None:
+    """Say on screen that litellm loads for ``--model`` (in the background: the first reply
+    waits for it); where only litellm can tell which key the model needs, load it now (the
+    screen says so) and raise ``ModelAuthenticationError`` if it is missing (no request)."""
+    if model is None:
+        return
+    from .models._keys import missing_key
+
+    if not api_base and missing_key(model) is None:
+        from rich.markup import escape
+
+        console.print(f"[dim]Loading litellm to check the API key of {escape(model)}...[/]")
+        resolved = agent.model  # waits for litellm (its import started with the agent)
+        from .models.litellm import LiteLLMModel
+
+        if isinstance(resolved, LiteLLMModel):
+            resolved.check_credentials(hint=_KEY_HINT)
+    else:  # its import started with the agent, a moment ago
+        console.print(
+            "[dim]Loading litellm for the model in the background: the first reply waits "
+            "for it (a few seconds).[/]"
+        )
 
 
 class _CtrlC:
@@ -376,19 +413,23 @@ def _add_serve_command(sub: Any) -> None:
     serve = sub.add_parser(
         "serve",
         help="serve an agent over HTTP: AG-UI endpoint, question inbox and web page (or A2A)",
-        description="Serve the Agent at MODULE:ATTR (importable from the current directory).",
+        description=(
+            "Serve the Agent at MODULE:ATTR over HTTP: the web page at /, the AG-UI endpoint "
+            "POST /agent and the question inbox (with --a2a: over A2A instead). Runs are "
+            "journaled in --store, so a restart loses no question. While it serves it prints "
+            "a line per run started or ended and per question asked or answered (--quiet: "
+            "none)."
+        ),
     )
-    serve.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
+    serve.add_argument("agent", metavar="MODULE:ATTR", help=AGENT_REF_HELP)
     serve.add_argument(
         "--a2a", action="store_true", help="serve it over A2A instead (needs only the a2a extra)"
     )
     serve.add_argument("--url", default=None, help="with --a2a: the base URL the card advertises")
     serve.add_argument("--host", default="127.0.0.1", help="interface (default 127.0.0.1)")
     serve.add_argument("--port", type=port_number, default=8000, help="port; 0 picks a free one")
-    serve.add_argument(
-        "--store",
-        default=None,
-        help="SQLite path or postgresql:// DSN (default hpd-agent-web.db; with --a2a: none)",
+    store_option(
+        serve, "SQLite path or postgresql:// DSN (default hpd-agent-web.db; with --a2a: none)"
     )
     serve.add_argument("--token", default=None, help="bearer token (or HPD_AGENT_TOKEN)")
     serve.add_argument(
@@ -412,6 +453,12 @@ def _add_serve_command(sub: Any) -> None:
         default=None,
         metavar="TEXT",
         help="a prompt the page suggests, instead of the agent's own examples (repeatable)",
+    )
+    serve.add_argument(
+        "--quiet",
+        action="store_true",
+        help="say only where it serves: no line per run started or ended and per question "
+        "asked or answered",
     )
     serve.set_defaults(func=_cmd_serve)
 
@@ -459,9 +506,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         )
         return 2
 
-    from ._apps.serving import serve_http, served_agent
+    from ._apps.serving import activity_line, serve_http, served_agent
 
-    agent = served_agent(args.agent)
+    agent = served_agent(args.agent, "serve")
     host = args.host.strip("[]")
     # The Host rule (docs/web.md): loopback names, the bound address and --allow-host; with a
     # token and no --allow-host, any name (the token guards the server).
@@ -474,6 +521,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         allowed_hosts=hosts,
         allowed_origins=args.allow_origin,
         examples=args.example,
+        activity=None if args.quiet else activity_line,
     )
     return serve_http(app, args.host, args.port, what=agent.name)
 

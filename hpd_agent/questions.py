@@ -50,7 +50,8 @@ from ._values.kinds import (
     register_kind,
 )
 from ._values.schemas import MAX_SCHEMA_DEPTH, nesting_problem, schema_problem
-from ._values.typed import parse_typed
+from ._values.typed import AnswerPrompt, parse_typed
+from ._values.typed import answer_prompt as _answer_prompt
 from ._values.urls import action_url_problem
 from .events import (
     ClarificationRequest,
@@ -67,6 +68,7 @@ from .text import mend, shown
 __all__ = [
     "QUESTION_KINDS",
     "ActionQuestion",
+    "AnswerPrompt",
     "ChoiceQuestion",
     "ConfirmQuestion",
     "CustomQuestion",
@@ -77,6 +79,7 @@ __all__ = [
     "QuestionKind",
     "TextQuestion",
     "answer_for",
+    "answer_prompt",
     "answer_schema_of",
     "check_answer",
     "kind_named",
@@ -161,6 +164,22 @@ def answer_for(request: RequestEvent, answer: Any) -> Any:
         data=request.data,
         schema=request.answer_schema,
     )
+
+
+def answer_prompt(request: RequestEvent) -> AnswerPrompt:
+    """What ``request`` asks for and what to type to answer it: an ``AnswerPrompt`` whose
+    ``label`` is in the words every surface uses (the web page's card, the console,
+    ``hpd-agent pending``: ``Choose one``, ``Yes or no``, ``Permission``, a kind's own label
+    such as ``Rate 1–5``) and whose ``hint`` is the typed answer it takes, e.g. ``type a
+    number from 1 to 3 (as listed: 1 is the first) or the value``; ``str()`` of it is the
+    two as one line (``Choose one: type ...``). What ``parse_typed`` reads is what the hint
+    says to type.
+
+    Example:
+        ``print(f"{answer_prompt(event)}")`` under a listed request, as ``hpd-agent
+        pending`` does for a store's runs and a Temporal run's alike.
+    """
+    return _answer_prompt(request)
 
 
 def validate_answer(request: RequestEvent, answer: Any) -> Any:

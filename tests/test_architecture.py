@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent._values.urls": 0,
     "hpd_agent.version": 0,
     "hpd_agent.models._base": 0,
+    "hpd_agent.models._keys": 0,
     # 1 core runtime
     "hpd_agent.hooks": 1,
     "hpd_agent._core": 1,

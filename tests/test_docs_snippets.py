@@ -91,7 +91,9 @@ def _run(snippet: Snippet, cwd: Path, env: dict[str, str]) -> subprocess.Complet
         text=True,
         cwd=cwd,
         env=env,
-        timeout=60,
+        # A bound for a hung snippet, not a speed check: one that imports litellm takes 30 s
+        # and more on a loaded 2-core machine.
+        timeout=300,
     )
 
 

@@ -70,7 +70,7 @@ EXPECTED: dict[str, list[str]] = {
         "  result: Plan: build it on what the Clarifier learned (The user chose PostgreSQL.)",
     ],
     "mcp_orchestrator.py": [
-        "[Orchestrator] asks: Planner > Clarifier: Which database should the plan assume?",
+        "[Orchestrator > Planner > Clarifier] asks: Which database should the plan assume?",
         "  form: ['answer']\n  answered PostgreSQL to req_",
         "  Planner returned: Plan: build it on what the Clarifier learned (The user chose PostgreSQL.)",
         "legacy: completed: Orchestrator: the plan is in.",

@@ -16,7 +16,7 @@ def serve_a2a(args: argparse.Namespace) -> int:
     """Run ``serve --a2a``; the exit status."""
     from .cli_store import EXIT_USAGE, _Fail
     from .extras import needs_extra
-    from .serving import probe_store, serve_http, served_agent, serving_token
+    from .serving import activity_line, probe_store, serve_http, served_agent, serving_token
 
     with needs_extra("a2a", "serve --a2a"):
         import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
@@ -25,8 +25,9 @@ def serve_a2a(args: argparse.Namespace) -> int:
     if args.allow_host or args.allow_origin:
         raise _Fail(EXIT_USAGE, "serve --a2a: --allow-host and --allow-origin are for the web app")
     token = serving_token(args.token, args.host)
-    agent = served_agent(args.agent)
+    agent = served_agent(args.agent, "serve --a2a")
     if args.store is not None:
         probe_store(args.store)
-    app = create_app(agent, store=args.store, url=args.url, token=token)
+    activity = None if args.quiet else activity_line
+    app = create_app(agent, store=args.store, url=args.url, token=token, activity=activity)
     return serve_http(app, args.host, args.port, what=f"{agent.name} over A2A")

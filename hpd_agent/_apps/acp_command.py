@@ -16,6 +16,8 @@ import functools
 import sys
 from typing import Any
 
+from .cli_parser import AGENT_REF_HELP, store_option
+
 __all__ = ["add_acp_command"]
 
 
@@ -30,11 +32,10 @@ def add_acp_command(sub: Any) -> None:
             "command). Every question and permission its agents ask reaches the editor."
         ),
     )
-    acp.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
-    acp.add_argument(
-        "--store",
-        default=None,
-        help="SQLite path or postgresql:// DSN: runs and sessions survive a restart "
+    acp.add_argument("agent", metavar="MODULE:ATTR", help=AGENT_REF_HELP)
+    store_option(
+        acp,
+        "SQLite path or postgresql:// DSN: runs and sessions survive a restart "
         "(session/load; default: none)",
     )
     acp.set_defaults(func=_cmd_acp)

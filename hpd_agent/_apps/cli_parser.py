@@ -14,7 +14,13 @@ import difflib
 from collections.abc import Sequence
 from typing import Any, NoReturn, cast
 
-__all__ = ["CommandParser", "port_number"]
+__all__ = ["AGENT_REF_HELP", "CommandParser", "port_number", "store_option"]
+
+AGENT_REF_HELP = (
+    "the Agent to serve, or a function returning it: package.module:NAME (importable from "
+    "the current directory) or path/to/script.py:NAME"
+)
+"""The help of a serving command's ``MODULE:ATTR``."""
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -86,3 +92,20 @@ def port_number(text: str) -> int:
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not a port number (0-65535)")
     return port
+
+
+def store_option(
+    parser: argparse.ArgumentParser, help: str, *, required: bool = False, default: Any = None
+) -> None:
+    """``--store STORE`` on ``parser`` (``args.store``), one name for every command that
+    opens a store; ``--db``, its first name for ``pending``/``answer``/``resume``, is the
+    same option."""
+    parser.add_argument(
+        "--store",
+        "--db",
+        dest="store",
+        metavar="STORE",
+        required=required,
+        default=default,
+        help=help,
+    )

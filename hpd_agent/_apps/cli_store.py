@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import json
 import sys
 from typing import TYPE_CHECKING, Any, cast
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from .._core.output import output_text
 from ..events import format_path
 from ..text import error_text, printable
+from .cli_parser import store_option
 from .extras import MissingExtraError, needs_store_extra
 
 if TYPE_CHECKING:
@@ -57,30 +59,55 @@ _REFUSALS = {
 }
 
 
+_STORE_HELP = (
+    "the store: a SQLite file (it must exist), a postgresql:// DSN, or a location of a "
+    "registered scheme (--db is the same option)"
+)
+
+
 def add_store_commands(sub: Any) -> None:
-    db_help = (
-        "the store: a SQLite file (it must exist), a postgresql:// DSN, or a location of a "
-        "registered scheme"
+    """Register ``pending``, ``answer`` and ``resume`` on the CLI's subparsers."""
+    pending = sub.add_parser(
+        "pending",
+        help="list requests waiting for an answer in a store",
+        description=(
+            "List the questions and permission requests waiting for an answer in a store, "
+            "one a line: its request id, its run, the asking agent's path, what it wants and "
+            "how to type an answer. `hpd-agent answer` answers one."
+        ),
     )
-    pending = sub.add_parser("pending", help="list requests waiting for an answer in a store")
-    pending.add_argument("--db", required=True, help=db_help)
-    pending.add_argument("--run", help="only this run's requests")
+    store_option(pending, _STORE_HELP, required=True)
+    pending.add_argument("--run", metavar="RUN_ID", help="only this run's requests")
     pending.add_argument(
         "--json",
         action="store_true",
         help="one JSON object per line (request_id, run_id, agent_path, kind, question, options, "
-        "created_at, expires_at; id repeats request_id: deprecated, removed in the next release)",
+        "created_at, expires_at, label, answer_schema)",
     )
     pending.set_defaults(func=_cmd_pending)
-    _add_answer_command(sub, db_help)
+    _add_answer_command(sub)
+    _add_resume_command(sub)
 
-    resume = sub.add_parser("resume", help="continue a run journaled in a store")
-    resume.add_argument("run_id")
-    resume.add_argument("--db", required=True, help=db_help)
+
+def _add_resume_command(sub: Any) -> None:
+    resume = sub.add_parser(
+        "resume",
+        help="continue a run journaled in a store",
+        description=(
+            "Continue a run journaled in a store from where it stopped (a crash, an "
+            "interrupt, a question nobody answered): what it already did is replayed from the "
+            "journal, not done again. A question still pending is answered with --answer, or "
+            "with `hpd-agent answer` from anywhere while this waits."
+        ),
+    )
+    resume.add_argument("run_id", metavar="RUN_ID", help="the run, as `pending` lists it")
+    store_option(resume, _STORE_HELP, required=True)
     resume.add_argument(
         "--agent",
-        help="module:attribute of the root Agent, or of a callable returning it (default: "
-        "the one the run recorded; the module is looked up in the current directory first)",
+        metavar="MODULE:ATTR",
+        help="the root Agent, or a function returning it, as package.module:NAME or "
+        "path/to/script.py:NAME (default: the one the run recorded; a module is looked up "
+        "in the current directory first)",
     )
     resume.add_argument(
         "--answer",
@@ -96,7 +123,10 @@ def add_store_commands(sub: Any) -> None:
         help="stop with status 'interrupted' at the next unanswered question instead of waiting",
     )
     resume.add_argument(
-        "--max-age", type=float, help="expire this run's pending requests older than SECONDS"
+        "--max-age",
+        type=float,
+        metavar="SECONDS",
+        help="expire this run's pending requests older than SECONDS",
     )
     resume.add_argument(
         "--no-wait",
@@ -107,16 +137,27 @@ def add_store_commands(sub: Any) -> None:
     resume.set_defaults(func=_cmd_resume)
 
 
-def _add_answer_command(sub: Any, db_help: str) -> None:
-    answer = sub.add_parser("answer", help="answer (or decline) a pending request in a store")
-    answer.add_argument("request_id")
+def _add_answer_command(sub: Any) -> None:
+    answer = sub.add_parser(
+        "answer",
+        help="answer (or decline) a pending request in a store",
+        description=(
+            "Answer (or decline) one pending request in a store, by its id as `pending` lists "
+            "it. The run that asked goes on with the answer: at once if it is running, else "
+            "when it is resumed."
+        ),
+    )
+    answer.add_argument(
+        "request_id", metavar="REQUEST_ID", help="the request, as `pending` lists it"
+    )
     answer.add_argument(
         "text",
+        metavar="TEXT",
         nargs="?",
         help="the answer: text, or an option's number as `pending` lists it (1 is the first); "
         "with --json a JSON value, e.g. true, where an int is a 0-based option index",
     )
-    answer.add_argument("--db", required=True, help=db_help)
+    store_option(answer, _STORE_HELP, required=True)
     answer.add_argument("--json", action="store_true", help="parse the answer as JSON")
     answer.add_argument(
         "--decline",
@@ -146,23 +187,23 @@ def _show(text: str) -> str:
     return printable(text, one_line=True)
 
 
-def _question_of(r: RequestRecord) -> ClarificationRequest | None:
-    """The record's question event; None for a permission or a payload that is no question
-    (``answer`` names what is wrong with it; ``pending`` still lists the record)."""
-    from ..events import ClarificationRequest
+def _event_of(r: RequestRecord) -> RequestEvent | None:
+    """The record's request event; None for a payload that is no request (``answer`` names
+    what is wrong with it; ``pending`` still lists the record)."""
     from ..exceptions import StoreCorruptError
 
     try:
-        event = r.event
+        return r.event
     except StoreCorruptError:
         return None
-    return event if isinstance(event, ClarificationRequest) else None
 
 
 def _print_request(r: RequestRecord, as_json: bool) -> None:
-    from ..questions import answer_schema_of
+    from ..events import ClarificationRequest
+    from ..questions import answer_prompt, answer_schema_of
 
-    question = _question_of(r)
+    event = _event_of(r)
+    question = event if isinstance(event, ClarificationRequest) else None
     if as_json:
         item = {
             "request_id": r.request_id,
@@ -174,36 +215,25 @@ def _print_request(r: RequestRecord, as_json: bool) -> None:
             "options": None if r.options is None else list(r.options),
             "created_at": r.created_at,
             "expires_at": r.expires_at,
-            "label": None if question is None else question.label,
+            # The words every surface uses (``answer_prompt``): "Choose one", "Permission"...
+            "label": None if event is None else answer_prompt(event).label,
             "answer_schema": None if question is None else answer_schema_of(question),
         }
         print(json.dumps(item))  # ASCII JSON: controls and surrogates are escaped
         return
-    options = f"  {_numbered(r.options)}" if r.options else ""
-    agent = format_path(r.agent_path)
-    print(
-        _show(
-            f"{r.request_id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}{_kind(question)}"
-        )
-    )
+    options = r.options or _schema_options(question)
+    listed = f"  {_numbered(options)}" if options else ""
+    print(_show(f"{r.request_id}  {r.run_id}  {format_path(r.agent_path)}  {r.question}{listed}"))
+    if event is not None:  # what it wants, and what to type: the words every surface uses
+        print(_show(f"    {answer_prompt(event)!s}"))
 
 
-def _kind(question: ClarificationRequest | None) -> str:
-    """What a question of a kind not built in wants, from its label and answer schema:
-    ``  (Rate 1–5: type a whole number from 1 to 5)``."""
-    from .._values.typed import answer_hint
-    from ..questions import QUESTION_KINDS, answer_schema_of
+def _schema_options(question: ClarificationRequest | None) -> tuple[str, ...]:
+    """The values a question of a kind of the app's own takes, when its schema lists them."""
+    from ..questions import answer_schema_of
 
-    if question is None or question.question_kind in QUESTION_KINDS:
-        return ""
-    schema = answer_schema_of(question)
-    enum = schema.get("enum")
-    listed = (
-        f"  {_numbered(tuple(map(str, cast(list[Any], enum))))}" if isinstance(enum, list) else ""
-    )
-    hint = answer_hint(schema)
-    what = "answer with JSON" if hint == "JSON" else f"type {hint}"
-    return f"  ({question.label or question.question_kind}: {what}){listed}"
+    enum = None if question is None else answer_schema_of(question).get("enum")
+    return tuple(map(str, cast(list[Any], enum))) if isinstance(enum, list) else ()
 
 
 def _numbered(options: tuple[str, ...]) -> str:
@@ -238,7 +268,7 @@ def _cmd_pending(args: argparse.Namespace) -> int:
     from ..store._sql import SQLStore
 
     async def main() -> int:
-        store = _open(args.db)
+        store = _open(args.store)
         errors: list[StoreCorruptError] = []
         try:
             if isinstance(store, SQLStore):
@@ -253,9 +283,8 @@ def _cmd_pending(args: argparse.Namespace) -> int:
             print(f"error: {_show(str(e))}", file=sys.stderr)
         if records and not errors and not args.json:
             print(
-                f"answer with: hpd-agent answer REQUEST_ID TEXT --db {_db_hint(args.db)} "
-                "(an option by its number, 1 is the first, or by its text; --decline instead "
-                "of TEXT declines it)",
+                f"answer with: hpd-agent answer REQUEST_ID TEXT --store {_db_hint(args.store)} "
+                "(--decline instead of TEXT declines it)",
                 file=sys.stderr,
             )
         if not records and not errors and not args.json:
@@ -309,7 +338,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
         context["sender"] = args.sender
 
     async def main() -> int:
-        store = _open(args.db)
+        store = _open(args.store)
         try:
             typed = value
             if not args.json and not args.decline:
@@ -330,33 +359,47 @@ _AGENT_FORMS = (
 )
 
 
-_SERVE_FORMS = (
-    "MODULE:ATTR, e.g. package.module:NAME or path/to/script.py:NAME, where NAME is the "
-    "global holding the Agent or a function returning it (importable from the current directory)"
-)
+def _served_forms(command: str) -> str:
+    return (
+        f"{command} MODULE:ATTR, e.g. package.module:NAME or path/to/script.py:NAME, where "
+        "NAME is the global holding the Agent or a function returning it (importable from "
+        "the current directory)"
+    )
 
 
-def _load_agent(spec: str, recorded: bool = False, *, served: str | None = None) -> Agent:
-    """The agent at ``spec``; ``served``: the command naming it as ``MODULE:ATTR`` (e.g.
-    ``"serve"``, ``"run"``), not ``--agent``."""
-    from .._values.refs import load_ref
+def _could_be_agent(value: object) -> bool:
+    """An Agent, or a function (that may return one)."""
     from ..agent import Agent
 
-    if served is not None:
-        where, given, forms = f"the agent {spec!r}", repr(spec), f"{served} {_SERVE_FORMS}"
+    return isinstance(value, Agent) or inspect.isfunction(value)
+
+
+def _load_agent(spec: str, recorded: bool = False, *, command: str | None = None) -> Agent:
+    """The agent at ``spec``: ``--agent`` (``resume``; ``recorded``: the run's own), or the
+    MODULE:ATTR a server ``command`` serves (``serve``, ``serve --a2a``, ``mcp``)."""
+    from .._values.refs import MissingAttributeError, load_ref
+    from ..agent import Agent
+
+    if command is not None:
+        given, forms = f"{command}: MODULE:ATTR {spec!r}", _served_forms(command)
+        where = f"{command}: cannot load MODULE:ATTR {spec!r}"
     else:
-        where = f"the agent the run recorded, {spec}" if recorded else f"--agent {spec!r}"
         given, forms = f"--agent {spec!r}", _AGENT_FORMS
+        where = f"cannot load the agent the run recorded, {spec}" if recorded else ""
+        where = where or f"cannot load --agent {spec!r}"
     try:
-        target = load_ref(spec)
+        target = load_ref(spec, wanted=_could_be_agent)
         agent = target if isinstance(target, Agent) else target()
     except ValueError:
         raise _Fail(EXIT_AGENT, f"{given} is not of the form: pass {forms}") from None
+    except MissingAttributeError as e:  # its message names the file, and what was meant
+        raise _Fail(EXIT_AGENT, f"{where}: {e}") from None
     except Exception as e:  # the user's module: any error while importing or building it
-        hint = f"; pass {forms}" if recorded or served is not None else ""
-        raise _Fail(EXIT_AGENT, f"cannot load {where}: {error_text(e)}{hint}") from None
+        # Not found at all: say how it is named; its own failure: that failure alone.
+        hint = f"; pass {forms}" if isinstance(e, ImportError) and (recorded or command) else ""
+        raise _Fail(EXIT_AGENT, f"{where}: {error_text(e)}{hint}") from None
     if not isinstance(agent, Agent):
-        raise _Fail(EXIT_AGENT, f"{where} gave {type(agent).__name__}, not an Agent")
+        raise _Fail(EXIT_AGENT, f"{given} gave {type(agent).__name__}, not an Agent")
     return agent
 
 
@@ -413,7 +456,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
     answers = _parse_answers(args.answer)
 
     async def main() -> int:
-        store = _open(args.db)
+        store = _open(args.store)
         policy = "interrupt" if args.interrupt else None
         try:
             agent = await _agent_of(store, args.run_id, args.agent)
@@ -428,7 +471,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
                     answers=answers,
                     on_unhandled=policy,
                     max_age=args.max_age,
-                    handler=None if args.interrupt else _StoreNotice(args.db),
+                    handler=None if args.interrupt else _StoreNotice(args.store),
                     wait=wait,
                 )
 
@@ -489,14 +532,17 @@ class _StoreNotice:
 
     async def on_event(self, event: Any) -> None:
         from ..events import ClarificationRequest
+        from ..questions import answer_prompt
 
         if isinstance(event, ClarificationRequest) and not event.replayed:
             agent = format_path(event.agent_path)
-            options = f"  {_numbered(event.options)}" if event.options else ""
+            options = event.options or _schema_options(event)
+            listed = f"  {_numbered(options)}" if options else ""
             print(
-                _show(f"waiting for {event.request_id} ({agent}): {event.question}{options}")
+                _show(f"waiting for {event.request_id} ({agent}): {event.question}{listed}")
+                + f"\n  {_show(str(answer_prompt(event)))}"
                 + f"\n  answer with: hpd-agent answer {event.request_id} TEXT "
-                f"--db {_db_hint(self.db)} (or --decline instead of TEXT)",
+                f"--store {_db_hint(self.db)} (or --decline instead of TEXT)",
                 file=sys.stderr,
                 flush=True,
             )

@@ -305,7 +305,11 @@ def _temporary_workdir() -> Path:
 
 
 def demo_agents(
-    model: str | None = None, *, workdir: str | None = None, pace: float = 0.0
+    model: str | None = None,
+    *,
+    workdir: str | None = None,
+    pace: float = 0.0,
+    api_base: str | None = None,
 ) -> Agent:
     """The demo's Orchestrator, with its ResearchAgent and CodingAgent (and its Clarifier).
 
@@ -314,6 +318,7 @@ def demo_agents(
         workdir: Where ``write_file`` writes; a temporary directory, removed when the
             process exits, when omitted.
         pace: Offline only: seconds between streamed words, so a person can follow.
+        api_base: With ``model``: the endpoint of an OpenAI-compatible server.
     """
     root = Path(workdir) if workdir else _temporary_workdir()
     root.mkdir(parents=True, exist_ok=True)
@@ -321,9 +326,12 @@ def demo_agents(
     def pick(fn: Callable[[Sequence[Message], ModelRequestParams], Step], name: str) -> str | Model:
         return model if model else DemoModel(fn, name=name, pace=pace)
 
+    endpoint = api_base if model else None
+
     clarifier = Agent(
         "Clarifier",
         model=pick(_clarifier, "clarifier"),
+        api_base=endpoint,
         instructions=_CLARIFIER_INSTRUCTIONS,
         tools=[ask_user()],
         description="Asks the user the decisions only they can make (the web framework).",
@@ -331,6 +339,7 @@ def demo_agents(
     coder = Agent(
         "CodingAgent",
         model=pick(_coder, "coding"),
+        api_base=endpoint,
         instructions=_CODING_INSTRUCTIONS,
         tools=[clarifier.as_tool(), write_file_tool(root)],
         description="Builds the task. Give it the task in full.",
@@ -338,6 +347,7 @@ def demo_agents(
     researcher = Agent(
         "ResearchAgent",
         model=pick(_research, "research"),
+        api_base=endpoint,
         instructions=_RESEARCH_INSTRUCTIONS,
         tools=[ask_user()],
         description="Finds out where the task's data should live.",
@@ -345,6 +355,7 @@ def demo_agents(
     return Agent(
         "Orchestrator",
         model=pick(_orchestrator, "orchestrator"),
+        api_base=endpoint,
         instructions=_ORCHESTRATOR_INSTRUCTIONS,
         tools=[researcher.as_tool(), coder.as_tool()],
     )

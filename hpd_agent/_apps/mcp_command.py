@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .cli_parser import port_number
+from .cli_parser import AGENT_REF_HELP, port_number, store_option
 
 __all__ = ["add_mcp_command"]
 
@@ -28,17 +28,13 @@ def add_mcp_command(sub: Any) -> None:
             "reaches the MCP client as an elicitation."
         ),
     )
-    mcp.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to serve")
+    mcp.add_argument("agent", metavar="MODULE:ATTR", help=AGENT_REF_HELP)
     mcp.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     mcp.add_argument("--host", default="127.0.0.1", help="with --http: interface (127.0.0.1)")
     mcp.add_argument(
         "--port", type=port_number, default=8000, help="with --http: port; 0 picks one"
     )
-    mcp.add_argument(
-        "--store",
-        default=None,
-        help="SQLite path or postgresql:// DSN: runs survive a restart (default: none)",
-    )
+    store_option(mcp, "SQLite path or postgresql:// DSN: runs survive a restart (default: none)")
     mcp.add_argument("--token", default=None, help="with --http: bearer token (or HPD_AGENT_TOKEN)")
     mcp.set_defaults(func=_cmd_mcp)
 
@@ -60,7 +56,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
             import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
         else:
             import mcp.server.stdio  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    agent = served_agent(args.agent, command=None)
+    agent = served_agent(args.agent, "mcp")
     if args.store is not None:
         probe_store(args.store)
     server = mcp_server(agent, store=args.store)

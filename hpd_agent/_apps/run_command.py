@@ -37,6 +37,7 @@ from ..events import (
 )
 from ..handlers._stream import esc as _esc
 from ..text import printable
+from .cli_parser import store_option
 from .cli_store import (
     EXIT_AGENT,
     EXIT_FAILED,
@@ -77,14 +78,11 @@ def add_run_command(sub: Any) -> None:
     )
     run.add_argument("agent", metavar="MODULE:ATTR", help="the agent (or a factory) to run")
     run.add_argument("prompt", metavar="PROMPT", help="the task")
-    run.add_argument(
-        "--store",
-        "--db",
-        dest="store",
-        required=True,
-        metavar="URL",
-        help="a SQLite path (made if missing), a postgresql:// DSN, or a location of a "
+    store_option(
+        run,
+        "a SQLite path (made if missing), a postgresql:// DSN, or a location of a "
         "registered scheme",
+        required=True,
     )
     run.add_argument(
         "--run-id",

@@ -1,11 +1,13 @@
 """What the serving commands (``serve``, ``serve --a2a``, ``mcp``) share: the token rule,
-the agent they load, the store they probe and the socket they listen on."""
+the agent they load, the store they probe, the socket they listen on and how a line of
+their activity log is printed."""
 
 from __future__ import annotations
 
 import os
 import socket
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from .cli_store import EXIT_USAGE, _Fail, _load_agent
@@ -13,7 +15,13 @@ from .cli_store import EXIT_USAGE, _Fail, _load_agent
 if TYPE_CHECKING:
     from ..agent import Agent
 
-__all__ = ["bound", "probe_store", "serve_http", "served_agent", "serving_token"]
+__all__ = ["activity_line", "bound", "probe_store", "serve_http", "served_agent", "serving_token"]
+
+
+def activity_line(line: str) -> None:
+    """Print one line of a server's activity log (``hosting.Activity``) after the time of
+    day, at once (the output may be a pipe)."""
+    print(f"{time.strftime('%H:%M:%S')} {line}", flush=True)
 
 
 def serving_token(given: str | None, host: str, *, command: str = "") -> str | None:
@@ -31,12 +39,12 @@ def serving_token(given: str | None, host: str, *, command: str = "") -> str | N
     return token
 
 
-def served_agent(spec: str, *, command: str | None = "serve") -> Agent:
-    """The agent a command serves or runs, ``spec`` importable from the current directory;
-    ``command`` names it in the error's hint (``command MODULE:ATTR``; None: ``--agent``)."""
+def served_agent(spec: str, command: str) -> Agent:
+    """The agent ``command`` (``serve``, ``mcp``...) serves: ``spec``, its MODULE:ATTR,
+    importable from the current directory."""
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # MODULE:ATTR is importable from the current directory
-    return _load_agent(spec, served=command)
+    return _load_agent(spec, command=command)
 
 
 def probe_store(location: str) -> None:

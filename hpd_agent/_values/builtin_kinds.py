@@ -180,7 +180,7 @@ def _typed_action(text: str, data: Mapping[str, Any], options: Options) -> bool:
         text,
         DONE_WORDS | {"", "1"},
         DECLINED_WORDS | {"0"},
-        "Press Enter when done, or type n to decline.",
+        "Type y once it is done, or n to decline.",
     )
 
 

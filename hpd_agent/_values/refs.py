@@ -10,18 +10,31 @@ built inside a factory function has none until the CLI is told (``--agent module
 
 from __future__ import annotations
 
+import contextlib
+import difflib
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-__all__ = ["SCRIPT_PREFIX", "caller_module", "load_ref", "module_ref"]
+__all__ = ["SCRIPT_PREFIX", "MissingAttributeError", "caller_module", "load_ref", "module_ref"]
 
 SCRIPT_PREFIX = "_hpd_agent_script_"
 """The start of the module name ``load_ref`` gives a script it loads by path."""
+
+_LISTED = 12
+"""A module without the attribute asked for, and no close one, lists its own up to this many."""
+
+
+class MissingAttributeError(AttributeError):
+    """``load_ref``: the module or script has no such attribute (the message names its file
+    and the closest attribute it has)."""
 
 
 def caller_module() -> str | None:
@@ -115,16 +128,23 @@ def _load_script(path_text: str) -> Any:
     return module
 
 
-def load_ref(ref: str) -> Any:
+def load_ref(ref: str, wanted: Callable[[object], bool] | None = None) -> Any:
     """The object at ``"module:attribute"`` or ``"path/to/script.py:attribute"``.
 
     A module is imported as ``python -m`` would (the current directory is searched first);
     a script is loaded from its path (relative to the current directory), without running
     its ``if __name__ == "__main__"`` block.
 
+    Args:
+        ref: The reference.
+        wanted: What could be meant (say, an agent), for the suggestion when the attribute
+            is missing; None: any object or function.
+
     Raises:
         ValueError: ``ref`` is not of that form.
-        ImportError, AttributeError: The module, script or attribute cannot be found.
+        ImportError: The module or script cannot be found (or fails to import).
+        MissingAttributeError: It has no such attribute: the message names the module and
+            its file, and the closest attribute it has (``did you mean 'agent'?``).
     """
     module_name, _, attribute = ref.rpartition(":")
     if not module_name or not attribute:
@@ -136,6 +156,61 @@ def load_ref(ref: str) -> Any:
         if cwd not in sys.path and "" not in sys.path:
             sys.path.insert(0, cwd)
         target = importlib.import_module(module_name)
+    where, done = _module_where(module_name, target), list[str]()
     for part in attribute.split("."):
-        target = getattr(target, part)
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise MissingAttributeError(_no_attribute(where, target, part, wanted)) from None
+        done.append(part)
+        kind = type(target).__name__
+        where = f"{module_name}:{'.'.join(done)} ({'an' if kind[0] in 'AEIOU' else 'a'} {kind})"
     return target
+
+
+def _module_where(name: str, module: Any) -> str:
+    """The module as a person finds it: a script by its path as given, a module by its name
+    and its file (relative to the current directory when it is below it)."""
+    if _is_path(name):
+        return name
+    file = getattr(module, "__file__", None)
+    if not isinstance(file, str):
+        return f"module {name}"
+    path = Path(file)
+    with contextlib.suppress(ValueError):
+        path = path.relative_to(Path.cwd())
+    return f"module {name} ({path})"
+
+
+def _meant(target: Any, value: object, wanted: Callable[[object], bool] | None) -> bool:
+    """Whether ``value``, an attribute of ``target``, could be what was meant: not a class,
+    a module or a function a module imports; what ``wanted`` accepts."""
+    if isinstance(value, (type, ModuleType)):
+        return False
+    if (
+        isinstance(target, ModuleType)
+        and inspect.isfunction(value)
+        and value.__module__ != target.__name__
+    ):
+        return False  # imported (``from x import tool``), not defined there
+    return wanted is None or wanted(value)
+
+
+def _no_attribute(
+    where: str, target: Any, name: str, wanted: Callable[[object], bool] | None
+) -> str:
+    """``where`` has no attribute ``name``: said with the closest it has that could be
+    meant (``_meant``), in any case; else, when it is a module with a few, those."""
+    found: dict[str, str] = {}
+    for attribute in dir(target):
+        value = inspect.getattr_static(target, attribute, None)  # no property runs
+        if not attribute.startswith("_") and _meant(target, value, wanted):
+            found.setdefault(attribute.casefold(), attribute)
+    close = difflib.get_close_matches(name.casefold(), list(found), n=1, cutoff=0.6)
+    if close:
+        hint = f"; did you mean {found[close[0]]!r}?"
+    elif isinstance(target, ModuleType) and 0 < len(found) <= _LISTED:
+        hint = f"; it has {', '.join(sorted(found.values()))}"
+    else:
+        hint = ""
+    return f"{where} has no attribute {name!r}{hint}"

@@ -18,14 +18,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
-from ..events import ClarificationRequest
+from ..events import ClarificationRequest, RequestEvent
 from ..text import bounded, error_text, shown
 from .kinds import BuiltinKind, answer_schema_of, kind_named
 from .vocabulary import NO_WORDS, YES_WORDS, normalise
 
-__all__ = ["answer_hint", "parse_by_schema", "parse_typed", "pick_option", "pick_options", "yes_no"]
+__all__ = [
+    "AnswerPrompt",
+    "answer_hint",
+    "answer_prompt",
+    "parse_by_schema",
+    "parse_typed",
+    "pick_option",
+    "pick_options",
+    "question_label",
+    "yes_no",
+]
 
 
 def _numbered(count: int) -> str:
@@ -208,3 +219,53 @@ def parse_typed(request: ClarificationRequest, text: str) -> Any:
                 f"question kind {kind.name!r} could not read {shown(text)}: {error_text(e)}"
             ) from None
     return parse_by_schema(text, answer_schema_of(request))
+
+
+_PERMISSION_HINT = (
+    "type y (allow this call), run (allow the tool for the run), always (allow it from now "
+    "on: a remembered grant) or n"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerPrompt:
+    """What a request asks for and what to type to answer it.
+
+    Attributes:
+        label: What it asks for, in the words every surface uses: ``Question``,
+            ``Choose one``, ``Choose any``, ``Yes or no``, ``Value needed``,
+            ``Action needed``, ``Form``, ``Permission``, or a kind's own label
+            (``Rate 1–5``).
+        hint: What to type, e.g. ``type a number from 1 to 3 (as listed: 1 is the first)
+            or the value``: what ``parse_typed`` reads (``to_decision`` for a permission).
+    """
+
+    label: str
+    hint: str
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.hint}"
+
+
+def question_label(request: ClarificationRequest) -> str:
+    """What the question asks for (``AnswerPrompt.label``): a question with options is a
+    choice (``Choose one``, ``Choose any``); any other has its kind's label (``Yes or no``,
+    ``Rate 1–5``), else ``Question``."""
+    kind = request.question_kind
+    if kind == "choice" or (kind == "text" and request.options):
+        return "Choose any" if (request.data or {}).get("multiple") else "Choose one"
+    known = kind_named(kind)
+    return request.label or (known.label if known is not None else None) or "Question"
+
+
+def answer_prompt(request: RequestEvent) -> AnswerPrompt:
+    """The request's label and what to type to answer it (see
+    ``hpd_agent.questions.answer_prompt``)."""
+    if not isinstance(request, ClarificationRequest):
+        return AnswerPrompt("Permission", _PERMISSION_HINT)
+    if request.question_kind == "action":
+        return AnswerPrompt(question_label(request), "type y once it is done, or n to decline")
+    hint = answer_hint(answer_schema_of(request))
+    return AnswerPrompt(
+        question_label(request), "answer with JSON" if hint == "JSON" else f"type {hint}"
+    )

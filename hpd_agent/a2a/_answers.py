@@ -18,9 +18,10 @@ from typing import Any, Protocol
 from a2a.types import Message
 
 from ..events import RequestEvent
+from ..hosting import Activity
 from ..store import Store
 from ._pending import answer_of, message_metadata, shown
-from ._runs import ServedRun
+from ._runs import CHANNEL, ServedRun
 
 __all__ = ["Driven", "Target", "answer"]
 
@@ -75,12 +76,16 @@ class Driven:
     Args:
         served: The run.
         store: The server's store (a question answered meanwhile is found there).
+        activity: The server's activity log, told of each answer the run takes.
     """
 
-    def __init__(self, served: ServedRun, store: Store | None) -> None:
+    def __init__(
+        self, served: ServedRun, store: Store | None, activity: Activity | None = None
+    ) -> None:
         self.served = served
         self.store = store
         self.notes = served.notes
+        self.activity = activity
 
     async def pending(self) -> dict[str, RequestEvent]:
         return {r.request_id: r for r in await self.served.run.settled()}
@@ -92,7 +97,17 @@ class Driven:
         return record is not None and record.run_id == self.served.run_id
 
     async def answer_request(self, request_id: str, read: Callable[[], Any]) -> str | None:
-        note = await self.served.answer_request(request_id, read)
+        activity = self.activity
+        if activity is not None:  # before the run says it took it (its line then says how)
+            activity.giving(request_id, CHANNEL, by=None, via="a message in its task")
+        try:
+            note = await self.served.answer_request(request_id, read)
+        except BaseException:
+            if activity is not None:
+                activity.withdrawn(request_id)
+            raise
         if note is None:
             self.served.answered.add(request_id)
+        elif activity is not None:  # refused: the question is asked again
+            activity.withdrawn(request_id)
         return note

@@ -115,7 +115,7 @@ class AgentRunner(AgentExecutor):
             await self._relay(found.run_id, updater, message)
             return
         async with found.lock:
-            focus = await answer(Driven(found, runs.store), message)
+            focus = await answer(Driven(found, runs.store, runs.activity), message)
         await self._report(found, updater, focus)
 
     async def _report(self, served: ServedRun, updater: TaskUpdater, focus: str | None) -> None:

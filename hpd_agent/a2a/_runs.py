@@ -10,11 +10,14 @@ from __future__ import annotations
 import anyio.abc
 
 from ..agent import Agent
-from ..hosting import HostedRun, RunHost
+from ..hosting import Activity, EventSink, HostedRun, RunHost
 from ..run import Run
 from ..store import Store
 
-__all__ = ["ServedRun", "ServedRuns"]
+__all__ = ["CHANNEL", "ServedRun", "ServedRuns"]
+
+CHANNEL = "A2A"
+"""How the activity log names where this server's runs and questions are."""
 
 
 class ServedRun(HostedRun):
@@ -33,11 +36,25 @@ class ServedRuns(RunHost[ServedRun]):
         agent: The served agent.
         store: Where runs are journaled, or None (they live in this process only).
         task_group: The server's: runs live in it, not in the execution that started them.
+        activity: The server's activity log, told of each run (None: no log).
     """
 
-    def __init__(self, agent: Agent, store: Store | None, task_group: anyio.abc.TaskGroup) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        store: Store | None,
+        task_group: anyio.abc.TaskGroup,
+        activity: Activity | None = None,
+    ) -> None:
         super().__init__(agent, store, task_group, ServedRun)
+        self.activity = activity
         self._cancelled: set[str] = set()
+
+    def sink(self, hosted: ServedRun, *, resumed: bool) -> EventSink:
+        """The run, watched by the activity log when the server keeps one."""
+        if self.activity is None:
+            return hosted
+        return self.activity.watch(hosted, hosted.run_id, CHANNEL, resumed=resumed)
 
     async def cancel(self, run_id: str) -> None:
         """The task was canceled: its run goes no further, wherever it is driven

@@ -9,7 +9,7 @@ executor (``_executor``) starts a run per task and reports where it stopped.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from urllib.parse import urlsplit
 
@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from ..agent import Agent
 from ..exceptions import UserError
-from ..hosting import Guard, is_loopback
+from ..hosting import Activity, Guard, is_loopback
 from ..store import Store, open_store
 from ..version import __version__
 from ._body import DepthLimit
@@ -43,6 +43,7 @@ def create_app(
     store: Store | str | os.PathLike[str] | None = None,
     url: str | None = None,
     token: str | None = None,
+    activity: Callable[[str], None] | None = None,
 ) -> Starlette:
     """An ASGI app serving ``agent`` over A2A (Agent2Agent).
 
@@ -68,6 +69,10 @@ def create_app(
             names (and ``url``'s) are served. Either way a browser page of another origin
             is refused (403) and a POST must be ``application/json`` (415): the rules of
             ``hpd_agent.hosting.Guard``, as for every server we ship.
+        activity: Takes each line of the server's activity log (``hosting.Activity``: a run
+            started, resumed or ended; a request asked, answered by a message in its task or
+            elsewhere, expired or cancelled); None: no log. ``hpd-agent serve --a2a``
+            prints them (``--quiet``: not).
 
     Returns:
         The app; its lifespan must run (every ASGI server runs it).
@@ -84,19 +89,24 @@ def create_app(
         task_store=tasks,
         agent_card=agent_card(agent, url or "http://localhost"),
     )
+    routes = [
+        Route(AGENT_CARD_WELL_KNOWN_PATH, _card_route(agent, url), methods=["GET"]),
+        *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
+    ]
+    app = Starlette(routes=routes, lifespan=_lifespan(agent, store, tasks, handler, held, activity))
+    app.add_middleware(DepthLimit)  # inside the guard: a caller refused never gets parsed
+    _guard(app, url, token)
+    return app
+
+
+def _card_route(agent: Agent, url: str | None) -> Callable[[Request], Awaitable[JSONResponse]]:
+    """The agent card's route: at ``url``, else at the URL each request came in on."""
 
     async def card_route(request: Request) -> JSONResponse:
         base = url or str(request.base_url).rstrip("/")
         return JSONResponse(agent_card_to_dict(agent_card(agent, base)))
 
-    routes = [
-        Route(AGENT_CARD_WELL_KNOWN_PATH, card_route, methods=["GET"]),
-        *create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True),
-    ]
-    app = Starlette(routes=routes, lifespan=_lifespan(agent, store, tasks, handler, held))
-    app.add_middleware(DepthLimit)  # inside the guard: a caller refused never gets parsed
-    _guard(app, url, token)
-    return app
+    return card_route
 
 
 def _guard(app: Starlette, url: str | None, token: str | None) -> None:
@@ -132,9 +142,11 @@ def _lifespan(
     tasks: KeptTasks,
     handler: DefaultRequestHandler,
     held: _Held,
+    activity: Callable[[str], None] | None,
 ) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
     """The app's lifespan: the store opened (a location), the task group the runs live in
-    (``held`` holds them meanwhile)."""
+    (``held`` holds them meanwhile), their activity logged to ``activity``."""
+    log = None if activity is None else Activity(activity)
 
     @asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncGenerator[None]:
@@ -142,7 +154,7 @@ def _lifespan(
         try:
             tasks.use(opened)
             async with anyio.create_task_group() as tg:
-                held.live = ServedRuns(agent, opened, tg)
+                held.live = ServedRuns(agent, opened, tg, log)
                 try:
                     yield
                 finally:

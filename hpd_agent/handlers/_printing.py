@@ -24,7 +24,6 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from .._values.typed import answer_hint
 from ..events import (
     AgentFinished,
     AgentStarted,
@@ -41,7 +40,7 @@ from ..events import (
     ToolCallStarted,
     format_path,
 )
-from ..questions import QUESTION_KINDS, answer_schema_of, kind_named
+from ..questions import QUESTION_KINDS, answer_prompt, answer_schema_of
 from ..text import printable
 from ._stream import Calls, StreamWriter, path_label
 from ._stream import esc as _esc
@@ -196,7 +195,9 @@ class ConsolePrinter:
 
     # -- requests ------------------------------------------------------------------------
     def show_question(self, request: ClarificationRequest) -> None:
-        """Print a question and what to type: by kind, any kind from its label and schema."""
+        """Print a question: who asks what, its details and options (numbered from 1), then
+        what it wants and what to type, in the words the web page and ``hpd-agent pending``
+        use (``answer_prompt``)."""
         print_ = self.line
         print_(f"[bold yellow]?[/] {self.who(request)} asks: [bold]{_esc(request.question)}[/]")
         if request.context:
@@ -204,44 +205,29 @@ class ConsolePrinter:
         kind = request.question_kind
         data = request.data or {}
         options: tuple[object, ...] = request.options or ()
-        hint = None
         if kind == "input":
             print_(
                 f"  [dim]value for[/] {_esc(str(data.get('argument', '?')))} "
                 f"[dim]of tool[/] {_esc(str(data.get('tool', '?')))}"
             )
-        elif kind == "confirm":
-            print_("  [dim]answer y or n[/]")
         elif kind == "action":
             label = data.get("label") or "Open this link"
             print_(f"  {_esc(str(label))}: [link]{_esc(str(data.get('url', '')))}[/]")
-            print_("  [dim]press Enter when done, or n to decline[/]")
         elif kind == "custom":
             print_(f"  [dim]{_esc(str(data.get('name', 'custom')))}[/]")
             if data.get("payload"):
                 print_(f"  {_esc(json.dumps(data['payload']))}")
-            hint = answer_hint(answer_schema_of(request))
         elif kind not in QUESTION_KINDS:
-            known = kind_named(kind)
-            label = request.label or (known.label if known else None) or kind
-            print_(f"  [bold]{_esc(label)}[/]")
-            schema = answer_schema_of(request)
-            enum = schema.get("enum")
+            enum = answer_schema_of(request).get("enum")
             options = tuple(cast(list[object], enum)) if isinstance(enum, list) else ()
-            hint = answer_hint(schema)
         # Numbered from 1 on screen (people count from 1); the API's indices are 0-based,
         # so the hint says which one the typed number is.
         for i, option in enumerate(options, 1):
             print_(
                 f"  [bold]{i})[/] {_esc(option if isinstance(option, str) else json.dumps(option))}"
             )
-        numbered = _numbered(len(options))
-        if kind == "choice" and data.get("multiple"):
-            print_(f"  [dim]one or more, separated by commas: {numbered}[/]")
-        elif options:
-            print_(f"  [dim]type {numbered}[/]")
-        elif hint is not None:
-            print_(f"  [dim]{'answer with JSON' if hint == 'JSON' else f'type {_esc(hint)}'}[/]")
+        prompt = answer_prompt(request)
+        self._prompt(prompt.label, prompt.hint)
 
     def show_permission(self, request: PermissionRequest) -> None:
         """Print a permission request: the tool, its arguments, the three choices."""
@@ -260,7 +246,11 @@ class ConsolePrinter:
             "  [bold]1)[/] approve once  [bold]2)[/] approve for the run  [bold]3)[/] deny  "
             "[bold]4)[/] always (remembered)"
         )
-        print_(f"  [dim]{escape(PERMISSION_WORDS)}[/]")
+        # The label every surface uses; the console also reads the numbers it lists.
+        self._prompt(answer_prompt(request).label, PERMISSION_WORDS)
+
+    def _prompt(self, label: str, hint: str) -> None:
+        self.line(f"  [bold]{_esc(label)}[/][dim]: {_esc(hint)}[/]")
 
     def preview(self, name: str, value: str, *, indent: int, keep: int) -> None:
         """A multi-line string argument folded: its first ``keep`` lines as they are (each
@@ -280,10 +270,6 @@ class ConsolePrinter:
         if isinstance(request, PermissionRequest):
             return f"{self.who(request)} wants to run [bold]{_esc(request.tool_name)}[/]"
         return f"{self.who(request)} asks: {_esc(self.short(request.question))}"
-
-
-def _numbered(count: int) -> str:
-    return f"a number from 1 to {count} (as listed: 1 is the first option) or the option's text"
 
 
 def _multiline(value: Any) -> bool:

@@ -15,6 +15,8 @@ hosts, what their clients read of them, and the rules of who may reach it.
   (``RunHost.moved_on``) and cancelled through it (``RunHost.cancel``).
 - ``drive`` / ``EventSink``: the one way a run is driven for a server (its events handed to
   a sink in order, then its ``Outcome``); ``RunHost`` and the web server use it.
+  ``Activity``: a server's log for whoever runs it, one line per run started or ended and
+  per request asked or answered (who, which channel); ``Activity.watch`` wraps the sink.
 - ``Outcome`` / ``outcome_of``: how a run ended as a client may read it (a result, or a
   stored record); ``public_error``: what a client may read of a run's failure (no run id,
   no lease holder).
@@ -34,6 +36,7 @@ docs/architecture.md ("The adapter bridge") shows how an adapter is built on the
 """
 
 from ..exceptions import ConversationBusyError, UnknownRunError
+from ._activity import Activity
 from ._decisions import DECISIONS, PERMISSION_OPTIONS, PermissionOption, decision_of
 from ._drive import STOPPED, EventSink, drive
 from ._errors import public_error
@@ -54,6 +57,7 @@ __all__ = [
     "PERMISSION_OPTIONS",
     "STOPPED",
     "TOKEN",
+    "Activity",
     "ConversationBusyError",
     "EventSink",
     "Form",

@@ -35,12 +35,16 @@ class Form:
         schema: The ``requestedSchema``.
         read: The accepted content to the answer ``run.respond`` takes; ``ValueError``
             says why content does not fit.
+        agent_path: Who asks (the request's ``agent_path``), for a client that shows it
+            apart from the question (an adapter sends it beside the message: MCP's
+            ``_meta``).
     """
 
     request_id: str
     message: str
     schema: dict[str, Any]
     read: Callable[[Mapping[str, Any] | None], Any]
+    agent_path: tuple[str, ...] = ()
 
 
 def form_for(request: RequestEvent, note: str | None = None, *, by: str = "the client") -> Form:
@@ -58,7 +62,13 @@ def form_for(request: RequestEvent, note: str | None = None, *, by: str = "the c
         schema, read = _question_schema(request)
     if note:
         text += f"\n(Your last answer was not accepted: {note})"
-    return Form(request_id=request.request_id, message=text, schema=schema, read=read)
+    return Form(
+        request_id=request.request_id,
+        message=text,
+        schema=schema,
+        read=read,
+        agent_path=request.agent_path,
+    )
 
 
 def choices_of(request: ClarificationRequest) -> list[tuple[str, Any]] | None:

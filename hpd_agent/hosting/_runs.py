@@ -24,7 +24,7 @@ from ..agent import Agent
 from ..exceptions import ConversationBusyError, UnknownRunError
 from ..run import Run
 from ..store import RequestRecord, RunRecord, Store, cancel_run
-from ._drive import drive
+from ._drive import EventSink, drive
 from ._histories import Histories, MemoryHistories, ThreadHistories
 from ._hosted import HostedRun
 
@@ -119,7 +119,8 @@ class RunHost(Generic[H]):
                 raise UnknownRunError(f"no run {run_id!r} of agent {self.agent.name!r} here")
             if record.status in ("completed", "failed", "cancelled"):
                 return record
-            return await self._serve(self.agent.resume_stream(run_id, store=store), conversation)
+            resumed = self.agent.resume_stream(run_id, store=store)
+            return await self._serve(resumed, conversation, resumed=True)
 
     async def cancel(self, run_id: str) -> None:
         """Cancel the run ``run_id`` wherever it is driven; return once it has ended.
@@ -198,14 +199,22 @@ class RunHost(Generic[H]):
         lease = await store.get_lease(run_id)
         return lease is None or lease.expires_at <= time.time()
 
-    async def _serve(self, run: Run, conversation: str | None = None) -> H:
+    def sink(self, hosted: H, *, resumed: bool) -> EventSink:
+        """What ``hosted``'s run is driven with (``drive``): ``hosted`` itself. A server
+        may wrap it, e.g. in its ``Activity`` log's ``watch`` (``resumed``: the run was
+        resumed from the store, not started)."""
+        return hosted
+
+    async def _serve(
+        self, run: Run, conversation: str | None = None, *, resumed: bool = False
+    ) -> H:
         hosted = self._hosted(run)
         hosted.conversation = conversation
         self._live[hosted.run_id] = hosted
         if conversation is not None:
             self._turns[conversation] = hosted
         try:
-            await self._tg.start(self._drive, hosted)
+            await self._tg.start(self._drive, hosted, self.sink(hosted, resumed=resumed))
         except BaseException:
             self._forget(hosted)
             raise
@@ -220,6 +229,7 @@ class RunHost(Generic[H]):
     async def _drive(
         self,
         hosted: H,
+        sink: EventSink,
         *,
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -227,7 +237,7 @@ class RunHost(Generic[H]):
             # Each event is kept once, for every reader of ``hosted.events()``; draining
             # keeps the run listening. A failed run's outcome holds its error (the server
             # reports it); one that lost its lease has it in ``hosted.raised``.
-            await drive(hosted.run, hosted, entered=task_status.started)
+            await drive(hosted.run, sink, entered=task_status.started)
             result = hosted.outcome.result
             conversation = hosted.conversation
             if conversation is not None and result is not None and result.status == "completed":

@@ -36,7 +36,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ..text import error_text
 from ..tools import RunResources, ToolContext
 from ..version import __version__
-from ._client_elicitation import answer_all, answer_one
+from ._client_elicitation import answer_all, answer_one, asked
 from ._client_errors import MCPServerError, first_error
 
 __all__ = ["MAX_ROUNDS", "Address", "Connection", "Connections"]
@@ -98,6 +98,8 @@ class _Call:
     ctx: ToolContext
     about: dict[str, Any]
     scopes: set[anyio.CancelScope] = field(default_factory=set[anyio.CancelScope])
+    seen: dict[str, int] = field(default_factory=dict[str, int])
+    """How often each remote request id was asked in this call (``_asker``)."""
 
 
 class Connection:
@@ -144,8 +146,8 @@ class Connection:
         with anyio.CancelScope() as scope:
             call.scopes.add(scope)
             try:
-                rid = call.ctx.next_request_id()
-                result = await answer_one(call.ctx, rid, params, call.about)
+                how, rid = asked(call.ctx, params, call.seen)
+                result = await answer_one(how, rid, params, call.about)
             except MCPServerError as e:
                 return types.ErrorData(code=types.INVALID_PARAMS, message=str(e))
             finally:
@@ -285,6 +287,7 @@ async def _rounds(
     responses: dict[str, types.InputResponse] | None = None
     state: str | None = None
     pause = _STATE_ONLY_WAIT[0]
+    seen: dict[str, int] = {}  # remote request ids asked in earlier rounds (``_asker``)
     for round_ in range(MAX_ROUNDS + 1):
         data = await ctx.step(
             f"mcp tools/call {name} round {round_}",
@@ -297,17 +300,17 @@ async def _rounds(
         )
         if data.get("resultType") != "input_required":
             return types.CallToolResult.model_validate(data)
-        asked = types.InputRequiredResult.model_validate(data)
-        if asked.input_requests:
+        needs = types.InputRequiredResult.model_validate(data)
+        if needs.input_requests:
             responses, pause = (
-                await answer_all(ctx, asked.input_requests, about),
+                await answer_all(ctx, needs, about, seen),
                 _STATE_ONLY_WAIT[0],
             )
         else:
             responses = None
             await anyio.sleep(pause)
             pause = min(pause * 2, _STATE_ONLY_WAIT[1])
-        state = asked.request_state
+        state = needs.request_state
     raise MCPServerError(
         f"{about['server']} kept asking for input past {MAX_ROUNDS} rounds of {name!r}"
     )

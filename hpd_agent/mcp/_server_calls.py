@@ -33,8 +33,9 @@ from mcp.shared.message import ServerMessageMetadata
 from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, REQUEST_TIMEOUT
 
 from ..events import RequestEvent
-from ..hosting import Outcome, UnknownRunError, form_for
+from ..hosting import Form, Outcome, UnknownRunError, form_for
 from ..store import RunRecord
+from ._asker import params_meta
 from ._server_answers import Driven, apply, reading
 from ._server_relay import relayed
 from ._server_results import asking, record_result, text_result, tool_result
@@ -114,9 +115,7 @@ class Calls:
             form = form_for(request, note, by=MCP_CLIENT)
             served.asked[request.request_id] = request
             try:
-                reply = await ctx.session.elicit_form(
-                    form.message, form.schema, related_request_id=ctx.request_id
-                )
+                reply = await _elicit_form(ctx, form)
             except MCPError as e:
                 served.cancel_nowait(f"the MCP client could not answer {form.message!r}: {e}")
                 tg.cancel_scope.cancel()  # the other questions of the batch go unanswered
@@ -226,6 +225,19 @@ async def _heed(
             # Any other error is an answer: the client is there.
         except ValueError:
             pass  # a reply that is not a ping's (pydantic's ValidationError): it is there
+
+
+async def _elicit_form(ctx: ServerRequestContext[Any, Any], form: Form) -> types.ElicitResult:
+    """``elicitation/create`` asking ``form`` (the SDK's ``elicit_form``, with the asker's
+    path in ``_meta``: ``_asker``), on the call's own channel."""
+    params = types.ElicitRequestFormParams(
+        message=form.message, requested_schema=form.schema, _meta=params_meta(form)
+    )
+    return await ctx.session.send_request(
+        types.ElicitRequest(params=params),
+        types.ElicitResult,
+        metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+    )
 
 
 def _can_elicit(ctx: ServerRequestContext[Any, Any]) -> bool:

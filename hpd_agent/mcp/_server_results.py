@@ -16,6 +16,7 @@ import mcp_types as types
 from ..events import RequestEvent
 from ..hosting import Outcome, form_for, outcome_of
 from ..store import RunRecord
+from ._asker import result_meta
 from ._server_runs import MCP_CLIENT
 
 __all__ = ["asking", "record_result", "text_result", "tool_result"]
@@ -42,14 +43,19 @@ def asking(
     request id; a refused answer's reason, popped from ``notes``, added to its message),
     with the ``requestState`` naming the run. With no request it asks nothing: the client
     retries with the state alone."""
-    asked: dict[str, types.InputRequest] = {}
-    for request in requests:
-        form = form_for(request, notes.pop(request.request_id, None), by=MCP_CLIENT)
-        asked[request.request_id] = types.ElicitRequest(
+    forms = [form_for(r, notes.pop(r.request_id, None), by=MCP_CLIENT) for r in requests]
+    asked: dict[str, types.InputRequest] = {
+        form.request_id: types.ElicitRequest(
             params=types.ElicitRequestFormParams(message=form.message, requested_schema=form.schema)
         )
+        for form in forms
+    }
     state = json.dumps({"run": run_id})
-    return types.InputRequiredResult(input_requests=asked or None, request_state=state)
+    return types.InputRequiredResult(
+        input_requests=asked or None,
+        request_state=state,
+        _meta=result_meta(forms) if forms else None,  # who asks each (``_asker``)
+    )
 
 
 def text_result(text: str, *, error: bool) -> types.CallToolResult:

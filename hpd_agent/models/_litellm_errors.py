@@ -20,6 +20,7 @@ from ..exceptions import (
     ModelTimeoutError,
     ModelUnavailableError,
 )
+from ._keys import no_key_error
 
 __all__ = ["KEY_HINT", "check_credentials", "mapped", "refused", "retry_after"]
 
@@ -88,11 +89,7 @@ def check_credentials(model: str, kwargs: dict[str, Any], *, hint: str = KEY_HIN
     if kwargs.get("api_base"):
         kwargs["api_key"] = _NO_KEY
         return
-    names = missing[0] if len(missing) == 1 else " or ".join(missing)
-    raise ModelAuthenticationError(
-        f"{model}: no API key: set the {names} environment variable ({hint})",
-        provider=_provider(model),
-    )
+    raise no_key_error(model, missing, hint, provider=_provider(model))
 
 
 def _is_secret(variable: str) -> bool:

@@ -22,7 +22,7 @@ from typing import Any
 
 from ..events import format_path
 from ..exceptions import StoreUnavailableError
-from ..questions import Decline
+from ..questions import Decline, answer_prompt
 from ..text import printable
 
 __all__ = ["add_temporal_options"]
@@ -42,32 +42,32 @@ def add_temporal_options(sub: Any, failure: Failure) -> None:
         parser.add_argument(
             "--temporal",
             metavar="HOST:PORT",
-            help="a Temporal frontend: the run is the workflow --workflow-id (instead of --db)",
+            help="a Temporal frontend: the run is the workflow --workflow-id (instead of --store)",
         )
         parser.add_argument("--workflow-id", help="the run's workflow id (with --temporal)")
         parser.add_argument(
             "--namespace", default="default", help="Temporal namespace (default: default)"
         )
         for action in parser._actions:  # pyright: ignore[reportPrivateUsage]
-            if action.dest == "db":
-                action.required = False  # --db or --temporal, checked below
+            if action.dest == "store":
+                action.required = False  # --store or --temporal, checked below
         parser.set_defaults(func=_either(parser.get_default("func"), command, failure))
 
 
 def _either(store_command: _Command, temporal_command: Any, failure: Failure) -> _Command:
     def run(args: argparse.Namespace) -> int:
         if args.temporal is None:
-            if args.db is None:
-                return _usage("give the store with --db, or a Temporal run with --temporal")
+            if args.store is None:
+                return _usage("give the store with --store, or a Temporal run with --temporal")
             if args.workflow_id is not None:
                 return _usage("--workflow-id goes with --temporal")
             return store_command(args)
-        if args.db is not None:
-            return _usage("--db and --temporal are alternatives: give one")
+        if args.store is not None:
+            return _usage("--store and --temporal are alternatives: give one")
         if not args.workflow_id:
             return _usage("--temporal needs --workflow-id (the run's workflow)")
         if getattr(args, "run", None):
-            return _usage("--run is for --db; with --temporal the run is --workflow-id")
+            return _usage("--run is for --store; with --temporal the run is --workflow-id")
         if getattr(args, "sender", None):
             return _usage("--sender is kept by a store; a Temporal answer has no sender")
         return temporal_command(args, failure)
@@ -105,9 +105,12 @@ def _pending(args: argparse.Namespace, failure: Failure) -> int:
                 }
                 print(json.dumps(item))  # ASCII JSON: controls are escaped
                 continue
-            options = f"  [{' | '.join(r.options)}]" if r.options else ""
+            # As `pending --store` lists a request: options numbered as typed, then the
+            # line saying what it wants and what to type.
+            listed = "".join(f"  {n}. {o}" for n, o in enumerate(r.options or (), 1))
             agent = format_path(r.agent_path)
-            print(_show(f"{r.request_id}  {r.run_id}  {agent}  {r.kind}: {r.question}{options}"))
+            print(_show(f"{r.request_id}  {r.run_id}  {agent}  {r.question}{listed}"))
+            print(_show(f"    {answer_prompt(r.event)}"))
         if not records and not args.json:
             print("no pending requests", file=sys.stderr)
         return 0

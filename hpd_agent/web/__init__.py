@@ -18,7 +18,7 @@ from starlette.applications import Starlette
 
 from ..agent import Agent, check_examples
 from ..exceptions import UserError
-from ..hosting import is_loopback
+from ..hosting import Activity, is_loopback
 from ..store import Store, open_store
 from ._app import build_app
 from ._body import MAX_BODY
@@ -66,6 +66,7 @@ def create_app(
     allowed_hosts: Sequence[str] | None = None,
     allowed_origins: Sequence[str] = (),
     examples: Sequence[str] | None = None,
+    activity: Callable[[str], None] | None = None,
 ) -> Starlette:
     """An ASGI app serving ``agent``: AG-UI at ``POST /agent``, the inbox API, the page.
 
@@ -87,6 +88,10 @@ def create_app(
             besides the server's own page (any other ``Origin`` gets 403).
         examples: The prompts the page suggests (``GET /info``) instead of the agent's own
             (``Agent(examples=...)``); checked the same way.
+        activity: Takes each line of the server's activity log (``hosting.Activity``: a run
+            started, resumed or ended; a request asked, answered or declined, by whom and
+            through what, expired or cancelled); None: no log. ``hpd-agent serve`` prints
+            them (``--quiet``: not).
 
     Returns:
         The Starlette app.
@@ -97,7 +102,7 @@ def create_app(
     resolved = store if isinstance(store, Store) else open_store(store or DEFAULT_STORE)
     owns_store = not isinstance(store, Store)
     db = open_thread_db(resolved)
-    threads = Threads(agent, resolved, db)
+    threads = Threads(agent, resolved, db, None if activity is None else Activity(activity))
     lifespan = _lifespan(threads, db, resolved if owns_store else None)
     app = build_app(
         threads, token, lifespan, hosts=allowed_hosts, origins=allowed_origins, examples=shown

@@ -23,10 +23,10 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..exceptions import InvalidAnswerError, RequestError, UnknownRequestError
-from ..hosting import Guard
+from ..hosting import IDENTITY, Guard
 from ..messages import AssistantMessage, Message, UserMessage
 from ..questions import Decline
-from ..store import Store, respond
+from ..store import RequestRecord, Store, respond
 from ._body import MAX_BODY, BodyError, parse_body
 from ._requests import check_web_answer
 from ._resume import ResumeRefused, check_resume
@@ -150,9 +150,9 @@ class _Routes:
             raise _HTTPError(400, f"not a RunAgentInput: {e.errors()[0]['msg']}") from None
         # Once the body is in (a slow client holds no slot), the start waits for its turn.
         async with self.threads.admission:
-            return await self._admitted(data)
+            return await self._admitted(data, request.scope.get(IDENTITY))
 
-    async def _admitted(self, data: RunAgentInput) -> Response:
+    async def _admitted(self, data: RunAgentInput, by: str | None) -> Response:
         thread = await self.threads.claim(data.thread_id)
         if thread.running:
             message = "a run is in progress on this thread"
@@ -161,7 +161,7 @@ class _Routes:
             )
         thread.running = True  # claimed before any await: a second input on it is "busy"
         try:
-            start = await self._start(thread, data)
+            start = await self._start(thread, data, by)
         except _Refused as e:
             thread.running = False
             self.threads.release(thread)  # a refused input leaves nothing behind
@@ -178,7 +178,7 @@ class _Routes:
     def _sse(frames: AsyncIterator[str]) -> Response:
         return StreamingResponse(frames, media_type="text/event-stream", headers=_SSE_HEADERS)
 
-    async def _start(self, thread: Thread, data: RunAgentInput) -> int:
+    async def _start(self, thread: Thread, data: RunAgentInput, by: str | None) -> int:
         threads, run_id = self.threads, data.run_id
         last = thread.run
         waiting = last is not None and last.status == "interrupted"
@@ -190,6 +190,10 @@ class _Routes:
                 answers = await check_resume(threads.store, last.run_id, entries)
             except ResumeRefused as e:
                 raise _Refused(str(e), e.code) from None
+            if threads.activity is not None:
+                where = f"thread {thread.thread_id}"
+                for rid in answers:  # said once the run took it (it may yet refuse)
+                    threads.activity.giving(rid, where, by=by, via="an AG-UI resume")
             return await threads.runs.resume(thread, run_id, answers)
         if waiting:
             message = (
@@ -249,6 +253,27 @@ class _Routes:
         record = await self.threads.store.get_request(request_id)
         if thread is None or record is None or not thread.owns(record.run_id):
             raise _HTTPError(404, "unknown request on this thread")
+        activity = self.threads.activity
+        if activity is not None:  # before the run may say it took it
+            by = request.scope.get(IDENTITY)
+            activity.giving(request_id, f"thread {thread_id}", by=by, via="the inbox")
+        try:
+            value, accepted = await self._give(thread, record, answer)
+        except BaseException:
+            if activity is not None:
+                activity.withdrawn(request_id)
+            raise
+        declined = isinstance(value, Decline)
+        if activity is not None:
+            activity.given(request_id, declined=declined)
+        if declined:
+            return JSONResponse({"id": request_id, "declined": True})
+        return JSONResponse({"id": request_id, "answer": to_jsonable_python(accepted)})
+
+    async def _give(self, thread: Thread, record: RequestRecord, answer: Any) -> tuple[Any, Any]:
+        """``answer`` checked and given to the thread's live run, else through the store;
+        (the answer given, the answer accepted)."""
+        request_id = record.request_id
         try:
             value = answer if isinstance(answer, Decline) else check_web_answer(record, answer)
             live = thread.live
@@ -264,9 +289,7 @@ class _Routes:
             raise _HTTPError(404, str(e)) from None
         except RequestError as e:
             raise _HTTPError(409, str(e)) from None
-        if isinstance(value, Decline):
-            return JSONResponse({"id": request_id, "declined": True})
-        return JSONResponse({"id": request_id, "answer": to_jsonable_python(accepted)})
+        return value, accepted
 
 
 def _answer_in(body: dict[str, Any], allowed: set[str]) -> Any:

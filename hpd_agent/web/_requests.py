@@ -14,7 +14,7 @@ from ag_ui.core import Interrupt
 from ..events import ClarificationRequest, PermissionRequest, RequestEvent
 from ..exceptions import InvalidAnswerError
 from ..permissions import Approve, Decision, Deny
-from ..questions import answer_schema_of, validate_answer
+from ..questions import answer_prompt, answer_schema_of, validate_answer
 from ..store import RequestRecord
 from ._translate import iso_time, locate
 
@@ -69,11 +69,12 @@ def request_value(record: RequestRecord) -> dict[str, Any]:
         "subagentRunId": where.subagent_run_id,
         "invocationId": event.invocation_id or None,
         "expiresAt": iso_time(record.expires_at),
+        # What the card says it wants: the words the console and ``hpd-agent pending`` use.
+        "label": answer_prompt(event).label,
     }
     if isinstance(event, ClarificationRequest):
         value["context"] = event.context
         value["data"] = event.data
-        value["label"] = event.label
     else:
         value["toolName"] = event.tool_name
         value["arguments"] = dict(event.arguments)

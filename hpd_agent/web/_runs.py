@@ -23,7 +23,7 @@ from anyio.abc import TaskGroup
 
 from ..agent import Agent
 from ..events import Event, RequestEvent
-from ..hosting import Outcome, drive
+from ..hosting import Activity, EventSink, Outcome, drive
 from ..messages import Message
 from ..run import Run
 from ..store import RequestRecord, Store
@@ -50,6 +50,7 @@ class ThreadRuns:
         db: The threads' runs and events.
         log: The threads' event log.
         release: Forgets a thread whose run has ended (the registry's).
+        activity: The server's activity log, told of each run (None: no log).
 
     Attributes:
         task_group: The server's task group, which owns every run (set by the app's lifespan).
@@ -62,12 +63,14 @@ class ThreadRuns:
         db: ThreadDB,
         log: ThreadLog,
         release: Callable[[Thread], None],
+        activity: Activity | None = None,
     ) -> None:
         self.agent = agent
         self.store = store
         self.db = db
         self.log = log
         self.release = release
+        self.activity = activity
         self.task_group: TaskGroup | None = None
 
     def begin(self, thread: Thread, agui_run_id: str) -> int:
@@ -132,14 +135,20 @@ class ThreadRuns:
         run = self.agent.resume_stream(
             row.run_id, store=self.store, on_unhandled="interrupt", answers=answers, wait=True
         )
-        self._spawn(thread, run, agui_run_id, "interrupt")
+        self._spawn(thread, run, agui_run_id, "interrupt", resumed=True)
         return start
 
-    def _spawn(self, thread: Thread, run: Run, agui_run_id: str, mode: Mode) -> None:
+    def _spawn(
+        self, thread: Thread, run: Run, agui_run_id: str, mode: Mode, *, resumed: bool = False
+    ) -> None:
         assert self.task_group is not None, "the app's lifespan has not started"
-        sink = RunFrames(self, thread, run, agui_run_id, mode)
+        frames = RunFrames(self, thread, run, agui_run_id, mode)
+        sink: EventSink = frames
+        if self.activity is not None:
+            where = f"thread {thread.thread_id}, {mode}"
+            sink = self.activity.watch(frames, run.run_id, where, resumed=resumed)
         # Interrupt mode: nobody answers mid-run, a question ends the run with an interrupt.
-        driving = partial(drive, run, sink, listening=mode == "live", entered=sink.entered)
+        driving = partial(drive, run, sink, listening=mode == "live", entered=frames.entered)
         self.task_group.start_soon(driving)
 
     async def row_status(self, run_id: str, status: str) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 
 from ..agent import Agent
+from ..hosting import Activity
 from ..store import Store
 from ._db import ThreadDB
 from ._log import MAX_BEHIND, ThreadLog
@@ -43,15 +44,19 @@ class Threads:
     Attributes:
         log: The threads' event log.
         runs: Their root runs (its ``task_group`` set by the app's lifespan).
+        activity: The server's activity log, if it keeps one.
     """
 
-    def __init__(self, agent: Agent, store: Store, db: ThreadDB) -> None:
+    def __init__(
+        self, agent: Agent, store: Store, db: ThreadDB, activity: Activity | None = None
+    ) -> None:
         self.agent = agent
         self.store = store
         self._db = db
         self._threads: dict[str, Thread] = {}
         self.log = ThreadLog(db)
-        self.runs = ThreadRuns(agent, store, db, self.log, self.release)
+        self.activity = activity
+        self.runs = ThreadRuns(agent, store, db, self.log, self.release, activity)
         self.admission = anyio.Semaphore(STARTING)
         """Held while an input is started (``STARTING`` at once, the others wait in turn)."""
 

@@ -32,9 +32,11 @@ def hpd_agent_acp(*args: str, stdin: str = "") -> subprocess.CompletedProcess[st
 @pytest.mark.parametrize(
     ("args", "status", "said"),
     [
-        (["nosuch_module:agent"], 10, "error: cannot load the agent 'nosuch_module:agent'"),
-        (["acp_agents:nothing"], 10, "error: cannot load the agent 'acp_agents:nothing'"),
-        (["acp_agents:nothing"], 10, "; pass acp MODULE:ATTR, e.g. package.module:NAME"),
+        (["nosuch_module:agent"], 10, "error: acp: cannot load MODULE:ATTR 'nosuch_module:agent'"),
+        (["nosuch_module:agent"], 10, "; pass acp MODULE:ATTR, e.g. package.module:NAME"),
+        # The file named, and what it has (tests/apps/test_cli_names.py: the closest name).
+        (["acp_agents:nothing"], 10, "error: acp: cannot load MODULE:ATTR 'acp_agents:nothing'"),
+        (["acp_agents:nothing"], 10, "module acp_agents (acp_agents.py) has no attribute"),
         (["acp_agents:FLAT"], 10, "TypeError"),
         (["no-colon"], 10, "is not of the form"),
         (["acp_agents:echo", "--store", "/nonexistent/dir/runs.db"], 8, "error: "),

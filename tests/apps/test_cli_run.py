@@ -241,8 +241,8 @@ def test_run_refuses_bad_input_in_one_line(workdir: Path) -> None:
     assert _hpd(workdir, "answer", rid, "Hanami", "--db", db).returncode == 0
     assert _hpd(workdir, "resume", "run_done", "--db", db).returncode == 0
     cases: list[tuple[tuple[str, ...], int, str]] = [
-        (("durable_agents:nothing", PROMPT, "--store", db), 10, "cannot load the agent"),
-        (("no_such_module:agent", PROMPT, "--store", db), 10, "cannot load the agent"),
+        (("durable_agents:nothing", PROMPT, "--store", db), 10, "run: cannot load MODULE:ATTR"),
+        (("no_such_module:agent", PROMPT, "--store", db), 10, "run: cannot load MODULE:ATTR"),
         (("durable_agents", PROMPT, "--store", db), 10, "run MODULE:ATTR"),
         ((AGENT, PROMPT, "--store", "nope://x"), 8, "no store is registered for nope://"),
         ((AGENT, PROMPT, "--store", str(workdir / "no" / "x.db")), 8, "does not exist"),

@@ -75,7 +75,8 @@ async def test_pending_lists_requests(workdir: Path) -> None:
     listed = await cli(workdir, "pending", "--db", str(db))
     assert listed.returncode == 0
     assert listed.stdout.splitlines() == [
-        f"{rid}  {run_id}  Orchestrator > CodingAgent  text: {durable_agents.QUESTION}"
+        f"{rid}  {run_id}  Orchestrator > CodingAgent  {durable_agents.QUESTION}",
+        "    Question: type your answer",
     ]
     as_json = await cli(workdir, "pending", "--db", str(db), "--json", "--run", run_id)
     (line,) = as_json.stdout.splitlines()
@@ -130,10 +131,14 @@ async def test_options_are_numbered_from_1_where_a_person_types(workdir: Path) -
     await _options_request(db, "req_c", question_kind="choice", data={"multiple": True})
     listed = await cli(workdir, "pending", "--db", str(db))
     assert listed.returncode == 0
-    assert listed.stdout.splitlines()[0] == (
-        "req_a  run_1  A  text: Framework?  1. Express  2. FastAPI"
+    assert listed.stdout.splitlines()[:2] == [
+        "req_a  run_1  A  Framework?  1. Express  2. FastAPI",
+        "    Choose one: type a number from 1 to 2 (as listed: 1 is the first) or the value",
+    ]
+    assert listed.stdout.splitlines()[5] == (
+        "    Choose any: type one or more, separated by commas: a number from 1 to 2 (as "
+        "listed: 1 is the first) or the value"
     )
-    assert "an option by its number, 1 is the first" in listed.stderr
     first = await cli(workdir, "answer", "req_a", "1", "--db", str(db))
     assert first.returncode == 0 and first.stdout.strip() == 'answered req_a: "Express"'
     out_of_range = await cli(workdir, "answer", "req_b", "3", "--db", str(db))
@@ -309,7 +314,11 @@ async def test_answer_a_permission_request(workdir: Path) -> None:
     await store.add_request(RequestRecord.from_event(event))
     listed = await cli(workdir, "pending", "--db", str(db))
     # One readable line: the tool, then each argument once as name: value (no raw JSON).
-    assert "permission: Allow deploy? (target: prod)" in listed.stdout
+    assert listed.stdout.splitlines() == [
+        "req_perm  run_1  A  Allow deploy? (target: prod)",
+        "    Permission: type y (allow this call), run (allow the tool for the run), always "
+        "(allow it from now on: a remembered grant) or n",
+    ]
     refused = await cli(workdir, "answer", "req_perm", "maybe", "--db", str(db))
     assert refused.returncode == 7 and "neither an approval nor a denial" in refused.stderr
     # "always" is a remembered grant (its run keeps it in the store when it reads the answer).
@@ -387,7 +396,10 @@ async def test_a_corrupt_request_row_hides_no_other(workdir: Path) -> None:
     _corrupt(db, "UPDATE hpd_requests SET payload = '{not json' WHERE id = 'req_bad'")
     listed = await cli(workdir, "pending", "--db", str(db))
     assert listed.returncode == 9
-    assert listed.stdout.splitlines() == ["req_good  run_1  A  text: Q req_good?"]
+    assert listed.stdout.splitlines() == [
+        "req_good  run_1  A  Q req_good?",
+        "    Question: type your answer",
+    ]
     line = one_line(listed)
     assert "request req_bad (run run_1): column payload is not JSON" in line
     as_json = await cli(workdir, "pending", "--db", str(db), "--json")
@@ -513,12 +525,14 @@ async def test_pending_shows_controls_instead_of_obeying_them(workdir: Path) -> 
     )
     listed = await cli(workdir, "pending", "--db", str(db))
     assert listed.returncode == 0
-    (line,) = listed.stdout.splitlines()  # the newline in the question fakes no second row
+    # The newline in the question fakes no row: the request's line, then what to type.
+    line, prompt = listed.stdout.splitlines()
     assert "\x1b" not in line and "\x07" not in line and "\r" not in line
     assert line == (
-        "req_evil  run_1  A  text: Deploy?\\x1b[2J\\x1b]0;owned\\x07\\nreq_fake  run_1  A  "
+        "req_evil  run_1  A  Deploy?\\x1b[2J\\x1b]0;owned\\x07\\nreq_fake  run_1  A  "
         "text: Fake row\\r\\u202eok  1. yes\\x1b[8m  2. no"
     )
+    assert prompt.startswith("    Choose one: type a number from 1 to 2")
 
 
 # -- a question kind of the app's own, answered where nobody imported it -----------------------
@@ -602,8 +616,8 @@ async def test_pending_and_answer_show_and_read_a_rating_by_its_label_and_schema
     run_id, rid = await _rating_asked(db)
     listed = await cli(workdir, "pending", "--db", str(db))
     assert listed.stdout.splitlines() == [
-        f"{rid}  {run_id}  Planner  rating: How good was the plan?  "
-        "(Rate 1–5: type a whole number from 1 to 5)"
+        f"{rid}  {run_id}  Planner  How good was the plan?",
+        "    Rate 1–5: type a whole number from 1 to 5",
     ]
     as_json = json.loads((await cli(workdir, "pending", "--db", str(db), "--json")).stdout)
     assert (as_json["kind"], as_json["label"]) == ("rating", "Rate 1–5")

@@ -145,8 +145,9 @@ async def test_options_are_numbered_and_take_a_number_or_the_text() -> None:
     assert "? CodingAgent asks: Which framework?" in out
     assert "1) Express" in out and "2) FastAPI" in out and "3) Django" in out
     assert "There is no option 7: type a number from 1 to 3" in out  # refused, asked again
-    # Numbered from 1 on screen while the API counts from 0: the prompt says which.
-    shown = "type a number from 1 to {} (as listed: 1 is the first option) or the option's text"
+    # Numbered from 1 on screen while the API counts from 0: the prompt says which, in the
+    # words hpd-agent pending and the web page use (answer_prompt).
+    shown = "  Choose one: type a number from 1 to {} (as listed: 1 is the first) or the value\n"
     assert shown.format(3) in out and shown.format(2) in out
     assert len(keyboard.prompts) == 3
 
@@ -322,7 +323,7 @@ def _question(
             "value for city of tool weather",
         ),
         (_question("confirm"), ["maybe", "y"], True, "Answer y or n."),
-        (_question("confirm"), ["no"], False, "answer y or n"),
+        (_question("confirm"), ["no"], False, "  Yes or no: type y or n\n"),
         (
             _question("choice", options=("Red", "Green", "Blue"), multiple=False),
             ["3"],
@@ -345,7 +346,7 @@ def _question(
             _question("action", url="https://example.test/auth"),
             ["n"],
             False,
-            "press Enter when done",
+            "  Action needed: type y once it is done, or n to decline\n",
         ),
         (
             _question(
@@ -430,7 +431,7 @@ async def test_a_read_abandoned_by_an_expired_question_is_adopted_by_the_next() 
     )
 
     def type_once_the_second_question_shows() -> str:
-        return "typed" if second_shown.wait(timeout=20) else "TIMED OUT"
+        return "typed" if second_shown.wait(timeout=120) else "TIMED OUT"
 
     keyboard = Keyboard(screen, [type_once_the_second_question_shows])
     result = await agent.run("go", handler=ConsoleHandler(console_for(screen), input=keyboard))
@@ -712,7 +713,7 @@ async def test_a_kind_of_the_apps_own_is_asked_by_its_label_schema_and_reader() 
     await agent.run("plan", handler=handler)
     assert tool_results(model.requests[-1]) == ["rated 4 of 5"]
     out = screen.text()
-    assert "? Planner asks: How good was the plan?\n  Rate 1–5\n" in out
+    assert "? Planner asks: How good was the plan?\n  Rate 1–5: type a whole number" in out
     assert "type a whole number from 1 to 5" in out
     assert "Rate from 1 to 5: type 4, 4/5 or ****." in out  # the kind's reader refused "lots"
     assert "9 is greater than the maximum of 5" in out  # checked here before it is sent
@@ -726,7 +727,7 @@ async def test_a_kind_unknown_here_is_asked_from_the_label_and_schema_it_carries
     handler, screen, _ = handler_for(["3", "2"])
     assert await handler.on_request(request) == "high"
     out = screen.text()
-    assert "  Priority\n  1) low\n  2) high\n" in out
+    assert "  1) low\n  2) high\n  Priority: type a number from 1 to 2" in out
     assert "There is no option 3: type a number from 1 to 2" in out
 
 

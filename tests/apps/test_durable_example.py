@@ -38,10 +38,13 @@ def _start(cwd: Path, path: Path = EXAMPLE) -> str:
     first = script(cwd, path=path)
     assert first.returncode == 0, first.stderr
     assert first.stdout.count("[side effect]") == 1 and "interrupted: req_" in first.stdout
-    listed = cli(cwd, "pending", "--db", "durable.db")
+    listed = cli(cwd, "pending", "--store", "durable.db")
     assert listed.returncode == 0, listed.stderr
-    (line,) = listed.stdout.splitlines()
-    assert line.endswith("text: Which web framework?  1. Express  2. FastAPI")
+    line, prompt = listed.stdout.splitlines()
+    assert line.endswith("Orchestrator > CodingAgent  Which web framework?  1. Express  2. FastAPI")
+    assert prompt == (
+        "    Choose one: type a number from 1 to 2 (as listed: 1 is the first) or the value"
+    )
     return line.split()[0]
 
 

@@ -44,7 +44,11 @@ def hpd_agent(*args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("args", "status", "said"),
     [
-        (["nosuch.module:planner"], 10, "error: cannot load --agent 'nosuch.module:planner'"),
+        (
+            ["nosuch.module:planner"],
+            10,
+            "error: mcp: cannot load MODULE:ATTR 'nosuch.module:planner'",
+        ),
         ([PLANNER, "--token", "t"], 2, "error: mcp: --host, --port and --token go with --http"),
         (
             [PLANNER, "--http", "--host", "0.0.0.0"],

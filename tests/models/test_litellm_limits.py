@@ -245,6 +245,58 @@ async def test_a_missing_key_fails_at_once_naming_the_variable(
     assert "\n" not in message
 
 
+_KEYED_MODELS = [
+    "openai/gpt-4o-mini",
+    "openai:gpt-4o",
+    "anthropic/claude-3-5-haiku",
+    "Anthropic:claude-3-5-haiku",
+    "gemini/gemini-1.5-flash",
+    "groq/llama3-8b-8192",
+    "mistral/mistral-small",
+    "deepseek/deepseek-chat",
+    "openrouter/openai/gpt-4o",
+    "xai/grok-2",
+    "cohere/command-r",
+    "together_ai/meta-llama/Llama-3-8b",
+    "cerebras/llama3.1-8b",
+    "ollama/llama3:8b",
+    "ollama_chat/llama3",
+]
+_KEY_VARIABLES = sorted(
+    {"ANTHROPIC_AUTH_TOKEN", "GOOGLE_API_KEY", "GEMINI_API_KEY", "TOGETHERAI_API_KEY"}
+    | {f"{p.upper()}_API_KEY" for p in ["openai", "anthropic", "groq", "mistral", "deepseek"]}
+    | {f"{p.upper()}_API_KEY" for p in ["openrouter", "xai", "cohere", "cerebras"]}
+)
+
+
+@pytest.mark.parametrize("model", _KEYED_MODELS)
+@pytest.mark.parametrize("given", [None, *_KEY_VARIABLES])
+def test_the_key_check_without_litellm_agrees_with_litellms(
+    monkeypatch: pytest.MonkeyPatch, model: str, given: str | None
+) -> None:
+    # hpd-agent says a missing key before litellm has loaded (models/_keys): where it tells
+    # at all, it tells what litellm's own check tells, in the same words.
+    from hpd_agent.models import litellm_name
+    from hpd_agent.models._keys import missing_key, no_key_error
+    from hpd_agent.models.litellm import check_credentials, litellm
+
+    for variable in _KEY_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    if given is not None:
+        monkeypatch.setenv(given, "sk-x")
+    missing = missing_key(model)
+    assert missing is not None, f"{model}: the table tells no key for it"
+    providers = frozenset(str(getattr(p, "value", p)) for p in litellm.provider_list)
+    try:
+        check_credentials(litellm_name(model, providers), {}, hint="HINT")
+    except ModelAuthenticationError as e:
+        assert missing, f"{model} with {given}: litellm misses a key, the table none"
+        mine = no_key_error(litellm_name(model, providers), missing, "HINT")
+        assert str(mine) == str(e)
+    else:
+        assert missing == (), f"{model} with {given}: the table misses {missing}, litellm none"
+
+
 async def test_a_rejected_key_fails_at_once_naming_the_variable(
     server: OpenAIServer, allow_model_requests: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

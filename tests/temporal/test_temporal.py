@@ -521,9 +521,10 @@ async def test_cli_pending_and_answer(client: Client, temporal_address: str, wor
         where = ["--temporal", temporal_address, "--workflow-id", handle.id]
         listed = await asyncio.to_thread(_cli, "pending", *where)
         assert listed.returncode == 0, listed.stderr
-        assert listed.stdout == (
-            f"{req.request_id}  {handle.id}  Planner > Research > Deep  text: Which region?"
-            "  [EU | US]\n"
+        assert listed.stdout == (  # as `pending --store` lists it (tests/apps/test_cli_names)
+            f"{req.request_id}  {handle.id}  Planner > Research > Deep  Which region?"
+            "  1. EU  2. US\n"
+            "    Choose one: type a number from 1 to 2 (as listed: 1 is the first) or the value\n"
         )
         wrong = await asyncio.to_thread(_cli, "answer", *where, req.request_id, "Mars")
         assert wrong.returncode == 7 and "Mars" in wrong.stderr
@@ -562,7 +563,7 @@ def test_cli_refuses_mixed_targets(tmp_path: Path) -> None:
     missing = _cli("answer", "--temporal", "127.0.0.1:1", "r", "a")
     assert missing.returncode == 2 and "--workflow-id" in missing.stderr
     neither = _cli("pending")
-    assert neither.returncode == 2 and "--db" in neither.stderr
+    assert neither.returncode == 2 and "--store" in neither.stderr
     unreachable = _cli("pending", "--temporal", "127.0.0.1:1", "--workflow-id", "w")
     assert unreachable.returncode == 8 and "cannot reach Temporal" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr

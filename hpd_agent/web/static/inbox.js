@@ -151,20 +151,11 @@ export function showCountdown(counter, now) {
   counter.closest(".question")?.classList.toggle("soon", left <= 60);
 }
 
-/** What the card asks for, by the request's kind (a question with options is a choice). */
+/** What the card asks for: the label the server sends (`hpd_agent.questions.answer_prompt`,
+ * the words the console and `hpd-agent pending` use too); "Question" when a client of its
+ * own sends none. */
 export function kindLabel(request) {
-  const options = Array.isArray(request.options) && request.options.length > 0;
-  switch (request.kind) {
-    case "permission": return "Permission";
-    case "choice": return (request.responseSchema || {}).type === "array" ? "Choose any" : "Choose one";
-    case "text": return options ? "Choose one" : "Question";
-    case "confirm": return "Yes or no";
-    case "input": return "Value needed";
-    case "action": return "Action needed";
-    case "custom": return "Form";
-    // A kind of the app's own (register_kind): its label, its answer drawn from its schema.
-    default: return typeof request.label === "string" && request.label ? request.label : "Question";
-  }
+  return typeof request.label === "string" && request.label ? request.label : "Question";
 }
 
 function titleOf(request) {
