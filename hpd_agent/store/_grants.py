@@ -131,7 +131,7 @@ class SQLGrants:
         def read(conn: Any) -> list[tuple[Any, ...]]:
             return conn.execute(sql, key).fetchall()
 
-        for row in await self.db.read(read):
+        for row in await self.db.read_now(read):
             grant = _grant(row)
             if grant.covers(tool_name, arguments, agent_path, clock):
                 return grant
