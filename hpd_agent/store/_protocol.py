@@ -3,8 +3,9 @@
 ``Store`` is what every store implements: requests, the run journal, run records, leases
 and the sessions the core opens. Beyond it a store may offer faster ways to do the same
 things, grouped as protocols (``JournalWriteNow``, ``JournalBatches``, ``JournalSendAhead``,
-``JournalGroups``, ``RunLeases``), and a place for integrations' own records beside its runs
-(``ThreadTables``). It declares which it offers by answering ``Store.capabilities()`` with a
+``JournalGroups``, ``RunLeases``), a place for integrations' own records beside its runs
+(``ThreadTables``) and one for remembered grants (``GrantBook``, from
+``hpd_agent.permissions``). It declares which it offers by answering ``Store.capabilities()`` with a
 ``StoreCapabilities`` whose fields hold the object implementing each (usually the store
 itself) or None. A run asks once, when its session opens, and uses what is declared and
 nothing else: a store that declares nothing (``StoreCapabilities()``) runs through the
@@ -18,6 +19,7 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..permissions import GrantBook
 from ..sessions import SessionStore
 from ._base import JournalEntry, Lease, RequestRecord, RequestState, RunRecord, RunState
 from ._renewer import LeaseRenewer
@@ -297,6 +299,10 @@ class StoreCapabilities:
         groups: Many runs' journal writes due at once in one commit (``JournalGroups``).
         threads: Integrations' own records kept beside the runs (``ThreadTables``): the web
             server's threads, for one. Not a run's concern: runs never ask for it.
+        grants: Remembered grants (``hpd_agent.permissions.GrantBook``): an
+            ``Approve(scope="always")`` answer kept, and found by every later run on the
+            store (``hpd-agent grants`` lists and revokes them). Without it an "always"
+            approves the one call it answers.
     """
 
     write_now: JournalWriteNow | None = None
@@ -305,6 +311,7 @@ class StoreCapabilities:
     leases: RunLeases | None = None
     groups: JournalGroups | None = None
     threads: ThreadTables | None = None
+    grants: GrantBook | None = None
 
 
 @runtime_checkable

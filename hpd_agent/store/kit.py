@@ -3,7 +3,8 @@
 - The protocol and its records: ``Store``, ``Sessions`` (its ``open_session`` /
   ``resume_session``), ``StoreCapabilities`` and the protocols of its fields
   (``JournalWriteNow``, ``JournalBatches``, ``JournalSendAhead``, ``JournalGroups``,
-  ``RunLeases``, ``ThreadTables`` with ``ThreadData``; ``MemoryThreadTables``),
+  ``RunLeases``, ``ThreadTables`` with ``ThreadData``; ``MemoryThreadTables``; ``grants``,
+  a ``GrantBook`` of ``Grant``s, remembered grants, with ``MemoryGrants``),
   ``RequestRecord``, ``RequestState``, ``JournalEntry``, ``RunRecord``, ``RunState``,
   ``Lease``, ``jsonable`` (an answer as the store keeps it).
 - The lease as a fence: ``current_fence(run_id)`` is the ``Fence`` a write of that run must
@@ -22,6 +23,7 @@ walks through one written from scratch (examples/dict_store.py).
 
 from __future__ import annotations
 
+from ..permissions import Grant, GrantBook, MemoryGrants
 from ._answers import jsonable
 from ._base import (
     JournalEntry,
@@ -55,6 +57,8 @@ from ._threads import MemoryThreadTables
 __all__ = [
     "DEFAULT_LEASE_TTL",
     "Fence",
+    "Grant",
+    "GrantBook",
     "JournalBatches",
     "JournalEntry",
     "JournalGroups",
@@ -62,6 +66,7 @@ __all__ = [
     "JournalWriteNow",
     "Lease",
     "LeaseRenewer",
+    "MemoryGrants",
     "MemoryThreadTables",
     "RenewIO",
     "RequestRecord",

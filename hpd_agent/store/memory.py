@@ -16,6 +16,7 @@ from .kit import (
     JournalEntry,
     Lease,
     LeaseRenewer,
+    MemoryGrants,
     MemoryThreadTables,
     RenewIO,
     RequestRecord,
@@ -60,6 +61,7 @@ class MemoryStore(Sessions):
         self._renewer: LeaseRenewer | None = None
         self._fences = 0
         self._threads = MemoryThreadTables()
+        self._grants = MemoryGrants()
 
     def _check(self, run_id: str) -> None:
         """Refuse a write of ``run_id`` whose fence no longer holds (see ``_fence``)."""
@@ -215,8 +217,11 @@ class MemoryStore(Sessions):
     # -- what it offers beyond ``Store`` ---------------------------------------------------
     def capabilities(self) -> StoreCapabilities:
         """Journal writes at once and cheap leases (in memory nothing waits, so there is
-        nothing to batch or send ahead); thread tables as long as the store object lives."""
-        return StoreCapabilities(write_now=self, leases=self, threads=self._threads)
+        nothing to batch or send ahead); thread tables and remembered grants as long as the
+        store object lives."""
+        return StoreCapabilities(
+            write_now=self, leases=self, threads=self._threads, grants=self._grants
+        )
 
     def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
         """Record one fact of a run at once (always possible in memory)."""

@@ -13,6 +13,7 @@ import pytest
 
 from ..exceptions import RunLeasedError
 from ..store import (
+    GrantBook,
     JournalBatches,
     JournalEntry,
     JournalGroups,
@@ -48,6 +49,7 @@ PROTOCOLS: dict[str, type] = {
     "leases": RunLeases,
     "groups": JournalGroups,
     "threads": ThreadTables,
+    "grants": GrantBook,
 }
 """Each field of ``StoreCapabilities`` and the protocol its object implements."""
 

@@ -20,6 +20,7 @@ from test_lease_renewer import LegacyStore
 
 from hpd_agent.events import ClarificationRequest
 from hpd_agent.store import (
+    GrantBook,
     Journal,
     JournalBatches,
     JournalGroups,
@@ -43,14 +44,15 @@ PROTOCOLS: dict[str, type] = {
     "leases": RunLeases,
     "groups": JournalGroups,
     "threads": ThreadTables,
+    "grants": GrantBook,
 }
 
 DECLARED = {
-    "memory": {"write_now", "leases", "threads"},
+    "memory": {"write_now", "leases", "threads", "grants"},
     # A commit made at once on the event loop is never grouped (it would only wait).
-    "sqlite": {"write_now", "batches", "leases", "threads"},
-    "sqlite-os": {"write_now", "batches", "leases", "groups", "threads"},
-    "postgres": {"write_now", "batches", "send_ahead", "leases", "groups", "threads"},
+    "sqlite": {"write_now", "batches", "leases", "threads", "grants"},
+    "sqlite-os": {"write_now", "batches", "leases", "groups", "threads", "grants"},
+    "postgres": {"write_now", "batches", "send_ahead", "leases", "groups", "threads", "grants"},
 }
 
 
@@ -91,10 +93,17 @@ def test_the_protocols_group_the_methods_the_runs_use() -> None:
         "leases": {"lease_renewer", "open_run", "close_run"},
         "groups": {"journal_group"},
         "threads": {"write_thread", "read_thread", "thread_of"},
+        "grants": {"find_grant", "add_grant", "list_grants", "revoke_grant"},
     }
     assert [f.name for f in dataclasses.fields(StoreCapabilities)] == list(PROTOCOLS)
     assert StoreCapabilities() == StoreCapabilities(
-        write_now=None, batches=None, send_ahead=None, leases=None, groups=None, threads=None
+        write_now=None,
+        batches=None,
+        send_ahead=None,
+        leases=None,
+        groups=None,
+        threads=None,
+        grants=None,
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
         StoreCapabilities().leases = None  # type: ignore[misc]
