@@ -31,6 +31,7 @@ from ._core.grants import (
     MemoryGrants,
     check_match,
     check_ttl,
+    grant_author,
     grant_id_for,
     new_grant_id,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "GrantBook",
     "MemoryGrants",
     "PermissionSpec",
+    "grant_author",
     "grant_for",
     "grant_id_for",
     "new_grant_id",
@@ -229,13 +231,15 @@ class PermissionSpec(RequestSpec):
         if table.grants is None or not isinstance(request, PermissionRequest):
             return  # nowhere to keep a grant: this call alone is approved
         grant = grant_for(request, answer)
-        # Parallel calls the new grant covers are approved by it (the asker records it).
+        # Parallel calls the new grant covers are approved by it, answered as the grant
+        # (the asker records the grant itself, with who gave it).
         table.resolve_matching(
             lambda e: (
                 isinstance(e, PermissionRequest)
                 and grant.covers(e.tool_name, e.arguments, e.agent_path, grant.created_at)
             ),
             Approve(),
+            grant.author,
         )
 
 
@@ -244,6 +248,7 @@ def grant_for(
     decision: Approve,
     *,
     by: str | None = None,
+    channel: str | None = None,
     now: float | None = None,
 ) -> Grant:
     """The grant an ``Approve(scope="always")`` answer to ``request`` gives: its tool at its
@@ -253,7 +258,8 @@ def grant_for(
     Args:
         request: The permission request answered.
         decision: The answer.
-        by: Who gave it.
+        by: Who gave it (the answer's author).
+        channel: The channel the answer came on.
         now: When (default: the current time).
     """
     created = time.time() if now is None else now
@@ -263,6 +269,7 @@ def grant_for(
         agent_path=tuple(request.agent_path),
         match=decision.match,
         granted_by=by,
+        channel=channel,
         request_id=request.request_id,
         created_at=created,
         until=None if decision.ttl is None else created + decision.ttl,

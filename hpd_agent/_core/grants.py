@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
+from .._values.records import Author
 from ..events import format_path
 from ..exceptions import UnknownGrantError
 
@@ -32,7 +33,7 @@ __all__ = [
     "MemoryGrants",
     "check_match",
     "check_ttl",
-    "grant_author_name",
+    "grant_author",
     "grant_id_for",
     "new_grant_id",
 ]
@@ -47,9 +48,11 @@ MAX_GLOB_CHARS = 1000
 """Longest glob a grant's ``match`` may hold for one argument."""
 
 
-def grant_author_name(grant_id: str) -> str:
-    """Who answered a request a grant approved: ``grant:<id>``."""
-    return f"grant:{grant_id}"
+def grant_author(grant_id: str) -> Author:
+    """The author of an answer a remembered grant gave: ``grant:<id>`` on channel
+    ``"grant"`` (kept with the answer, on its resolved event and the trace, as any
+    author)."""
+    return Author(f"grant:{grant_id}", GRANT_CHANNEL)
 
 
 def grant_id_for(request_id: str) -> str:
@@ -121,6 +124,8 @@ class Grant:
         match: Argument name to glob, every one of which a call's arguments must fit
             (a value that is not text is matched as its JSON text); None: any arguments.
         granted_by: Who gave it (the author of the "always" answer), when known.
+        channel: The channel that answer came on (``console``, ``cli``, ``web``, ...),
+            when known.
         request_id: The permission request it was given in answer to, if any.
         created_at: When it was given (seconds since the epoch).
         until: When it expires (seconds since the epoch); None: until revoked.
@@ -133,6 +138,7 @@ class Grant:
     agent_path: tuple[str, ...]
     match: Mapping[str, str] | None = None
     granted_by: str | None = None
+    channel: str | None = None
     request_id: str | None = None
     created_at: float
     until: float | None = None
@@ -167,9 +173,10 @@ class Grant:
         return True
 
     @property
-    def author(self) -> str:
-        """Who answers the requests it approves: ``grant:<grant_id>``."""
-        return grant_author_name(self.grant_id)
+    def author(self) -> Author:
+        """Who answers the requests it approves: ``grant:<grant_id>`` on channel
+        ``"grant"``."""
+        return grant_author(self.grant_id)
 
     def __str__(self) -> str:
         return f"grant {self.grant_id} ({self.tool_name} at {format_path(self.agent_path)})"

@@ -85,13 +85,15 @@ async def ask_permission(
 async def _remember(
     coordinator: Coordinator, book: GrantBook, request_id: str, decision: Approve
 ) -> None:
-    """Keep the grant an "always" answer to ``request_id`` gave (the same grant, by its id,
-    when a replayed run gets that answer again)."""
+    """Keep the grant an "always" answer to ``request_id`` gave, with who gave it and on
+    which channel (the answer's author); the same grant, by its id, when a replayed run gets
+    that answer again."""
     pending = coordinator.requests.get(request_id)
     assert pending is not None  # the request just answered
     event: Any = pending.event
-    # AUTHOR (gov-audit): who gave it, once answers carry their author: the request's.
-    await book.add_grant(grant_for(event, decision, by=None))
+    author = pending.author
+    by, channel = (None, None) if author is None else (author.by, author.channel)
+    await book.add_grant(grant_for(event, decision, by=by, channel=channel))
 
 
 async def _granted(
@@ -124,27 +126,20 @@ async def _granted(
                 await backend.resolve(request_id, "cancelled", None)
         raise
     value = Approve()
-    # AUTHOR (gov-audit): answered by grant.author (``grant:<id>``) on channel "grant".
+    author = grant.author  # grant:<id> on channel "grant", kept and announced as any author
     if backend.durable:
         try:
-            await backend.resolve(request_id, "answered", value)
+            await coordinator.keep_outcome(request_id, "answered", value, author)
         except RequestError:
             # Answered (or ended) from elsewhere in the instant since it was written: that wins.
             found = await backend.settlement(request_id)
             settled = None if found is None else found[1]
             if settled is not None and settled.status == "answered":
-                table.accept(pending, _revived(spec, settled.answer))
+                table.accept(pending, spec.revive(settled.answer), settled.author)
             elif settled is not None:
-                table.finish(pending, settled.status, None)
+                table.finish(pending, settled.status, None, settled.author)
             pending.stored = True
             return coordinator.outcome(pending, None)
         pending.stored = True
-    table.accept(pending, value)
+    table.accept(pending, value, author)
     return coordinator.outcome(pending, None)
-
-
-def _revived(spec: PermissionSpec, stored: Any) -> Any:
-    try:
-        return spec.validate(stored)
-    except (ValueError, TypeError):
-        return stored

@@ -337,11 +337,19 @@ class RequestTable:
             self._hooks.resolved(pending.event, status, answer, author)
         return True
 
-    def settle_quietly(self, pending: PendingRequest, status: RequestStatus, answer: Any) -> None:
-        """End a request whose outcome was already announced (or never will be)."""
+    def settle_quietly(
+        self,
+        pending: PendingRequest,
+        status: RequestStatus,
+        answer: Any,
+        author: Author | None = None,
+    ) -> None:
+        """End a request whose outcome was already announced (or never will be); ``author``:
+        who gave that outcome, as kept (an "always" answer's grant names them)."""
         if pending.status == "pending":
             pending.status = status
             pending.answer = answer
+            pending.author = author
             pending.stored = True
             self._ended(pending)
 

@@ -18,6 +18,7 @@ from hpd_agent import (
     UnknownGrantError,
     tool,
 )
+from hpd_agent.backend import Author
 from hpd_agent.permissions import PROCESS_GRANTS, Grant, MemoryGrants, grant_id_for, to_decision
 from hpd_agent.store import MemoryStore, StoreCapabilities, jsonable
 from hpd_agent.testing import ScriptedHuman, ScriptedModel, text, tool_call
@@ -114,7 +115,7 @@ def test_a_grant_covers_its_tool_at_its_path_with_fitting_arguments_while_live()
     assert not grant.covers("destroy", {"env": "staging-eu", "replicas": 1}, path, 150.0)
     assert not grant.covers("deploy", {"env": "staging-eu", "replicas": 1}, ("Deployer",), 150.0)
     assert not grant.covers("deploy", {"env": "staging-eu", "replicas": 1}, path, 200.0)  # expired
-    assert grant.author == "grant:g1"
+    assert grant.author == Author("grant:g1", "grant")
 
 
 async def test_a_memory_book_finds_the_oldest_live_covering_grant_and_revokes() -> None:
@@ -238,3 +239,85 @@ async def test_a_session_keeping_no_grants_approves_the_one_call_only() -> None:
     assert deployed == ["a", "b"] and len(human.asked) == 2  # asked again for "b"
     assert await PROCESS_GRANTS.list_grants() == []  # not this process's book either
     await store.aclose()
+
+
+# -- the audit trail ------------------------------------------------------------------------
+async def test_a_grant_names_who_gave_it_and_answers_as_grant_id_on_channel_grant() -> None:
+    from hpd_agent.hooks import Hook
+
+    told: list[tuple[str, str | None, str | None]] = []
+
+    class Watch(Hook):
+        def request_resolved(
+            self, event: Any, status: Any, answer: Any, author: Any = None
+        ) -> None:
+            told.append((event.request_id, author.by, author.channel))
+
+    # alice answers "always" through the web page: the grant records her and the channel.
+    agent, _ = deployer("staging-1")
+    async with agent.stream("go", hooks=[Watch()]) as run:
+        async for event in run:
+            if isinstance(event, PermissionRequest):
+                always = Approve(scope="always")
+                await run.respond(event.request_id, always, by="alice", channel="web")
+    [grant] = await PROCESS_GRANTS.list_grants()
+    assert (grant.granted_by, grant.channel) == ("alice", "web")
+
+    # The next run's call is approved by the grant, and says so wherever an author is told.
+    agent, deployed = deployer("staging-2")
+    async with agent.stream("go", hooks=[Watch()]) as run:
+        events = [event async for event in run]  # nobody answers: the grant does
+    [request] = [e for e in events if isinstance(e, PermissionRequest)]
+    [resolved] = [e for e in events if isinstance(e, PermissionResolved)]
+    assert deployed == ["staging-2"] and request.grant_id == grant.grant_id
+    assert (resolved.answered_by, resolved.channel) == (f"grant:{grant.grant_id}", "grant")
+    assert told == [
+        (grant.request_id, "alice", "web"),
+        (request.request_id, f"grant:{grant.grant_id}", "grant"),
+    ]
+
+
+async def test_parallel_calls_an_always_answer_covers_are_answered_by_its_grant() -> None:
+    agent, deployed = deployer("staging-a", "staging-b", parallel=True)
+    events: list[Event] = []
+    async with agent.stream("go") as run:
+        async for event in run:
+            events.append(event)
+            if isinstance(event, PermissionRequest) and len(run.pending) == 2:
+                first = next(p for p in run.pending if p.arguments["env"] == "staging-a")  # type: ignore[union-attr]
+                always = Approve(scope="always", match={"env": "staging-*"})
+                await run.respond(first.request_id, always, by="alice")
+    assert sorted(deployed) == ["staging-a", "staging-b"]
+    [grant] = await PROCESS_GRANTS.list_grants()
+    authors = {
+        e.request_id: (e.scope, e.answered_by, e.channel)
+        for e in events
+        if isinstance(e, PermissionResolved)
+    }
+    assert sorted(authors.values(), key=str) == [
+        ("always", "alice", "api"),
+        ("once", f"grant:{grant.grant_id}", "grant"),
+    ]
+
+
+async def test_a_policy_refusing_bob_refuses_his_always_and_no_grant_is_written() -> None:
+    from hpd_agent.exceptions import AnswerRefusedError
+    from hpd_agent.governance import PathPolicy
+
+    policy = PathPolicy({"alice": ["*"], "bob": ["*"]}, permissions={"deploy": ["alice"]})
+    agent, deployed = deployer("prod")
+    refused: list[str] = []
+    async with agent.stream("go") as run:
+        async for event in run:
+            if isinstance(event, PermissionRequest):
+                always = Approve(scope="always")
+                with pytest.raises(AnswerRefusedError) as caught:
+                    await run.respond(event.request_id, always, by="bob", policy=policy)
+                refused.append(str(caught.value))
+                assert await PROCESS_GRANTS.list_grants(ended=True) == []  # nothing written
+                assert [p.request_id for p in run.pending] == [event.request_id]
+                await run.respond(event.request_id, always, by="alice", policy=policy)
+    assert deployed == ["prod"] and "only alice may decide 'deploy'" in refused[0]
+    assert "'bob' may not answer request" in refused[0]
+    [grant] = await PROCESS_GRANTS.list_grants(ended=True)
+    assert (grant.granted_by, grant.channel) == ("alice", "api")
