@@ -1,6 +1,8 @@
 """``hpd-agent grants list|revoke``: the remembered grants of a store (``Approve(scope=
-"always")`` answers), each with its id, tool, argument match, agent path, who gave it,
-when, and until when; ``revoke ID`` ends one (a later call it covered asks again).
+"always")`` answers), each with its id, tool, argument match, agent path, who gave it on
+which channel (the "always" answer's author), when, and until when; ``revoke ID`` ends one
+(a later call it covered asks again), recorded as revoked by ``--as NAME`` (default: the OS
+user).
 
 Failures are the store commands' (``cli_store.failure``): a store that cannot be opened 8,
 an unreadable grant row 9, no grant with that id 14, a store keeping no grants 1.
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import format_path
 from ..text import bounded
-from .cli_store import EXIT_FAILED, _Fail, _open, _show
+from .cli_store import EXIT_FAILED, _Fail, _open, _show, answerer
 
 if TYPE_CHECKING:
     from ..permissions import Grant, GrantBook
@@ -57,14 +59,14 @@ def add_grants_command(sub: Any) -> None:
         "--json",
         action="store_true",
         help="a JSON list of objects (grant_id, tool_name, match, agent_path, granted_by, "
-        "request_id, created_at, until, revoked_at, revoked_by, status)",
+        "channel, request_id, created_at, until, revoked_at, revoked_by, status)",
     )
     listing.set_defaults(func=_cmd_list)
     revoke = verbs.add_parser("revoke", help="revoke a grant: the calls it covered ask again")
     revoke.add_argument("grant_id", metavar="ID")
     revoke.add_argument("--store", "--db", dest="store", required=True, help=_STORE_HELP)
     revoke.add_argument(
-        "--as", dest="by", metavar="NAME", help="who revokes it (default: the OS user)"
+        "--as", dest="as_name", metavar="NAME", help="who revokes it (default: the OS user)"
     )
     revoke.set_defaults(func=_cmd_revoke)
 
@@ -96,7 +98,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     if not grants:
         print("no grants" if args.all else "no live grants (--all shows ended ones)")
         return 0
-    header = ["ID", "TOOL", "MATCH", "PATH", "BY", "CREATED", "UNTIL"]
+    header = ["ID", "TOOL", "MATCH", "PATH", "BY", "VIA", "CREATED", "UNTIL"]
     rows = [[_show(bounded(cell, _CELL)) for cell in _cells(g, now, args.all)] for g in grants]
     if args.all:
         header.append("STATUS")
@@ -113,7 +115,7 @@ def _cmd_revoke(args: argparse.Namespace) -> int:
 
     from ..exceptions import UnknownGrantError
 
-    by = args.by or _os_user()
+    by, _ = answerer(args)  # --as as `answer` takes it: a name, else the OS user
 
     async def main() -> tuple[Grant, bool]:
         started = time.time()
@@ -139,20 +141,17 @@ def _cmd_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
-def _os_user() -> str | None:
-    # AUTHOR (gov-audit): the audit's own OS-user lookup once it is merged.
-    import getpass
-
-    try:
-        return getpass.getuser() or None
-    except (OSError, KeyError):
-        return None
-
-
 def _status(grant: Grant, now: float) -> str:
     if grant.revoked_at is not None:
         return "revoked"
     return "live" if grant.live(now) else "expired"
+
+
+def _status_cell(grant: Grant, now: float) -> str:
+    status = _status(grant, now)
+    if status == "revoked" and grant.revoked_by is not None:
+        return f"revoked by {grant.revoked_by}"
+    return status
 
 
 def _item(grant: Grant, now: float) -> dict[str, Any]:
@@ -162,6 +161,7 @@ def _item(grant: Grant, now: float) -> dict[str, Any]:
         "match": None if grant.match is None else dict(grant.match),
         "agent_path": list(grant.agent_path),
         "granted_by": grant.granted_by,
+        "channel": grant.channel,
         "request_id": grant.request_id,
         "created_at": grant.created_at,
         "until": grant.until,
@@ -183,9 +183,10 @@ def _cells(grant: Grant, now: float, ended: bool) -> list[str]:
         match or "*",
         format_path(grant.agent_path),
         grant.granted_by or "-",
+        grant.channel or "-",
         _when(grant.created_at),
         "never" if grant.until is None else _when(grant.until),
     ]
     if ended:
-        cells.append(_status(grant, now))
+        cells.append(_status_cell(grant, now))
     return cells

@@ -1,9 +1,10 @@
 """Remembered grants in SQL: the shipped stores' ``GrantBook`` (``StoreCapabilities.grants``).
 
 One table on the store's side connection (``_side``), ``hpd_grants``: a grant per row (its
-id, tool, agent path and argument match as JSON, who gave it, the request it answered,
-created, expires, revoked and by whom). A grant is never deleted: revoking it stamps it, so
-``hpd-agent grants list --all`` still shows who gave and who revoked it. Every run on the
+id, tool, agent path and argument match as JSON, who gave it and on which channel, the
+request it answered, created, expires, revoked and by whom). A grant is never deleted:
+revoking it stamps it, so ``hpd-agent grants list --all`` still shows who gave and who
+revoked it. Every run on the
 store finds the grants any process gave; what covers a call is the core's rule
 (``Grant.covers``), applied to the live rows of that tool at that agent path.
 """
@@ -28,6 +29,7 @@ GRANT_TABLES = (
     agent_path TEXT NOT NULL,
     arg_match TEXT,
     granted_by TEXT,
+    channel TEXT,
     request_id TEXT,
     created_at DOUBLE PRECISION NOT NULL,
     expires_at DOUBLE PRECISION,
@@ -39,17 +41,15 @@ GRANT_TABLES = (
 """The statements making the grants table (``SideDB``'s ``tables``)."""
 
 _COLUMNS = (
-    "id, tool_name, agent_path, arg_match, granted_by, request_id, created_at, expires_at,"
-    " revoked_at, revoked_by"
+    "id, tool_name, agent_path, arg_match, granted_by, channel, request_id, created_at,"
+    " expires_at, revoked_at, revoked_by"
 )
 _LIVE = "revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?)"
 _FIND = (
     f"SELECT {_COLUMNS} FROM hpd_grants WHERE tool_name = ? AND agent_path = ? AND {_LIVE}"
     " ORDER BY created_at, id"
 )
-_ADD = (
-    f"INSERT INTO hpd_grants ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING"
-)
+_ADD = f"INSERT INTO hpd_grants ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING"
 _GET = f"SELECT {_COLUMNS} FROM hpd_grants WHERE id = ?"
 _LIST_LIVE = f"SELECT {_COLUMNS} FROM hpd_grants WHERE {_LIVE} ORDER BY created_at, id"
 _LIST_ALL = f"SELECT {_COLUMNS} FROM hpd_grants ORDER BY created_at, id"
@@ -69,6 +69,7 @@ def _row(grant: Grant) -> tuple[Any, ...]:
         _path_text(grant.agent_path),
         match,
         grant.granted_by,
+        grant.channel,
         grant.request_id,
         grant.created_at,
         grant.until,
@@ -79,7 +80,7 @@ def _row(grant: Grant) -> tuple[Any, ...]:
 
 def _grant(row: tuple[Any, ...]) -> Grant:
     """A row as a ``Grant``; ``StoreCorruptError`` naming it if it cannot be read."""
-    gid, tool, path, match, by, request_id, created, until, revoked, revoked_by = row
+    gid, tool, path, match, by, channel, request_id, created, until, revoked, revoked_by = row
     try:
         names = json.loads(path)
         matched = None if match is None else json.loads(match)
@@ -97,6 +98,7 @@ def _grant(row: tuple[Any, ...]) -> Grant:
         agent_path=tuple(names),  # pyright: ignore[reportUnknownArgumentType]
         match=cast("dict[str, str] | None", matched),
         granted_by=by,
+        channel=channel,
         request_id=request_id,
         created_at=float(created),
         until=None if until is None else float(until),

@@ -33,6 +33,7 @@ async def _store_with_grants(db: Path) -> tuple[Grant, Grant]:
         agent_path=("Ops", "Deployer"),
         match={"env": "staging-*"},
         granted_by="alice",
+        channel="web",
         request_id="req_1",
         created_at=now - 10,
         until=now + 3600,
@@ -57,9 +58,9 @@ async def test_list_shows_each_live_grant_on_a_line_and_as_json(workdir: Path) -
     listed = await cli(workdir, "grants", "list", "--store", str(db))
     assert listed.returncode == 0, listed.stderr
     header, row = listed.stdout.splitlines()
-    assert header.split() == ["ID", "TOOL", "MATCH", "PATH", "BY", "CREATED", "UNTIL"]
+    assert header.split() == ["ID", "TOOL", "MATCH", "PATH", "BY", "VIA", "CREATED", "UNTIL"]
     assert row.split()[:3] == ["a1b2c3d4e5f6", "deploy", "env=staging-*"]
-    assert "Ops > Deployer" in row and "alice" in row
+    assert "Ops > Deployer" in row and "alice  web" in row
     everything = await cli(workdir, "grants", "list", "--store", str(db), "--all")
     assert "\x1b" not in everything.stdout and "rm\\x1b[2J" in everything.stdout
     assert [line.split()[-1] for line in everything.stdout.splitlines()] == [
@@ -79,6 +80,7 @@ async def test_list_shows_each_live_grant_on_a_line_and_as_json(workdir: Path) -
         "match": {"env": "staging-*"},
         "agent_path": ["Ops", "Deployer"],
         "granted_by": "alice",
+        "channel": "web",
         "request_id": "req_1",
         "created_at": staging.created_at,
         "until": staging.until,
@@ -101,6 +103,8 @@ async def test_revoke_ends_a_grant_once_and_says_who(workdir: Path) -> None:
     as_json = await cli(workdir, "grants", "list", "--store", str(db), "--json", "--all")
     revoked = json.loads(as_json.stdout)[1]
     assert (revoked["status"], revoked["revoked_by"]) == ("revoked", "bob")
+    table = await cli(workdir, "grants", "list", "--store", str(db), "--all")
+    assert table.stdout.splitlines()[2].endswith("revoked by bob")
 
 
 async def test_failures_are_one_line_with_their_status(workdir: Path) -> None:
@@ -115,5 +119,7 @@ async def test_failures_are_one_line_with_their_status(workdir: Path) -> None:
     assert no_verb.returncode == 2 and "list" in no_verb.stderr
     no_store = await cli(workdir, "grants", "list")
     assert no_store.returncode == 2 and "--store" in no_store.stderr
+    nobody = await cli(workdir, "grants", "revoke", "a1b2c3d4e5f6", "--db", str(db), "--as", " ")
+    assert nobody.returncode == 2 and nobody.stderr.strip() == "error: --as needs a name"
     memory = await cli(workdir, "grants", "list", "--store", "memory:")
     assert memory.returncode == 1 and "memory: store is new and empty" in memory.stderr

@@ -933,6 +933,7 @@ async def test_an_answer_typed_at_the_console_is_the_os_users_on_channel_console
 
 
 async def test_permission_prompt_offers_always_a_remembered_grant_shown_when_it_approves() -> None:
+    from hpd_agent.governance import os_user
     from hpd_agent.permissions import PROCESS_GRANTS
 
     written: list[str] = []
@@ -955,6 +956,7 @@ async def test_permission_prompt_offers_always_a_remembered_grant_shown_when_it_
                 assert "4) always (remembered)" in out and keyboard.prompts == ["> "]
                 assert "✓ write_file approved always (a remembered grant) (Coder)" in out
                 [grant] = await PROCESS_GRANTS.list_grants()
+                assert (grant.granted_by, grant.channel) == (os_user(), "console")
         # The second run was not asked: one line says which grant approved the call.
         assert keyboard.prompts == [] and written == ["a.py", "b.py"]
         assert f"✓ Coder runs write_file: approved by grant {grant.grant_id}" in out

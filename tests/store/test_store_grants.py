@@ -41,7 +41,9 @@ def location(
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(TESTS)])}
+    # tests/governance: the policies --policy names.
+    paths = [str(ROOT), str(TESTS), str(TESTS / "governance")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
 
 
 async def _process(*args: str) -> tuple[int, str, str]:
@@ -231,3 +233,60 @@ async def test_an_always_answer_given_through_the_store_is_remembered(location: 
     elsewhere = await _run_elsewhere(location, "run_next", "prod")
     assert elsewhere["status"] == "completed"
     assert [r["grant_id"] for r in elsewhere["requests"]] == [grant.grant_id]
+
+
+async def test_history_shows_the_person_who_said_always_and_the_grant_that_approved(
+    location: str,
+) -> None:
+    """The audit trail of a grant: bob's "always" refused by the policy (no grant), alice's
+    kept with the grant (who, which channel); the call it approves in another process is
+    answered by ``grant:<id>`` on channel ``grant``; revoking names who revoked."""
+    asking = await _run_elsewhere(location, "run_asks", "staging-1")
+    assert asking["status"] == "interrupted"
+    [asked] = asking["requests"]
+    rid, policy = asked["request_id"], ("--policy", "policies:TEAM")
+    code, _, err = await _cli("answer", rid, "always", "--db", location, "--as", "bob", *policy)
+    assert code == 2 and "'bob' may not answer request" in err, err
+    code, out, err = await _cli("grants", "list", "--store", location, "--all", "--json")
+    assert (code, json.loads(out)) == (0, []), err
+    code, _, err = await _cli("answer", rid, "always", "--db", location, "--as", "alice", *policy)
+    assert code == 0, err
+
+    # The run, resumed, reads alice's answer and keeps her grant.
+    store = open_store(location)
+    resumed = await grant_agents.build("staging-1").resume("run_asks", store=store)
+    assert resumed.status == "completed"
+    [grant] = await _book(store).list_grants()
+    assert (grant.granted_by, grant.channel, grant.request_id) == ("alice", "cli", rid)
+    await store.aclose()
+    code, out, err = await _cli("grants", "list", "--store", location)
+    assert code == 0, err
+    assert out.splitlines()[0].split()[4:6] == ["BY", "VIA"]
+    assert out.splitlines()[1].split()[4:6] == ["alice", "cli"]
+
+    # Another process's run: approved by the grant, and recorded so.
+    covered = await _run_elsewhere(location, "run_covered", "staging-2")
+    assert covered["status"] == "completed"
+    [approved] = covered["requests"]
+    assert approved["grant_id"] == grant.grant_id
+    author = f"grant:{grant.grant_id}"
+    assert (approved["context"]["answered_by"], approved["context"]["channel"]) == (
+        author,
+        "grant",
+    )
+    code, out, err = await _cli("history", "run_covered", "--store", location, "--json")
+    assert code == 0, err
+    [item] = json.loads(out)
+    assert (item["status"], item["answered_by"], item["channel"]) == ("answered", author, "grant")
+    code, out, err = await _cli("history", "run_covered", "--store", location)
+    assert f"by {author} via grant at " in out, err
+    code, out, err = await _cli("history", "run_asks", "--store", location)
+    assert " by alice via cli at " in out, err
+
+    code, _, err = await _cli("grants", "revoke", grant.grant_id, "--db", location, "--as", "carol")
+    assert code == 0, err
+    code, out, err = await _cli("grants", "list", "--store", location, "--all")
+    assert out.splitlines()[1].endswith("revoked by carol"), out
+    code, out, err = await _cli("grants", "list", "--store", location, "--all", "--json")
+    [ended] = json.loads(out)
+    assert (ended["granted_by"], ended["channel"], ended["revoked_by"]) == ("alice", "cli", "carol")

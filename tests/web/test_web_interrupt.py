@@ -186,3 +186,18 @@ def test_a_permission_approved_always_is_remembered_by_the_servers_store(
     assert [(v["status"], v["answer"]) for v in resolved] == [
         ("answered", {"approved": True, "scope": "once"})
     ]
+    # The grant names who gave it: the page's identity ("local": no token), channel web.
+    import anyio
+
+    from hpd_agent.store import SQLiteStore
+
+    async def kept() -> list[tuple[str | None, str | None]]:
+        store = SQLiteStore(tmp_path / "web.db")
+        try:
+            book = store.capabilities().grants
+            assert book is not None
+            return [(g.granted_by, g.channel) for g in await book.list_grants()]
+        finally:
+            await store.aclose()
+
+    assert anyio.run(kept) == [("local", "web")]
