@@ -37,7 +37,9 @@ async def test_store_grants_are_kept_once_found_by_what_they_cover_and_revoked(
 ) -> None:
     book = _book(contract_store)
     path = ("Ops", "Deployer")
-    staging = _grant("g-staging", 10.0, match={"env": "staging-*"}, granted_by="alice")
+    staging = _grant(
+        "g-staging", 10.0, match={"env": "staging-*"}, granted_by="alice", channel="web"
+    )
     anything = _grant("g-any", 20.0, until=100.0, request_id="req_1")
     assert await book.add_grant(staging) == staging
     assert await book.add_grant(anything) == anything
@@ -75,9 +77,10 @@ async def test_store_a_grant_approves_a_later_run_without_asking(contract_store:
         model = ScriptedModel([tool_call("deploy", env=env), text("done")])
         return Agent("Deployer", model=model, tools=[deploy])
 
-    human = ScriptedHuman().approve("deploy", scope="always", match={"env": "staging*"})
+    human = ScriptedHuman(by="ci").approve("deploy", scope="always", match={"env": "staging*"})
     await deployer("staging-1").run("go", store=contract_store, handler=human)
     [grant] = await book.list_grants()
+    assert (grant.granted_by, grant.channel) == ("ci", "api")  # the always answer's author
     nobody = ScriptedHuman()
     result = await deployer("staging-2").run(
         "go", store=contract_store, handler=nobody, run_id="run_covered"
@@ -88,3 +91,5 @@ async def test_store_a_grant_approves_a_later_run_without_asking(contract_store:
     event = record.event
     assert isinstance(event, PermissionRequest) and event.grant_id == grant.grant_id
     assert record.status == "answered"
+    # The audit trail: answered by the grant, on channel "grant".
+    assert (record.answered_by, record.channel) == (f"grant:{grant.grant_id}", "grant")
