@@ -16,7 +16,7 @@ import json
 import math
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, runtime_checkable
 
@@ -225,6 +225,9 @@ class MemoryGrants:
 
     def __init__(self) -> None:
         self._grants: dict[str, Grant] = {}
+        # The ids of the grants of each (tool, agent path): a lookup reads only those (a
+        # book of many grants is not scanned for each permission request).
+        self._by_call: dict[tuple[str, tuple[str, ...]], list[str]] = {}
 
     async def find_grant(
         self,
@@ -235,22 +238,26 @@ class MemoryGrants:
         now: float | None = None,
     ) -> Grant | None:
         """The oldest grant covering the call, or None (``GrantBook``)."""
-        if not self._grants:
+        ids = self._by_call.get((tool_name, tuple(agent_path)))
+        if not ids:
             return None
         clock = time.time() if now is None else now
-        for grant in self._oldest_first():
+        for grant in _oldest_first(self._grants[i] for i in ids):
             if grant.covers(tool_name, arguments, agent_path, clock):
                 return grant
         return None
 
     async def add_grant(self, grant: Grant) -> Grant:
         """Keep ``grant`` unless its id is kept already (``GrantBook``)."""
-        return self._grants.setdefault(grant.grant_id, grant)
+        kept = self._grants.setdefault(grant.grant_id, grant)
+        if kept is grant:
+            self._by_call.setdefault((grant.tool_name, grant.agent_path), []).append(grant.grant_id)
+        return kept
 
     async def list_grants(self, *, ended: bool = False) -> list[Grant]:
         """Live grants, or every one with ``ended``, oldest first (``GrantBook``)."""
         clock = time.time()
-        return [g for g in self._oldest_first() if ended or g.live(clock)]
+        return [g for g in _oldest_first(self._grants.values()) if ended or g.live(clock)]
 
     async def revoke_grant(self, grant_id: str, *, by: str | None = None) -> Grant:
         """Revoke a grant (``GrantBook``)."""
@@ -265,9 +272,11 @@ class MemoryGrants:
     def clear(self) -> None:
         """Forget every grant (tests; a process that starts over)."""
         self._grants.clear()
+        self._by_call.clear()
 
-    def _oldest_first(self) -> list[Grant]:
-        return sorted(self._grants.values(), key=lambda g: (g.created_at, g.grant_id))
+
+def _oldest_first(grants: Iterable[Grant]) -> list[Grant]:
+    return sorted(grants, key=lambda g: (g.created_at, g.grant_id))
 
 
 PROCESS_GRANTS = MemoryGrants()
