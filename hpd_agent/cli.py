@@ -19,6 +19,7 @@ journal key concerned), never a traceback, and its own exit status:
 | 11 | ``resume``: no run has that id |
 | 12 | ``resume --answer``: no request has that id |
 | 13 | ``resume``, ``run --run-id``: another process drives the run (the message names the lease's holder and when it expires; if that process died, resume again after then) |
+| 14 | ``grants revoke``: no grant has that id |
 | 70 | an internal error (a bug in hpd-agent): its one line says what; ``HPD_AGENT_DEBUG=1`` shows the traceback |
 | 75 | ``resume --interrupt``, ``run --interrupt``: stopped with questions pending (listed on stdout); not an error |
 | 130 | interrupted: Ctrl-C (``run``: the run stays resumable in the store), or ``/exit`` at a question, or Ctrl-D (end of input) at a question in a terminal |
@@ -95,6 +96,10 @@ def _parser() -> argparse.ArgumentParser:
     from ._apps.run_command import add_run_command
 
     add_run_command(sub)
+    # `grants list|revoke --store URL`: the remembered grants of a store
+    from ._apps.grants_command import add_grants_command
+
+    add_grants_command(sub)
     _add_serve_command(sub)
     # `inbox --store URL`: one inbox for a whole store (hpd_agent.inbox, imported when run)
     from ._apps.inbox_command import add_inbox_command

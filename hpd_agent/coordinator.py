@@ -445,7 +445,7 @@ async def _kept_request(
         table.settle_quietly(pending, "cancelled", None)
         raise
     if settled is not None:
-        table.settle_quietly(pending, settled.status, None)
+        table.settle_quietly(pending, settled.status, None, settled.author)
         value = replay_outcome(coordinator.emit, coordinator.requests, spec, event, settled)
         pending.answer = value
         return value

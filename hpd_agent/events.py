@@ -255,6 +255,9 @@ class PermissionRequest(_Base):
     expires_at: float | None = None
     """When it expires unanswered (seconds since the epoch), for a permission asked with a
     ``timeout``; None: it waits as long as the run."""
+    grant_id: str | None = None
+    """Set when a remembered grant (``Approve(scope="always")``) covers the call: the grant
+    approves it at once (answered by ``grant:<grant_id>``), nobody is asked."""
     kind: Literal["permission_request"] = "permission_request"
 
 
@@ -267,7 +270,7 @@ class PermissionResolved(_Base):
     tool_name: str
     status: RequestStatus
     approved: bool
-    scope: Literal["once", "run"] | None = None
+    scope: Literal["once", "run", "always"] | None = None
     reason: str | None = None
     answered_by: str | None = None
     """Who decided or declined it; None when nobody was named or it ended otherwise."""

@@ -11,7 +11,8 @@ HpdAgentError
 │   ├── RunNotFinishedError         result asked for before the run ended
 │   ├── RunLeasedError              another process drives the run (it holds the lease)
 │   ├── UnknownRunError             a server hosts no run with that id (hpd_agent.hosting)
-│   └── ConversationBusyError       a conversation's turn still runs (hpd_agent.hosting)
+│   ├── ConversationBusyError       a conversation's turn still runs (hpd_agent.hosting)
+│   └── UnknownGrantError           no remembered grant has that id (revoke)
 ├── RequestError                    respond() refused an answer; nothing changed
 │   ├── UnknownRequestError         no request has that id
 │   ├── RequestAlreadyAnsweredError the request has its answer already (or was declined)
@@ -88,6 +89,7 @@ __all__ = [
     "StoreUnavailableError",
     "ToolDefinitionError",
     "TransientModelError",
+    "UnknownGrantError",
     "UnknownRequestError",
     "UserError",
 ]
@@ -144,6 +146,11 @@ class UnknownRunError(UserError):
 class ConversationBusyError(UserError):
     """A server was asked for a conversation's next turn while its last one still runs
     (``hpd_agent.hosting.RunHost.start``): wait for it to end, or cancel it."""
+
+
+class UnknownGrantError(UserError):
+    """No remembered grant has that id (``GrantBook.revoke_grant``, ``hpd-agent grants
+    revoke``)."""
 
 
 class RequestError(HpdAgentError):

@@ -5,6 +5,10 @@ holds (``resume_session``). The session brings the run its hooks (the journal, w
 replays what an earlier life did), its request backend (requests kept in the store, answers
 from any process) and the bookkeeping around them (the run record, ``per_run`` sub-agent
 conversations). The core only speaks to these protocols; it never imports a store.
+
+A session may also offer ``grants``, a ``hpd_agent.permissions.GrantBook`` where the run
+keeps and finds remembered grants (``Approve(scope="always")``); a session without it keeps
+none (a store's session offers the store's, ``StoreCapabilities.grants``).
 """
 
 from __future__ import annotations

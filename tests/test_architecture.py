@@ -77,6 +77,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.testing._contract_runs": 3,
     "hpd_agent.testing._contract_threads": 3,
     "hpd_agent.testing._contract_feed": 3,
+    "hpd_agent.testing._contract_grants": 3,
     # 3 durability
     "hpd_agent.store": 3,
     "hpd_agent.store._pg_fast": 3,

@@ -305,6 +305,9 @@ class RunView:
             return  # the error's own line says it (cli.main)
         if started is not None:
             self._begin(started)
+        if isinstance(event, PermissionRequest) and event.grant_id is not None:
+            self.printer.show(event)  # approved by a remembered grant: nothing waits
+            return
         if isinstance(event, (ClarificationRequest, PermissionRequest)):
             if not event.replayed:  # a replayed one was resolved in an earlier life
                 self._waiting(event)
@@ -331,7 +334,7 @@ class RunView:
             for name, value in request.arguments.items():
                 shown = value if isinstance(value, str) else json.dumps(value)
                 printer.line(f"  [dim]{_esc(name)}:[/] {_esc(printer.short(shown))}")
-            answer = "yes|always|no"
+            answer = "yes|run|always|no"
         rid = request.request_id
         state = "left pending" if self.interrupt else "waiting for an answer"
         printer.line(

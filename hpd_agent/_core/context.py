@@ -20,11 +20,10 @@ from typing_extensions import TypeVar
 from .._values.callpaths import relayed_paths
 from ..coordinator import Coordinator
 from ..events import Event, format_path, invocation_id
-from ..exceptions import QuestionNotAnswered, UserError
+from ..exceptions import UserError
 from ..hooks import ToolExecution
 from ..messages import Message
 from ..models._base import Model, ModelRequestParams, ModelResponse
-from ..permissions import Deny, PermissionSpec
 from ..questions import (
     ActionQuestion,
     ChoiceQuestion,
@@ -36,6 +35,7 @@ from ..questions import (
 )
 from .deadline import Deadline
 from .model_request import request_model
+from .permission import ask_permission
 from .racing import ask_racing
 from .requests import RequestSpec
 from .steps import take_step
@@ -528,29 +528,23 @@ class ToolContext(Generic[DepsT]):
         warn_before: float | None = None,
     ) -> str | None:
         """Ask the human whether ``tool_name`` may run with ``arguments`` (``timeout`` and
-        ``warn_before`` as for ``ask``).
+        ``warn_before`` as for ``ask``). A call approved for the run, or covered by a live
+        remembered grant (``Approve(scope="always")``), is not asked: a grant's approval is
+        still raised and resolved as a request, answered by ``grant:<id>``.
 
         Returns:
             None when the call may run; otherwise the text the model gets instead of a result
             (denied, declined: the user would not say, or unanswered).
         """
-        if (self.agent_path, tool_name) in self.coordinator.run_approvals:
-            return None
-        try:
-            decision = await self.request(
-                PermissionSpec(tool_name, arguments), timeout=timeout, warn_before=warn_before
-            )
-        except QuestionNotAnswered as e:
-            if e.status == "declined":
-                return (
-                    f"The tool {tool_name!r} did not run: the user declined to answer "
-                    "whether it may run."
-                )
-            return f"The tool {tool_name!r} did not run: it needs the user's approval. {e}"
-        if isinstance(decision, Deny):
-            reason = f" Reason: {decision.reason}" if decision.reason else ""
-            return f"The user denied permission to run {tool_name!r}.{reason}"
-        return None
+        return await ask_permission(
+            self.coordinator,
+            self,
+            self.next_request_id,
+            tool_name,
+            arguments,
+            timeout=timeout,
+            warn_before=warn_before,
+        )
 
     # -- steps and model requests ------------------------------------------------------
     async def step(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:

@@ -40,6 +40,7 @@ from ..exceptions import (
     UnknownRequestError,
 )
 from ..hooks import HookSet
+from .grants import PROCESS_GRANTS, GrantBook
 from .quiescence import Quiescence
 
 __all__ = [
@@ -228,6 +229,10 @@ class RequestTable:
         self._open_questions: dict[tuple[Any, ...], PendingRequest] = {}
         self.run_approvals: set[tuple[tuple[str, ...], str]] = set()
         """(agent path, tool name) pairs the human approved for the rest of the run."""
+        self.grants: GrantBook | None = PROCESS_GRANTS
+        """Where the run keeps and finds remembered grants (``Approve(scope="always")``):
+        this process's for a run kept nowhere, its session's (a store's) otherwise; None
+        when its session keeps none ("always" then approves the one call)."""
 
     def get(self, request_id: str) -> PendingRequest | None:
         """The request with this id, open or not."""
@@ -332,11 +337,19 @@ class RequestTable:
             self._hooks.resolved(pending.event, status, answer, author)
         return True
 
-    def settle_quietly(self, pending: PendingRequest, status: RequestStatus, answer: Any) -> None:
-        """End a request whose outcome was already announced (or never will be)."""
+    def settle_quietly(
+        self,
+        pending: PendingRequest,
+        status: RequestStatus,
+        answer: Any,
+        author: Author | None = None,
+    ) -> None:
+        """End a request whose outcome was already announced (or never will be); ``author``:
+        who gave that outcome, as kept (an "always" answer's grant names them)."""
         if pending.status == "pending":
             pending.status = status
             pending.answer = answer
+            pending.author = author
             pending.stored = True
             self._ended(pending)
 

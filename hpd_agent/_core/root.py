@@ -210,6 +210,9 @@ class RootRun:
         # The session's hooks (the journal) go first: a replayed call reaches no other hook.
         coordinator.configure(HookSet([*session.hooks, *everything]), session.backend)
         coordinator.conversations.keeper = session
+        # Remembered grants: the session's (a store's) or none; never this process's memory,
+        # which another run on the store would not see (nor a workflow replaying the run).
+        coordinator.requests.grants = getattr(session, "grants", None)
 
     async def _hosted(
         self,

@@ -221,7 +221,10 @@ def parse_typed(request: ClarificationRequest, text: str) -> Any:
     return parse_by_schema(text, answer_schema_of(request))
 
 
-_PERMISSION_HINT = "type y (allow this call), always (allow the tool for the run) or n"
+_PERMISSION_HINT = (
+    "type y (allow this call), run (allow the tool for the run), always (allow it from now "
+    "on: a remembered grant) or n"
+)
 
 
 @dataclass(frozen=True, slots=True)

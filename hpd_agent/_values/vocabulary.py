@@ -7,6 +7,7 @@ Each set holds whole replies after ``strip().casefold()``.
 from __future__ import annotations
 
 __all__ = [
+    "APPROVE_ALWAYS_WORDS",
     "APPROVE_RUN_WORDS",
     "APPROVE_WORDS",
     "DECLINED_WORDS",
@@ -28,9 +29,13 @@ DECLINED_WORDS: frozenset[str] = NO_WORDS | {"declined", "decline"}
 APPROVE_WORDS: frozenset[str] = YES_WORDS | {"approve", "approved", "allow", "accept", "once"}
 """Replies approving (a tool call once, a plan, a produced value)."""
 APPROVE_RUN_WORDS: frozenset[str] = frozenset(
-    {"always", "run", "all", "approve for run", "approve for the run", "yes to all"}
+    {"run", "all", "approve for run", "approve for the run", "yes to all"}
 )
 """Replies approving a tool for the rest of the run."""
+APPROVE_ALWAYS_WORDS: frozenset[str] = frozenset(
+    {"always", "approve always", "always approve", "remember"}
+)
+"""Replies approving a tool from now on: a remembered grant (``Approve(scope="always")``)."""
 REJECT_WORDS: frozenset[str] = NO_WORDS | {"deny", "denied", "reject", "rejected", "cancel"}
 """Replies refusing (a tool call, a plan, a produced value)."""
 

@@ -370,7 +370,8 @@ class _Turn(HostedRun):
         if update is not None:
             return self.server.update(self.session_id, update)
         if isinstance(event, ClarificationRequest | PermissionRequest):
-            if any(r.request_id == event.request_id for r in self.run.pending):
+            granted = isinstance(event, PermissionRequest) and event.grant_id is not None
+            if not granted and any(r.request_id == event.request_id for r in self.run.pending):
                 scope = self._asking[event.request_id] = anyio.CancelScope()
                 server = self.server
                 questions = Questions(server.peer, self.session_id, self, server.client)

@@ -2,19 +2,18 @@
 
 The value itself (``Author``) and the channel names (``Channel``, ``CHANNELS``) are the
 core's (``hpd_agent.backend``: the core carries them with every answer and cannot import
-this package); here is how an identity is found where the surface does not bring one.
+this package); here is how an identity is found where the surface does not bring one. A
+remembered grant's (``grant_author``: ``grant:<id>`` on channel ``"grant"``) is the core's
+too (``hpd_agent.permissions``), named here with the others.
 """
 
 from __future__ import annotations
 
 import getpass
 
-from ..backend import Author
+from ..permissions import grant_author
 
-__all__ = ["GRANT_PREFIX", "grant_author", "os_user"]
-
-GRANT_PREFIX = "grant:"
-"""How a remembered grant is named as an author: ``grant:<id>``."""
+__all__ = ["grant_author", "os_user"]
 
 
 def os_user() -> str | None:
@@ -26,9 +25,3 @@ def os_user() -> str | None:
     except (OSError, KeyError):  # a container's uid with no passwd entry, say
         return None
     return name or None
-
-
-def grant_author(grant_id: str) -> Author:
-    """The author of an answer a remembered grant gave: ``grant:<id>`` on channel
-    ``"grant"``."""
-    return Author(f"{GRANT_PREFIX}{grant_id}", "grant")

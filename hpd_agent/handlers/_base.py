@@ -164,8 +164,11 @@ async def serve(run: Run, handler: Handler) -> None:
     async with anyio.create_task_group() as tg:
         async for event in run:
             await handler.on_event(event)
-            # A replayed request was resolved in an earlier life of the run: not to answer.
-            if isinstance(event, (ClarificationRequest, PermissionRequest)) and not event.replayed:
+            # A replayed request was resolved in an earlier life of the run, one a grant
+            # covers is approved as it is raised: neither is to answer.
+            if isinstance(event, (ClarificationRequest, PermissionRequest)) and not (
+                event.replayed or (isinstance(event, PermissionRequest) and event.grant_id)
+            ):
                 scope = anyio.CancelScope()
                 answering[event.request_id] = scope
                 tg.start_soon(_answer, run, handler, event, scope)

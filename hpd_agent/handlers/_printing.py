@@ -51,8 +51,8 @@ _PREVIEW_LINES = 8  # of a permission request's multi-line argument: what is app
 _ROW_LINES = 3  # of a tool call's multi-line argument, under its row: a glimpse
 _WORD = re.compile(r"\S+")
 PERMISSION_WORDS = (
-    "type 1, y, yes or once · 2, run, always or all · 3, n, no or deny "
-    "(a reason may follow: n: not here)"
+    "type 1, y, yes or once · 2, run or all · 3, n, no or deny "
+    "(a reason may follow: n: not here) · 4 or always"
 )
 """What a person types to decide a permission request."""
 
@@ -157,6 +157,11 @@ class ConsolePrinter:
                 self.line(f"[red]✗ {self.who(event)} failed: {_esc(event.error or '')}[/]")
         elif isinstance(event, (ClarificationResolved, PermissionResolved)):
             self._resolved(event)
+        elif isinstance(event, PermissionRequest) and event.grant_id is not None:
+            self.line(
+                f"[green]✓ {self.who(event)} runs {_esc(event.tool_name)}: approved by grant "
+                f"{_esc(event.grant_id)}[/]"
+            )
         elif isinstance(event, (ClarificationRequest, PermissionRequest)):
             self.open.add(event.request_id)
             if len(self.open) > 1:
@@ -177,11 +182,10 @@ class ConsolePrinter:
             if (
                 isinstance(event, PermissionResolved)
                 and event.request_id != self.asking
-                and event.scope == "run"
+                and event.scope in ("run", "always")
             ):
-                self.line(
-                    f"[green]✓ {_esc(event.tool_name)} approved for the run ({self.who(event)})[/]"
-                )
+                how = "for the run" if event.scope == "run" else "always (a remembered grant)"
+                self.line(f"[green]✓ {_esc(event.tool_name)} approved {how} ({self.who(event)})[/]")
             return
         what = "permission request" if isinstance(event, PermissionResolved) else "question"
         if event.status == "declined":  # from elsewhere (a UI, a store), or typed here
@@ -238,7 +242,10 @@ class ConsolePrinter:
                 continue
             shown = value if isinstance(value, str) else json.dumps(value)
             print_(f"  [dim]{_esc(name)}:[/] {_esc(self.short(shown))}")
-        print_("  [bold]1)[/] approve once  [bold]2)[/] approve for the run  [bold]3)[/] deny")
+        print_(
+            "  [bold]1)[/] approve once  [bold]2)[/] approve for the run  [bold]3)[/] deny  "
+            "[bold]4)[/] always (remembered)"
+        )
         # The label every surface uses; the console also reads the numbers it lists.
         self._prompt(answer_prompt(request).label, PERMISSION_WORDS)
 

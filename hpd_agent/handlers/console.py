@@ -34,7 +34,12 @@ import anyio.lowlevel
 from rich.console import Console
 from rich.text import Text
 
-from .._values.vocabulary import APPROVE_RUN_WORDS, APPROVE_WORDS, REJECT_WORDS
+from .._values.vocabulary import (
+    APPROVE_ALWAYS_WORDS,
+    APPROVE_RUN_WORDS,
+    APPROVE_WORDS,
+    REJECT_WORDS,
+)
 from ..events import ClarificationRequest, Event, PermissionRequest, RequestEvent
 from ..exceptions import RunCancelledError
 from ..governance import os_user
@@ -384,7 +389,8 @@ class ConsoleHandler(BaseHandler):
         )
 
     async def on_permission(self, request: PermissionRequest) -> Decision:
-        """Ask approve once / approve for the run / deny (with a reason)."""
+        """Ask approve once / approve for the run / deny (with a reason) / always (a
+        remembered grant: the store's, for a run with a store; else this process's)."""
 
         async def reason(decision: Decision) -> Decision:
             if isinstance(decision, Deny) and not decision.reason:
@@ -427,6 +433,8 @@ def _parse_permission(text: str) -> Decision:
         return Approve(scope="once")
     if word == "2" or word in APPROVE_RUN_WORDS:
         return Approve(scope="run")
+    if word == "4" or word in APPROVE_ALWAYS_WORDS:
+        return Approve(scope="always")
     if word in ("3", "d") or word in REJECT_WORDS:
         return Deny()
     for prefix in ("3 ", "n ", "no ", "deny ", "deny:", "no:", "n:"):

@@ -5,7 +5,8 @@ a run started or resumed, and how it ended; a request asked (by which agent, on 
 channel: a web thread, A2A), and how it ended: answered or declined by whom (who the
 client came as, when the server knows) and through what (the web inbox, an AG-UI resume,
 a message in the A2A task), or elsewhere, through the store (``hpd-agent answer`` in
-another process); expired or cancelled. The run's own events say what happened (``watch``
+another process); expired or cancelled; a call a remembered grant approved is one line
+naming the grant (nobody was asked). The run's own events say what happened (``watch``
 wraps the ``EventSink`` it is driven with). A route passing an answer on says who gave it
 first (``giving``): the line is written when the run says it took the answer, or when the
 route saw it taken by a run that says nothing (``given``: one interrupted, answered in the
@@ -144,14 +145,22 @@ class _Watched:
                 if given is None:
                     return None  # said by the route that passed it on
                 return f"request {rid} {status}{given}"
-            if event.replayed:
-                return None
+            if event.replayed or (event.channel == "grant" and status == "answered"):
+                return None  # said in an earlier life, or with its request (a grant's)
             how = f"{status} elsewhere, through the store" if status in _GIVEN else status
             return f"request {rid} {how} ({where})"
         if isinstance(event, RunStarted):
             return f"run {event.run_id} {'resumed' if self.resumed else 'started'} ({where})"
         if event.replayed:
             return None  # said in an earlier life of the run
+        if isinstance(event, PermissionRequest) and event.grant_id is not None:
+            # Nobody is asked: approved as it is raised, answered by grant:<id>.
+            who = _short(format_path(event.agent_path))
+            tool = _short(event.tool_name, 40)
+            grant = _short(event.grant_id, 40)
+            return (
+                f"request {event.request_id} of {who} ({where}): {tool} approved by grant {grant}"
+            )
         if isinstance(event, (ClarificationRequest, PermissionRequest)):
             if isinstance(event, PermissionRequest):
                 what = f"Allow {_short(event.tool_name, 40)}?"

@@ -8,8 +8,9 @@ run, even one another process drives (``hpd_agent.store.cancel_run``).
 
 A store implements ``Store`` and declares what it offers beyond it with
 ``Store.capabilities()`` (a ``StoreCapabilities`` of ``JournalWriteNow``, ``JournalBatches``,
-``JournalSendAhead``, ``JournalGroups``, ``RunLeases``, ``ThreadTables`` and ``RequestFeed``,
-every run's requests as they open and end: what ``hpd-agent inbox`` listens to); ``Sessions`` gives
+``JournalSendAhead``, ``JournalGroups``, ``RunLeases``, ``ThreadTables``, ``RequestFeed``,
+every run's requests as they open and end: what ``hpd-agent inbox`` listens to, and a
+``GrantBook`` of remembered grants, ``MemoryGrants`` in memory); ``Sessions`` gives
 any ``Store`` class its ``open_session`` / ``resume_session``. The kit for writing one, all
 here: the lease as a fence (``current_fence``, ``Fence``), lease holders (``new_holder``,
 ``holder_gone``), ``DEFAULT_LEASE_TTL`` / ``check_lease_ttl``, the errors a store raises
@@ -34,6 +35,8 @@ from ._schemes import open_location
 from .kit import (
     DEFAULT_LEASE_TTL,
     Fence,
+    Grant,
+    GrantBook,
     JournalBatches,
     JournalEntry,
     JournalGroups,
@@ -41,6 +44,7 @@ from .kit import (
     JournalWriteNow,
     Lease,
     LeaseRenewer,
+    MemoryGrants,
     MemoryThreadTables,
     RenewIO,
     RequestFeed,
@@ -77,6 +81,8 @@ __all__ = [
     "CANCEL_REQUEST",
     "DEFAULT_LEASE_TTL",
     "Fence",
+    "Grant",
+    "GrantBook",
     "Journal",
     "JournalBatches",
     "JournalEntry",
@@ -85,6 +91,7 @@ __all__ = [
     "JournalWriteNow",
     "Lease",
     "LeaseRenewer",
+    "MemoryGrants",
     "MemoryStore",
     "MemoryThreadTables",
     "PostgresStore",

@@ -4,8 +4,9 @@
 and the sessions the core opens. Beyond it a store may offer faster ways to do the same
 things, grouped as protocols (``JournalWriteNow``, ``JournalBatches``, ``JournalSendAhead``,
 ``JournalGroups``, ``RunLeases``), a place for integrations' own records beside its runs
-(``ThreadTables``) and a store-wide feed of its requests opening and ending
-(``RequestFeed``). It declares which it offers by answering ``Store.capabilities()`` with a
+(``ThreadTables``), a store-wide feed of its requests opening and ending (``RequestFeed``)
+and a place for remembered grants (``GrantBook``, from ``hpd_agent.permissions``). It
+declares which it offers by answering ``Store.capabilities()`` with a
 ``StoreCapabilities`` whose fields hold the object implementing each (usually the store
 itself) or None. A run asks once, when its session opens, and uses what is declared and
 nothing else: a store that declares nothing (``StoreCapabilities()``) runs through the
@@ -20,6 +21,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from ..permissions import GrantBook
 from ..sessions import SessionStore
 from ._base import JournalEntry, Lease, RequestRecord, RequestState, RunRecord, RunState
 from ._renewer import LeaseRenewer
@@ -329,6 +331,10 @@ class StoreCapabilities:
             server's threads, for one. Not a run's concern: runs never ask for it.
         feed: Every run's requests as they open and end (``RequestFeed``): what
             ``hpd-agent inbox`` listens to. Not a run's concern either.
+        grants: Remembered grants (``hpd_agent.permissions.GrantBook``): an
+            ``Approve(scope="always")`` answer kept, and found by every later run on the
+            store (``hpd-agent grants`` lists and revokes them). Without it an "always"
+            approves the one call it answers.
     """
 
     write_now: JournalWriteNow | None = None
@@ -338,6 +344,7 @@ class StoreCapabilities:
     groups: JournalGroups | None = None
     threads: ThreadTables | None = None
     feed: RequestFeed | None = None
+    grants: GrantBook | None = None
 
 
 @runtime_checkable

@@ -84,6 +84,8 @@ class StoreSession:
             store, self.journal, check_lease=lambda: keeper.guard(now=True)
         )
         self.hooks: Sequence[Hook] = (self.journal,)
+        self.grants = capabilities.grants
+        """Where the run keeps and finds remembered grants: the store's, if it offers them."""
 
     @property
     def prompt(self) -> str:

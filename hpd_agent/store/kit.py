@@ -4,7 +4,8 @@
   ``resume_session``), ``StoreCapabilities`` and the protocols of its fields
   (``JournalWriteNow``, ``JournalBatches``, ``JournalSendAhead``, ``JournalGroups``,
   ``RunLeases``, ``ThreadTables`` with ``ThreadData``; ``MemoryThreadTables``,
-  ``RequestFeed``),
+  ``RequestFeed``; ``grants``, a ``GrantBook`` of ``Grant``s, remembered grants, with
+  ``MemoryGrants``),
   ``RequestRecord``, ``RequestState``, ``JournalEntry``, ``RunRecord``, ``RunState``,
   ``Lease``, ``jsonable`` (an answer as the store keeps it).
 - The lease as a fence: ``current_fence(run_id)`` is the ``Fence`` a write of that run must
@@ -23,6 +24,7 @@ walks through one written from scratch (examples/dict_store.py).
 
 from __future__ import annotations
 
+from ..permissions import Grant, GrantBook, MemoryGrants
 from ._answers import jsonable
 from ._base import (
     JournalEntry,
@@ -57,6 +59,8 @@ from ._threads import MemoryThreadTables
 __all__ = [
     "DEFAULT_LEASE_TTL",
     "Fence",
+    "Grant",
+    "GrantBook",
     "JournalBatches",
     "JournalEntry",
     "JournalGroups",
@@ -64,6 +68,7 @@ __all__ = [
     "JournalWriteNow",
     "Lease",
     "LeaseRenewer",
+    "MemoryGrants",
     "MemoryThreadTables",
     "RenewIO",
     "RequestFeed",

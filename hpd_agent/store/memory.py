@@ -19,6 +19,7 @@ from .kit import (
     JournalEntry,
     Lease,
     LeaseRenewer,
+    MemoryGrants,
     MemoryThreadTables,
     RenewIO,
     RequestRecord,
@@ -64,6 +65,7 @@ class MemoryStore(Sessions):
         self._fences = 0
         self._threads = MemoryThreadTables()
         self._listeners: set[_Listener] = set()
+        self._grants = MemoryGrants()
 
     def _check(self, run_id: str) -> None:
         """Refuse a write of ``run_id`` whose fence no longer holds (see ``_fence``)."""
@@ -221,9 +223,11 @@ class MemoryStore(Sessions):
     # -- what it offers beyond ``Store`` ---------------------------------------------------
     def capabilities(self) -> StoreCapabilities:
         """Journal writes at once and cheap leases (in memory nothing waits, so there is
-        nothing to batch or send ahead); thread tables as long as the store object lives;
-        the request feed of this process."""
-        return StoreCapabilities(write_now=self, leases=self, threads=self._threads, feed=self)
+        nothing to batch or send ahead); thread tables and remembered grants as long as the
+        store object lives; the request feed of this process."""
+        return StoreCapabilities(
+            write_now=self, leases=self, threads=self._threads, feed=self, grants=self._grants
+        )
 
     def request_changes(self) -> AbstractAsyncContextManager[AsyncIterator[RequestRecord]]:
         """Every request as it opens and ends (``RequestFeed``), told at once."""

@@ -32,11 +32,13 @@ import anyio.to_thread
 from ..exceptions import StoreUnavailableError
 from ._base import RequestRecord, RequestState, dump_json, refusal
 from ._feed import FeedChanges
+from ._grants import GRANT_TABLES, SQLGrants
 from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from ._pg_fast import FastConnection, connect_options, reusable
 from ._pg_listen import CHANNEL, OPENED, Listener
 from ._protocol import StoreCapabilities
 from ._schemes import StoreOptions, lease_option, no_durability
+from ._side import postgres_side_db
 from ._sql import (
     MIGRATIONS,
     REQUEST_COLUMNS,
@@ -46,7 +48,7 @@ from ._sql import (
     record_from_row,
     schema,
 )
-from ._threads import postgres_thread_tables
+from ._threads import THREAD_TABLES, SQLThreadTables
 from ._waiters import Wakeup
 
 try:
@@ -155,7 +157,9 @@ class PostgresStore(SQLStore[_Conn]):
                 f"cannot use PostgreSQL store {_where(dsn)}: {' '.join(str(e).split())}"
             ) from None
         self._listener = Listener(dsn, _where(dsn), connect_options(dsn))
-        self._threads = postgres_thread_tables(dsn)
+        self._side = postgres_side_db(dsn, (*THREAD_TABLES, *GRANT_TABLES))
+        self._threads = SQLThreadTables(self._side)
+        self._grants = SQLGrants(self._side)
         super().__init__(conn, lease_ttl=lease_ttl)
         # The event loop's connection: an object the store holds, whose methods its shared
         # steps and its journal capabilities are bound to (no call more than a method of
@@ -198,8 +202,8 @@ class PostgresStore(SQLStore[_Conn]):
         """Everything: journal writes at once, in batches and sent ahead, and cheap leases.
         The journal sends entries ahead (a round trip saved per turn) rather than hold
         them back; while the store drives several runs, their writes due at once go in one
-        pipelined transaction instead (see ``StoreCapabilities``). Thread tables in the same
-        database (``_threads``)."""
+        pipelined transaction instead (see ``StoreCapabilities``). Thread tables and
+        remembered grants in the same database (``_threads``, ``_grants``)."""
         fast = self._fast
         return StoreCapabilities(
             write_now=fast,
@@ -209,6 +213,7 @@ class PostgresStore(SQLStore[_Conn]):
             groups=self,
             threads=self._threads,
             feed=self,
+            grants=self._grants,
         )
 
     def request_changes(self) -> AbstractAsyncContextManager[AsyncIterator[RequestRecord]]:
@@ -286,7 +291,7 @@ class PostgresStore(SQLStore[_Conn]):
         finally:
             super()._close(conn)
             self._listener.close()
-            self._threads.close()
+            self._side.close()
 
     # -- answers from other processes: LISTEN/NOTIFY -------------------------------------
     async def _watch(self, waited: list[str], wakeup: Wakeup) -> list[str]:

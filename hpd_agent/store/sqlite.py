@@ -28,9 +28,11 @@ from typing import Any, TypeVar
 from ..exceptions import StoreUnavailableError, UserError
 from ._base import RequestRecord, RequestState, dump_json, refusal
 from ._feed import FeedChanges
+from ._grants import GRANT_TABLES, SQLGrants
 from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from ._protocol import StoreCapabilities
 from ._schemes import StoreOptions, lease_option
+from ._side import SideDB
 from ._sql import (
     MIGRATIONS,
     MISSED,
@@ -49,7 +51,7 @@ from ._sqlite_io import (
     is_busy,
 )
 from ._sqlite_watch import AnswerWatch, FeedSocket
-from ._threads import MemoryThreadTables, SQLThreadTables
+from ._threads import THREAD_TABLES, SQLThreadTables
 from ._waiters import Wakeup
 
 __all__ = ["SQLiteStore", "open_file"]
@@ -168,11 +170,10 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         self._fast_lock = threading.Lock()
         self._checkpointer = Checkpointer(self.path) if shared else None
         self._answers = AnswerWatch(self.path, poll_interval, self._run)
-        self._threads = (
-            MemoryThreadTables()
-            if self.path == ":memory:"
-            else SQLThreadTables(self.path, self.durability)
-        )
+        # Thread tables and grants: the file's side tables, on a connection of their own.
+        self._side = SideDB((*THREAD_TABLES, *GRANT_TABLES), self.path, self.durability)
+        self._threads = SQLThreadTables(self._side)
+        self._grants = SQLGrants(self._side)
 
     def _connect(
         self, busy_timeout: float, *, setup_timeout: float | None = None
@@ -223,8 +224,9 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         what acts on them; while it drives several runs, their writes due at once are
         committed together where a commit waits for the disk or the store's thread
         (``durability="os"``, a ``:memory:`` or ``file:`` database; see
-        ``StoreCapabilities``). Thread tables in the same file (``_threads``); the request
-        feed through the wake-up sockets (``request_changes``)."""
+        ``StoreCapabilities``). Thread tables and remembered grants in the same file
+        (``_threads``, ``_grants``); the request feed through the wake-up sockets
+        (``request_changes``)."""
         groups = self if self._grouping else None
         return StoreCapabilities(
             write_now=self,
@@ -233,6 +235,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             groups=groups,
             threads=self._threads,
             feed=self,
+            grants=self._grants,
         )
 
     def request_changes(self) -> AbstractAsyncContextManager[AsyncIterator[RequestRecord]]:
@@ -339,7 +342,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         if self._checkpointer is not None:
             self._checkpointer.stop()
         self._answers.close()
-        self._threads.close()
+        self._side.close()
         super()._close(conn)
 
     # -- answers from other processes: a wake-up socket, else short polling --------------

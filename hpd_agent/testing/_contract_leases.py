@@ -13,6 +13,7 @@ import pytest
 
 from ..exceptions import RunLeasedError
 from ..store import (
+    GrantBook,
     JournalBatches,
     JournalEntry,
     JournalGroups,
@@ -50,6 +51,7 @@ PROTOCOLS: dict[str, type] = {
     "groups": JournalGroups,
     "threads": ThreadTables,
     "feed": RequestFeed,
+    "grants": GrantBook,
 }
 """Each field of ``StoreCapabilities`` and the protocol its object implements."""
 

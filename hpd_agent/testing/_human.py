@@ -186,9 +186,15 @@ class ScriptedHuman(BaseHandler):
         scope: str = "once",
         agent: str | None = None,
         times: int | None = None,
+        match: Mapping[str, str] | None = None,
+        ttl: float | None = None,
     ) -> ScriptedHuman:
-        """Approve calls of ``tool_name`` (``scope="run"`` approves it for the whole run)."""
-        decision = Approve(scope="run" if scope == "run" else "once")
+        """Approve calls of ``tool_name`` (``scope="run"`` approves it for the whole run,
+        ``scope="always"`` gives a remembered grant, with ``match`` and ``ttl``)."""
+        if scope == "always":
+            decision = Approve(scope="always", match=match, ttl=ttl)
+        else:
+            decision = Approve(scope="run" if scope == "run" else "once")
         return self._add_permission(tool_name, decision, agent=agent, times=times)
 
     def decline(

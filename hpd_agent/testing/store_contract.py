@@ -20,8 +20,9 @@ records, leases), the lease as a fence (a session whose lease was taken over wri
 nothing, whatever the store declares in ``capabilities()``), runs through the store (a
 question, an interrupt and a resume that runs no tool twice, leases held, released and
 lost, ``cancel_run``), that each declared capability implements its protocol, and the
-thread tables and the request feed when the store offers them (skipped otherwise).
-``question`` and ``permission`` make the request records they store, for tests of your own. The shipped
+thread tables, the request feed and remembered grants when the store offers them (skipped
+otherwise). ``question`` and ``permission`` make the request records they store, for tests of your
+own. The shipped
 stores run the same tests (tests/store/test_store_contract.py); docs/durability.md,
 "Writing a store", shows a store written from scratch that passes them.
 """
@@ -32,6 +33,7 @@ import pytest
 
 # Plain ``assert`` in these modules explains its failures as in a test module.
 pytest.register_assert_rewrite(
+    "hpd_agent.testing._contract_grants",
     "hpd_agent.testing._contract_requests",
     "hpd_agent.testing._contract_leases",
     "hpd_agent.testing._contract_runs",
@@ -41,6 +43,10 @@ pytest.register_assert_rewrite(
 
 from ._contract_feed import (  # noqa: E402
     test_store_request_feed_tells_each_request_opening_and_ending,
+)
+from ._contract_grants import (  # noqa: E402
+    test_store_a_grant_approves_a_later_run_without_asking,
+    test_store_grants_are_kept_once_found_by_what_they_cover_and_revoked,
 )
 from ._contract_leases import (  # noqa: E402
     test_store_a_gone_holders_lease_is_taken_over_at_once,
@@ -88,6 +94,7 @@ __all__ = [
     "question",
     "test_store_a_cancelled_run_releases_its_lease",
     "test_store_a_gone_holders_lease_is_taken_over_at_once",
+    "test_store_a_grant_approves_a_later_run_without_asking",
     "test_store_a_new_run_on_a_kept_id_is_refused_and_takes_no_lease",
     "test_store_a_new_run_on_a_leased_id_is_refused_and_writes_nothing",
     "test_store_a_refused_resume_gives_the_lease_back",
@@ -102,6 +109,7 @@ __all__ = [
     "test_store_answer_context_is_merged_key_by_key",
     "test_store_cancel_run_stops_a_run_waiting_for_a_human",
     "test_store_each_declared_capability_implements_its_protocol",
+    "test_store_grants_are_kept_once_found_by_what_they_cover_and_revoked",
     "test_store_journal_and_run_records",
     "test_store_keeps_who_answered_once",
     "test_store_list_requests_filters_by_run_and_status",

@@ -26,7 +26,9 @@ _PERMISSION_SCHEMA: dict[str, Any] = {
             "type": "object",
             "properties": {
                 "kind": {"const": "approve"},
-                "scope": {"enum": ["once", "run"]},
+                "scope": {"enum": ["once", "run", "always"]},
+                "match": {"type": "object", "additionalProperties": {"type": "string"}},
+                "ttl": {"type": "number", "exclusiveMinimum": 0},
             },
             "required": ["kind"],
             "additionalProperties": False,
@@ -102,10 +104,14 @@ def _decision(request_id: str, answer: Any) -> Decision:
         )
 
     if not isinstance(answer, dict):
-        raise bad('expected {"kind": "approve", "scope": "once"|"run"} or {"kind": "deny"}')
+        raise bad(
+            'expected {"kind": "approve", "scope": "once"|"run"|"always"} or {"kind": "deny"}'
+        )
     data: dict[str, Any] = answer  # type: ignore[assignment]
     kind = data.get("kind")
-    allowed = {"approve": {"kind", "scope"}, "deny": {"kind", "reason"}}.get(str(kind))
+    allowed = {"approve": {"kind", "scope", "match", "ttl"}, "deny": {"kind", "reason"}}.get(
+        str(kind)
+    )
     if allowed is None:
         raise bad(f'"kind" must be "approve" or "deny", not {kind!r}')
     unknown = sorted(set(data) - allowed)
@@ -117,9 +123,13 @@ def _decision(request_id: str, answer: Any) -> Decision:
             raise bad('"reason" must be a string')
         return Deny(reason=reason)
     scope = data.get("scope", "once")
-    if scope not in ("once", "run"):
-        raise bad('"scope" must be "once" or "run"')
-    return Approve(scope=scope)
+    if scope not in ("once", "run", "always"):
+        raise bad('"scope" must be "once", "run" or "always"')
+    try:
+        # "always" (a grant remembered in the server's store) may carry match and ttl.
+        return Approve(scope=scope, match=data.get("match"), ttl=data.get("ttl"))
+    except ValueError as e:
+        raise bad(str(e)) from None
 
 
 def check_web_answer(record: RequestRecord, answer: Any) -> Any:

@@ -6,6 +6,7 @@ counted in files (``durable_agents``): nothing runs twice."""
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parents[1]
 AGENT = "durable_agents:build"
 PROMPT = "Build an API"
-WAITING = re.compile(r"hpd-agent answer (req_\w+) (?:TEXT|yes\|always\|no) --db")
+WAITING = re.compile(r"hpd-agent answer (req_\w+) (?:TEXT|yes\|run\|always\|no) --db")
 LIMIT = 120.0
 """Seconds a child may take at most (a bound for a broken build, never waited out)."""
 
@@ -275,6 +276,28 @@ def test_run_refuses_bad_input_in_one_line(workdir: Path) -> None:
     assert record.status == "interrupted"
 
 
+def test_run_remembers_an_always_answer_and_a_later_run_is_approved_by_its_grant(
+    workdir: Path, running: list[_Running]
+) -> None:
+    db = str(workdir / "runs.db")
+    child = _Running(workdir, "a2a_served_agents:asker", "permission", "--store", db)
+    running.append(child)
+    rid = child.request_id()
+    answered = _hpd(workdir, "answer", rid, "always", "--db", db)
+    assert answered.returncode == 0, answered.stderr
+    status, _, err = child.end()
+    assert status == 0 and f"{rid} approved (always)" in err, err
+    # The next run is not asked: one line names the grant, and the run goes to its end.
+    again = _hpd(workdir, "run", "a2a_served_agents:asker", "permission", "--store", db)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == "answer: deployed to prod\n"
+    listed = _hpd(workdir, "grants", "list", "--store", db, "--json")
+    [grant] = json.loads(listed.stdout)
+    assert f"runs deploy: approved by grant {grant['grant_id']}" in again.stderr
+    assert "hpd-agent answer" not in again.stderr
+    assert (workdir / "effect.txt").read_text() == "deploy prod\ndeploy prod\n"
+
+
 def test_run_shows_a_permission_and_parallel_questions_with_their_answer_lines(
     workdir: Path, running: list[_Running]
 ) -> None:
@@ -283,7 +306,7 @@ def test_run_shows_a_permission_and_parallel_questions_with_their_answer_lines(
     running.append(child)
     rid = child.request_id()
     assert "Asker wants to run deploy" in "".join(child.err)
-    assert f"hpd-agent answer {rid} yes|always|no --db {db}" in child.err[-1]
+    assert f"hpd-agent answer {rid} yes|run|always|no --db {db}" in child.err[-1]
     answered = _hpd(workdir, "answer", rid, "yes", "--db", db)
     assert answered.returncode == 0, answered.stderr
     status, out, err = child.end()

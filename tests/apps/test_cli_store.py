@@ -333,14 +333,16 @@ async def test_answer_a_permission_request(workdir: Path) -> None:
     # One readable line: the tool, then each argument once as name: value (no raw JSON).
     assert listed.stdout.splitlines() == [
         "req_perm  run_1  A  Allow deploy? (target: prod)",
-        "    Permission: type y (allow this call), always (allow the tool for the run) or n",
+        "    Permission: type y (allow this call), run (allow the tool for the run), always "
+        "(allow it from now on: a remembered grant) or n",
     ]
     refused = await cli(workdir, "answer", "req_perm", "maybe", "--db", str(db))
     assert refused.returncode == 7 and "neither an approval nor a denial" in refused.stderr
+    # "always" is a remembered grant (its run keeps it in the store when it reads the answer).
     ok = await cli(workdir, "answer", "req_perm", "always", "--db", str(db))
     assert ok.returncode == 0
     record = await store.get_request("req_perm")
-    assert record is not None and record.answer == {"scope": "run", "kind": "approve"}
+    assert record is not None and record.answer == {"scope": "always", "kind": "approve"}
     await store.aclose()
 
 

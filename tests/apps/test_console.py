@@ -930,3 +930,35 @@ async def test_an_answer_typed_at_the_console_is_the_os_users_on_channel_console
         resolved = [e for e in seen if isinstance(e, ClarificationResolved)][-1]
         assert (resolved.answered_by, resolved.channel, resolved.answer) == (who, "console", "red")
     assert told == [(os_user(), "console"), ("ops-desk", "console")]
+
+
+async def test_permission_prompt_offers_always_a_remembered_grant_shown_when_it_approves() -> None:
+    from hpd_agent.governance import os_user
+    from hpd_agent.permissions import PROCESS_GRANTS
+
+    written: list[str] = []
+
+    @tool(requires_approval=True)
+    def write_file(path: str) -> str:
+        """Write a file."""
+        written.append(path)
+        return f"wrote {path}"
+
+    PROCESS_GRANTS.clear()
+    try:
+        for path in ("a.py", "b.py"):  # two runs of the same agent, in this process
+            model = ScriptedModel([tool_call("write_file", path=path), text("finished")])
+            agent = Agent("Coder", model=model, tools=[write_file])
+            handler, screen, keyboard = handler_for(["4"])
+            await agent.run("write", handler=handler)
+            out = screen.text()
+            if path == "a.py":
+                assert "4) always (remembered)" in out and keyboard.prompts == ["> "]
+                assert "✓ write_file approved always (a remembered grant) (Coder)" in out
+                [grant] = await PROCESS_GRANTS.list_grants()
+                assert (grant.granted_by, grant.channel) == (os_user(), "console")
+        # The second run was not asked: one line says which grant approved the call.
+        assert keyboard.prompts == [] and written == ["a.py", "b.py"]
+        assert f"✓ Coder runs write_file: approved by grant {grant.grant_id}" in out
+    finally:
+        PROCESS_GRANTS.clear()

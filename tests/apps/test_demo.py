@@ -72,7 +72,7 @@ def test_demo_asks_at_depth_two_mid_turn_and_takes_answers_out_of_order(tmp_path
     # The CodingAgent asks before writing (the prompt lists the words it takes), then
     # finishes with the framework chosen.
     assert text.index("wants to run write_file") > asked_store
-    assert "type 1, y, yes or once · 2, run, always or all · 3, n, no or deny" in text
+    assert "type 1, y, yes or once · 2, run or all · 3, n, no or deny" in text
     assert (
         "Orchestrator: Done: Built 'build a todo API' with FastAPI in app.py. "
         "Data goes in PostgreSQL (many writers at once)."

@@ -12,6 +12,8 @@ from hpd_agent.events import (
     ClarificationRequest,
     ClarificationResolved,
     Event,
+    PermissionRequest,
+    PermissionResolved,
     RunStarted,
 )
 from hpd_agent.hosting import Activity, Outcome
@@ -100,3 +102,32 @@ def test_a_log_that_cannot_be_written_never_fails_the_run() -> None:
     anyio.run(sink.close, Outcome("completed", output="done"), None)
     assert inner.taken == [started]
     assert [o.status for o in inner.closed] == ["completed"]
+
+
+def test_a_call_a_grant_approved_is_one_line_naming_the_grant() -> None:
+    lines: list[str] = []
+    sink = Activity(lines.append).watch(Sink(), "run_1", "thread t")
+    where = {"run_id": "run_1", "agent_path": ("Ops", "Deployer"), "depth": 1}
+    sink.take(
+        PermissionRequest(
+            **where,
+            request_id="req_2",
+            tool_name="deploy",
+            arguments={},
+            tool_call_id="call_1",
+            grant_id="3fa2",
+        )
+    )
+    sink.take(
+        PermissionResolved(
+            **where,
+            request_id="req_2",
+            tool_name="deploy",
+            status="answered",
+            approved=True,
+            scope="once",
+            answered_by="grant:3fa2",
+            channel="grant",
+        )
+    )
+    assert lines == ["request req_2 of Ops > Deployer (thread t): deploy approved by grant 3fa2"]

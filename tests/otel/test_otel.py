@@ -526,3 +526,31 @@ async def test_await_human_names_an_author_who_answered_through_the_store(
     assert wait.attributes is not None
     assert wait.attributes["hpd_agent.answered_by"] == "bob"
     assert wait.attributes["hpd_agent.channel"] == "cli"
+
+
+async def test_await_human_of_a_call_a_grant_approved_names_the_grant(otel: Telemetry) -> None:
+    from hpd_agent import Approve, PermissionRequest
+    from hpd_agent.permissions import PROCESS_GRANTS
+
+    @tool(requires_approval=True)
+    def deploy(env: str) -> str:
+        """Deploy."""
+        return f"deployed {env}"
+
+    PROCESS_GRANTS.clear()
+    try:
+        for answer in (Approve(scope="always"), None):  # the second run is nobody's to answer
+            model = ScriptedModel([tool_call("deploy", env="staging"), text("done")], name="m")
+            async with Agent("Deployer", model=model, tools=[deploy]).stream("go") as run:
+                async for event in run:
+                    if isinstance(event, PermissionRequest) and answer is not None:
+                        await run.respond(event.request_id, answer, by="alice", channel="cli")
+        [grant] = await PROCESS_GRANTS.list_grants()
+    finally:
+        PROCESS_GRANTS.clear()
+    authors = [
+        (w.attributes["hpd_agent.answered_by"], w.attributes["hpd_agent.channel"])
+        for w in otel.named("await_human permission")
+        if w.attributes is not None
+    ]
+    assert authors == [("alice", "cli"), (f"grant:{grant.grant_id}", "grant")]

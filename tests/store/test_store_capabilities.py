@@ -20,6 +20,7 @@ from test_lease_renewer import LegacyStore
 
 from hpd_agent.events import ClarificationRequest
 from hpd_agent.store import (
+    GrantBook,
     Journal,
     JournalBatches,
     JournalGroups,
@@ -45,14 +46,24 @@ PROTOCOLS: dict[str, type] = {
     "groups": JournalGroups,
     "threads": ThreadTables,
     "feed": RequestFeed,
+    "grants": GrantBook,
 }
 
 DECLARED = {
-    "memory": {"write_now", "leases", "threads", "feed"},
+    "memory": {"write_now", "leases", "threads", "feed", "grants"},
     # A commit made at once on the event loop is never grouped (it would only wait).
-    "sqlite": {"write_now", "batches", "leases", "threads", "feed"},
-    "sqlite-os": {"write_now", "batches", "leases", "groups", "threads", "feed"},
-    "postgres": {"write_now", "batches", "send_ahead", "leases", "groups", "threads", "feed"},
+    "sqlite": {"write_now", "batches", "leases", "threads", "feed", "grants"},
+    "sqlite-os": {"write_now", "batches", "leases", "groups", "threads", "feed", "grants"},
+    "postgres": {
+        "write_now",
+        "batches",
+        "send_ahead",
+        "leases",
+        "groups",
+        "threads",
+        "feed",
+        "grants",
+    },
 }
 
 
@@ -94,6 +105,7 @@ def test_the_protocols_group_the_methods_the_runs_use() -> None:
         "groups": {"journal_group"},
         "threads": {"write_thread", "read_thread", "thread_of"},
         "feed": {"request_changes"},
+        "grants": {"find_grant", "add_grant", "list_grants", "revoke_grant"},
     }
     assert [f.name for f in dataclasses.fields(StoreCapabilities)] == list(PROTOCOLS)
     assert StoreCapabilities() == StoreCapabilities(
@@ -104,6 +116,7 @@ def test_the_protocols_group_the_methods_the_runs_use() -> None:
         groups=None,
         threads=None,
         feed=None,
+        grants=None,
     )
     with pytest.raises(dataclasses.FrozenInstanceError):
         StoreCapabilities().leases = None  # type: ignore[misc]

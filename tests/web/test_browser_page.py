@@ -90,6 +90,7 @@ def test_the_page_reads_as_a_product_at_phone_and_desktop_widths(
     buttons = [
         permission.get_by_role("button", name="Approve once"),
         permission.get_by_role("button", name="Approve for this run"),
+        permission.get_by_role("button", name="Always approve"),  # a remembered grant
         permission.get_by_role("button", name="Deny"),
     ]
     assert_fits(page, permission, *buttons)

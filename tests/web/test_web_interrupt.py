@@ -153,3 +153,51 @@ def test_permission_interrupt_is_a_confirmation_answered_with_a_decision(
         text, second = post_run(c, run_input("t", "r3", resume=ok))
     assert_conformant(text, tmp_path, "permission-2")
     assert second[-1]["result"] == "done: deleted /tmp/x"
+
+
+def test_a_permission_approved_always_is_remembered_by_the_servers_store(
+    server: Server, tmp_path: Path
+) -> None:
+    with server.client() as c:
+        _, first = post_run(c, run_input("t", "r1", "permission"))
+        [interrupt] = _interrupts(first)
+        always = {"kind": "approve", "scope": "always", "match": {"path": "/tmp/*"}, "ttl": 3600}
+        bad = [
+            {
+                "interruptId": interrupt["id"],
+                "status": "resolved",
+                "payload": {**always, "ttl": -1},
+            }
+        ]
+        _, refused = post_run(c, run_input("t", "r2", resume=bad))
+        assert refused[-1]["code"] == "invalid_payload"
+        ok = [{"interruptId": interrupt["id"], "status": "resolved", "payload": always}]
+        _, second = post_run(c, run_input("t", "r3", resume=ok))
+        assert second[-1]["result"] == "done: deleted /tmp/x"
+        # Another thread's run: the grant approves the call, no interrupt; the request and
+        # its resolution still go by.
+        _, other = post_run(c, run_input("t2", "r4", "permission"))
+    assert other[-1]["type"] == "RUN_FINISHED" and other[-1]["result"] == "done: deleted /tmp/x"
+    resolved = [
+        e["value"]
+        for e in other
+        if e["type"] == "CUSTOM" and e["name"] == "hpd_agent.request_resolved"
+    ]
+    assert [(v["status"], v["answer"]) for v in resolved] == [
+        ("answered", {"approved": True, "scope": "once"})
+    ]
+    # The grant names who gave it: the page's identity ("local": no token), channel web.
+    import anyio
+
+    from hpd_agent.store import SQLiteStore
+
+    async def kept() -> list[tuple[str | None, str | None]]:
+        store = SQLiteStore(tmp_path / "web.db")
+        try:
+            book = store.capabilities().grants
+            assert book is not None
+            return [(g.granted_by, g.channel) for g in await book.list_grants()]
+        finally:
+            await store.aclose()
+
+    assert anyio.run(kept) == [("local", "web")]

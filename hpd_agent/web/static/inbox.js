@@ -330,7 +330,14 @@ const WIDGETS = {
     return el("div", { class: "permission" }, args,
       el("div", { class: "options", role: "group", "aria-label": "Decision" },
         el("button", { type: "button", class: "approve", onclick: () => answer({ kind: "approve", scope: "once" }) }, "Approve once"),
-        el("button", { type: "button", class: "approve", onclick: () => answer({ kind: "approve", scope: "run" }) }, "Approve for this run")),
+        el("button", { type: "button", class: "approve", onclick: () => answer({ kind: "approve", scope: "run" }) }, "Approve for this run"),
+        // A grant kept in the server's store: later calls of the tool by this agent, in any
+        // run, are approved without asking until it is revoked (hpd-agent grants revoke).
+        // Quieter than the two approvals: it outlives the run.
+        el("button", {
+          type: "button", class: "quiet", onclick: () => answer({ kind: "approve", scope: "always" }),
+          title: "Remember: approve this tool for this agent from now on, in every run (hpd-agent grants revoke ID undoes it)",
+        }, "Always approve")),
       el("form", {
         class: "deny-form",
         onsubmit: (e) => {
