@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from types import TracebackType
 
 import anyio
@@ -130,6 +130,20 @@ class LeaseKeeper:
         if self.fence is not None and self.fence.lost is not None:
             self.lost = self.fence.lost
             raise self.lost
+
+    def guard_due(self) -> Awaitable[None] | None:
+        """``guard``, or None when it has nothing to do (no write refused, the lease not
+        lost and renewed within a third of the TTL): the common case costs no coroutine."""
+        hold, fence = self._hold, self.fence
+        if (
+            self.lost is None
+            and (fence is None or fence.lost is None)
+            and (hold is None or hold.lost is None)
+        ):
+            lease = self.lease if hold is None else hold.lease
+            if time.time() - (lease.expires_at - self.ttl) <= self.ttl / 3:
+                return None
+        return self.guard()
 
     async def guard(self, *, now: bool = False) -> None:
         """Before a tool function or a journaled step starts: cancel the run if its lease
