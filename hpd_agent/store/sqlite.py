@@ -240,16 +240,17 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             conn.execute("ROLLBACK")
             raise
 
-    def _point_now(self, fn: Callable[[sqlite3.Connection], T]) -> T | Missed:
-        """On the event loop when the fast connection is free and the file is not locked by
-        another writer (else nothing was written and the worker thread waits for the lock)."""
+    def _point_now(self, fn: Callable[..., T], *args: Any) -> T | Missed:
+        """``fn(conn, *args)`` on the event loop when the fast connection is free and the
+        file is not locked by another writer (else nothing was written and the worker
+        thread waits for the lock)."""
         fast = self._fast
         if fast is None or not self._fast_lock.acquire(blocking=False):
             return MISSED
         try:
             if self._fast is None:
                 return MISSED
-            result = fn(fast)
+            result = fn(fast, *args)
         except sqlite3.OperationalError as e:
             if not is_busy(e):
                 raise
