@@ -216,7 +216,7 @@ class LeaseKeeper:
         """After the run (``_RenewedHold``): renew the lease no more and give it up, if the
         run's end did not (shielded: a cancelled run gives it up too)."""
         hold.active = False
-        if self._renewer is not None:
+        if self._renewer is not None and not self.released:  # else ``close`` did
             self._renewer.unregister(hold)
         self.lease = hold.lease
         if not self.released:

@@ -176,7 +176,7 @@ class Sessions:
             run_id=run_id,
             agent_name=agent_name,
             prompt=prompt,
-            history=message_adapter().dump_python(list(history or []), mode="json"),
+            history=message_adapter().dump_python(list(history), mode="json") if history else [],
             agent_ref=agent_ref,
         )
         capabilities = store.capabilities()

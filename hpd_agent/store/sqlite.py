@@ -158,6 +158,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         # A commit on the fast connection costs ~13 µs on the event loop: grouping would
         # cost each write a wait instead (``SQLRuns._grouping``).
         self._grouping = fast is None
+        self._capabilities: StoreCapabilities | None = None
         self._fast_lock = threading.Lock()
         self._checkpointer = Checkpointer(self.path) if shared else None
         self._answers = AnswerWatch(self.path, poll_interval, self._run)
@@ -217,10 +218,13 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         committed together where a commit waits for the disk or the store's thread
         (``durability="os"``, a ``:memory:`` or ``file:`` database; see
         ``StoreCapabilities``). Thread tables in the same file (``_threads``)."""
-        groups = self if self._grouping else None
-        return StoreCapabilities(
-            write_now=self, batches=self, leases=self, groups=groups, threads=self._threads
-        )
+        caps = self._capabilities
+        if caps is None:  # made once: asked at every run's start
+            groups = self if self._grouping else None
+            caps = self._capabilities = StoreCapabilities(
+                write_now=self, batches=self, leases=self, groups=groups, threads=self._threads
+            )
+        return caps
 
     # -- the SQLite way of the shared steps ----------------------------------------------
     def _query(
