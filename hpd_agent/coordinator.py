@@ -21,6 +21,7 @@ import anyio.lowlevel
 from ._core.conversations import ConversationKeeper, Conversations
 from ._core.deadline import deadlines_paused, paused_wait
 from ._core.expiry import arm, check_warning, reopen, request_event, warn_when_due
+from ._core.journaling import RunJournal
 from ._core.outlet import Outlet
 from ._core.quiescence import Quiescence
 from ._core.requests import (
@@ -126,10 +127,14 @@ class Coordinator:
         """What the run keeps open for its toolsets (set by the root run when its agent tree
         has a toolset); None for every other run."""
         self._requests_n = self._input_tokens = self._output_tokens = 0
+        self.journal: RunJournal | None = None  # a durable run's: called before any hook
 
-    def configure(self, hooks: HookSet, backend: RequestBackend) -> None:
-        """Install the run's hooks and request backend (before anything runs)."""
+    def configure(
+        self, hooks: HookSet, backend: RequestBackend, journal: RunJournal | None = None
+    ) -> None:
+        """Install the run's hooks, request backend and journal (before anything runs)."""
         self.hooks = hooks
+        self.journal = journal
         self.backend = backend
         self.keeps_authors = takes_keyword(backend.resolve, "author")
         self.requests = RequestTable(self._outlet.emit, hooks, self.quiescence)
@@ -143,8 +148,7 @@ class Coordinator:
 
     @property
     def observed(self) -> bool:
-        """Whether ``emit`` delivers events anywhere; when False, the hot path may skip
-        building the events it would only drop (tool calls, text pieces)."""
+        """Whether ``emit`` delivers events anywhere (if not, the hot path builds none)."""
         return self._outlet.sink is not None
 
     def add_usage(self, usage: Usage) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ._core.journaling import RunJournal
 from .backend import RequestBackend
 from .hooks import Hook
 from .messages import Message
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from .coordinator import Coordinator
     from .run import RunResult
 
-__all__ = ["RunSession", "SessionStore"]
+__all__ = ["RunJournal", "RunSession", "SessionStore"]
 
 
 class RunSession(Protocol):
@@ -48,7 +49,8 @@ class RunSession(Protocol):
 
     @property
     def hooks(self) -> Sequence[Hook]:
-        """Hooks that must see every call first (the journal)."""
+        """Hooks that must see every call first (after the session's ``journal``, if it
+        has one: an optional ``RunJournal`` attribute the core calls directly)."""
         ...
 
     @property

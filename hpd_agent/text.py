@@ -119,6 +119,10 @@ class TextMender:
         if text:
             self._sink(mend(text))
 
+    def reset(self) -> None:
+        """Forget a first half held back (a new stream starts; nothing is passed on)."""
+        self._carry = ""
+
     def close(self) -> None:
         """Pass on a first half still held back, as U+FFFD (nothing followed it)."""
         if self._carry:

@@ -51,6 +51,7 @@ LAYERS: dict[str, int] = {
     "hpd_agent.permissions": 1,
     "hpd_agent.questions": 1,
     "hpd_agent._core.racing": 1,
+    "hpd_agent._core.journaling": 1,
     "hpd_agent._core.model_request": 1,
     "hpd_agent._core.context": 1,
     "hpd_agent.tools": 1,

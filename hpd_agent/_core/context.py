@@ -569,7 +569,7 @@ class ToolContext(Generic[DepsT]):
         index = self._steps
         self._steps += 1
         key = f"{self.call_path}!{index}:{name}"
-        return await take_step(self.coordinator.hooks, self, name, key, fn, args, kwargs)
+        return await take_step(self.coordinator, self, name, key, fn, args, kwargs)
 
     async def request_model(
         self, model: Model, messages: Sequence[Message], params: ModelRequestParams

@@ -32,7 +32,7 @@ from ..messages import (
     truncated_call_text,
 )
 from ..models._base import Model, ModelRequestParams, ModelResponse, ToolDefinition
-from ..text import error_text
+from ..text import TextMender, error_text
 from ..tools import Tool, ToolArgumentsError, Toolset, result_to_text
 from .context import Deadline, ToolContext, _current, invocation_id
 from .model_request import request_model
@@ -234,8 +234,8 @@ async def _observed_run(
     coordinator, spec = state.coordinator, state.spec
     path, scope, quiescence = state.agent_path, state.scope_path, coordinator.quiescence
     coordinator.emit(_agent_started(state, input, tool_call_id, parent_invocation))
-    on_text = state.text  # one bound method for the whole run
-    wrapped = bool(coordinator.hooks.model_wrappers)
+    wrapped = bool(coordinator.hooks.model_wrappers) or coordinator.journal is not None
+    on_text = TextMender(state.text) if wrapped else state.text  # one for the whole run
     first, limit, refused = 0, spec.max_turns, 0
     try:
         while True:  # more than once only when an output_type check sends the model back
@@ -399,29 +399,58 @@ async def _run_batch(
 
 
 async def _run_call(state: _State, turn: int, call: ToolCall) -> ToolResultMessage:
-    """One tool call: through the tool wrappers if any hook has one, else straight."""
+    """One tool call: replayed from a durable run's journal (``RunJournal``, called before
+    any hook: a replayed call reaches none), else made through the tool wrappers if any
+    hook has one, else straight, and its outcome journaled."""
     coordinator = state.coordinator
     call_path = f"{state.scope_path}@{turn}:{call.id}"
-    hooks = coordinator.hooks
+    hooks, journal = coordinator.hooks, coordinator.journal
     try:
-        if hooks.tool_wrappers:
-            chain = state.tool_chain
-            if chain is None:
-                chain = state.tool_chain = hooks.tool(partial(_live_call, state))
-            outcome = await chain(_execution(state, call, call_path))
-            text, is_error = outcome.text, outcome.is_error
-        elif coordinator.observed:
-            execution = _execution(state, call, call_path)
-            outcome = await _live_call(state, execution)
-            text, is_error = outcome.text, outcome.is_error
+        recorded = None if journal is None else journal.recorded_outcome(call_path)
+        if recorded is not None:
+            text, is_error = _replayed(state, call, call_path, recorded)
         else:
-            # Unobserved, unhooked runs (plain run() without a handler) would only drop the
-            # call's events: building them was a third of the cost of a trivial tool call.
-            text, error = await _execute(state, call, call_path)
-            is_error = error is not None
+            side_effects = True
+            if journal is not None:
+                tool = state.spec.tools.get(call.name)
+                side_effects = tool is None or tool.side_effects
+                waiting = journal.before_tool(side_effects)
+                if waiting is not None:
+                    await waiting
+            if hooks.tool_wrappers:
+                chain = state.tool_chain
+                if chain is None:
+                    chain = state.tool_chain = hooks.tool(partial(_live_call, state))
+                outcome = await chain(_execution(state, call, call_path))
+                text, is_error = outcome.text, outcome.is_error
+            elif coordinator.observed:
+                execution = _execution(state, call, call_path)
+                outcome = await _live_call(state, execution)
+                text, is_error = outcome.text, outcome.is_error
+            else:
+                # Unobserved, unhooked runs (plain run() without a handler) would only drop
+                # the call's events: building them was a third of a trivial tool call's cost.
+                text, error = await _execute(state, call, call_path)
+                is_error = error is not None
+            if journal is not None:
+                waiting = journal.record_outcome(call_path, text, is_error, side_effects)
+                if waiting is not None:
+                    await waiting
     finally:
         coordinator.quiescence.leave()  # entered for the whole batch, before any call started
     return ToolResultMessage(tool_call_id=call.id, name=call.name, content=text, is_error=is_error)
+
+
+def _replayed(
+    state: _State, call: ToolCall, call_path: str, recorded: tuple[str, bool]
+) -> tuple[str, bool]:
+    """A journaled tool call's outcome: the tool does not run; its start and end are
+    emitted again, marked ``replayed``."""
+    execution = _execution(state, call, call_path)
+    outcome = ToolOutcome(text=recorded[0], is_error=recorded[1])
+    state.coordinator.emit(execution.started_event(replayed=True))
+    state.coordinator.emit(execution.finished_event(outcome, replayed=True))
+    return recorded
 
 
 def _execution(state: _State, call: ToolCall, call_path: str) -> ToolExecution:

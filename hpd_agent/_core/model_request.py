@@ -1,6 +1,7 @@
 """One model request of a run, as every agent and tool frame makes it: through the run's
-model wrappers (``Hook.wrap_model_call``), counted busy for an interrupt, its text mended
-(``hpd_agent.text.mend``) as it streams and as a whole, its usage added to the run's.
+journal (``RunJournal``, called directly) and model wrappers (``Hook.wrap_model_call``),
+counted busy for an interrupt, its text mended (``hpd_agent.text.mend``) as it streams and
+as a whole, its usage added to the run's.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import dataclasses
 from collections.abc import Awaitable, Sequence
 
 from ..coordinator import Coordinator
-from ..events import invocation_id
+from ..events import TextDelta, invocation_id
 from ..hooks import ModelCall
 from ..messages import Message
 from ..models._base import Model, ModelRequestParams, ModelResponse
@@ -27,32 +28,80 @@ async def request_model(
     params: ModelRequestParams,
     invocation: str | None = None,
 ) -> ModelResponse:
-    """One model request of a run: through the run's model wrappers (if any), counted busy
-    while it is live, journal write included (an interrupt waits for it), and added to the
-    run's usage."""
+    """One model request of a run: through the run's journal and model wrappers (if any),
+    counted busy while it is live, journal write included (an interrupt waits for it), and
+    added to the run's usage."""
     quiescence = coordinator.quiescence
     quiescence.busy += 1
     try:
-        if not coordinator.hooks.model_wrappers:
-            response = await _mended_request(model, messages, params)
+        journal = coordinator.journal
+        # The journal first: a replayed response reaches no hook.
+        key = "" if journal is None else f"{scope_path}@{params.turn}"
+        recorded = None if journal is None else journal.recorded_response(key)
+        if recorded is not None:
+            if recorded.text:
+                _replay_text(coordinator, agent_path, scope_path, invocation, recorded.text)
+            response = recorded
         else:
-            call = ModelCall(
-                run_id=coordinator.run_id,
-                agent_path=agent_path,
-                scope_path=scope_path,
-                invocation_id=invocation_id(scope_path) if invocation is None else invocation,
-                turn=params.turn,
-                model=model,
-                messages=messages,
-                params=params,
-                emit=coordinator.emit,
+            if journal is not None:
+                waiting = journal.before_model()  # a model call is paid for: not once lost
+                if waiting is not None:
+                    await waiting
+            response = await _wrapped(
+                coordinator, agent_path, scope_path, model, messages, params, invocation
             )
-            response = await coordinator.hooks.model(_call_model)(call)
+            if journal is not None:
+                waiting = journal.record_response(key, response)
+                if waiting is not None:
+                    await waiting
     finally:
         # What the response asks for (tool calls, the agent's end) takes over.
         quiescence.hand_over()
     coordinator.add_usage(response.usage)
     return response
+
+
+def _replay_text(
+    coordinator: Coordinator,
+    path: tuple[str, ...],
+    scope_path: str,
+    invocation: str | None,
+    text: str,
+) -> None:
+    """Emit a replayed response's text again, marked ``replayed``."""
+    coordinator.emit(
+        TextDelta(
+            run_id=coordinator.run_id, agent_path=path, depth=len(path) - 1,
+            invocation_id=invocation_id(scope_path) if invocation is None else invocation,
+            text=text, replayed=True,
+        )
+    )  # fmt: skip
+
+
+def _wrapped(
+    coordinator: Coordinator,
+    agent_path: tuple[str, ...],
+    scope_path: str,
+    model: Model,
+    messages: Sequence[Message],
+    params: ModelRequestParams,
+    invocation: str | None,
+) -> Awaitable[ModelResponse]:
+    """The request through the run's model wrappers, or straight when it has none."""
+    if not coordinator.hooks.model_wrappers:
+        return _mended_request(model, messages, params)
+    call = ModelCall(
+        run_id=coordinator.run_id,
+        agent_path=agent_path,
+        scope_path=scope_path,
+        invocation_id=invocation_id(scope_path) if invocation is None else invocation,
+        turn=params.turn,
+        model=model,
+        messages=messages,
+        params=params,
+        emit=coordinator.emit,
+    )
+    return coordinator.hooks.model(_call_model)(call)
 
 
 def _call_model(call: ModelCall) -> Awaitable[ModelResponse]:
@@ -64,10 +113,19 @@ async def _mended_request(
     model: Model, messages: Sequence[Message], params: ModelRequestParams
 ) -> ModelResponse:
     """The model's response with its text mended (``hpd_agent.text.mend``) as it streams
-    and as a whole, so every hook, event, journal entry and store sees the same text."""
-    mender = None if params.on_text is None else TextMender(params.on_text)
-    if mender is not None:
+    and as a whole, so every hook, event, journal entry and store sees the same text.
+
+    A ``TextMender`` given as ``on_text`` (the loop makes one per agent run) is used as it
+    is: no mender and no copy of the parameters per request."""
+    on_text = params.on_text
+    if isinstance(on_text, TextMender):
+        mender: TextMender | None = on_text
+        on_text.reset()  # a retried request starts clean
+    elif on_text is not None:
+        mender = TextMender(on_text)
         params = dataclasses.replace(params, on_text=mender)
+    else:
+        mender = None
     response = await model.request(messages, params)
     if mender is not None:
         mender.close()

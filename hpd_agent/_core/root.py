@@ -24,6 +24,7 @@ from ..messages import Message
 from ..run import Run, RunResult, finished_event
 from ..sessions import RunSession, SessionStore
 from .context import _running, invocation_id
+from .journaling import RunJournal
 from .loop import run_agent
 from .runner import BeforeRunResult, Blueprint, before_run, first_messages
 from .services import RunServices
@@ -207,8 +208,12 @@ class RootRun:
             if everything:
                 coordinator.configure(HookSet(everything), LOCAL_REQUESTS)
             return
-        # The session's hooks (the journal) go first: a replayed call reaches no other hook.
-        coordinator.configure(HookSet([*session.hooks, *everything]), session.backend)
+        # The session's journal, then its hooks, go first: a replayed call reaches no hook.
+        # A session need not have a journal (``RunJournal`` is an optional member).
+        journal: RunJournal | None = getattr(session, "journal", None)
+        hooks = [*session.hooks, *everything]
+        hook_set = HookSet(hooks) if hooks else coordinator.hooks
+        coordinator.configure(hook_set, session.backend, journal)
         coordinator.conversations.keeper = session
         # Remembered grants: the session's (a store's) or none; never this process's memory,
         # which another run on the store would not see (nor a workflow replaying the run).

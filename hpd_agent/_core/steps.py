@@ -1,20 +1,23 @@
 """A tool's journaled step (``ToolContext.step``): its function called through the run's
-step wrappers (a durable run's journal records the result, and replays it on resume)."""
+journal (which records the result, and replays it on resume) and step wrappers."""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..hooks import HookSet, StepCall
+from ..hooks import StepCall
 from .requests import Asker
+
+if TYPE_CHECKING:
+    from ..coordinator import Coordinator
 
 __all__ = ["take_step"]
 
 
 async def take_step(
-    hooks: HookSet,
+    coordinator: Coordinator,
     frame: Asker,
     name: str,
     key: str,
@@ -23,7 +26,8 @@ async def take_step(
     kwargs: Mapping[str, Any],
 ) -> Any:
     """``fn(*args, **kwargs)`` (awaited if it returns an awaitable), the step ``name`` of
-    the tool call ``frame`` under the journal key ``key``, through ``hooks``' step wrappers."""
+    the tool call ``frame`` under the journal key ``key``, through the run's journal (if
+    durable) and its hooks' step wrappers."""
 
     async def run() -> Any:
         value = fn(*args, **kwargs)
@@ -31,7 +35,8 @@ async def take_step(
             value = await value
         return value
 
-    if not hooks.step_wrappers:
+    hooks, journal = coordinator.hooks, coordinator.journal
+    if not hooks.step_wrappers and journal is None:
         return await run()
     call = StepCall(
         run_id=frame.run_id,
@@ -41,7 +46,10 @@ async def take_step(
         key=key,
         run=run,
     )
-    return await hooks.step(_run_step)(call)
+    inner = hooks.step(_run_step)
+    if journal is None:
+        return await inner(call)
+    return await journal.wrap_step(call, inner)
 
 
 async def _run_step(call: StepCall) -> Any:

@@ -16,9 +16,11 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import operator
 import os
 import sys
 from collections.abc import Callable
+from itertools import repeat
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -96,7 +98,12 @@ def module_ref(obj: object, module: str | None) -> str | None:
                 found = main  # the module runs as __main__ (python -m): its globals live there
     if found is None:
         return None
-    for attribute, value in list(vars(found).items()):
+    names = vars(found)
+    # Asked at every durable run's start: an identity test over the globals in C first (no
+    # ``==``: a global's own ``__eq__`` is never called), the names only when it is one.
+    if not any(map(operator.is_, list(names.values()), repeat(obj))):
+        return None
+    for attribute, value in list(names.items()):
         if value is obj and not attribute.startswith("_"):
             return f"{module}:{attribute}"
     return None

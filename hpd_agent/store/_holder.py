@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import os
 import secrets
 import socket
+from collections.abc import Iterator
 
 __all__ = ["holder_gone", "new_holder"]
 
@@ -71,12 +73,25 @@ def _own_start() -> str | None:
         return started
 
 
+_OWN_IDS: dict[int, tuple[str, str, Iterator[int]]] = {}
+"""By pid: the holder ids' ``host:pid:`` and ``:place:start`` (read once, as ``_OWN_START``),
+and the count their middle part takes (from a random start)."""
+
+
 def new_holder() -> str:
     """A new holder id (``host:pid:random``, and where known ``:place:start``): one per
-    session that takes a run's lease (``Store.take_lease``'s ``holder``)."""
-    base = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
-    place, started = _place(), _own_start()
-    return base if place is None or started is None else f"{base}:{place}:{started}"
+    session that takes a run's lease (``Store.take_lease``'s ``holder``). ``random`` is
+    counted up from a random start made once per process: every session of the process
+    gets its own, and no random bytes are read per run."""
+    pid = os.getpid()
+    own = _OWN_IDS.get(pid)
+    if own is None:
+        place, started = _place(), _own_start()
+        tail = "" if place is None or started is None else f":{place}:{started}"
+        start = int.from_bytes(secrets.token_bytes(4), "big")
+        own = _OWN_IDS[pid] = (f"{socket.gethostname()}:{pid}:", tail, itertools.count(start))
+    head, tail, count = own
+    return f"{head}{next(count) & 0xFFFFFFFF:08x}{tail}"
 
 
 def holder_gone(holder: str) -> bool:

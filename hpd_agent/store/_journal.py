@@ -1,20 +1,23 @@
-"""A run's journal: a hook that records model responses and tool results as the run goes,
-and replays them when the run is resumed.
+"""A run's journal: records model responses and tool results as the run goes, and replays
+them when the run is resumed.
 
-It wraps every model request (key ``f"{scope_path}@{turn}"``) and every tool call (key: the
-call's ``call_path``). A hit returns the recorded response or result and calls nothing:
-neither the model, nor the tool, nor any hook inside it (the journal is the outermost hook,
-so tracing sees only work really done). A miss runs the call and records its result: a tool
-result the moment it exists, so a crash while a sibling still waits never loses a side
-effect; a model response (and what the framework's own tools return) before anything acts
-on it outside the framework. A store that declares ``JournalBatches`` (several entries in
-one transaction; see ``Store.capabilities``) gets them held back and written together with
-what acts on them (``take_held``); one that declares ``JournalSendAhead`` gets them sent at
-once and confirmed before a tool's function runs; one that declares neither gets each
-written with ``Store.journal_put`` before the run goes on.
+The core calls it directly (``hpd_agent.sessions.RunJournal``), before any hook, at every
+model request (key ``f"{scope_path}@{turn}"``), tool call (key: the call's ``call_path``)
+and step. A hit returns the recorded response or result and calls nothing: neither the
+model, nor the tool, nor any hook (so tracing sees only work really done). A miss runs the
+call and records its result: a tool result the moment it exists, so a crash while a sibling
+still waits never loses a side effect; a model response (and what the framework's own tools
+return) before anything acts on it outside the framework. A store that declares
+``JournalBatches`` (several entries in one transaction; see ``Store.capabilities``) gets
+them held back and written together with what acts on them (``take_held``); one that
+declares ``JournalSendAhead`` gets them sent at once and confirmed before a tool's function
+runs; one that declares neither gets each written with ``Store.journal_put`` before the run
+goes on. A method that may wait returns what to await, or None when the write was made at
+once (no coroutine for the common case).
 
-Replayed facts are emitted again, marked ``replayed=True`` (the text of a recorded model
-turn, start and end of a recorded tool call), so a UI that reconnects can rebuild the run.
+Replayed facts are emitted again by the core, marked ``replayed=True`` (the text of a
+recorded model turn, start and end of a recorded tool call), so a UI that reconnects can
+rebuild the run.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from typing import Any, cast
 import anyio
 
 from ..exceptions import UserError
-from ..hooks import CallNext, Hook, ModelCall, StepCall, ToolExecution, ToolOutcome
+from ..hooks import CallNext, StepCall
 from ..messages import Message, ToolCall, Usage, message_adapter
 from ..models._base import ModelResponse
 from ._base import JournalEntry, dump_json
@@ -63,8 +66,9 @@ def _response(v: dict[str, Any]) -> ModelResponse:
     )
 
 
-class Journal(Hook):
-    """The journal of one root run in a store (see the module docstring).
+class Journal:
+    """The journal of one root run in a store (see the module docstring): the core's
+    ``RunJournal``.
 
     Args:
         store: Where it lives.
@@ -110,9 +114,10 @@ class Journal(Hook):
         # A store that commits many runs' writes together while it drives several.
         self._group = None if caps.groups is None else caps.groups.journal_group
         self._held: list[JournalEntry] = []
-        self.guard: Callable[[], Awaitable[None]] | None = None
+        self.guard: Callable[[], Awaitable[None] | None] | None = None
         """Called before a model request, a tool function or a step starts: cancels the
-        run if its lease is lost (``LeaseKeeper.guard``)."""
+        run if its lease is lost; returns what to await, or None when nothing is wrong
+        (``LeaseKeeper.guard_due``)."""
 
     @property
     def replaying(self) -> bool:
@@ -124,55 +129,67 @@ class Journal(Hook):
         entry = self._entries.get(key)
         return entry if entry is not None and entry.kind == kind else None
 
-    # -- model and tool calls ------------------------------------------------------------
-    async def wrap_model_request(
-        self, call: ModelCall, call_next: CallNext[ModelCall, ModelResponse]
-    ) -> ModelResponse:
-        """Replay a recorded response, or make the request and record it before use."""
-        recorded = self.model_response(call.key)
-        if recorded is not None:
-            if recorded.text:
-                call.emit(call.text_event(recorded.text, replayed=True))
-            return recorded
-        if self.guard is not None:
-            await self.guard()  # a model call is paid for: not made once the lease is lost
-        response = await call_next(call)
+    # -- model and tool calls (``RunJournal``) ---------------------------------------------
+    def recorded_response(self, key: str) -> ModelResponse | None:
+        """The response an earlier life recorded for the model request ``key``, or None."""
+        return self.model_response(key)
+
+    def before_model(self) -> Awaitable[None] | None:
+        """Before a model request (it is paid for): not made once the lease is lost."""
+        return None if self.guard is None else self.guard()
+
+    def record_response(self, key: str, response: ModelResponse) -> Awaitable[None] | None:
+        """Record a model response before anything acts on it (held back, sent ahead or
+        written now: see the module docstring)."""
         value = {
             "text": response.text,
             "tool_calls": [_flat(c) for c in response.tool_calls],
             "usage": _flat(response.usage),
             "finish_reason": response.finish_reason,
         }
-        await self._record(JournalEntry(key=call.key, kind="model", value=value), wait=True)
-        return response
+        return self._record(JournalEntry(key=key, kind="model", value=value), wait=True)
 
     def model_response(self, key: str) -> ModelResponse | None:
         """The recorded model response for ``key``, or None."""
         entry = self.entry(key, "model")
         return None if entry is None else _response(entry.value)
 
-    async def wrap_tool_call(
-        self, execution: ToolExecution, call_next: CallNext[ToolExecution, ToolOutcome]
-    ) -> ToolOutcome:
-        """Replay a recorded result (the tool does not run), or run it and record it."""
-        entry = self.entry(execution.key, "tool")
-        if entry is not None:
-            outcome = ToolOutcome(text=entry.value["result"], is_error=entry.value["is_error"])
-            execution.emit(execution.started_event(replayed=True))
-            execution.emit(execution.finished_event(outcome, replayed=True))
-            return outcome
-        if execution.side_effects and (self._held or self._confirm is not None):
-            await self.flush()  # the tool is about to act on the responses before it
-        if self.guard is not None:
-            await self.guard()
-        outcome = await call_next(execution)
-        value = {"result": outcome.text, "is_error": outcome.is_error}
-        # The framework's own tool (an agent, ask_user) did what it did through the journal
-        # and the requests: its result may wait like a model response. Any other is
-        # written the moment it exists.
-        entry = JournalEntry(key=execution.key, kind="tool", value=value)
-        await self._record(entry, wait=not execution.side_effects)
-        return outcome
+    def recorded_outcome(self, key: str) -> tuple[str, bool] | None:
+        """The (result, is_error) an earlier life recorded for the tool call ``key``."""
+        entry = self.entry(key, "tool")
+        return None if entry is None else (entry.value["result"], entry.value["is_error"])
+
+    def before_tool(self, side_effects: bool) -> Awaitable[None] | None:
+        """Before a tool runs: a tool with side effects is about to act on the responses
+        before it, so they are made durable; then the lease's guard."""
+        if side_effects:
+            if self._held:
+                writing = self._writing(self.take_held())
+                if writing is not None:
+                    return self._then_guard(writing)
+            elif self._confirm is not None:
+                return self._then_guard(self._confirmed())
+        return None if self.guard is None else self.guard()
+
+    def record_outcome(
+        self, key: str, text: str, is_error: bool, side_effects: bool
+    ) -> Awaitable[None] | None:
+        """Record a tool call's outcome. The framework's own tool (an agent, ask_user) did
+        what it did through the journal and the requests: its result may wait like a model
+        response. Any other is written the moment it exists."""
+        entry = JournalEntry(key=key, kind="tool", value={"result": text, "is_error": is_error})
+        return self._record(entry, wait=not side_effects)
+
+    async def _then_guard(self, waiting: Awaitable[Any]) -> None:
+        await waiting
+        guarding = None if self.guard is None else self.guard()
+        if guarding is not None:
+            await guarding
+
+    async def _confirmed(self) -> None:
+        assert self._confirm is not None
+        with anyio.CancelScope(shield=True):
+            await self._confirm()
 
     async def wrap_step(self, step: StepCall, call_next: CallNext[StepCall, Any]) -> Any:
         """Replay a recorded step (its function does not run): its result, or the error it
@@ -183,8 +200,9 @@ class Journal(Hook):
                 raise replayed_failure(step.name, entry.value["error"])
             return entry.value["result"]
         await self.flush()
-        if self.guard is not None:
-            await self.guard()
+        guarding = None if self.guard is None else self.guard()
+        if guarding is not None:
+            await guarding
         try:
             value = await call_next(step)
         except Exception as e:
@@ -218,26 +236,37 @@ class Journal(Hook):
     async def put(self, entry: JournalEntry) -> None:
         """Write an entry, with the entries held back before it in one transaction (it lands
         even while the run is being cancelled: the fact it records has happened)."""
+        writing = self._put_soon(entry)
+        if writing is not None:
+            await writing
+
+    def _put_soon(self, entry: JournalEntry) -> Awaitable[None] | None:
+        """``put``: None when written at once, else what to await until it is durable."""
         if self._held:
             entries = self.take_held()
             entries.append(entry)
         else:
             entries = [entry]  # nothing held: the held list is neither taken nor replaced
         writing = self._writing(entries)
-        if writing is not None:
-            await writing
+        if writing is None:
+            self._keep(entry)
+            return None
+        return self._kept_after(writing, entry)
+
+    async def _kept_after(self, writing: Awaitable[Any], entry: JournalEntry) -> None:
+        await writing
         self._keep(entry)
 
-    async def _record(self, entry: JournalEntry, *, wait: bool) -> None:
+    def _record(self, entry: JournalEntry, *, wait: bool) -> Awaitable[None] | None:
         """Record ``entry``: held back when it may ``wait`` for what acts on it and the
         store writes several in one transaction, sent ahead where the store can (it is
         confirmed before anything acts on it), else written now."""
         if wait and self._many_now is not None:
             self._held.append(entry)
         elif self._send_now is None or not self._send_now(self.run_id, entry):
-            await self.put(entry)
-            return
+            return self._put_soon(entry)
         self._keep(entry)
+        return None
 
     def _keep(self, entry: JournalEntry) -> None:
         # Only what this life looks up again: an alias, a kept conversation, a step. A model

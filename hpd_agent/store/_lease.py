@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Sequence
 from types import TracebackType
 
 import anyio
@@ -131,6 +131,20 @@ class LeaseKeeper:
             self.lost = self.fence.lost
             raise self.lost
 
+    def guard_due(self) -> Awaitable[None] | None:
+        """``guard``, or None when it has nothing to do (no write refused, the lease not
+        lost and renewed within a third of the TTL): the common case costs no coroutine."""
+        hold, fence = self._hold, self.fence
+        if (
+            self.lost is None
+            and (fence is None or fence.lost is None)
+            and (hold is None or hold.lost is None)
+        ):
+            lease = self.lease if hold is None else hold.lease
+            if time.time() - (lease.expires_at - self.ttl) <= self.ttl / 3:
+                return None
+        return self.guard()
+
     async def guard(self, *, now: bool = False) -> None:
         """Before a tool function or a journaled step starts: cancel the run if its lease
         is lost. A write refused by the fence tells so; else, when the last renewal is older
@@ -202,7 +216,7 @@ class LeaseKeeper:
         """After the run (``_RenewedHold``): renew the lease no more and give it up, if the
         run's end did not (shielded: a cancelled run gives it up too)."""
         hold.active = False
-        if self._renewer is not None:
+        if self._renewer is not None and not self.released:  # else ``close`` did
             self._renewer.unregister(hold)
         self.lease = hold.lease
         if not self.released:

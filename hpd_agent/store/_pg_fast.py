@@ -149,7 +149,7 @@ class FastConnection:
             return None
         return fast
 
-    def point_now(self, fn: Callable[[_Conn], T]) -> T | Missed:
+    def point_now(self, fn: Callable[..., T], *args: Any) -> T | Missed:
         """``SQLStore._point_now``: on the event loop when the server is local and the
         connection is free; a statement that gave up (a row lock held, a slow server) was
         rolled back."""
@@ -161,7 +161,7 @@ class FastConnection:
                 return MISSED
             if not self._settled(fast) or self.pipe.again:
                 return MISSED  # ``point`` writes them first, in the worker thread
-            return fn(fast)
+            return fn(fast, *args)
         except GAVE_UP:
             return MISSED
         finally:
@@ -325,10 +325,12 @@ class FastConnection:
         raw = self.raw
         if self.conn is not None and raw is not None:
             committed: list[GroupOp] = []
+
+            def batch(conn: _Conn) -> bool:
+                return self.pipe.batch(conn.pgconn, ops, raw, committed)
+
             try:
-                done = self.point_now(
-                    lambda conn: self.pipe.batch(conn.pgconn, ops, raw, committed)
-                )
+                done = self.point_now(batch)
             except psycopg.Error:
                 done = MISSED  # rolled back: again statement by statement, in savepoints
             if done is True:

@@ -1,8 +1,8 @@
 """A run's life in a store: the session ``Agent.run/stream/resume(store=...)`` opens.
 
-``StoreSession`` is the core's ``RunSession``: the journal (a hook), the request backend,
-the run record, approvals for the run restored on resume, and the run's lease (``_lease``:
-one process drives a run at a time). ``Sessions`` gives every store its ``open_session`` /
+``StoreSession`` is the core's ``RunSession``: the journal (the core's ``RunJournal``), the
+request backend, the run record, approvals for the run restored on resume, and the run's
+lease (``_lease``: one process drives a run at a time). ``Sessions`` gives every store its ``open_session`` /
 ``resume_session``; both take the lease before they write anything.
 """
 
@@ -79,11 +79,12 @@ class StoreSession:
         self.record = record
         self.keeper = keeper
         self.journal = Journal(store, record.run_id, entries, capabilities=capabilities)
-        self.journal.guard = keeper.guard
+        self.journal.guard = keeper.guard_due
         self.backend = StoreRequests(
             store, self.journal, check_lease=lambda: keeper.guard(now=True)
         )
-        self.hooks: Sequence[Hook] = (self.journal,)
+        self.hooks: Sequence[Hook] = ()
+        """None: the core calls the journal (``RunJournal``) directly, before any hook."""
         self.grants = capabilities.grants
         """Where the run keeps and finds remembered grants: the store's, if it offers them."""
 
@@ -177,7 +178,7 @@ class Sessions:
             run_id=run_id,
             agent_name=agent_name,
             prompt=prompt,
-            history=message_adapter().dump_python(list(history or []), mode="json"),
+            history=message_adapter().dump_python(list(history), mode="json") if history else [],
             agent_ref=agent_ref,
         )
         capabilities = store.capabilities()

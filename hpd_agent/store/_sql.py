@@ -201,6 +201,10 @@ def record_from_row(row: Sequence[Any]) -> RequestRecord:
     )
 
 
+_INSERTS: dict[tuple[Dialect, str, str, str, bool], str] = {}
+"""``Dialect.insert``'s statements, built once."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Dialect:
     """The pieces of SQL that differ between the stores' databases.
@@ -238,6 +242,15 @@ class Dialect:
             key: The comma-separated key columns (the conflict target).
             overwrite: Overwrite the non-key columns of an existing row instead of keeping it.
         """
+        # Built once per statement (a run's start and end ask for theirs every time).
+        cached = _INSERTS.get((self, table, columns, key, overwrite))
+        if cached is None:
+            cached = _INSERTS[self, table, columns, key, overwrite] = self._insert(
+                table, columns, key, overwrite
+            )
+        return cached
+
+    def _insert(self, table: str, columns: str, key: str, overwrite: bool) -> str:
         names = columns.split(", ")
         values = f"({columns}) VALUES ({self.marks(len(names))})"
         if not self.on_conflict:
@@ -371,10 +384,10 @@ class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], SQLRuns[C], ABC, Generic[C
     async def _run(self, fn: Callable[[C], T]) -> T:
         return await anyio.to_thread.run_sync(self._locked, fn, limiter=self._limiter())
 
-    def _point_now(self, fn: Callable[[C], T]) -> T | Missed:
-        """Run a short statement (or transaction) about one row at once, on the event loop,
-        if the store can (``SQLiteStore``, a ``PostgresStore`` on this machine); ``MISSED``
-        when it cannot now, having written nothing."""
+    def _point_now(self, fn: Callable[..., T], *args: Any) -> T | Missed:
+        """Run a short statement (or transaction) about one row, ``fn(conn, *args)``, at
+        once, on the event loop, if the store can (``SQLiteStore``, a ``PostgresStore`` on
+        this machine); ``MISSED`` when it cannot now, having written nothing."""
         return MISSED
 
     async def _point(self, fn: Callable[[C], T]) -> T:

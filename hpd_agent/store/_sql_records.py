@@ -173,8 +173,9 @@ class SQLRecords(SQLPart[C]):
         """The store's ``Dialect``."""
 
     @abstractmethod
-    def _point_now(self, fn: Callable[[C], T]) -> T | Missed:
-        """Run ``fn`` at once if the store can; ``MISSED`` (nothing written) if not."""
+    def _point_now(self, fn: Callable[..., T], *args: Any) -> T | Missed:
+        """Run ``fn(conn, *args)`` at once if the store can; ``MISSED`` (nothing written)
+        if not."""
 
     @abstractmethod
     async def _run(self, fn: Callable[[C], T]) -> T:
@@ -302,8 +303,18 @@ class SQLRecords(SQLPart[C]):
 
     def journal_put_nowait(self, run_id: str, entry: JournalEntry) -> bool:
         """Record one fact of a run at once, if that needs no wait (see ``_point_now``);
-        False when nothing was written (then ``journal_put`` writes it)."""
-        return not isinstance(self._point_now(self._journal_write(run_id, entry)), Missed)
+        False when nothing was written (then ``journal_put`` writes it). Every journal
+        write of a run on SQLite comes here: no closure, one frame (``_journal_in``)."""
+        return self._point_now(self._journal_in, run_id, entry) is not MISSED
+
+    def _journal_in(self, conn: C, run_id: str, entry: JournalEntry) -> None:
+        """Write one journal row on ``conn`` now, fenced while a session drives the run."""
+        row = (run_id, entry.key, entry.kind, dump_json(entry.value))
+        fence = current_fence(run_id)
+        if fence is None:
+            self._query(conn, self._journal_sql or self._journal_insert(), row)
+        elif self._query(conn, self._journal_fenced(), (*row, run_id, fence.token)).rowcount != 1:
+            raise fence.refuse()
 
     async def journal(self, run_id: str) -> dict[str, JournalEntry]:
         """Every journaled fact of a run, by key."""

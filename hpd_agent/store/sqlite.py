@@ -167,6 +167,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         # A commit on the fast connection costs ~13 µs on the event loop: grouping would
         # cost each write a wait instead (``SQLRuns._grouping``).
         self._grouping = fast is None
+        self._capabilities: StoreCapabilities | None = None
         self._fast_lock = threading.Lock()
         self._checkpointer = Checkpointer(self.path) if shared else None
         self._answers = AnswerWatch(self.path, poll_interval, self._run)
@@ -227,16 +228,19 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         ``StoreCapabilities``). Thread tables and remembered grants in the same file
         (``_threads``, ``_grants``); the request feed through the wake-up sockets
         (``request_changes``)."""
-        groups = self if self._grouping else None
-        return StoreCapabilities(
-            write_now=self,
-            batches=self,
-            leases=self,
-            groups=groups,
-            threads=self._threads,
-            feed=self,
-            grants=self._grants,
-        )
+        caps = self._capabilities
+        if caps is None:  # made once: asked at every run's start
+            groups = self if self._grouping else None
+            caps = self._capabilities = StoreCapabilities(
+                write_now=self,
+                batches=self,
+                leases=self,
+                groups=groups,
+                threads=self._threads,
+                feed=self,
+                grants=self._grants,
+            )
+        return caps
 
     def request_changes(self) -> AbstractAsyncContextManager[AsyncIterator[RequestRecord]]:
         """Every process's requests as they open and end (``RequestFeed``): heard through
@@ -271,16 +275,17 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             conn.execute("ROLLBACK")
             raise
 
-    def _point_now(self, fn: Callable[[sqlite3.Connection], T]) -> T | Missed:
-        """On the event loop when the fast connection is free and the file is not locked by
-        another writer (else nothing was written and the worker thread waits for the lock)."""
+    def _point_now(self, fn: Callable[..., T], *args: Any) -> T | Missed:
+        """``fn(conn, *args)`` on the event loop when the fast connection is free and the
+        file is not locked by another writer (else nothing was written and the worker
+        thread waits for the lock)."""
         fast = self._fast
         if fast is None or not self._fast_lock.acquire(blocking=False):
             return MISSED
         try:
             if self._fast is None:
                 return MISSED
-            result = fn(fast)
+            result = fn(fast, *args)
         except sqlite3.OperationalError as e:
             if not is_busy(e):
                 raise

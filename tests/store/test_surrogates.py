@@ -84,3 +84,16 @@ def test_the_mender_passes_on_what_mending_the_whole_gives() -> None:
     mender.close()
     assert "".join(out) == mend("".join(pieces)) == "a\U0001f600\ufffdb\ufffd\ufffd"
     assert mend("plain") == "plain"
+
+
+def test_one_mender_serves_every_request_of_an_agent_run() -> None:
+    # The loop makes one mender per agent run (not one per model request): a request cut
+    # off after half a pair leaves nothing for the next one, which starts clean.
+    out: list[str] = []
+    mender = TextMender(out.append)
+    mender("cut \ud83d")  # a request that failed here: its half is held back, never closed
+    mender.reset()  # the next request (a hook's retry) starts clean
+    mender("again \ud83d")
+    mender("\ude00")
+    mender.close()
+    assert "".join(out) == "cut again \U0001f600"
