@@ -280,11 +280,12 @@ def test_the_durable_ratio_bench_prints_a_ratio_per_store_and_a_profile() -> Non
     assert lines[0].startswith("W5 5 runs x 2 turns, 2 rounds")
     assert [ln.split()[0] for ln in lines[1:]] == ["in", "MemoryStore", "SQLite"]
     assert all("ratio wall" in ln and "cpu" in ln for ln in lines[2:])
-    profile = ["--profile", "sqlite", "--runs", "5", "--turns", "2", "--top", "5"]
+    # Every function listed (no ranking: on a loaded machine gc.collect may outrank SQLite).
+    profile = ["--profile", "sqlite", "--runs", "5", "--turns", "2", "--top", "5000"]
     proc = subprocess.run(
         [sys.executable, str(script), *profile], capture_output=True, text=True, timeout=120,
         cwd=REPO, env={**os.environ},
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "top 5 by tottime" in proc.stdout and "top 5 by cumtime" in proc.stdout
+    assert "top 5000 by tottime" in proc.stdout and "top 5000 by cumtime" in proc.stdout
     assert "execute" in proc.stdout  # the SQLite statements are in the profile
