@@ -149,7 +149,11 @@ class Peer:
         self._send = send
         self._on_request = on_request
         self._on_notification = on_notification
-        self._writing = anyio.Lock()
+        # One write at a time; not a lock: a write begun in one task may end in another.
+        self._writing = anyio.Semaphore(1)
+        # A stream that writes without waiting when it can (this process's stdout, a pipe)
+        nowait: Any = getattr(send, "send_nowait", None)
+        self._nowait = cast(Callable[[bytes], int] | None, nowait)
         self._next_id = 0
         self._waiting: dict[int, _Waiter] = {}
         self._handling: dict[Any, anyio.CancelScope] = {}
@@ -207,6 +211,15 @@ class Peer:
     async def notify(self, method: str, params: Any) -> None:
         """Send a notification (no response)."""
         await self._write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def notify_soon(self, method: str, params: Any) -> Awaitable[None] | None:
+        """Send a notification that is dropped once the connection has closed: None when
+        it was written at once (or dropped), else the awaitable that writes it."""
+        try:
+            waiting = self._write_soon({"jsonrpc": "2.0", "method": method, "params": params})
+        except ConnectionClosed:
+            return None
+        return None if waiting is None else _unless_closed(waiting)
 
     async def aclose(self) -> None:
         """Stop writing; a ``serve`` in progress ends when its stream does."""
@@ -308,10 +321,39 @@ class Peer:
             await self._write(message)
 
     async def _write(self, message: dict[str, Any]) -> None:
+        waiting = self._write_soon(message)
+        if waiting is not None:
+            await waiting
+
+    def _write_soon(self, message: dict[str, Any]) -> Awaitable[None] | None:
+        """Write ``message``: at once when no other write is in progress and the stream
+        takes it whole without waiting (None then: no coroutine, no trip to the event
+        loop), else the awaitable that writes it (in turn, after the others)."""
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
-        try:  # a free lock is taken without a checkpoint: a message costs no trip to the loop
-            self._writing.acquire_nowait()
+        try:
+            self._writing.acquire_nowait()  # ``acquire`` checkpoints even when free
         except anyio.WouldBlock:
+            return self._write_locked(data, locked=False)
+        written = 0
+        try:
+            if self.closed.is_set():
+                raise ConnectionClosed()
+            if self._nowait is not None:
+                written = self._nowait(data)
+        except anyio.BrokenResourceError as e:
+            self._writing.release()
+            self._close()
+            raise ConnectionClosed(f"the connection closed: {type(e).__name__}") from None
+        except BaseException:
+            self._writing.release()
+            raise
+        if written == len(data):
+            self._writing.release()
+            return None
+        return self._write_locked(data[written:], locked=True)
+
+    async def _write_locked(self, data: bytes, *, locked: bool) -> None:
+        if not locked:
             await self._writing.acquire()
         try:
             if self.closed.is_set():
@@ -332,6 +374,11 @@ class Peer:
             if not waiter.done.is_set():
                 waiter.error = ConnectionClosed()
                 waiter.done.set()
+
+
+async def _unless_closed(waiting: Awaitable[None]) -> None:
+    with contextlib.suppress(ConnectionClosed):
+        await waiting
 
 
 class Child:

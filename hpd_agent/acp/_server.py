@@ -342,11 +342,11 @@ class _Server:
         return hosted.outcome
 
     async def update(self, session_id: str, update: dict[str, Any]) -> None:
-        """Send one ``session/update``. When the editor has stopped reading, the update is
-        dropped: its turn goes on until the read side ends the server (a stopped turn stays
-        resumable), it does not fail for want of a reader."""
-        with contextlib.suppress(ConnectionClosed):
-            await self.peer.notify("session/update", {"sessionId": session_id, "update": update})
+        """Send one ``session/update``; dropped once the editor has stopped reading (the turn
+        goes on until the read side ends the server: a stopped turn stays resumable)."""
+        sent = self.peer.notify_soon("session/update", {"sessionId": session_id, "update": update})
+        if sent is not None:
+            await sent
 
 
 class _Turn(HostedRun):
@@ -367,8 +367,9 @@ class _Turn(HostedRun):
     def take(self, event: Event) -> Awaitable[None] | None:
         """One event: its update sent, its question asked (nobody reads ``events()``)."""
         update = _update_of(event, self._running)
-        if update is not None:
-            return self.server.update(self.session_id, update)
+        if update is not None:  # written at once, unless another write is in progress
+            params = {"sessionId": self.session_id, "update": update}
+            return self.server.peer.notify_soon("session/update", params)
         if isinstance(event, ClarificationRequest | PermissionRequest):
             granted = isinstance(event, PermissionRequest) and event.grant_id is not None
             if not granted and any(r.request_id == event.request_id for r in self.run.pending):

@@ -47,8 +47,13 @@ async def drive(
     *,
     listening: bool = True,
     entered: Callable[[], object] | None = None,
+    closed: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Drive ``run`` to its end, each event handed to ``sink``, then its outcome.
+
+    The sink is told the end of a run that returned its result as soon as its stream has
+    ended, not once the run's task has left too: that cost whoever waits for the end (the
+    client's reply) two trips to the event loop.
 
     Args:
         run: The run (not entered yet).
@@ -56,8 +61,10 @@ async def drive(
         listening: False: nobody answers while it runs (``Run.stop_listening``): under
             ``on_unhandled="interrupt"`` a question ends it ``"interrupted"``.
         entered: Called once the run has started (e.g. ``task_status.started``).
+        closed: Awaited right after ``sink.close``, shielded as it is (e.g. the host
+            keeps the turn's messages, then tells whoever waits for the end).
     """
-    outcome, raised = STOPPED, None
+    outcome, raised, told = STOPPED, None, False
     try:
         async with run:
             if entered is not None:
@@ -68,11 +75,35 @@ async def drive(
                 waiting = sink.take(event)
                 if waiting is not None:
                     await waiting
+            result = run.result
+            error = result.error
+            # A run that returned its result (a cancelled one may instead leave raising,
+            # e.g. ``RunLeasedError``: told once it has) re-raises only ``error`` as it
+            # leaves: its end is told now.
+            if result.status != "cancelled" and (error is None or isinstance(error, Exception)):
+                told = True
+                await _close(sink, outcome_of(result), error, closed)
         outcome = outcome_of(run.result)
     except Exception as e:  # the run failed, or lost its lease: the sink says so
+        if told:
+            if run.result.error is e:
+                return
+            raise  # the sink's or ``closed``'s own failure
         raised = e
         own = run.done and run.result.error is e  # its failure, raised as it leaves
         outcome = outcome_of(run.result) if own else Outcome.failed(e, run.run_id)
     finally:
-        with anyio.CancelScope(shield=True):
-            await sink.close(outcome, raised)
+        if not told:
+            await _close(sink, outcome, raised, closed)
+
+
+async def _close(
+    sink: EventSink,
+    outcome: Outcome,
+    raised: Exception | None,
+    closed: Callable[[], Awaitable[None]] | None,
+) -> None:
+    with anyio.CancelScope(shield=True):
+        await sink.close(outcome, raised)
+        if closed is not None:
+            await closed()

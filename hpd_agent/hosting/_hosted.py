@@ -14,6 +14,7 @@ None, or why it was refused) and ``cancel_request`` (it ends unanswered, the run
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -27,7 +28,7 @@ from ..run import Run
 from ._drive import STOPPED
 from ._outcome import Outcome
 
-__all__ = ["HostedRun", "why_refused"]
+__all__ = ["FreeLock", "HostedRun", "why_refused"]
 
 _YIELD_EVERY = 64
 """Events a reader of ``events()`` is handed back to back before other tasks run."""
@@ -53,13 +54,32 @@ async def why_refused(request_id: str, give: Callable[[], Awaitable[object]]) ->
     return None
 
 
+class FreeLock:
+    """A lock (``async with``) taken without a trip to the event loop when it is free: an
+    ``anyio.Lock`` checkpoints even then."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self) -> None:
+        self._lock = anyio.Lock()
+
+    async def __aenter__(self) -> None:
+        try:
+            self._lock.acquire_nowait()
+        except anyio.WouldBlock:
+            await self._lock.acquire()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 class HostedRun:
     """One run a server hosts, driven in the server's task group.
 
     Attributes:
         run: The run.
         conversation: The conversation it is a turn of (``RunHost.start``), if any.
-        lock: Held by the request driving it (one at a time).
+        lock: Held by the request driving it (one at a time): ``async with hosted.lock``.
         ended: Set once the run has ended (``outcome`` is known).
         notes: Why the last answer to a request was refused, by request id (said with the
             question when it is asked again).
@@ -83,7 +103,6 @@ class HostedRun:
         self.answered_by = answered_by
         self.run = run
         self.conversation = conversation
-        self.lock = anyio.Lock()
         self.ended = anyio.Event()
         self.notes: dict[str, str] = {}
         self.reason: str | None = None
@@ -91,6 +110,11 @@ class HostedRun:
         self._outcome: Outcome | None = None
         self._log: list[Event] = []
         self._grew: anyio.Event | None = None
+
+    @functools.cached_property
+    def lock(self) -> FreeLock:
+        """Held by the request driving the run (one at a time); made when first used."""
+        return FreeLock()
 
     @property
     def run_id(self) -> str:
@@ -114,7 +138,9 @@ class HostedRun:
         self.raised = raised
 
     def finish(self) -> None:
-        """Called by the driver last: ``ending``, ``ended`` set, readers told."""
+        """Called by the driver last: ``ending``, ``ended`` set, readers told (once)."""
+        if self.ended.is_set():
+            return
         self.ending()
         self.ended.set()
         grew = self._grew

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection
+from functools import partial
 from typing import Any, Generic
 
 import anyio
@@ -26,7 +27,7 @@ from ..run import Run
 from ..store import RequestRecord, RunRecord, Store, cancel_run
 from ._drive import EventSink, drive
 from ._histories import Histories, MemoryHistories, ThreadHistories
-from ._hosted import HostedRun
+from ._hosted import FreeLock, HostedRun
 
 __all__ = ["H", "RunHost", "UnknownRunError"]
 
@@ -66,7 +67,7 @@ class RunHost(Generic[H]):
         self._hosted = hosted
         self._live: dict[str, H] = {}
         self._turns: dict[str, H] = {}
-        self._reopening = anyio.Lock()
+        self._reopening = FreeLock()
 
     async def start(
         self, query: str, *, conversation: str | None = None, run_id: str | None = None
@@ -109,6 +110,9 @@ class RunHost(Generic[H]):
         Raises:
             UnknownRunError: Not a run of this agent that this process or its store has.
         """
+        live = self._live.get(run_id)
+        if live is not None:  # no lock to take (a trip to the event loop) for a live run
+            return live
         async with self._reopening:  # two requests for one stored run resume it once
             live = self._live.get(run_id)
             if live is not None:
@@ -214,38 +218,41 @@ class RunHost(Generic[H]):
         if conversation is not None:
             self._turns[conversation] = hosted
         try:
-            await self._tg.start(self._drive, hosted, self.sink(hosted, resumed=resumed))
+            # Not ``start``: waiting for the run to be entered cost the caller a trip to the
+            # event loop and a future; the driving task always starts (a cancelled one too,
+            # up to its first wait), so the run always ends and ``ended`` is always set.
+            self._tg.start_soon(self._drive, hosted, self.sink(hosted, resumed=resumed))
         except BaseException:
             self._forget(hosted)
             raise
         return hosted
 
     def _forget(self, hosted: H) -> None:
-        self._live.pop(hosted.run_id, None)
+        if self._live.get(hosted.run_id) is hosted:  # not a later life of the same run
+            del self._live[hosted.run_id]
         conversation = hosted.conversation
         if conversation is not None and self._turns.get(conversation) is hosted:
             del self._turns[conversation]
 
-    async def _drive(
-        self,
-        hosted: H,
-        sink: EventSink,
-        *,
-        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
+    async def _drive(self, hosted: H, sink: EventSink) -> None:
+        # Each event is kept once, for every reader of ``hosted.events()``; draining keeps
+        # the run listening. A failed run's outcome holds its error (the server reports
+        # it); one that lost its lease has it in ``hosted.raised``.
         try:
-            # Each event is kept once, for every reader of ``hosted.events()``; draining
-            # keeps the run listening. A failed run's outcome holds its error (the server
-            # reports it); one that lost its lease has it in ``hosted.raised``.
-            await drive(hosted.run, sink, entered=task_status.started)
-            result = hosted.outcome.result
-            conversation = hosted.conversation
-            if conversation is not None and result is not None and result.status == "completed":
-                with anyio.CancelScope(shield=True):  # the turn is done: keep it
-                    await self.histories.keep(conversation, result.messages)
+            await drive(hosted.run, sink, closed=partial(self._ended, hosted))
         finally:
-            self._forget(hosted)
+            self._forget(hosted)  # (done already, unless closing the sink failed)
             hosted.finish()
+
+    async def _ended(self, hosted: H) -> None:
+        """The run has ended and its sink been told: a completed turn's messages kept,
+        then the run forgotten and its waiters told."""
+        result = hosted.outcome.result
+        conversation = hosted.conversation
+        if conversation is not None and result is not None and result.status == "completed":
+            await self.histories.keep(conversation, result.messages)
+        self._forget(hosted)
+        hosted.finish()
 
 
 def _histories(store: Store | None) -> Histories:

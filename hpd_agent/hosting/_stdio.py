@@ -94,6 +94,22 @@ class _FdSend(anyio.abc.ByteSendStream):
                 raise anyio.BrokenResourceError(str(e)) from e
             view = view[written:]
 
+    def send_nowait(self, item: bytes) -> int:
+        """Write what the descriptor takes of ``item`` at once: the bytes written (0 when
+        it would wait, and always for a file, which is written from a thread: ``send``).
+
+        Raises:
+            anyio.BrokenResourceError: The other side closed its end.
+        """
+        if not self._polled:
+            return 0
+        try:
+            return os.write(self._fd, item)
+        except BlockingIOError:
+            return 0
+        except OSError as e:  # the other side closed its end
+            raise anyio.BrokenResourceError(str(e)) from e
+
     async def send_eof(self) -> None:
         """Nothing to do: the descriptor is the caller's."""
 

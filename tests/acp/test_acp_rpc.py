@@ -5,6 +5,7 @@ failing every request that waits."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,6 +25,7 @@ from hpd_agent.acp._rpc import (
     Peer,
     RPCError,
 )
+from hpd_agent.hosting._stdio import _FdSend  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = pytest.mark.anyio
 
@@ -199,3 +201,45 @@ async def test_an_error_response_is_raised_and_a_closed_connection_fails_the_wai
             await peer.closed.wait()
             with pytest.raises(ConnectionClosed):
                 await peer.request("ask", None)
+
+
+# -- writing without a trip through the event loop ----------------------------------------------
+async def test_a_message_the_pipe_takes_whole_is_written_at_once_and_order_is_kept() -> None:
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)  # as protocol_stdio sets this process's stdout
+    unused, into = _pipe()
+    try:
+        peer = Peer(into, _FdSend(write_end), on_request=_echo, on_notification=_echo)
+        # Free to write and the pipe takes it all: written now, nothing to await.
+        assert peer.notify_soon("note", {"n": 1}) is None
+        first = os.read(read_end, 1 << 16)
+        assert json.loads(first) == {"jsonrpc": "2.0", "method": "note", "params": {"n": 1}}
+        # A message larger than the pipe holds: the rest is written as the pipe drains, and
+        # the next message waits its turn behind it.
+        big = peer.notify_soon("note", {"text": "x" * (1 << 18)})
+        after = peer.notify_soon("note", {"n": 2})
+        assert big is not None and after is not None
+        received = bytearray()
+
+        async def drain() -> None:
+            while received.count(b"\n") < 2:
+                await anyio.wait_readable(read_end)
+                received.extend(os.read(read_end, 1 << 16))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drain)
+            await big
+            await after
+        lines = bytes(received).splitlines()
+        assert json.loads(lines[0])["params"]["text"] == "x" * (1 << 18)
+        assert json.loads(lines[1])["params"] == {"n": 2}
+        # The other side gone: the notification is dropped, the connection closed.
+        os.close(read_end)
+        read_end = -1
+        assert peer.notify_soon("note", {"n": 3}) is None
+        assert peer.closed.is_set()
+    finally:
+        os.close(write_end)
+        if read_end >= 0:
+            os.close(read_end)
+        await unused.aclose()

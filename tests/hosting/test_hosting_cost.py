@@ -1,0 +1,131 @@
+"""What hosting a run costs the event loop: starting a hosted run, finding a live one again
+and taking its free lock take no trip through the loop; the end of a run that returned its
+result is told as soon as its stream ends, not once its task has left too."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, Awaitable, Sequence
+from contextlib import asynccontextmanager
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+import pytest
+
+from hpd_agent import Agent, Event, RunFinished, ask_user
+from hpd_agent.hosting import HostedRun, Outcome, RunHost, drive
+from hpd_agent.messages import Message, ToolResultMessage
+from hpd_agent.models import ModelRequestParams
+from hpd_agent.testing import FunctionModel, Step, text, tool_call
+
+pytestmark = pytest.mark.anyio
+
+
+def _reply(messages: Sequence[Message], info: ModelRequestParams) -> Step:
+    if isinstance(messages[-1], ToolResultMessage):
+        return text(f"heard {messages[-1].content}")
+    if messages[-1].content == "ask":
+        return tool_call("ask_user", question="Which database?")
+    return text("hello")
+
+
+def _agent() -> Agent:
+    return Agent("Echo", model=FunctionModel(_reply), tools=[ask_user()])
+
+
+class _Turns:
+    """Counts the event loop's turns: a task that checkpoints in a loop takes one step in
+    each turn (nothing else runs here: the count is exact)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def tick(self) -> None:
+        while True:
+            await anyio.lowlevel.checkpoint()
+            self.count += 1
+
+
+@asynccontextmanager
+async def _host() -> AsyncGenerator[tuple[RunHost, _Turns]]:
+    turns = _Turns()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(turns.tick)
+        await anyio.lowlevel.checkpoint()  # the ticker runs
+        yield RunHost(_agent(), None, tg, HostedRun), turns
+        tg.cancel_scope.cancel()
+
+
+async def test_a_hosted_run_starts_without_a_trip_through_the_event_loop() -> None:
+    async with _host() as (host, turns):
+        before = turns.count
+        hosted = await host.start("hi")
+        assert turns.count == before  # the run is driven from the next turn on
+        outcome = await hosted.wait_settled()
+    assert isinstance(outcome, Outcome) and outcome.output == "hello"
+
+
+async def test_a_live_run_is_found_and_locked_without_a_trip_through_the_event_loop() -> None:
+    async with _host() as (host, turns):
+        hosted = await host.start("ask")
+        await hosted.wait_settled()
+        before = turns.count
+        assert await host.reopen(hosted.run_id) is hosted
+        async with hosted.lock:
+            assert turns.count == before
+        order: list[str] = []
+        release = anyio.Event()
+
+        async def hold(name: str) -> None:
+            async with hosted.lock:
+                order.append(name)
+                if name == "first":
+                    await release.wait()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hold, "first")
+            while not order:
+                await anyio.lowlevel.checkpoint()
+            tg.start_soon(hold, "second")
+            for _ in range(5):
+                await anyio.lowlevel.checkpoint()
+            assert order == ["first"]  # one holder at a time
+            release.set()
+        assert order == ["first", "second"]
+        hosted.cancel_nowait()
+
+
+class _Sink:
+    """Notes the loop's turn at the run's last event and at its end."""
+
+    def __init__(self, turns: _Turns) -> None:
+        self.turns = turns
+        self.last_event: int | None = None
+        self.closed: int | None = None
+
+    def take(self, event: Event) -> Awaitable[None] | None:
+        if isinstance(event, RunFinished):
+            self.last_event = self.turns.count
+        return None
+
+    async def close(self, outcome: Outcome, raised: Exception | None) -> None:
+        assert outcome.status == "completed" and raised is None
+        self.closed = self.turns.count
+
+
+async def test_the_end_is_told_as_soon_as_the_runs_stream_ends() -> None:
+    turns = _Turns()
+    sink = _Sink(turns)
+    told: list[int] = []
+
+    async def closed() -> None:
+        told.append(turns.count)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(turns.tick)
+        await drive(_agent().stream("hi"), sink, closed=closed)
+        tg.cancel_scope.cancel()
+    assert sink.last_event is not None and sink.closed is not None
+    # The run's task leaving its group takes two more turns: the end is not held for them.
+    assert sink.closed - sink.last_event <= 1
+    assert told == [sink.closed]
