@@ -1,7 +1,8 @@
 """W5 with a store against W5 in memory, in one process: the ratios of issue 37's first target.
 
     python benchmarks/bench_durable_ratio.py [--rounds 7] [--runs 1000] [--turns 5]
-        [--stores none,sqlite,postgres] [--dsn DSN] [--profile sqlite|postgres|memory]
+        [--stores none,sqlite,postgres] [--modes sync,async,exit] [--dsn DSN]
+        [--profile sqlite|postgres|memory]
 
 Each round runs W5 (``--runs`` concurrent ``agent.run()`` of ``--turns`` tool turns each,
 ``bench_hpd_agent.py W5``) once per store, in a shuffled order, each on fresh storage (a new
@@ -9,6 +10,8 @@ SQLite file, a new PostgreSQL database on one private server started for the pro
 ``--dsn`` names one). The machine's load drifts between rounds, so each round's durable
 time is divided by the same round's in-memory time; the line printed is the median of
 those ratios (wall clock and the process's CPU time), with the medians of the times.
+``--modes`` runs each store once per durability mode (``Agent.run(..., durability=)``),
+one line each (default: ``sync``, the default mode).
 ``--profile KIND`` instead runs W5 once on that store under cProfile and prints its top
 functions by own time and by cumulative time.
 """
@@ -34,21 +37,26 @@ import random  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
+from typing import Any  # noqa: E402
 
 import anyio  # noqa: E402
 
 NAMES = {"none": "in memory", "memory": "MemoryStore", "sqlite": "SQLite", "postgres": "PostgreSQL"}
 
 
-async def w5_once(kind: str, dsn: str | None, runs: int, turns: int) -> tuple[float, float]:
-    """One W5 on fresh storage of ``kind``: (wall seconds, CPU seconds) of its runs."""
+async def w5_once(
+    kind: str, dsn: str | None, runs: int, turns: int, mode: str = "sync"
+) -> tuple[float, float]:
+    """One W5 on fresh storage of ``kind`` in durability ``mode``: (wall seconds, CPU
+    seconds) of its runs."""
     agent = bench.loop_agent(turns)
     outputs: list[str | None] = [None] * runs
+    options: dict[str, Any] = {} if kind == "none" else {"durability": mode}
     async with bench.open_store(kind, dsn) as store:
-        await agent.run("go", store=store)
+        await agent.run("go", store=store, **options)
 
         async def one(i: int) -> None:
-            outputs[i] = (await agent.run("go", store=store)).output
+            outputs[i] = (await agent.run("go", store=store, **options)).output
 
         gc.collect()
         t0, c0 = time.perf_counter(), time.process_time()
@@ -60,36 +68,41 @@ async def w5_once(kind: str, dsn: str | None, runs: int, turns: int) -> tuple[fl
     return wall, cpu
 
 
-def profile(kind: str, dsn: str | None, runs: int, turns: int, top: int) -> None:
+def profile(kind: str, dsn: str | None, runs: int, turns: int, top: int, mode: str) -> None:
     """Run W5 once on ``kind`` under cProfile; print the top functions."""
-    anyio.run(w5_once, kind, dsn, 20, turns)  # warm: imports, statements, caches
+    anyio.run(w5_once, kind, dsn, 20, turns, mode)  # warm: imports, statements, caches
     prof = cProfile.Profile()
     prof.enable()
-    anyio.run(w5_once, kind, dsn, runs, turns)
+    anyio.run(w5_once, kind, dsn, runs, turns, mode)
     prof.disable()
     for order in ("tottime", "cumtime"):
         out = io.StringIO()
         pstats.Stats(prof, stream=out).strip_dirs().sort_stats(order).print_stats(top)
-        print(f"--- W5 {NAMES[kind]}, {runs} runs, top {top} by {order}")
+        print(f"--- W5 {NAMES[kind]} ({mode}), {runs} runs, top {top} by {order}")
         print(out.getvalue().split("\n", 6)[-1].rstrip())
 
 
-def measure(stores: Sequence[str], dsn: str | None, a: argparse.Namespace) -> None:
-    walls: dict[str, list[float]] = {k: [] for k in stores}
-    cpus: dict[str, list[float]] = {k: [] for k in stores}
+def measure(
+    stores: Sequence[str], modes: Sequence[str], dsn: str | None, a: argparse.Namespace
+) -> None:
+    lines = [(k, "sync") if k == "none" else (k, m) for k in stores for m in modes]
+    lines = list(dict.fromkeys(lines))
+    walls: dict[tuple[str, str], list[float]] = {k: [] for k in lines}
+    cpus: dict[tuple[str, str], list[float]] = {k: [] for k in lines}
     rng = random.Random(a.seed)
     for _ in range(a.rounds):
-        order = list(stores)
+        order = list(lines)
         rng.shuffle(order)
-        for kind in order:
-            wall, cpu = anyio.run(w5_once, kind, dsn, a.runs, a.turns)
-            walls[kind].append(wall)
-            cpus[kind].append(cpu)
-    base_w, base_c = walls["none"], cpus["none"]
+        for kind, mode in order:
+            wall, cpu = anyio.run(w5_once, kind, dsn, a.runs, a.turns, mode)
+            walls[kind, mode].append(wall)
+            cpus[kind, mode].append(cpu)
+    base_w, base_c = walls["none", "sync"], cpus["none", "sync"]
     print(f"W5 {a.runs} runs x {a.turns} turns, {a.rounds} rounds (medians; ratio per round)")
-    for kind in stores:
-        w, c = walls[kind], cpus[kind]
-        line = f"  {NAMES[kind]:<12} wall {statistics.median(w) * 1e3:8.1f} ms"
+    for kind, mode in lines:
+        w, c = walls[kind, mode], cpus[kind, mode]
+        name = NAMES[kind] if kind == "none" else f"{NAMES[kind]} {mode}"
+        line = f"  {name:<18} wall {statistics.median(w) * 1e3:8.1f} ms"
         line += f"  cpu {statistics.median(c) * 1e3:8.1f} ms"
         if kind != "none":
             rw = [x / y for x, y in zip(w, base_w, strict=True)]
@@ -109,10 +122,12 @@ def main(argv: Sequence[str]) -> None:
     p.add_argument("--profile", choices=("memory", "sqlite", "postgres"), default=None)
     p.add_argument("--top", type=int, default=30, help="--profile: functions shown")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--modes", default="sync", help="durability modes, comma-separated")
     a = p.parse_args(argv)
     stores = [s.strip() for s in a.stores.split(",") if s.strip()]
     if "none" not in stores:
         stores.insert(0, "none")
+    modes = [m.strip() for m in a.modes.split(",") if m.strip()]
     wants_pg = "postgres" in stores if a.profile is None else a.profile == "postgres"
     with contextlib.ExitStack() as stack:
         dsn = a.dsn
@@ -121,9 +136,9 @@ def main(argv: Sequence[str]) -> None:
 
             dsn = stack.enter_context(_postgres.server())
         if a.profile is not None:
-            profile(a.profile, dsn, a.runs, a.turns, a.top)
+            profile(a.profile, dsn, a.runs, a.turns, a.top, modes[0])
         else:
-            measure(stores, dsn, a)
+            measure(stores, modes, dsn, a)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import anyio
 from typing_extensions import Unpack
 
 from ._core.context import current_context
+from ._core.journaling import Durability, check_durability
 from ._core.lease_wait import wait_for_lease
 from ._core.loop import AgentSpec
 from ._core.output import OutputSpec, output_spec
@@ -58,6 +59,7 @@ class RunOptions(TypedDict, total=False):
     session: RunSession | None
     hooks: Sequence[Hook]
     deps: Any
+    durability: Durability | None
 
 
 MAX_EXAMPLES = 8
@@ -205,6 +207,7 @@ class Agent:
         session: RunSession | None = None,
         hooks: Sequence[Hook] = (),
         deps: Any = None,
+        durability: Durability | None = None,
     ) -> RunResult:
         """Run the agent to its final answer. Inside a tool call this is a nested run: its
         events and requests go to the root run's stream, and the root's handler answers them.
@@ -225,6 +228,9 @@ class Agent:
                 and outside the process-wide ones.
             deps: What the tools of this run (and of the agents it calls, unless given
                 their own) read as ``ctx.deps``. Not stored: pass them again to ``resume``.
+            durability: ``"sync"``, ``"async"`` or ``"exit"``: when the store commits the
+                run's facts (docs/guarantees.md, "Durability modes"); None: the store's
+                ``run_durability`` (``"sync"`` unless set).
 
         Returns:
             The run's result; ``result.output`` is the final answer (the validated value
@@ -233,17 +239,20 @@ class Agent:
             pending requests in ``result.pending``.
 
         Raises:
+            UserError: ``durability`` is not one of the three, or comes without a store.
             AgentRunError, ModelError: The run failed.
         """
         ctx = current_context()
         if ctx is not None:
-            if store is not None or session is not None or hooks or handler is not None:
+            if store or session or hooks or handler is not None or durability is not None:
                 raise UserError(
                     "a nested run (inside a tool call) uses its root run's store, hooks and "
                     "handler: pass none of them"
                 )
             return await run_nested(self._plan(), ctx, prompt, history=history, deps=deps)
-        root = self._root(prompt, history, run_id, on_unhandled, store, session, hooks, deps)
+        root = self._root(
+            prompt, history, run_id, on_unhandled, store, session, hooks, deps, durability
+        )
         return await root.to_end(handler)
 
     def stream(
@@ -257,20 +266,21 @@ class Agent:
         session: RunSession | None = None,
         hooks: Sequence[Hook] = (),
         deps: Any = None,
+        durability: Durability | None = None,
     ) -> Run:
         """Start a root run whose events you iterate and whose requests you answer.
 
         Use as ``async with agent.stream(prompt) as run: async for event in run: ...``.
         Leaving the block before the run ends cancels the run and its whole tree. With
-        ``store`` (or ``session``), the run is journaled as in ``run``; ``deps`` are as in
-        ``run``.
+        ``store`` (or ``session``), the run is journaled as in ``run``; ``deps`` and
+        ``durability`` are as in ``run``.
         """
         if current_context() is not None:
             raise UserError(
                 "stream() inside a tool call: use run(); nested events reach the root stream"
             )
         return self._root(
-            prompt, history, run_id, on_unhandled, store, session, hooks, deps
+            prompt, history, run_id, on_unhandled, store, session, hooks, deps, durability
         ).stream()
 
     def run_sync(self, prompt: str, **options: Unpack[RunOptions]) -> RunResult:
@@ -296,13 +306,17 @@ class Agent:
         session: RunSession | None,
         hooks: Sequence[Hook],
         deps: Any,
+        durability: Durability | None = None,
     ) -> RootRun:
         bp = self._plan()
         check_deps(bp, deps)
+        mode = _checked_mode(durability, store)
         durable = store is not None or (session is not None and session.backend.durable)
         policy = resolve_policy(self.on_unhandled, on_unhandled, durable)
         rid = run_id or _new_run_id()
-        opener = session_opener(store, session, _new_session(store, rid, self, prompt, history))
+        opener = session_opener(
+            store, session, _new_session(store, rid, self, prompt, history, mode)
+        )
         return RootRun(
             bp, run_id=rid, prompt=prompt, history=history, policy=policy, hooks=hooks,
             deps=deps, open_session=opener,
@@ -321,6 +335,7 @@ class Agent:
         hooks: Sequence[Hook] = (),
         deps: Any = None,
         wait: bool | float = False,
+        durability: Durability | None = None,
     ) -> RunResult:
         """Continue a run journaled in ``store`` (after a crash, or an interrupt).
 
@@ -346,6 +361,8 @@ class Agent:
                 says. False (default): raise ``RunLeasedError`` at once. True: wait until
                 that lease expires, then take it over; if its holder renews it meanwhile (it
                 is alive), raise. A number: keep waiting at most that many seconds.
+            durability: As in ``run``, for this life of the run (it may differ from the
+                mode of the life before).
 
         Raises:
             UserError: No such run, or it was started by an agent of another name.
@@ -355,7 +372,9 @@ class Agent:
         """
         if current_context() is not None:
             raise UserError("resume() inside a tool call: resume the root run instead")
-        root = self._reopened(run_id, store, on_unhandled, max_age, hooks, deps, answers, wait)
+        root = self._reopened(
+            run_id, store, on_unhandled, max_age, hooks, deps, answers, wait, durability
+        )
         # Reopened before the run starts: a refused answer or a held lease raises here.
         assert root.open_session is not None
         session = await root.open_session()
@@ -374,9 +393,11 @@ class Agent:
         deps: Any = None,
         wait: bool | float = False,
         answers: Mapping[str, Any] | None = None,
+        durability: Durability | None = None,
     ) -> Run:
         """``resume`` as a stream: iterate the events (replayed ones have ``replayed=True``).
-        ``answers`` as for ``resume``: written once the run's lease is taken.
+        ``answers`` as for ``resume``: written once the run's lease is taken; ``durability``
+        as for ``resume``.
 
         The run record is read when the run starts. An unknown run (or one started by an
         agent of another name) keeps the stream's shape: ``RunStarted``, then
@@ -385,7 +406,9 @@ class Agent:
         """
         if current_context() is not None:
             raise UserError("resume_stream() inside a tool call: resume the root run instead")
-        reopened = self._reopened(run_id, store, on_unhandled, max_age, hooks, deps, answers, wait)
+        reopened = self._reopened(
+            run_id, store, on_unhandled, max_age, hooks, deps, answers, wait, durability
+        )
         return reopened.stream()
 
     def _reopened(
@@ -398,15 +421,21 @@ class Agent:
         deps: Any,
         answers: Mapping[str, Any] | None = None,
         wait: bool | float = False,
+        durability: Durability | None = None,
     ) -> RootRun:
         bp = self._plan()
         check_deps(bp, deps)
         policy = resolve_policy(self.on_unhandled, on_unhandled, True)
         name = self.name
+        mode = _checked_mode(durability, store)
 
         async def take() -> RunSession:
+            if mode is None:  # a store of its own may take no ``durability``
+                return await store.resume_session(
+                    run_id, agent_name=name, answers=answers, max_age=max_age
+                )
             return await store.resume_session(
-                run_id, agent_name=name, answers=answers, max_age=max_age
+                run_id, agent_name=name, answers=answers, max_age=max_age, durability=mode
             )
 
         async def reopen() -> RunSession:
@@ -479,11 +508,23 @@ def _new_session(
     agent: Agent,
     prompt: str,
     history: Sequence[Message] | None,
+    durability: Durability | None,
 ) -> SessionOpener | None:
     if store is None:
         return None
     ref = module_ref(agent, agent._home)  # pyright: ignore[reportPrivateUsage]
-    return _NewSession(store, run_id, agent.name, prompt, history, ref)
+    return _NewSession(store, run_id, agent.name, prompt, history, ref, durability)
+
+
+def _checked_mode(durability: object, store: SessionStore | None) -> Durability | None:
+    """``durability`` checked (None: the store's default); it needs a store."""
+    if durability is None:
+        return None
+    if store is None:
+        raise UserError(
+            "durability= says when a store commits the run's facts: pass store= with it"
+        )
+    return check_durability(durability)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -497,11 +538,17 @@ class _NewSession:
     prompt: str
     history: Sequence[Message] | None
     ref: str | None
+    durability: Durability | None
 
     def __call__(self) -> Awaitable[Any]:
+        if self.durability is None:  # a store of its own may take no ``durability``
+            return self.store.open_session(
+                run_id=self.run_id, agent_name=self.agent_name, prompt=self.prompt,
+                history=self.history, agent_ref=self.ref,
+            )  # fmt: skip
         return self.store.open_session(
             run_id=self.run_id, agent_name=self.agent_name, prompt=self.prompt,
-            history=self.history, agent_ref=self.ref,
+            history=self.history, agent_ref=self.ref, durability=self.durability,
         )  # fmt: skip
 
 

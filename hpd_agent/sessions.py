@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ._core.journaling import RunJournal
+from ._core.journaling import DURABILITY_MODES, Durability, RunJournal
 from .backend import RequestBackend
 from .hooks import Hook
 from .messages import Message
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .coordinator import Coordinator
     from .run import RunResult
 
-__all__ = ["RunJournal", "RunSession", "SessionStore"]
+__all__ = ["DURABILITY_MODES", "Durability", "RunJournal", "RunSession", "SessionStore"]
 
 
 class RunSession(Protocol):
@@ -92,8 +92,10 @@ class SessionStore(Protocol):
         prompt: str,
         history: Sequence[Message] | None,
         agent_ref: str | None = None,
+        durability: Durability | None = None,
     ) -> RunSession:
-        """Start keeping a new run; refuses a run id it already holds."""
+        """Start keeping a new run; refuses a run id it already holds. ``durability`` is
+        passed only when the run names one (a store of its own may take no such keyword)."""
         ...
 
     async def resume_session(
@@ -103,6 +105,8 @@ class SessionStore(Protocol):
         agent_name: str,
         answers: Mapping[str, Any] | None = None,
         max_age: float | None = None,
+        durability: Durability | None = None,
     ) -> RunSession:
-        """Reopen a run it holds; ``answers`` are checked, all of them, before any is written."""
+        """Reopen a run it holds; ``answers`` are checked, all of them, before any is written.
+        ``durability`` as for ``open_session``."""
         ...

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from ..agent import Agent
     from ..messages import Message
     from ..run import Run, RunResult
-    from ..sessions import RunSession
+    from ..sessions import Durability, RunSession
     from ..store import RunRecord, Store
 
 __all__ = ["add_run_command"]
@@ -242,6 +242,7 @@ class NamingStore:
         prompt: str,
         history: Sequence[Message] | None,
         agent_ref: str | None = None,
+        durability: Durability | None = None,
     ) -> RunSession:
         """The store's new session, the agent named by ``ref`` unless it names itself."""
         return await self.store.open_session(
@@ -250,6 +251,7 @@ class NamingStore:
             prompt=prompt,
             history=history,
             agent_ref=agent_ref or self.ref,
+            durability=durability,
         )
 
     async def resume_session(
@@ -259,10 +261,11 @@ class NamingStore:
         agent_name: str,
         answers: Mapping[str, Any] | None = None,
         max_age: float | None = None,
+        durability: Durability | None = None,
     ) -> RunSession:
         """The store's own (a resumed run keeps the reference it recorded)."""
         return await self.store.resume_session(
-            run_id, agent_name=agent_name, answers=answers, max_age=max_age
+            run_id, agent_name=agent_name, answers=answers, max_age=max_age, durability=durability
         )
 
 

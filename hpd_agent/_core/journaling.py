@@ -6,12 +6,33 @@ call and step (``RunJournal``), directly rather than through the generic hook pa
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
+from ..exceptions import UserError
 from ..hooks import CallNext, StepCall
 from ..models._base import ModelResponse
 
-__all__ = ["RunJournal"]
+__all__ = ["DURABILITY_MODES", "Durability", "RunJournal", "check_durability"]
+
+Durability = Literal["sync", "async", "exit"]
+"""When a durable run's facts are committed (docs/guarantees.md, "Durability modes"):
+``"sync"`` each before anything acts on it, ``"async"`` behind the run without it waiting,
+``"exit"`` when the run asks a human or ends."""
+
+DURABILITY_MODES: tuple[Durability, ...] = ("sync", "async", "exit")
+
+
+def check_durability(mode: object) -> Durability:
+    """``mode`` if it is one of ``DURABILITY_MODES``.
+
+    Raises:
+        UserError: It is not.
+    """
+    if mode not in DURABILITY_MODES:
+        raise UserError(
+            f"durability={mode!r}: expected one of {', '.join(map(repr, DURABILITY_MODES))}"
+        )
+    return mode  # type: ignore[return-value]
 
 
 class RunJournal(Protocol):

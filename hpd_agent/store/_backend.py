@@ -84,6 +84,8 @@ class StoreRequests:
         if event.expires_at is not None:  # the deadline the event shows, to the instant
             mine = dataclasses.replace(mine, expires_at=event.expires_at)
         record = mine
+        if self.journal.holding:
+            await self.journal.settled()  # what is held goes after what is being written
         held = self.journal.take_held()
         batches = self.journal.holds_for
         if held and batches is not None:

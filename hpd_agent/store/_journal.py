@@ -79,6 +79,9 @@ class Journal:
 
     Attributes:
         capabilities: What the store declared.
+        durability: ``"sync"`` (each fact durable before anything acts on it), ``"async"``
+            (each fact written behind the run, ``write_behind``) or ``"exit"`` (facts held
+            until the run asks a human or ends); checked by the core.
         holds_for: The store's ``JournalBatches`` when the journal holds entries back for
             it (it declares batches and does not send ahead), else None: held entries
             (``take_held``) go to its ``add_request`` and ``close_run``.
@@ -91,6 +94,7 @@ class Journal:
         entries: Mapping[str, JournalEntry] | None = None,
         *,
         capabilities: StoreCapabilities | None = None,
+        durability: str = "sync",
     ) -> None:
         self.store = store
         self.run_id = run_id
@@ -114,10 +118,22 @@ class Journal:
         # A store that commits many runs' writes together while it drives several.
         self._group = None if caps.groups is None else caps.groups.journal_group
         self._held: list[JournalEntry] = []
+        # "exit" and "async" hold every fact back (docs/guarantees.md, "Durability modes"):
+        # written when the run asks a human or ends, or ("async") by ``write_behind``.
+        self._holding = durability != "sync"
+        self._wake: anyio.Event | None = None
+        self._in_flight: anyio.Event | None = None
+        self._failure: Exception | None = None
         self.guard: Callable[[], Awaitable[None] | None] | None = None
         """Called before a model request, a tool function or a step starts: cancels the
         run if its lease is lost; returns what to await, or None when nothing is wrong
         (``LeaseKeeper.guard_due``)."""
+
+    @property
+    def holding(self) -> bool:
+        """Whether facts are held back until a question or the run's end (mode ``"exit"``
+        or ``"async"``)."""
+        return self._holding
 
     @property
     def replaying(self) -> bool:
@@ -161,8 +177,8 @@ class Journal:
 
     def before_tool(self, side_effects: bool) -> Awaitable[None] | None:
         """Before a tool runs: a tool with side effects is about to act on the responses
-        before it, so they are made durable; then the lease's guard."""
-        if side_effects:
+        before it, so they are made durable (in mode ``"sync"``); then the lease's guard."""
+        if side_effects and not self._holding:
             if self._held:
                 writing = self._writing(self.take_held())
                 if writing is not None:
@@ -199,7 +215,8 @@ class Journal:
             if "error" in entry.value:
                 raise replayed_failure(step.name, entry.value["error"])
             return entry.value["result"]
-        await self.flush()
+        if not self._holding:
+            await self.flush()
         guarding = None if self.guard is None else self.guard()
         if guarding is not None:
             await guarding
@@ -242,6 +259,9 @@ class Journal:
 
     def _put_soon(self, entry: JournalEntry) -> Awaitable[None] | None:
         """``put``: None when written at once, else what to await until it is durable."""
+        if self._holding:
+            self._hold(entry)
+            return None
         if self._held:
             entries = self.take_held()
             entries.append(entry)
@@ -261,12 +281,52 @@ class Journal:
         """Record ``entry``: held back when it may ``wait`` for what acts on it and the
         store writes several in one transaction, sent ahead where the store can (it is
         confirmed before anything acts on it), else written now."""
+        if self._holding:
+            self._hold(entry)
+            return None
         if wait and self._many_now is not None:
             self._held.append(entry)
         elif self._send_now is None or not self._send_now(self.run_id, entry):
             return self._put_soon(entry)
         self._keep(entry)
         return None
+
+    def _hold(self, entry: JournalEntry) -> None:
+        """Hold ``entry`` back (modes ``"exit"`` and ``"async"``), waking ``write_behind``."""
+        if self._failure is not None:
+            raise self._failure  # the writer behind the run failed: the run fails with it
+        self._held.append(entry)
+        self._keep(entry)
+        if self._wake is not None:
+            self._wake.set()
+
+    async def write_behind(self) -> None:
+        """Mode ``"async"``: write what is held, as it comes, while the run goes on (run in
+        a task beside the run, ``StoreSession.held``; each batch in one transaction). A
+        failed write is raised by the run's next fact, and at its end (``settled``)."""
+        while True:
+            while not self._held:
+                self._wake = anyio.Event()
+                await self._wake.wait()
+            self._wake = None
+            self._in_flight = done = anyio.Event()
+            try:
+                await self.write_held(self.take_held())
+            except Exception as e:
+                self._failure = e
+                return
+            finally:
+                self._in_flight = None
+                done.set()
+
+    async def settled(self) -> None:
+        """Wait until no write of ``write_behind`` is under way (what is held then goes
+        after what it writes: a question or the run's end never commits before the facts
+        before it); raise the error it failed with, if it did."""
+        while self._in_flight is not None:
+            await self._in_flight.wait()
+        if self._failure is not None:
+            raise self._failure
 
     def _keep(self, entry: JournalEntry) -> None:
         # Only what this life looks up again: an alias, a kept conversation, a step. A model

@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from .._core.journaling import check_durability
 from .._core.output import output_text
 from ..backend import API, Authored
 from ..exceptions import UserError
@@ -64,6 +65,7 @@ class StoreSession:
         entries: What an earlier life of the run journaled (empty for a new run).
         capabilities: What the store declared (``Store.capabilities``), asked once for
             the session.
+        durability: The run's durability mode (``Journal``; docs/guarantees.md).
     """
 
     def __init__(
@@ -74,11 +76,15 @@ class StoreSession:
         entries: Mapping[str, JournalEntry] | None = None,
         *,
         capabilities: StoreCapabilities,
+        durability: str = "sync",
     ) -> None:
         self.store = store
         self.record = record
         self.keeper = keeper
-        self.journal = Journal(store, record.run_id, entries, capabilities=capabilities)
+        self.durability = durability
+        self.journal = Journal(
+            store, record.run_id, entries, capabilities=capabilities, durability=durability
+        )
         self.journal.guard = keeper.guard_due
         self.backend = StoreRequests(
             store, self.journal, check_lease=lambda: keeper.guard(now=True)
@@ -107,7 +113,19 @@ class StoreSession:
             RunLeasedError: The lease was lost to another holder meanwhile; the run's work
                 was cancelled (see ``hpd_agent.store._lease``).
         """
+        if self.durability == "async":
+            return self._written_behind()
         return self.keeper.held()
+
+    @contextlib.asynccontextmanager
+    async def _written_behind(self) -> AsyncGenerator[None]:
+        """``held`` in mode ``"async"``: the journal's writer runs beside the run."""
+        async with self.keeper.held(), anyio.create_task_group() as tg:
+            tg.start_soon(self.journal.write_behind)
+            try:
+                yield
+            finally:
+                tg.cancel_scope.cancel()
 
     async def attach(self, coordinator: Coordinator) -> None:
         """Bring back approvals "for the run" an earlier life got.
@@ -141,6 +159,9 @@ class StoreSession:
         )
         # The responses the journal held back, the final record and the lease release in
         # one transaction where the store can (``_lease``).
+        if self.journal.holding:
+            with anyio.CancelScope(shield=True):
+                await self.journal.settled()
         held = self.journal.take_held()
         with fencing(self.keeper.fence):  # also after the run (a deliberate cancel's end)
             if not await self.keeper.close(self.record, held):
@@ -161,7 +182,15 @@ class Sessions:
     Inherit it in a store of your own: the sessions it opens journal the run, keep its
     requests and hold its lease through the store's own methods (and the capabilities it
     declares), as for the shipped stores.
+
+    Attributes:
+        run_durability: The durability mode of a run that names none (``Agent.run(...,
+            durability=)``): ``"sync"`` (the default), ``"async"`` or ``"exit"``; set it on
+            a store (``store.run_durability = "async"``) for every run it keeps. See
+            docs/guarantees.md, "Durability modes".
     """
+
+    run_durability: str = "sync"
 
     async def open_session(
         self,
@@ -171,9 +200,12 @@ class Sessions:
         prompt: str,
         history: Sequence[Message] | None,
         agent_ref: str | None = None,
+        durability: str | None = None,
     ) -> StoreSession:
-        """Start keeping a new run; refuses a run id the store already holds."""
+        """Start keeping a new run; refuses a run id the store already holds. ``durability``
+        (checked by the core) defaults to the store's ``run_durability``."""
         store: Store = self  # type: ignore[assignment]
+        mode = _mode(self, durability)
         record = RunRecord(
             run_id=run_id,
             agent_name=agent_name,
@@ -188,7 +220,7 @@ class Sessions:
             ttl = store.lease_ttl
             lease = await leases.open_run(record, new_holder(), ttl)
             keeper = LeaseKeeper(store, lease, ttl, leases=leases)
-            return StoreSession(store, record, keeper, capabilities=capabilities)
+            return StoreSession(store, record, keeper, capabilities=capabilities, durability=mode)
         if await store.get_run(run_id) is not None:
             raise run_exists_refusal(store, run_id)
         keeper = await _take(store, run_id, None)
@@ -197,7 +229,7 @@ class Sessions:
         except BaseException:
             await _give_back(keeper)
             raise
-        return StoreSession(store, record, keeper, capabilities=capabilities)
+        return StoreSession(store, record, keeper, capabilities=capabilities, durability=mode)
 
     async def resume_session(
         self,
@@ -206,9 +238,12 @@ class Sessions:
         agent_name: str,
         answers: Mapping[str, Any] | None = None,
         max_age: float | None = None,
+        durability: str | None = None,
     ) -> StoreSession:
-        """Reopen a run the store holds; ``answers`` are checked, all, before any is written."""
+        """Reopen a run the store holds; ``answers`` are checked, all, before any is written.
+        ``durability`` as for ``open_session`` (a resumed run may take another mode)."""
         store: Store = self  # type: ignore[assignment]
+        mode = _mode(self, durability)
         record = await store.get_run(run_id)
         if record is None:
             raise UserError(f"no run {run_id!r} in {store!r}")
@@ -226,7 +261,14 @@ class Sessions:
         except BaseException:
             await _give_back(keeper)  # a refused resume must not lock the run
             raise
-        return StoreSession(store, record, keeper, entries, capabilities=capabilities)
+        return StoreSession(
+            store, record, keeper, entries, capabilities=capabilities, durability=mode
+        )
+
+
+def _mode(store: object, given: str | None) -> str:
+    """The run's durability mode: the one given, else the store's ``run_durability``."""
+    return check_durability(getattr(store, "run_durability", "sync") if given is None else given)
 
 
 async def _reopen(
