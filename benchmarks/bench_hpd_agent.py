@@ -53,7 +53,8 @@ import contextlib  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import tempfile  # noqa: E402
-from collections.abc import AsyncIterator, Callable, Sequence  # noqa: E402
+import time  # noqa: E402
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
 import anyio  # noqa: E402
@@ -359,6 +360,28 @@ async def w4(
     }
 
 
+@contextlib.contextmanager
+def collector_time() -> Iterator[dict[str, float]]:
+    """The cyclic GC's collections while the block runs: ``n``, ``full`` (generation 2)
+    and ``s`` (seconds in them), counted by a ``gc.callbacks`` hook."""
+    seen = {"n": 0, "full": 0, "s": 0.0}
+    started = [0.0]
+
+    def hook(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = common.now()
+            return
+        seen["n"] += 1
+        seen["full"] += info["generation"] == 2
+        seen["s"] += common.now() - started[0]
+
+    gc.callbacks.append(hook)
+    try:
+        yield seen
+    finally:
+        gc.callbacks.remove(hook)
+
+
 async def w5(
     concurrency: int,
     turns: int,
@@ -376,16 +399,20 @@ async def w5(
 
         gc.collect()
         rss0 = common.rss_now_mb()
-        t0 = common.now()
-        async with anyio.create_task_group() as tg:
-            for i in range(concurrency):
-                tg.start_soon(one, i)
-        dt = common.now() - t0
+        thresholds = gc.get_threshold()
+        with collector_time() as collector:
+            t0, c0 = common.now(), time.process_time()
+            async with anyio.create_task_group() as tg:
+                for i in range(concurrency):
+                    tg.start_soon(one, i)
+            dt, cpu = common.now() - t0, time.process_time() - c0
     assert all(o == "done" for o in outputs)
+    assert gc.get_threshold() == thresholds, "the store left the collector tuned"
     rss_end = common.rss_now_mb()
     peak = common.peak_rss_mb()
     return {
         "total_s": dt,
+        "cpu_s": cpu,  # the process's CPU time (not a PostgreSQL server's): steadier under load
         "peak_rss_mb": peak,
         "rss_before_mb": rss0,
         "rss_after_mb": rss_end,
@@ -394,6 +421,10 @@ async def w5(
         "turns": turns,
         "store": kind,
         "interleaved": interleaved,
+        # The cyclic GC's collections during the runs and the time they took.
+        "gc_s": collector["s"],
+        "gc_collections": collector["n"],
+        "gc_full": collector["full"],
         # Group commits of the store (``hpd_agent.store._group``), when it made any.
         "group_commits": getattr(getattr(store, "_group", None), "batches", 0),
     }

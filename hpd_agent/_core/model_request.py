@@ -47,9 +47,13 @@ async def request_model(
                 waiting = journal.before_model()  # a model call is paid for: not once lost
                 if waiting is not None:
                     await waiting
-            response = await _wrapped(
-                coordinator, agent_path, scope_path, model, messages, params, invocation
-            )
+            if coordinator.hooks.model_wrappers:
+                response = await _wrapped(
+                    coordinator, agent_path, scope_path, model, messages, params, invocation
+                )
+            else:  # mended here: no coroutine of its own held by every model call in flight
+                mender, params = _mender(params)
+                response = _mended(await model.request(messages, params), mender)
             if journal is not None:
                 waiting = journal.record_response(key, response)
                 if waiting is not None:
@@ -87,9 +91,7 @@ def _wrapped(
     params: ModelRequestParams,
     invocation: str | None,
 ) -> Awaitable[ModelResponse]:
-    """The request through the run's model wrappers, or straight when it has none."""
-    if not coordinator.hooks.model_wrappers:
-        return _mended_request(model, messages, params)
+    """The request through the run's model wrappers."""
     call = ModelCall(
         run_id=coordinator.run_id,
         agent_path=agent_path,
@@ -113,20 +115,27 @@ async def _mended_request(
     model: Model, messages: Sequence[Message], params: ModelRequestParams
 ) -> ModelResponse:
     """The model's response with its text mended (``hpd_agent.text.mend``) as it streams
-    and as a whole, so every hook, event, journal entry and store sees the same text.
+    and as a whole, so every hook, event, journal entry and store sees the same text."""
+    mender, params = _mender(params)
+    return _mended(await model.request(messages, params), mender)
 
-    A ``TextMender`` given as ``on_text`` (the loop makes one per agent run) is used as it
-    is: no mender and no copy of the parameters per request."""
+
+def _mender(params: ModelRequestParams) -> tuple[TextMender | None, ModelRequestParams]:
+    """The request's text mender and its parameters with it. A ``TextMender`` given as
+    ``on_text`` (the loop makes one per agent run) is used as it is: no mender and no copy
+    of the parameters per request."""
     on_text = params.on_text
     if isinstance(on_text, TextMender):
-        mender: TextMender | None = on_text
         on_text.reset()  # a retried request starts clean
-    elif on_text is not None:
+        return on_text, params
+    if on_text is not None:
         mender = TextMender(on_text)
-        params = dataclasses.replace(params, on_text=mender)
-    else:
-        mender = None
-    response = await model.request(messages, params)
+        return mender, dataclasses.replace(params, on_text=mender)
+    return None, params
+
+
+def _mended(response: ModelResponse, mender: TextMender | None) -> ModelResponse:
+    """``response`` once the model is done: the mender's tail out, its text mended."""
     if mender is not None:
         mender.close()
     if response.text:

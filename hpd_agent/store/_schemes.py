@@ -19,7 +19,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypedDict
 
 from ..exceptions import StoreUnavailableError, UserError
 from ._protocol import Store
@@ -163,7 +163,13 @@ def open_location(location: str, options: StoreOptions, *, path: bool = False) -
     return found.load()(location, options)
 
 
-def lease_option(options: StoreOptions) -> dict[str, float]:
+class LeaseOption(TypedDict, total=False):
+    """A store's ``lease_ttl`` keyword argument, if set (``lease_option``)."""
+
+    lease_ttl: float
+
+
+def lease_option(options: StoreOptions) -> LeaseOption:
     """``options.lease_ttl`` as a store's keyword argument (none if not set)."""
     return {} if options.lease_ttl is None else {"lease_ttl": options.lease_ttl}
 

@@ -32,6 +32,7 @@ from ._base import (
     dump_json,
     refusal,
 )
+from ._crowd import Driving, tuning_allowed
 from ._feed import by_ids, readable, recent_sql
 from ._fence import current_fence
 from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
@@ -311,16 +312,20 @@ class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], SQLRuns[C], ABC, Generic[C
     Args:
         conn: The open connection, with the tables created.
         lease_ttl: Seconds a run's lease lasts unless renewed (see ``_lease``).
+        gc_tuning: Whether the cyclic GC is tuned while the store drives many runs
+            (``_crowd``).
     """
 
     dialect: Dialect
     """The SQL spelling of the concrete store's database."""
 
-    def __init__(self, conn: C, *, lease_ttl: float = DEFAULT_LEASE_TTL) -> None:
+    def __init__(
+        self, conn: C, *, lease_ttl: float = DEFAULT_LEASE_TTL, gc_tuning: bool = True
+    ) -> None:
         self.lease_ttl = check_lease_ttl(lease_ttl)
         self._conn: C | None = conn
         self._lock = threading.Lock()
-        self._driving = set()
+        self._driving = Driving(tune=gc_tuning and tuning_allowed())
         self._waiters = Waiters(self.get_request, self._watch)
 
     # -- what each database does its own way ---------------------------------------------
@@ -580,5 +585,6 @@ class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], SQLRuns[C], ABC, Generic[C
     async def aclose(self) -> None:
         """Close the database connection (and stop the lease renewer thread)."""
         await self._stop_renewer()
+        self._driving.close()
         if self._conn is not None:
             await self._run(self._close)

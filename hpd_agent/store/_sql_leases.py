@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 from ._base import Lease
+from ._crowd import Driving
 from ._holder import holder_gone
 from ._lease import lease_refusal
 from ._renewer import LeaseRenewer, RenewIO
@@ -75,7 +76,7 @@ class SQLLeases(SQLPart[C]):
 
     _renewer: LeaseRenewer | None = None
     lease_ttl: float
-    _driving: set[str]
+    _driving: Driving
     """The runs this store object drives now (from the take of their lease to its release):
     more than one, and journal writes are committed in groups (``_group``)."""
 

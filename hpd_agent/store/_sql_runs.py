@@ -19,6 +19,7 @@ from typing import Any, TypeVar, cast
 
 from ..exceptions import HpdAgentError
 from ._base import JournalEntry, Lease, RunRecord, dump_json
+from ._crowd import Driving
 from ._fence import Fence, current_fence
 from ._group import GroupCommit, GroupOp
 from ._lease import lease_refusal
@@ -82,11 +83,12 @@ class SQLRuns(SQLPart[C]):
 
     _group: GroupCommit | None = None
     _grouping = True
-    """Whether writes due at once are grouped while the store drives several runs: not
-    where a commit is made at once on the event loop (SQLite's fast connection), where a
-    batch would only add a wait per write and keep each run's objects alive across it (the
-    cyclic GC's work doubled: W5 interleaved 10,000 runs 22.7 s grouped, 13.4 s not)."""
-    _driving: set[str]
+    """Whether writes due at once are grouped while the store drives several runs. Where a
+    commit is made at once on the event loop (SQLite's fast connection) only with the
+    collector tuned (``_crowd``): a batch keeps each run's objects alive across its wait,
+    and untuned the cyclic GC's work doubled (W5 interleaved 10,000 runs 22.7 s grouped,
+    13.4 s not); tuned, grouping wins there too (docs/performance.md, "Fifth pass")."""
+    _driving: Driving
     """The runs this store object drives now (from the take of their lease to its release)."""
 
     @abstractmethod
@@ -121,7 +123,7 @@ class SQLRuns(SQLPart[C]):
     def _crowded(self) -> bool:
         """Whether the store object drives more than one run now: then journal writes, a
         run's start and its end go through the group commit."""
-        return self._grouping and len(self._driving) > 1
+        return self._grouping and len(self._driving.runs) > 1
 
     def _group_op(self, op: GroupOp) -> Awaitable[Any]:
         """``op`` committed with the other runs' writes due now; its result."""
@@ -133,7 +135,9 @@ class SQLRuns(SQLPart[C]):
     def journal_group(self, run_id: str, entries: Sequence[JournalEntry]) -> Awaitable[Any] | None:
         """``JournalGroups``: while the store drives several runs, ``entries`` committed
         with the other runs' writes due now (None: write them the usual way)."""
-        if len(self._driving) < 2 or not self._grouping:  # ``_crowded``, inline (every write asks)
+        if (
+            len(self._driving.runs) < 2 or not self._grouping
+        ):  # ``_crowded``, inline (every write asks)
             return None
         rows = [(run_id, e.key, e.kind, dump_json(e.value)) for e in entries]
         # No write function made here: a pipelining store sends the rows itself, and one

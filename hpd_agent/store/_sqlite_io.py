@@ -118,9 +118,10 @@ class Checkpointer:
         self._count = 0
         self._thread: threading.Thread | None = None
 
-    def tick(self) -> None:
-        """Count one statement; every ``CHECKPOINT_EVERY`` of them, ask for a checkpoint."""
-        self._count += 1
+    def tick(self, writes: int = 1) -> None:
+        """Count one statement (or a group commit's ``writes``); every ``CHECKPOINT_EVERY``
+        of them, ask for a checkpoint."""
+        self._count += writes
         if self._count >= CHECKPOINT_EVERY:
             self._count = 0
             if self._thread is None:

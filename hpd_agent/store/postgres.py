@@ -121,12 +121,22 @@ class PostgresStore(SQLStore[_Conn]):
             run runs): a run whose worker died can be resumed by another this long after
             its last renewal. The workers' clocks must agree to well within it (NTP).
             See docs/guarantees.md.
+        gc_tuning: While the store drives many runs at once (64 or more), CPython's cyclic
+            GC collects its young objects every 50,000 allocations instead of every 700
+            (``gc.set_threshold``), and the previous thresholds are set back when it drives
+            16 or fewer; False leaves the collector alone (so does
+            ``HPD_AGENT_GC_TUNING=0``). See docs/durability.md.
     """
 
     dialect = _DIALECT
 
     def __init__(
-        self, dsn: str, *, recheck_interval: float = 1.0, lease_ttl: float = DEFAULT_LEASE_TTL
+        self,
+        dsn: str,
+        *,
+        recheck_interval: float = 1.0,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+        gc_tuning: bool = True,
     ) -> None:
         check_lease_ttl(lease_ttl)
         self.dsn = dsn
@@ -160,7 +170,7 @@ class PostgresStore(SQLStore[_Conn]):
         self._side = postgres_side_db(dsn, (*THREAD_TABLES, *GRANT_TABLES))
         self._threads = SQLThreadTables(self._side)
         self._grants = SQLGrants(self._side)
-        super().__init__(conn, lease_ttl=lease_ttl)
+        super().__init__(conn, lease_ttl=lease_ttl, gc_tuning=gc_tuning)
         # The event loop's connection: an object the store holds, whose methods its shared
         # steps and its journal capabilities are bound to (no call more than a method of
         # its own: the journal write on the event loop is the store's hottest path).

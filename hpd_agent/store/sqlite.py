@@ -29,6 +29,7 @@ from ..exceptions import StoreUnavailableError, UserError
 from ._base import RequestRecord, RequestState, dump_json, refusal
 from ._feed import FeedChanges
 from ._grants import GRANT_TABLES, SQLGrants
+from ._group import GroupOp
 from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from ._protocol import StoreCapabilities
 from ._schemes import StoreOptions, lease_option
@@ -123,6 +124,11 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
             ``synchronous=NORMAL``; tens of microseconds per commit). ``"os"``: a commit
             survives an OS crash or power cut too (``synchronous=FULL``: each commit waits
             for ``fsync``). See docs/durability.md.
+        gc_tuning: While the store drives many runs at once (64 or more), CPython's cyclic
+            GC collects its young objects every 50,000 allocations instead of every 700
+            (``gc.set_threshold``), and the previous thresholds are set back when it drives
+            16 or fewer; False leaves the collector alone (so does
+            ``HPD_AGENT_GC_TUNING=0``). See docs/durability.md.
 
     Raises:
         StoreUnavailableError: The file (or its directory) does not exist, or it is not a
@@ -141,6 +147,7 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         create: bool = True,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         durability: Durability = "process",
+        gc_tuning: bool = True,
     ) -> None:
         check_lease_ttl(lease_ttl)
         self.durability = check_durability(durability)
@@ -162,11 +169,12 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         except sqlite3.Error as e:
             conn.close()
             raise self._open_error(e, busy_timeout) from None
-        super().__init__(conn, lease_ttl=lease_ttl)
+        super().__init__(conn, lease_ttl=lease_ttl, gc_tuning=gc_tuning)
         self._fast = fast
-        # A commit on the fast connection costs ~13 µs on the event loop: grouping would
-        # cost each write a wait instead (``SQLRuns._grouping``).
-        self._grouping = fast is None
+        # A commit on the fast connection costs ~13 µs on the event loop: grouping pays
+        # only with the collector tuned, which keeps the runs' objects a batch holds across
+        # its wait from being walked again and again (``SQLRuns._grouping``, ``_crowd``).
+        self._grouping = fast is None or self._driving.tune
         self._capabilities: StoreCapabilities | None = None
         self._fast_lock = threading.Lock()
         self._checkpointer = Checkpointer(self.path) if shared else None
@@ -295,6 +303,13 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         if self._checkpointer is not None:
             self._checkpointer.tick()
         return result
+
+    async def _commit_group(self, ops: list[GroupOp]) -> None:
+        # A batch's commit grows the WAL with every write in it: counted as many, a steady
+        # stream of grouped writes is checkpointed as often as the same writes one by one.
+        if self._checkpointer is not None:
+            self._checkpointer.tick(len(ops) - 1)
+        await super()._commit_group(ops)
 
     async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         if self._checkpointer is not None:

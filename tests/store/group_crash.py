@@ -178,9 +178,10 @@ def _crash_at(point: str, batch: int, workdir: str) -> None:
 
 
 def open_grouping(location: str) -> Store:
-    """The store at ``location`` as it groups writes: a SQLite file with ``durability="os"``
-    (with the default, a commit is made at once on the event loop and nothing is grouped)."""
-    if location.endswith(".db"):
+    """The store at ``location`` as it groups writes: a SQLite file named ``*-os.db`` with
+    ``durability="os"`` (the store's thread commits), another with the default (the event
+    loop commits; grouped with the collector tuned, the default)."""
+    if location.endswith("-os.db"):
         return open_store(location, durability="os")
     return open_store(location)
 

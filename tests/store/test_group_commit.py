@@ -23,7 +23,7 @@ import pytest
 from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent import RunLeasedError
-from hpd_agent.store import JournalEntry, Store, open_store
+from hpd_agent.store import JournalEntry, SQLiteStore, Store
 from hpd_agent.store._fence import Fence, fencing
 
 pytestmark = pytest.mark.anyio
@@ -35,10 +35,10 @@ sys.path.insert(0, str(HERE))
 import group_crash  # noqa: E402
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", "sqlite-os", "postgres"])
 def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
+    if request.param.startswith("sqlite"):  # ``open_grouping``: "-os" is durability="os"
+        return str(tmp_path / f"runs{request.param.removeprefix('sqlite')}.db")
     return str(request.getfixturevalue("fresh_postgres"))
 
 
@@ -77,11 +77,13 @@ async def test_a_lone_run_commits_at_once_and_concurrent_runs_commit_together(
         await store.aclose()
 
 
-async def test_sqlite_on_the_event_loop_commits_every_write_at_once(tmp_path: Path) -> None:
-    """With the default durability a SQLite commit is made at once on the event loop: a
-    batch would only make each write wait, so concurrent runs never make one, and each
-    run's journal is whole."""
-    store = open_store(str(tmp_path / "runs.db"))
+async def test_sqlite_on_the_event_loop_untuned_commits_every_write_at_once(
+    tmp_path: Path,
+) -> None:
+    """With the default durability a SQLite commit is made at once on the event loop:
+    without the collector tuned (``gc_tuning=False``) a batch would only make each write
+    wait, so concurrent runs never make one, and each run's journal is whole."""
+    store = SQLiteStore(tmp_path / "runs.db", gc_tuning=False)
     try:
         assert store.capabilities().groups is None
         await _four_runs_at_once(group_crash.build(str(tmp_path)), store)

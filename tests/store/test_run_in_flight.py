@@ -1,0 +1,72 @@
+"""What a durable run holds while it waits in a model call, next to a run in memory.
+
+Every coroutine a run in flight keeps suspended is a frame the cyclic GC walks and memory
+the run holds (``benchmarks/bench_run_memory.py``). A durable run with no model wrappers
+consults its journal around the call: that takes the request's own coroutine
+(``request_model``), and nothing more.
+"""
+
+from __future__ import annotations
+
+import gc
+import types
+from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hpd_agent import Agent
+from hpd_agent.messages import Message
+from hpd_agent.models import ModelRequestParams, ModelResponse
+from hpd_agent.store import SQLiteStore, Store
+from hpd_agent.testing import FunctionModel
+
+pytestmark = pytest.mark.anyio
+
+RUNS = 20
+
+
+async def _coroutines_per_run(store: Store | None) -> float:
+    """Coroutines alive per run while ``RUNS`` runs wait inside their model call."""
+    gate = anyio.Event()
+    arrived = anyio.Event()
+    there = 0
+
+    async def model(messages: Sequence[Message], info: ModelRequestParams) -> ModelResponse:
+        nonlocal there
+        there += 1
+        if there == RUNS:
+            arrived.set()
+        await gate.wait()
+        return ModelResponse(text="done")
+
+    agent = Agent("held", model=FunctionModel(model))
+    outputs: list[object] = []
+
+    async def one() -> None:
+        outputs.append((await agent.run("go", store=store)).output)
+
+    gc.collect()
+    before = sum(isinstance(o, types.CoroutineType) for o in gc.get_objects())
+    async with anyio.create_task_group() as tg:
+        for _ in range(RUNS):
+            tg.start_soon(one)
+        await arrived.wait()
+        gc.collect()
+        during = sum(isinstance(o, types.CoroutineType) for o in gc.get_objects())
+        gate.set()
+    assert outputs == ["done"] * RUNS
+    return (during - before) / RUNS
+
+
+async def test_a_durable_run_in_a_model_call_holds_one_coroutine_more_than_in_memory(
+    tmp_path: Path,
+) -> None:
+    in_memory = await _coroutines_per_run(None)
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        durable = await _coroutines_per_run(store)
+    finally:
+        await store.aclose()
+    assert durable <= in_memory + 1, (durable, in_memory)
