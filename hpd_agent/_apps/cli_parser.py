@@ -14,7 +14,13 @@ import difflib
 from collections.abc import Sequence
 from typing import Any, NoReturn, cast
 
-__all__ = ["AGENT_REF_HELP", "CommandParser", "port_number", "store_option"]
+__all__ = [
+    "AGENT_REF_HELP",
+    "CommandParser",
+    "add_durability_option",
+    "port_number",
+    "store_option",
+]
 
 AGENT_REF_HELP = (
     "the Agent to serve, or a function returning it: package.module:NAME (importable from "
@@ -108,4 +114,17 @@ def store_option(
         required=required,
         default=default,
         help=help,
+    )
+
+
+def add_durability_option(parser: Any) -> None:
+    """``--durability sync|async|exit`` of ``run`` and ``resume``."""
+    from ..sessions import DURABILITY_MODES
+
+    parser.add_argument(
+        "--durability",
+        choices=DURABILITY_MODES,
+        help="when the run's facts are committed: sync (each before the run goes on), async "
+        "(behind it), exit (when it asks a human or ends); default: the store's "
+        "(docs/guarantees.md, Durability modes)",
     )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from .._core.output import output_text
 from ..events import format_path
 from ..text import printable
-from .cli_parser import store_option
+from .cli_parser import add_durability_option, store_option
 from .cli_store import (
     _AGENT_FORMS,
     _STORE_HELP,
@@ -95,6 +95,7 @@ def add_resume_command(sub: Any) -> None:
         help="exit at once (status 13) if another process's lease on the run is live, "
         "instead of waiting for it to expire",
     )
+    add_durability_option(resume)
     resume.set_defaults(func=_cmd_resume)
 
 
@@ -170,6 +171,7 @@ def _cmd_resume(args: argparse.Namespace) -> int:
                     max_age=args.max_age,
                     handler=None if args.interrupt else _StoreNotice(args.store),
                     wait=wait,
+                    durability=args.durability,
                 )
 
             try:

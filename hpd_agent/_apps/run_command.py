@@ -37,7 +37,7 @@ from ..events import (
 )
 from ..handlers._stream import esc as _esc
 from ..text import printable
-from .cli_parser import store_option
+from .cli_parser import add_durability_option, store_option
 from .cli_store import (
     EXIT_AGENT,
     EXIT_FAILED,
@@ -95,6 +95,7 @@ def add_run_command(sub: Any) -> None:
         help="at the first questions, leave them pending and exit 75 (hpd-agent resume "
         "continues the run) instead of waiting for their answers",
     )
+    add_durability_option(run)
     run.set_defaults(func=cmd_run)
 
 
@@ -157,9 +158,19 @@ async def _started(store: Store, agent: Agent, args: argparse.Namespace) -> tupl
             # Its record is the driving process's to write (not this one's, without the
             # lease): a run that recorded no agent keeps needing `resume --agent`.
             _check_resumable(record, agent, args.prompt)
-            return agent.resume_stream(args.run_id, store=store, on_unhandled=policy), True
+            resumed = agent.resume_stream(
+                args.run_id, store=store, on_unhandled=policy, durability=args.durability
+            )
+            return resumed, True
     named = NamingStore(store, _absolute(args.agent))
-    return agent.stream(args.prompt, run_id=args.run_id, store=named, on_unhandled=policy), False
+    run = agent.stream(
+        args.prompt,
+        run_id=args.run_id,
+        store=named,
+        on_unhandled=policy,
+        durability=args.durability,
+    )
+    return run, False
 
 
 def _check_resumable(record: RunRecord, agent: Agent, prompt: str) -> None:
