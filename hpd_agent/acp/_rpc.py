@@ -38,7 +38,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ..events import format_path
 from ..exceptions import HpdAgentError
-from ..hosting import nests_deeper
+from ..hosting import client_name, nests_deeper
 from ..text import bounded
 
 __all__ = [
@@ -85,9 +85,6 @@ CHANNEL = "acp"
 
 EDITOR = "the editor"
 """Who a denial is by (``Deny.reason``: "denied by the editor")."""
-
-_MAX_NAME = 200
-"""The longest client name kept with each answer (it is the other side's to choose)."""
 
 _log = logging.getLogger("hpd_agent.acp")
 
@@ -500,10 +497,8 @@ class Client:
         """The client of an ``initialize`` request's params."""
         caps = as_object(params.get("clientCapabilities"))
         form = as_object(caps.get("elicitation")).get("form")  # present and not null
-        name = as_object(params.get("clientInfo")).get("name")
-        if not isinstance(name, str) or not name.strip():
-            name = CHANNEL
-        return cls(isinstance(form, dict), bounded(name, _MAX_NAME))
+        name = client_name(as_object(params.get("clientInfo")).get("name"), CHANNEL)
+        return cls(isinstance(form, dict), name)
 
 
 def call_id_of(invocation_id: str, tool_call_id: str) -> str:

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 from .._values.urls import is_loopback  # shared with the action questions' URL rule
 from ..exceptions import UserError
+from ..text import bounded
 
 __all__ = [
     "DEFAULT_MAX_BODY",
@@ -42,6 +43,7 @@ __all__ = [
     "LOCAL",
     "TOKEN",
     "Guard",
+    "client_name",
     "identity_of",
     "is_loopback",
     "nests_deeper",
@@ -69,6 +71,20 @@ def identity_of(scope: Mapping[str, Any]) -> str:
     """Who a request past the guard came as: the name of the token it carried, ``LOCAL``
     on a server without tokens (an answer's ``answered_by`` on the web and the inbox)."""
     return scope.get(IDENTITY) or LOCAL
+
+
+MAX_CLIENT_NAME = 200
+"""The longest client name kept with each answer it gives (the client chooses it)."""
+
+
+def client_name(value: object, default: str) -> str:
+    """Who a protocol client says it is (MCP's and ACP's ``clientInfo.name``), as an answer
+    records it: a non-blank string cut to ``MAX_CLIENT_NAME`` characters (lone surrogates
+    spelled out), else ``default``. The other side chooses it: a megabyte of name is not
+    written into every record it answers."""
+    if not isinstance(value, str) or not value.strip():
+        return default
+    return bounded(value, MAX_CLIENT_NAME)
 
 
 DEFAULT_MAX_BODY = 4 << 20

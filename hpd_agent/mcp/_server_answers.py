@@ -20,6 +20,7 @@ from mcp_types import INVALID_PARAMS
 
 from ..events import RequestEvent
 from ..hosting import Form, StoreRelay, form_for
+from ..hosting import client_name as named_client
 from ..questions import Decline
 from ..store import Store
 from ..text import shown
@@ -141,4 +142,4 @@ def client_name(ctx: ServerRequestContext[Any, Any]) -> str | None:
     given by; None when it sent none."""
     params = ctx.session.client_params
     info = None if params is None else params.client_info
-    return (info.name or None) if info is not None else None
+    return None if info is None else (named_client(info.name, "") or None)

@@ -394,3 +394,23 @@ async def test_an_answer_is_recorded_as_given_by_the_client_named_in_its_client_
     finally:
         await store.aclose()
     assert (record.status, record.answered_by, record.channel) == ("answered", "review-desk", "mcp")
+
+
+async def test_a_clients_huge_name_is_recorded_cut_to_a_bound(tmp_path: Path) -> None:
+    """The client chooses its name: a megabyte of it is not written into each record."""
+    store = SQLiteStore(tmp_path / "runs.db")
+    human = Human(accept({"answer": "PostgreSQL"}))
+    named = types.Implementation(name="desk" * 250_000, version="1.0")
+    try:
+        server = mcp_server(agents.planner, store=store)
+        async with Client(
+            server, mode=MODES[0], elicitation_callback=human, client_info=named
+        ) as c:
+            with anyio.fail_after(60):
+                await c.call_tool("Planner", {"query": "a todo API"})
+        [record] = await store.list_requests(status=None)
+    finally:
+        await store.aclose()
+    assert record.answered_by is not None and record.answered_by.startswith("deskdesk")
+    assert record.answered_by.endswith("[truncated 999,800 characters]")
+    assert len(record.answered_by) < 300
