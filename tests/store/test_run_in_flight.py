@@ -24,7 +24,9 @@ from hpd_agent.testing import FunctionModel
 
 pytestmark = pytest.mark.anyio
 
-RUNS = 20
+RUNS = 50
+"""Enough runs that a few coroutines of the test's own (the event loop's, pytest's, a task
+ending between the two counts) move the figure per run by less than 0.1."""
 
 
 async def _coroutines_per_run(store: Store | None) -> float:
@@ -69,4 +71,6 @@ async def test_a_durable_run_in_a_model_call_holds_one_coroutine_more_than_in_me
         durable = await _coroutines_per_run(store)
     finally:
         await store.aclose()
-    assert durable <= in_memory + 1, (durable, in_memory)
+    # A coroutine or two that is not a run's (it ended or began between the two counts) is
+    # noise below 0.1 per run; one whole coroutine more per run is the defect this catches.
+    assert durable - in_memory < 1.5, (durable, in_memory)
