@@ -109,9 +109,9 @@ class _Routes:
                 raise refusal(record, request_id)
             check_policy(policy, by, record)  # who may answer, before the answer is read
             value = answer if isinstance(answer, Decline) else check_web_answer(record, answer)
-            done = await respond(
-                self.store, request_id, value, by=by, channel=CHANNEL, policy=policy
-            )
+            # Asked once: the verdict stands for this request (its path and tool do not
+            # change), and a policy may query a directory or write a log on each question.
+            done = await respond(self.store, request_id, value, by=by, channel=CHANNEL)
         except AnswerRefusedError as e:
             return _error(403, str(e))
         except InvalidAnswerError as e:

@@ -289,6 +289,9 @@ class _Routes:
         try:
             if record.status == "pending":  # who may answer, before the answer is read
                 check_policy(policy, by, record)
+                # Asked once: the verdict stands for this request (its path and tool do
+                # not change), and a policy may query a directory or write a log.
+                policy = None
             value = answer if isinstance(answer, Decline) else check_web_answer(record, answer)
             live = thread.live
             accepted: Any = None

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import httpx
+from _logged_policy import asked
 from _webhooks import receiving
 from inbox_server import REPO, Events, child_env, cli, inbox_server
 from test_inbox_api import _ids, _seed, _stored
@@ -118,6 +119,35 @@ def test_a_policy_refuses_with_a_403_and_the_request_stays_pending(location: str
     trail = _history(location)
     assert trail["req_q1"]["status"] == "pending"
     assert (trail["req_p1"]["answered_by"], trail["req_p1"]["channel"]) == ("alice", "inbox")
+
+
+def test_the_policy_is_asked_once_per_answer_given_or_refused(location: str, tmp_path: Any) -> None:
+    """A policy may look a name up in a directory or log each decision: one question to it
+    per POST, whether it allows the answer or refuses it."""
+    anyio.run(_seed, location)
+    log = tmp_path / "policy.log"
+    args = (
+        "--token",
+        f"alice={ALICE}",
+        "--token",
+        f"bob={BOB}",
+        "--policy",
+        "inbox_policies:LOGGED",
+    )
+    with (
+        inbox_server(location, *args, HPD_TEST_POLICY_LOG=str(log)) as url,
+        httpx.Client(base_url=url, timeout=60) as client,
+    ):
+        approve = {"answer": {"kind": "approve", "scope": "once"}}
+        refused = client.post("inbox/requests/req_p1", json=approve, headers=_as(BOB))
+        assert refused.status_code == 403, refused.text
+        assert asked(log) == ["bob req_p1"]
+        given = client.post("inbox/requests/req_p1", json=approve, headers=_as(ALICE))
+        assert given.status_code == 200, given.text
+        assert asked(log) == ["bob req_p1", "alice req_p1"]
+        declined = client.post("inbox/requests/req_q2", json={"decline": True}, headers=_as(BOB))
+        assert declined.status_code == 200, declined.text
+    assert asked(log) == ["bob req_p1", "alice req_p1", "bob req_q2"]
 
 
 def test_a_policy_that_does_not_load_is_one_line_before_serving(tmp_path: Any) -> None:

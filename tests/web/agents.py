@@ -30,6 +30,8 @@ import json
 import os
 from collections.abc import Sequence
 
+from _logged_policy import LoggedPolicy
+
 from hpd_agent import Agent, ask_user, tool
 from hpd_agent.governance import PathPolicy
 from hpd_agent.messages import Message, ToolCall, ToolResultMessage, UserMessage
@@ -215,3 +217,6 @@ POLICY = PathPolicy(
 )
 """``serve --policy tests.web.agents:POLICY``: alice answers anything; bob the Orchestrator's
 requests and the Manager's tree (not the Writer's), but only alice decides ``delete_file``."""
+
+LOGGED = LoggedPolicy(POLICY, "HPD_TEST_POLICY_LOG")
+"""``POLICY``, each question it is asked written to the file ``$HPD_TEST_POLICY_LOG``."""

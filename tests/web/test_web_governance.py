@@ -10,6 +10,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from _logged_policy import asked
 from conftest import Server, post_run, run_input, start_server
 
 from hpd_agent.store import RequestRecord, SQLiteStore
@@ -107,3 +108,27 @@ def test_a_bare_token_is_named_token(tmp_path: Path) -> None:
         assert _record(bare, interrupt["id"]).answered_by == "token"
     finally:
         bare.stop()
+
+
+def test_the_policy_is_asked_once_per_answer_given_or_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A policy may look a name up in a directory or log each decision: one question to it
+    per answer posted, whether it allows the answer or refuses it."""
+    log = tmp_path / "policy.log"
+    monkeypatch.setenv("HPD_TEST_POLICY_LOG", str(log))  # the server's child inherits it
+    server = start_server(tmp_path, *TOKENS, "--policy", "tests.web.agents:LOGGED")
+    try:
+        with _as(server, "bob") as bob, _as(server, "alice") as alice:
+            _, first = post_run(bob, run_input("t", "r1", "permission"))
+            [interrupt] = first[-1]["outcome"]["interrupts"]
+            rid, approve = interrupt["id"], {"answer": {"kind": "approve"}}
+            refused = bob.post(f"/threads/t/requests/{rid}", json=approve)
+            assert refused.status_code == 403, refused.text
+            assert asked(log) == [f"bob {rid}"]
+            given = alice.post(f"/threads/t/requests/{rid}", json=approve)
+            assert given.status_code == 200, given.text
+            assert asked(log) == [f"bob {rid}", f"alice {rid}"]
+    finally:
+        server.stop()
+    assert _record(server, rid).answered_by == "alice"
