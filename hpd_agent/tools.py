@@ -255,6 +255,13 @@ class Tool:
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 
+    @property
+    def takes_context(self) -> bool:
+        """Whether the function takes a ``ToolContext``: it may ask the human or call nested
+        tools through the run, so it can only run inside the run (an integration that runs
+        tools elsewhere, as Temporal's activities do, leaves such a tool in place)."""
+        return self._context_param is not None
+
     def validate_arguments(self, raw: str) -> dict[str, Any]:
         """Parse and validate the model's JSON arguments.
 

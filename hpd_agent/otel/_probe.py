@@ -66,5 +66,13 @@ def sdk_installed() -> bool:
     """Whether the application has set a real tracer or meter provider globally."""
     global _seen
     if not _seen:
+        if _unset(_TRACE, "_TRACER_PROVIDER") and _unset(_METRICS, "_METER_PROVIDER"):
+            return False  # every root run asks: the usual answer costs no more than this
         _seen = global_tracing() or global_metrics()
     return _seen
+
+
+def _unset(module_name: str, name: str) -> bool:
+    """Whether the API is not loaded or holds no global provider ``name`` yet."""
+    module = sys.modules.get(module_name)
+    return module is None or getattr(module, name, _UNSET) is None

@@ -216,7 +216,7 @@ class _ActivityHook(Hook):
         self, execution: ToolExecution, call_next: CallNext[ToolExecution, ToolOutcome]
     ) -> ToolOutcome:
         tool = self.owner.tree.tool(execution.agent_path, execution.tool_name)
-        if tool is None or tool._context_param is not None:
+        if tool is None or tool.takes_context:
             return await call_next(execution)  # runs here, in the workflow
         execution.emit(execution.started_event())
         outcome = await self._remote(execution, tool)

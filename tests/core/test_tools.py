@@ -65,6 +65,8 @@ def test_context_parameter_is_not_in_schema() -> None:
         return x
 
     assert list(t.parameters["properties"]) == ["x"]
+    # What an integration asks before running a tool outside the run (Temporal's activities).
+    assert t.takes_context and not search.takes_context
 
 
 def test_validation_fills_defaults_and_coerces() -> None:
