@@ -9,6 +9,8 @@ Host, Origin, bearer tokens, JSON bodies of bounded size); the page and its file
   (the run wakes through the store's own wake-up, whichever process drives it).
 - ``GET /inbox/events``: Server-Sent Events, ``ready`` once listening, then
   ``request_opened`` / ``request_resolved`` for every run of the store (the same filters).
+- ``GET /inbox/resolved``: the requests that ended while the inbox listened (the last
+  hundred), newest first, each with its status, answer, who, channel and when.
 """
 
 from __future__ import annotations
@@ -94,6 +96,10 @@ class _Routes:
         if not_ready is not None:
             return not_ready
         return Response(self.changes.pending.listing(keep), media_type="application/json")
+
+    async def resolved(self, request: Request) -> Response:
+        keep = Filter.of(request.query_params)
+        return Response(self.changes.resolved(keep), media_type="application/json")
 
     async def answer(self, request: Request) -> Response:
         request_id = request.path_params["request_id"]
@@ -184,6 +190,7 @@ def build_app(
         Mount("/static", files, name="static"),
         Route("/inbox/requests", _answered(r.requests), methods=["GET"]),
         Route("/inbox/requests/{request_id}", _answered(r.answer), methods=["POST"]),
+        Route("/inbox/resolved", _answered(r.resolved), methods=["GET"]),
         Route("/inbox/events", _answered(r.events), methods=["GET"]),
     ]
     guard = Middleware(

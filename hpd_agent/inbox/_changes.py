@@ -5,8 +5,9 @@ hooks.
 
 Listening starts first, then the store is listed: whatever happens meanwhile is heard after.
 Each change is encoded once, as an SSE frame (``request_opened`` with the request as the
-listing shows it, ``request_resolved`` with how it ended), and queued for each stream whose
-filter keeps it. A stream that falls ``MAX_BEHIND`` frames behind, or whose changes may have
+listing shows it, ``request_resolved`` with it and how it ended: status, answer, who, on
+which channel, when), and queued for each stream whose filter keeps it. The last ``RECENT``
+requests that ended while the inbox listened are kept for ``GET /inbox/resolved``. A stream that falls ``MAX_BEHIND`` frames behind, or whose changes may have
 been missed (the store was lost for a while: it is listed again once it is back), is told
 to ``resync``: its page lists the requests again. A store that offers no feed is listed every
 ``POLL`` seconds instead (what appeared and what left are its changes). The hooks are told of
@@ -31,7 +32,7 @@ from ..text import error_text
 from ._listing import Filter, resolved_item
 from ._pending import Pending, PendingSet
 
-__all__ = ["KEEP_ALIVE", "MAX_BEHIND", "POLL", "Changes", "Stream", "frame"]
+__all__ = ["KEEP_ALIVE", "MAX_BEHIND", "POLL", "RECENT", "Changes", "Stream", "frame"]
 
 KEEP_ALIVE = 15.0
 """Seconds of silence after which a stream sends a comment (proxies keep it open)."""
@@ -41,6 +42,9 @@ MAX_BEHIND = 10_000
 
 POLL = 1.0
 """Seconds between listings of a store that offers no request feed."""
+
+RECENT = 100
+"""Requests that ended kept for ``GET /inbox/resolved`` (the newest)."""
 
 _RETRY = 1.0
 """Seconds before listening again after the store was lost."""
@@ -117,6 +121,7 @@ class Changes:
         self._ready = False
         self._changed = anyio.Event()
         self._streams: set[Stream] = set()
+        self._recent: deque[tuple[Pending, bytes]] = deque(maxlen=RECENT)
 
     @property
     def ready(self) -> bool:
@@ -152,9 +157,19 @@ class Changes:
         entry = self.pending.remove(record.request_id)
         if entry is None:
             return  # never listed (opened and ended between two looks), or told already
-        encoded = frame("request_resolved", resolved_item(record))
+        item = json.dumps(
+            {**json.loads(entry.item), **resolved_item(record)}, separators=(",", ":")
+        )
+        self._recent.append((entry, item.encode()))
+        encoded = b"event: request_resolved\ndata: " + item.encode() + b"\n\n"
         for stream in self._streams:
             stream.put(entry, encoded)
+
+    def resolved(self, keep: Filter) -> bytes:
+        """``{"resolved": [...]}``: the requests that ended while the inbox listened (the
+        last ``RECENT``), newest first, those ``keep`` keeps."""
+        items = [item for e, item in reversed(self._recent) if keep.keeps(e.agent_path, e.kind)]
+        return b'{"resolved":[' + b",".join(items) + b"]}"
 
     async def run(self) -> None:
         """Listen to the store until cancelled (the app's lifespan), again after a loss."""

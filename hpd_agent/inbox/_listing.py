@@ -76,11 +76,13 @@ def author_of(record: RequestRecord) -> dict[str, Any]:
 
 
 def resolved_item(record: RequestRecord) -> dict[str, Any]:
-    """A request that left ``pending``, as ``request_resolved`` says it: how and when it
-    ended, who ended it and on which channel."""
+    """How a request that left ``pending`` ended, as ``request_resolved`` and ``GET
+    /inbox/resolved`` say it (with its ``inbox_item``): its status and answer (None unless
+    answered), when, who ended it and on which channel."""
     return {
         "request_id": record.request_id,
         "status": record.status,
+        "answer": record.answer if record.status == "answered" else None,
         "answered_at": record.answered_at,
         **author_of(record),
         "run_label": run_label(record),

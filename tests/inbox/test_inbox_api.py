@@ -213,6 +213,15 @@ def test_events_tell_what_other_processes_open_and_answer_within_a_second(locati
         assert data["channel"] == "cli" and data["answered_by"]  # as the other process wrote
         assert data["run_label"].startswith("Orchestrator #")
         assert seen - data["answered_at"] < 1.0  # from the write (the answering process's clock)
+        # With what was asked and answered: a page shows it without listing it again.
+        assert (data["answer"], data["question_kind"]) == ("Express", "text")
+        with httpx.Client(base_url=url, timeout=60) as client:
+            ended = client.get("inbox/resolved").json()["resolved"]
+            assert [(r["request_id"], r["answer"], r["channel"]) for r in ended] == [
+                ("req_text", "Express", "cli")
+            ]
+            assert ended[0]["question"] == data["question"] and ended[0]["answered_by"]
+            assert client.get("inbox/resolved?kind=permission").json() == {"resolved": []}
         # The filtered stream was told of the permission alone.
         permissions.wait_for(lambda e, d: e == "request_opened" and d["request_id"] == "req_perm")
         assert [d["request_id"] for e, d, _ in permissions.seen if e.startswith("request_")] == [

@@ -199,6 +199,28 @@ def test_the_page_answers_every_run_of_the_store_live(
         expect(page.get_by_role("article", name="Anything else to add?")).to_have_count(0)
         expect(page.locator("#summary")).to_have_text("No questions waiting")
         expect(page.locator("#empty")).to_be_visible()
+        # What ended, newest first: how, who, on which channel (here or elsewhere).
+        ended = page.get_by_role("region", name="Recently resolved").get_by_role("listitem")
+        expect(ended.locator(".ended-question")).to_have_text(
+            [
+                "Anything else to add?",
+                "Ship it?",
+                re.compile(r"^Allow write_file\? \(path: app\.js, content: A todo API"),
+                "Which framework?",
+            ]
+        )
+        expect(ended.locator(".ended-outcome")).to_have_text(
+            [
+                re.compile(r"^Answered: No via api at "),
+                re.compile(r"^Declined by token via inbox at "),
+                re.compile(r"^Answered: approved by token via inbox at "),
+                re.compile(r"^Answered: FastAPI by token via inbox at "),
+            ]
+        )
         page.screenshot(path=str(artifacts / "desktop-2-done.png"), full_page=True)
+        page.reload()  # the inbox keeps them: a page opened later shows them too
+        expect(page.locator("#live")).to_have_text("Live")
+        expect(ended.locator(".ended-question")).to_have_count(4)
+        expect(ended.first.locator(".ended-where")).to_have_text(f"{orchestrator} · Orchestrator")
         context.close()
         assert errors == [], f"uncaught errors in the page: {errors}"

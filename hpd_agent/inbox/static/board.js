@@ -5,7 +5,9 @@
 // listens to GET inbox/events first, and lists the requests (GET inbox/requests) once the
 // server says it listens ("ready"), so nothing that happens in between is missed; a change
 // it hears for a request it lists already changes nothing twice. When the stream is lost
-// (or the server says "resync"), it listens and lists again.
+// (or the server says "resync"), it listens and lists again. Below the runs, the requests
+// that ended while the inbox listened, newest first: what was asked, how it ended, who
+// answered it, on which channel and when (GET inbox/resolved, then request_resolved).
 import { Api, ApiError } from "./api.js";
 import { el } from "./dom.js";
 import { Inbox } from "./inbox.js";
@@ -13,6 +15,9 @@ import { readSSE } from "./sse.js";
 
 const TOKEN_KEY = "hpd_agent.token";
 const RETRY_MS = 1000;
+const ENDED_SHOWN = 20;
+const ANSWER_CHARS = 200;
+const STATUS_WORDS = { answered: "Answered", declined: "Declined", expired: "Expired", cancelled: "Cancelled" };
 
 function hashParams() {
   return new URLSearchParams(location.hash.replace(/^#/, ""));
@@ -47,6 +52,33 @@ export function cardOf(item) {
   };
 }
 
+/** An answer as a line of text: a permission's decision in words, else its JSON. */
+export function answerText(answer) {
+  if (answer && typeof answer === "object" && typeof answer.kind === "string") {
+    if (answer.kind === "approve") return answer.scope && answer.scope !== "once" ? `approved (${answer.scope})` : "approved";
+    if (answer.kind === "deny") return answer.reason ? `denied: ${answer.reason}` : "denied";
+  }
+  const text = typeof answer === "string" ? answer : JSON.stringify(answer);
+  return text.length > ANSWER_CHARS ? `${text.slice(0, ANSWER_CHARS)}…` : text;
+}
+
+/** One ended request as the "Recently resolved" list shows it. */
+function endedItem(item) {
+  const status = STATUS_WORDS[item.status] || String(item.status);
+  const when = typeof item.answered_at === "number" ? new Date(item.answered_at * 1000) : null;
+  const who = item.answered_by ? ` by ${item.answered_by}` : "";
+  const via = item.channel ? ` via ${item.channel}` : "";
+  const path = Array.isArray(item.agent_path) ? item.agent_path.join(" > ") : "";
+  return el("li", { class: "ended-item", "data-request": item.request_id, "data-status": item.status },
+    el("p", { class: "ended-question" }, String(item.question ?? "")),
+    el("p", { class: "ended-outcome" },
+      el("strong", {}, status),
+      item.status === "answered" ? `: ${answerText(item.answer)}` : "",
+      who, via,
+      when ? el("time", { datetime: when.toISOString() }, ` at ${when.toLocaleTimeString()}`) : ""),
+    el("p", { class: "ended-where" }, [item.run_label, path].filter(Boolean).join(" · ")));
+}
+
 /** One run's questions: its section, its cards (an Inbox) and when it last asked. */
 class RunGroup {
   constructor(label, board) {
@@ -71,6 +103,7 @@ class Board {
     this.summary = document.getElementById("summary");
     this.live = document.getElementById("live");
     this.empty = document.getElementById("empty");
+    this.ended = document.getElementById("ended");
     this.groups = new Map(); // run label -> RunGroup
     this.api = new Api(() => hashParams().get("token") || sessionStorage.getItem(TOKEN_KEY));
     this.query = filterQuery();
@@ -127,6 +160,7 @@ class Board {
         this.sort();
       } else if (message.event === "request_resolved") {
         this.remove(message.data.request_id);
+        this.showEnded([message.data]);
       } else if (message.event === "resync") {
         return;
       }
@@ -145,6 +179,21 @@ class Board {
     for (const item of items) this.add(item);
     this.sort();
     this.count();
+    const ended = await this.call(() => this.api.fetch(`inbox/resolved${this.query}`));
+    const endedBody = await ended.json();
+    this.ended.replaceChildren();
+    this.showEnded(Array.isArray(endedBody.resolved) ? [...endedBody.resolved].reverse() : []);
+  }
+
+  /** Ended requests (oldest first) go to the top of the list; the newest few are kept. */
+  showEnded(items) {
+    for (const item of items) {
+      if (!item || typeof item.request_id !== "string") continue;
+      this.ended.querySelector(`li[data-request="${CSS.escape(item.request_id)}"]`)?.remove();
+      this.ended.prepend(endedItem(item));
+    }
+    while (this.ended.children.length > ENDED_SHOWN) this.ended.lastElementChild.remove();
+    this.ended.parentElement.hidden = this.ended.children.length === 0;
   }
 
   add(item) {
