@@ -44,24 +44,10 @@ sys.path[:0] = [str(_HERE), str(_HERE.parent)]
 import bench_a2a as base  # noqa: E402  (sets the environment the servers need)
 import uvicorn  # noqa: E402
 from a2a.client import ClientConfig, create_client  # noqa: E402
-from a2a.server.request_handlers import DefaultRequestHandler  # noqa: E402
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes  # noqa: E402
-from a2a.server.tasks import InMemoryTaskStore  # noqa: E402
-from starlette.applications import Starlette  # noqa: E402
 
 from hpd_agent.a2a import create_app  # noqa: E402
-from hpd_agent.a2a._server import agent_card  # noqa: E402
 
 KINDS = ("sdk", "ours")
-
-
-def sdk_app(url: str) -> Starlette:
-    """The a2a-sdk's minimal server: its request handler, ``AskOnce``, tasks in memory."""
-    card = agent_card(base.planner(), url)
-    handler = DefaultRequestHandler(
-        agent_executor=base.AskOnce(), task_store=InMemoryTaskStore(), agent_card=card
-    )
-    return Starlette(routes=[*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")])
 
 
 class Meter:
@@ -152,7 +138,7 @@ def serve(kind: str, calls: bool) -> None:
     sock.listen(128)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     meter = Meter(calls)
-    app = create_app(base.planner()) if kind == "ours" else sdk_app(url)
+    app = create_app(base.planner()) if kind == "ours" else base.sdk_app(url)
     config = uvicorn.Config(meter.wrap(app), log_level="warning", loop="asyncio")
     server = uvicorn.Server(config)
 
