@@ -130,12 +130,9 @@ def serve_ours() -> Iterator[str]:
         sock.close()
 
 
-@contextmanager
-def serve() -> Iterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(128)
-    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+def sdk_app(url: str) -> Starlette:
+    """The a2a-sdk's own minimal server at ``url``: its request handler running ``AskOnce``,
+    tasks in memory."""
     card = AgentCard(
         name="Planner",
         description="Plans trips.",
@@ -158,8 +155,17 @@ def serve() -> Iterator[str]:
         await handler.aclose()
 
     routes = [*create_agent_card_routes(card), *create_jsonrpc_routes(handler, "/")]
-    app = Starlette(routes=routes, lifespan=lifespan)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2))
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+@contextmanager
+def serve() -> Iterator[str]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    config = uvicorn.Config(sdk_app(url), log_level="warning", timeout_graceful_shutdown=2)
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
