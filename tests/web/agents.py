@@ -30,13 +30,12 @@ import json
 import os
 from collections.abc import Sequence
 
-from _logged_policy import LoggedPolicy
-
 from hpd_agent import Agent, ask_user, tool
 from hpd_agent.governance import PathPolicy
 from hpd_agent.messages import Message, ToolCall, ToolResultMessage, UserMessage
 from hpd_agent.models import ModelRequestParams, ModelResponse
 from hpd_agent.testing import FunctionModel, text, tool_call
+from tests._logged_policy import LoggedPolicy
 
 DB_QUESTION = "Which database?"
 FIRST_QUESTION = "First question?"
