@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 from a2a.client import Client
 from a2a.helpers import new_text_part
 from a2a.types import Message, Role, Task
@@ -45,6 +46,19 @@ def anyio_backend() -> str:
 def counting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HPD_A2A_TEST_DIR", str(tmp_path))
     return tmp_path
+
+
+def store_of(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store of ``kind`` (``sqlite`` or ``postgres``), empty: where it is."""
+    if kind == "sqlite":
+        return str(tmp_path / "runs.db")
+    return str(request.getfixturevalue("fresh_postgres"))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store a restarted server opens again."""
+    return store_of(request.param, request, tmp_path)
 
 
 def said(text: str, context_id: str = "") -> Message:
@@ -113,8 +127,8 @@ async def test_a_context_of_one_caller_is_not_another_callers() -> None:
     ]
 
 
-async def test_a_store_keeps_the_context_across_a_restart(tmp_path: Path) -> None:
-    store = str(tmp_path / "runs.db")
+async def test_a_store_keeps_the_context_across_a_restart(location: str) -> None:
+    store = location
     async with served_client(chat, store=store) as client:
         first = await turn(client, "my name is Ada")
     async with served_client(chat, store=store) as client:  # a new app on the same file
@@ -168,8 +182,8 @@ async def test_two_new_tasks_of_one_context_at_once_one_is_refused(tmp_path: Pat
     assert len(seen()) == 1
 
 
-async def test_a_task_left_waiting_holds_its_context_across_a_restart(tmp_path: Path) -> None:
-    store = str(tmp_path / "runs.db")
+async def test_a_task_left_waiting_holds_its_context_across_a_restart(location: str) -> None:
+    store = location
     async with served_client(chat, store=store) as client:
         asking = await turn(client, "ask me")
     async with served_client(chat, store=store) as client:
@@ -182,8 +196,8 @@ async def test_a_task_left_waiting_holds_its_context_across_a_restart(tmp_path: 
     assert seen()[-1] == ["user: again"]  # a cancelled turn leaves the history as it was
 
 
-async def test_a_waiting_task_resumed_after_a_restart_keeps_its_turn(tmp_path: Path) -> None:
-    store = str(tmp_path / "runs.db")
+async def test_a_waiting_task_resumed_after_a_restart_keeps_its_turn(location: str) -> None:
+    store = location
     async with served_client(chat, store=store) as client:
         asking = await turn(client, "ask me")
     async with served_client(chat, store=store) as client:
@@ -193,13 +207,13 @@ async def test_a_waiting_task_resumed_after_a_restart_keeps_its_turn(tmp_path: P
     assert seen()[-1] == ["user: ask me", "assistant: ask me -> red", "user: and now?"]
 
 
-@pytest.mark.parametrize("stored", [False, True])
+@pytest.mark.parametrize("stored", ["", "sqlite", "postgres"])
 async def test_a_hostile_context_id_is_bounded_or_just_a_value(
-    stored: bool, tmp_path: Path
+    stored: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     odd = "../../etc/passwd'; DROP TABLE hpd_thread_rows;--\u202e\x00 %s {} 🙂"
     odd = (odd * 10)[: _contexts.MAX_CONTEXT_ID]
-    options: dict[str, Any] = {"store": str(tmp_path / "runs.db")} if stored else {}
+    options: dict[str, Any] = {"store": store_of(stored, request, tmp_path)} if stored else {}
     async with served_client(chat, **options) as client:
         with pytest.raises(A2AError) as refused:
             await turn(client, "long", "c" * 100_000)
@@ -227,3 +241,17 @@ async def test_without_a_store_the_contexts_used_last_are_kept(
     assert b2.status.state == a2.status.state == COMPLETED
     assert seen()[3] == ["user: b1", "assistant: heard: b1", "user: b2"]
     assert seen()[4] == ["user: a2"]  # a fresh conversation, not an error
+
+
+async def test_two_servers_on_one_store_share_the_context(tmp_path: Path) -> None:
+    store = str(tmp_path / "runs.db")
+    with our_server(chat, store=store) as a_url, our_server(chat, store=store) as b_url:
+        a, b = await sdk_client(a_url), await sdk_client(b_url)
+        asking = await turn(a, "ask me")
+        with pytest.raises(A2AError) as refused:
+            await turn(b, "meanwhile", asking.context_id)  # A's task holds the context
+        done = (await send(a, user_message("green", task=asking))).task
+        after = await turn(b, "and now?", asking.context_id)
+    assert BUSY in str(refused.value)
+    assert artifact_text(done) == "ask me -> green" and after.status.state == COMPLETED
+    assert seen()[-1] == ["user: ask me", "assistant: ask me -> green", "user: and now?"]
