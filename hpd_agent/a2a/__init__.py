@@ -15,7 +15,8 @@ orchestrator = Agent("Orchestrator", model=..., tools=[planner.as_tool()])
 
 Server: ``create_app(agent)`` serves an agent over A2A (``hpd-agent serve --a2a
 MODULE:ATTR``): the questions of its whole tree reach the caller as ``input-required``, and
-the caller's answers, sent in the same task, go on in the same run.
+the caller's answers, sent in the same task, go on in the same run; a new task in the same
+``contextId`` continues the conversation.
 
 ``import hpd_agent`` never imports this package (nor ``a2a``). See docs/a2a.md.
 """

@@ -1,7 +1,9 @@
 """``AgentRunner``: the a2a-sdk ``AgentExecutor`` that drives the served agent's runs.
 
-A message with no task starts a run (its id is the task's); a message in a task answers one
-of the run's pending requests (the one its metadata ``request_id`` names, else the oldest).
+A message with no task starts a run (its id is the task's), the next turn of the task's
+context (``_contexts``: refused while the context's last task still works or waits for
+input); a message in a task answers one of the run's pending requests (the one its
+metadata ``request_id`` names, else the oldest).
 Either way the execution then waits until the run settles (``Run.settled``: every live
 branch waits for a human) or ends, and reports it:
 
@@ -43,6 +45,7 @@ from collections.abc import Callable
 from a2a.helpers import new_task_from_user_message, new_text_part
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
+from a2a.server.owner_resolver import resolve_user_scope
 from a2a.server.tasks import TaskUpdater
 from a2a.types import Message
 from a2a.utils.errors import UnsupportedOperationError
@@ -52,6 +55,7 @@ from ..events import RequestEvent
 from ..hosting import IDENTITY, LOCAL, Outcome, StoreRelay, UnknownRunError, outcome_of
 from ..store import RunRecord
 from ._answers import Driven, answer
+from ._contexts import conversation_of
 from ._pending import describe
 from ._runs import ServedRun, ServedRuns
 from ._unexpected import unexpected
@@ -88,11 +92,7 @@ class AgentRunner(AgentExecutor):
         runs = self._runs()
         task = context.current_task
         if task is None:
-            task = new_task_from_user_message(message)
-            await event_queue.enqueue_event(task)
-            updater = TaskUpdater(event_queue, task.id, task.context_id)
-            served = await runs.start(context.get_user_input(), run_id=task.id)
-            await self._report(served, updater, None)
+            await self._begin(context, message, event_queue)
             return
         if task.status.state in TERMINAL:
             # Sent at once with the answer that ended it: the SDK ran this one after.
@@ -123,6 +123,20 @@ class AgentRunner(AgentExecutor):
                 Driven(found, runs.store, runs.activity), message, by=by, policy=self.policy
             )
         await self._report(found, updater, focus)
+
+    async def _begin(
+        self, context: RequestContext, message: Message, event_queue: EventQueue
+    ) -> None:
+        """A new task: its run the next turn of the task's context (refused, no task made,
+        while the context's last task still works or waits for input)."""
+        task = new_task_from_user_message(message)
+        owner = resolve_user_scope(context.call_context)
+        conversation = conversation_of(owner, task.context_id)
+        served = await self._runs().start_turn(
+            context.get_user_input(), conversation=conversation, run_id=task.id
+        )
+        await event_queue.enqueue_event(task)
+        await self._report(served, TaskUpdater(event_queue, task.id, task.context_id), None)
 
     async def _report(self, served: ServedRun, updater: TaskUpdater, focus: str | None) -> None:
         stop = await served.wait_settled()

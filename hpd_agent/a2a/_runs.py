@@ -2,7 +2,8 @@
 
 A run outlives the message that started it: the message's execution ends once the run has
 settled (``TASK_STATE_INPUT_REQUIRED``), and the next user message in the task finds the
-run by its id, which is the task's id.
+run by its id, which is the task's id. Each run is a turn of its task's context
+(``_contexts``): one at a time per context.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import anyio.abc
 from ..agent import Agent
 from ..hosting import Activity, EventSink, HostedRun, RunHost
 from ..run import Run
-from ..store import Store
+from ..store import RunRecord, Store
+from ._contexts import Contexts, busy
 
 __all__ = ["CHANNEL", "ServedRun", "ServedRuns"]
 
@@ -46,9 +48,38 @@ class ServedRuns(RunHost[ServedRun]):
         task_group: anyio.abc.TaskGroup,
         activity: Activity | None = None,
     ) -> None:
-        super().__init__(agent, store, task_group, ServedRun)
+        contexts = Contexts(store)
+        super().__init__(agent, store, task_group, ServedRun, histories=contexts.histories)
         self.activity = activity
+        self.contexts = contexts
         self._cancelled: set[str] = set()
+        self._starting: dict[str, str] = {}  # conversation -> the task starting its turn
+
+    async def start_turn(self, query: str, *, conversation: str, run_id: str) -> ServedRun:
+        """The run of a new task (``run_id``): the next turn of ``conversation``.
+
+        Raises:
+            UnsupportedOperationError: The conversation's last task is still working or
+                waits for input (here, or as the store keeps it).
+        """
+        holder = self._starting.get(conversation) or self.turn(conversation)
+        if holder is not None:  # taken before any await: two at once, one goes
+            raise busy(holder if isinstance(holder, str) else holder.run_id)
+        self._starting[conversation] = run_id
+        try:
+            await self.contexts.claim(conversation, run_id)
+            return await self.start(query, conversation=conversation, run_id=run_id)
+        finally:
+            del self._starting[conversation]
+
+    async def reopen(
+        self, run_id: str, *, conversation: str | None = None
+    ) -> ServedRun | RunRecord:
+        """The run ``run_id`` (``RunHost.reopen``); one resumed from the store is a turn of
+        its task's context (kept with the store's thread tables) unless told otherwise."""
+        if conversation is None and self.live(run_id) is None:
+            conversation = await self.contexts.of_task(run_id)
+        return await super().reopen(run_id, conversation=conversation)
 
     def sink(self, hosted: ServedRun, *, resumed: bool) -> EventSink:
         """The run, watched by the activity log when the server keeps one."""

@@ -57,14 +57,14 @@ def create_app(
     under ``"requests"``. A user message in the same task answers the request its metadata
     ``request_id`` names, else the oldest; an answer that does not fit is asked again with
     the reason. The finished run completes the task with an artifact holding the output.
-    ``CancelTask`` cancels the run. Serve it with any ASGI server, or
-    ``hpd-agent serve --a2a MODULE:ATTR``. See docs/a2a.md.
+    ``CancelTask`` cancels the run. A new task in a ``contextId`` continues its conversation
+    (one at a time). Serve it with any ASGI server, or ``hpd-agent serve --a2a``; docs/a2a.md.
 
     Args:
         agent: The agent to serve.
-        store: A ``Store``, or a SQLite path / ``postgresql://`` DSN: runs and tasks are
-            kept there, so a restarted server still has every pending question and takes
-            its answer. None: they live in this process only.
+        store: A ``Store``, or a SQLite path / ``postgresql://`` DSN: runs, tasks and
+            contexts are kept there, so a restarted server still has every pending
+            question and takes its answer. None: they live in this process only.
         url: The base URL the agent card advertises; None: the one each card request
             came in on.
         token: When set, JSON-RPC calls need ``Authorization: Bearer <token>`` (401

@@ -15,7 +15,7 @@ from typing import Any
 from _served_agents import Counts, asker_of, lead_of, planner_tree, results
 
 from hpd_agent import Agent, ToolContext, ask_user, tool
-from hpd_agent.messages import Message
+from hpd_agent.messages import Message, ToolResultMessage, UserMessage
 from hpd_agent.models import ModelRequestParams
 from hpd_agent.testing import FunctionModel, Step, text, tool_call
 
@@ -66,3 +66,27 @@ async def kinds(ctx: ToolContext, kind: str) -> str:
 
 
 asker = asker_of(note, kinds)
+
+
+# -- a conversation: what the model saw of earlier turns, counted -----------------------------
+def _chat(messages: Sequence[Message], info: ModelRequestParams) -> Step:
+    """Notes each request's user and assistant texts (``"user: ..."``, ``"assistant: ..."``)
+    as one JSON line; asks a question when the prompt starts with ``ask``; else says what
+    it heard."""
+    said = [f"{m.kind}: {m.content}" for m in messages if m.kind in ("user", "assistant")]
+    note("seen", json.dumps([s for s in said if not s.endswith(": None")]))
+    prompt = [m.content for m in messages if isinstance(m, UserMessage)][-1]
+    last = messages[-1]
+    if isinstance(last, ToolResultMessage):
+        return text(f"{prompt} -> {last.content}")
+    if prompt.startswith("ask"):
+        return tool_call("ask_user", question="Which one?")
+    return text(f"heard: {prompt}")
+
+
+chat = Agent("Chat", model=FunctionModel(_chat), tools=[ask_user()])
+
+
+def seen() -> list[list[str]]:
+    """What each of the Chat's model requests saw, in order."""
+    return [json.loads(line) for line in counted("seen")]
