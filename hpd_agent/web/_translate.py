@@ -167,6 +167,17 @@ class Translator:
             ]
         return []
 
+    def piece(self, event: TextDelta) -> tuple[str | None, str, str] | None:
+        """The run's most frequent event, one more piece of an open text message, as its
+        ``TEXT_MESSAGE_CONTENT``'s ``subagentRunId``, ``messageId`` and ``delta`` (for
+        ``ThreadLog.append_piece``: no wire dict); None when it is not one (``translate``)."""
+        if event.replayed or not event.text:
+            return None
+        scope = self._scopes.get(event.invocation_id)
+        if scope is None or scope.text_id is None:
+            return None
+        return scope.sid, scope.text_id, event.text
+
     def _text(self, event: TextDelta) -> list[Out]:
         scope = self._scope(event)
         sid, text_id = scope.sid, scope.text_id

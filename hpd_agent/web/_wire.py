@@ -17,7 +17,7 @@ from typing import Any
 
 from ag_ui.core import BaseEvent
 
-__all__ = ["RESYNC", "Out", "Wire", "frame", "frames_bytes", "resync_frame"]
+__all__ = ["RESYNC", "Out", "Wire", "content_frame", "frame", "frames_bytes", "resync_frame"]
 
 Wire = dict[str, Any]
 """An AG-UI event as its JSON object: ``{"type": ..., "timestamp": ..., ...}``."""
@@ -34,6 +34,7 @@ _CONTENT = (
     'data: {"type":"TEXT_MESSAGE_CONTENT","timestamp":%d,"subagentRunId":%s,'
     '"messageId":%s,"delta":%s}\n\n'
 )
+_ROOT_CONTENT = 'data: {"type":"TEXT_MESSAGE_CONTENT","timestamp":%d,"messageId":%s,"delta":%s}\n\n'
 
 
 def frame(event: Out) -> str:
@@ -41,12 +42,20 @@ def frame(event: Out) -> str:
     if isinstance(event, BaseEvent):
         return f"data: {event.model_dump_json(by_alias=True)}\n\n"
     if event["type"] == "TEXT_MESSAGE_CONTENT" and len(event) == 5:
-        # The event a run sends most, a subagent's text piece (the translator's ``_content``:
-        # these five keys in this order): a template, 4x cheaper than the encoder.
-        s = _string
+        # A subagent's text piece (the translator's ``_content``: these five keys in this
+        # order).
         sid, mid, delta = event["subagentRunId"], event["messageId"], event["delta"]
-        return _CONTENT % (event["timestamp"], s(sid), s(mid), s(delta))
+        return content_frame(event["timestamp"], sid, mid, delta)
     return f"data: {_encode(event)}\n\n"
+
+
+def content_frame(timestamp: int, sid: str | None, message_id: str, delta: str) -> str:
+    """The frame of a ``TEXT_MESSAGE_CONTENT`` (of the subagent ``sid``; None: the root's),
+    the event a run sends most: a template, 4x cheaper than the encoder."""
+    s = _string
+    if sid is None:
+        return _ROOT_CONTENT % (timestamp, s(message_id), s(delta))
+    return _CONTENT % (timestamp, s(sid), s(message_id), s(delta))
 
 
 def frames_bytes(frames: list[str], first: int | None) -> bytes:
