@@ -8,7 +8,6 @@ SQLite database: compact (a finished thread leaves the Python heap), gone with t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,14 +47,6 @@ _PUT_ITEM = (
     "INSERT INTO hpd_thread_items (space, thread_id, idx, item) VALUES (?,?,?,?)"
     " ON CONFLICT (space, thread_id, idx) DO NOTHING"
 )
-# SQLite: the items as one JSON array that ``json_each`` splits, in one statement: the
-# worker thread lets go of the GIL once, not once per row, each time waiting up to the
-# switch interval (5 ms) to get it back from an event loop that is busy (a run streaming).
-_PUT_ITEMS_JSON = (
-    "INSERT INTO hpd_thread_items (space, thread_id, idx, item)"
-    " SELECT ?, ?, ? + key, value FROM json_each(?) WHERE true"
-    " ON CONFLICT (space, thread_id, idx) DO NOTHING"
-)
 _ROWS = "SELECT key, value FROM hpd_thread_rows WHERE space = ? AND thread_id = ? ORDER BY seq"
 _ITEMS = "SELECT item FROM hpd_thread_items WHERE space = ? AND thread_id = ? ORDER BY idx"
 _OWNER = "SELECT thread_id FROM hpd_thread_rows WHERE space = ? AND key = ? LIMIT 1"
@@ -82,21 +73,18 @@ class SQLThreadTables:
     ) -> None:
         """Write rows and items of one thread in one transaction (``ThreadTables``)."""
         keyed = [(space, thread_id, k, v, space, thread_id) for k, v in (rows or {}).items()]
-        if not keyed and not items:
+        logged = [(space, thread_id, first + i, item) for i, item in enumerate(items)]
+        if not keyed and not logged:
             return
         db = self.db
         put_row, put_item = db.sql(_PUT_ROW), db.sql(_PUT_ITEM)
-        sqlite = put_item is _PUT_ITEM  # "?" parameters: a SQLite database
 
         def write(conn: Any) -> None:
             with db.transaction(conn):
                 cursor = conn.cursor()
                 for row in keyed:  # one by one: each new key's place counts the one before
                     cursor.execute(put_row, row)
-                if items and sqlite:
-                    cursor.execute(_PUT_ITEMS_JSON, (space, thread_id, first, json.dumps(items)))
-                elif items:
-                    logged = [(space, thread_id, first + i, item) for i, item in enumerate(items)]
+                if logged:
                     cursor.executemany(put_item, logged)
 
         await db.call(write)
