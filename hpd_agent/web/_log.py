@@ -107,11 +107,12 @@ class ThreadLog:
         assert done is not None
         try:
             thread.raise_failed()
-            first, frames = thread.flushed, thread.frames[thread.flushed :]
+            item, frames = thread.items, thread.frames[thread.flushed :]
             thread.flushed = len(thread.frames)
+            thread.items += 1 if frames else 0
             row = thread.run if run else None
             where = None if row is None else (len(thread.runs), row)
-            await self.db.add_events(thread.thread_id, first, frames, where)
+            await self.db.add_events(thread.thread_id, item, frames, where)
         finally:
             thread.flushing = None
             done.set()

@@ -37,7 +37,7 @@ from ._wire import frame
 
 __all__ = ["RunFrames", "ThreadRuns"]
 
-_FLUSH_EVERY = 256
+_FLUSH_EVERY = 1024
 """Recorded events kept in memory only before they are written to the thread DB (behind the
 run: it goes on while they are written)."""
 

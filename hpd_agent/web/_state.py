@@ -57,6 +57,9 @@ class Thread:
     running: bool = False
     live: Run | None = None
     flushed: int = 0
+    """Frames written to the thread DB (or being written)."""
+    items: int = 0
+    """Items those frames are in there (``_db``: one per write)."""
     published: int = 0
     """Frames followers may see: the closing ones wait until they are on disk."""
     changed: anyio.Event | None = None

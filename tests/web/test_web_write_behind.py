@@ -1,8 +1,10 @@
-"""A run's frames are written to the thread tables behind it: the run goes on while a write
-is under way; its closing frames are written after that write, before anyone sees them."""
+"""A run's frames are written to the thread tables behind it, a write's frames in one item:
+the run goes on while a write is under way; its closing frames are written after that
+write, before anyone sees them; a thread written one frame per item (as before) loads."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -88,22 +90,48 @@ async def test_a_run_goes_on_while_its_frames_are_written() -> None:
     ):
 
         async def post() -> None:
-            response = await client.post("/agent", json=run_input("t", "r", "fanout 4 200"))
+            response = await client.post("/agent", json=run_input("t", "r", "fanout 8 200"))
             texts.append(response.text)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(post)
             with anyio.fail_after(20):
                 await store.tables.held.wait()
-                # 800 pieces: the run reaches its end while its first write (of 256 or so
+                # 1,600 pieces: the run reaches its end while its first write (of 1,024 or so
                 # frames) is held; it used to wait for that write.
                 await store.closing.wait()
             store.tables.release.set()
         events = sse_events(texts[0])
         assert events[-1]["type"] == "RUN_FINISHED"
-        assert sum(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events) > 800  # and "done"
-        # Every frame sent is in the thread tables, in order, none twice.
+        assert sum(e["type"] == "TEXT_MESSAGE_CONTENT" for e in events) > 1600  # and "done"
+        # Every frame sent is in the thread tables, in order, none twice, a few items (one
+        # per write: 1,700 frames were 1,700 rows).
         found = await store.tables.read_thread("web", "t")
         assert found is not None
-        assert [sse_events(x)[0] for x in found.items] == events
+        assert sse_events("".join(found.items)) == events
+        assert 2 <= len(found.items) <= 10
+    await store.aclose()
+
+
+async def test_a_thread_written_one_frame_per_item_loads() -> None:
+    store = MemoryStore()
+    app = create_app(build_fanout(), store=store)
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client,
+    ):
+        response = await client.post("/agent", json=run_input("t", "r", "fanout 2 3"))
+        events = sse_events(response.text)
+        tables = store.capabilities().threads
+        assert tables is not None
+        found = await tables.read_thread("web", "t")
+        assert found is not None
+        # The same thread as an earlier version wrote it: one frame per item.
+        frames = [f"data: {json.dumps(e, separators=(',', ':'))}\n\n" for e in events]
+        await tables.write_thread("web", "old", rows=found.rows, items=frames)
+        replayed = await client.get("/threads/old/events")
+        assert sse_events(replayed.text) == events
+        messages = await client.get("/threads/old/messages")
+        assert messages.json() == (await client.get("/threads/t/messages")).json()
     await store.aclose()
