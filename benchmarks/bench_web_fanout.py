@@ -7,7 +7,11 @@ deltas (``"tok "``), then the root answers ``done``. Over AG-UI that is, per cal
 SUBAGENT_STARTED, TEXT_MESSAGE_START, T TEXT_MESSAGE_CONTENT, TEXT_MESSAGE_END,
 SUBAGENT_FINISHED, plus the root's TOOL_CALL_* events: A x (T + 8) + about 10 events.
 
-Three measurements, each the median of ``--repeat`` runs after one warm-up:
+The in-process run and the SSE one alternate, ``--repeat`` rounds after a warm-up of each;
+the figures are medians, and ``ratio`` is the SSE rate over the in-process rate (per round
+in ``ratio_rounds``): the machine's load moves both sides alike. ``cpu_ratio`` compares
+CPU time per event instead (the engine's in process, the server's from ``/proc``; not the
+client's), which load moves less. Three measurements:
 
 - in process: ``agent.stream(...)``, every hpd_agent event iterated (what the engine makes);
 - SSE: a real ``hpd-agent serve`` child process (journaled in SQLite, as it always is), the
@@ -19,8 +23,10 @@ Three measurements, each the median of ``--repeat`` runs after one warm-up:
   its AG-UI adapter (``AGUIAdapter.dispatch_request``) served by uvicorn in a child process.
   Skipped when ``pydantic-ai-slim[ag-ui]`` is not installed (the ``bench`` extra pins it).
 
-Usage: ``python benchmarks/bench_web_fanout.py [--agents 100] [--tokens 200] [--repeat 5]``;
-prints a table and one ``RESULT_JSON {...}`` line. Served by hand:
+Usage: ``python benchmarks/bench_web_fanout.py [--agents 100] [--tokens 200] [--repeat 5]
+[--no-peer] [--profile PATH]``; prints a table, the ratio line and one ``RESULT_JSON {...}``
+line. ``--profile PATH``: the server runs under cProfile (its stats in PATH; the top
+functions printed per AG-UI event; startup included). Served by hand:
 ``hpd-agent serve benchmarks/bench_web_fanout.py:agent`` with the prompt ``fanout 100 200``.
 """
 
@@ -73,20 +79,21 @@ def agent() -> Agent:
     return Agent("root", model=FunctionModel(_root_turn, name="root"), tools=[speaker.as_tool()])
 
 
-def in_process(agents: int, tokens: int) -> Callable[[], tuple[float, int]]:
-    """One streamed run per call (no store: the engine alone): its seconds and events."""
+def in_process(agents: int, tokens: int) -> Callable[[], tuple[float, int, float]]:
+    """One streamed run per call (no store: the engine alone): its seconds, events and CPU
+    seconds."""
     import anyio
 
     root = agent()
 
-    async def once() -> tuple[float, int]:
+    async def once() -> tuple[float, int, float]:
         count = 0
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         async with root.stream(f"fanout {agents} {tokens}") as run:
             async for _ in run:
                 count += 1
         assert run.result.output == "done", run.result
-        return time.perf_counter() - start, count
+        return time.perf_counter() - start, count, time.process_time() - cpu
 
     return lambda: anyio.run(once)
 
@@ -165,13 +172,15 @@ def measure(args: argparse.Namespace, folder: str) -> dict[str, Any]:
     local: list[float] = []
     sse: list[float] = []
     cpu: list[float] = []
+    local_cpu: list[float] = []
     local_events = sse_events = 0
     with Server([*serve, "--port", "0", "--store", f"{folder}/web.db"]) as server:
         engine()
         server.read("warm", prompt, deltas)  # warm-ups
         for i in range(repeat):
-            seconds, local_events = engine()
+            seconds, local_events, used = engine()
             local.append(seconds)
+            local_cpu.append(used)
             seconds, sse_events, used = server.read(f"t{i}", prompt, deltas)
             sse.append(seconds)
             cpu += [] if used is None else [used]
@@ -182,11 +191,13 @@ def measure(args: argparse.Namespace, folder: str) -> dict[str, Any]:
     median, sse_rate = _median_rate(sse, sse_events)
     result.update(sse_s=round(median, 4), sse_events=sse_events, sse_events_per_s=sse_rate)
     result.update(sse_s_all=[round(x, 4) for x in sse])
-    if cpu:
+    local_us = statistics.median(local_cpu) / local_events * 1e6
+    result.update(in_process_cpu_us_per_event=round(local_us, 2))
+    if cpu:  # the server's CPU (Linux): a ratio that the machine's other load moves less
+        server_us = statistics.median(cpu) / sse_events * 1e6
         result.update(sse_server_cpu_s=round(statistics.median(cpu), 4))
-        result.update(
-            sse_server_cpu_us_per_event=round(statistics.median(cpu) / sse_events * 1e6, 2)
-        )
+        result.update(sse_server_cpu_us_per_event=round(server_us, 2))
+        result.update(cpu_ratio=round(local_us / server_us, 3))
     rounds = [(sse_events / s) / (local_events / x) for s, x in zip(sse, local, strict=True)]
     result.update(ratio=round(sse_rate / rate, 3), ratio_rounds=[round(r, 3) for r in rounds])
     return result
@@ -231,10 +242,12 @@ def main() -> int:
     for key, value in result.items():
         print(f"{key:>28}: {value}")
     rounds = result["ratio_rounds"]
-    print(
-        f"ratio SSE / in process: {result['ratio']:.3f} (rounds {min(rounds):.3f}-{max(rounds):.3f}; "
-        f"{result['sse_events_per_s']:,} vs {result['in_process_events_per_s']:,} events/s)"
-    )
+    line = f"ratio SSE / in process: {result['ratio']:.3f} "
+    line += f"(rounds {min(rounds):.3f}-{max(rounds):.3f}; "
+    line += f"{result['sse_events_per_s']:,} vs {result['in_process_events_per_s']:,} events/s)"
+    if "cpu_ratio" in result:
+        line += f"; CPU per event {result['cpu_ratio']:.3f}"
+    print(line)
     print("RESULT_JSON " + json.dumps(result))
     return 0
 
