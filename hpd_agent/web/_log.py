@@ -45,11 +45,12 @@ class ThreadLog:
         if publish:
             self.publish(thread)
 
-    def append_piece(self, thread: Thread, sid: str | None, message_id: str, delta: str) -> None:
-        """``append`` and publish a ``TEXT_MESSAGE_CONTENT`` (``Translator.piece``), made
-        straight into its frame (the run's most frequent event)."""
+    def append_piece(self, thread: Thread, keys: str, message_id: str, delta: str) -> None:
+        """``append`` and publish a ``TEXT_MESSAGE_CONTENT`` (``Translator.piece``: its
+        ``content_keys``, message and delta), made straight into its frame (the run's most
+        frequent event)."""
         thread.view.piece(message_id, delta)
-        thread.frames.append(content_frame(int(time.time() * 1000), sid, message_id, delta))
+        thread.frames.append(content_frame(int(time.time() * 1000), keys, delta))
         self.publish(thread)
 
     def publish(self, thread: Thread) -> None:
