@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..store import MemoryThreadTables, Store, ThreadTables
 
-__all__ = ["SPACE", "RunRow", "ThreadDB", "open_thread_db"]
+__all__ = ["SPACE", "Loaded", "RunRow", "ThreadDB", "frames", "open_thread_db"]
 
 SPACE = "web"
 """The web server's space in the store's thread tables."""
@@ -30,6 +30,24 @@ class RunRow:
     run_id: str
     mode: str
     status: str
+
+
+@dataclass(slots=True)
+class Loaded:
+    """A thread as the DB holds it: its runs, its frames, how many items they are in."""
+
+    runs: list[RunRow]
+    frames: list[str]
+    items: int
+
+
+def frames(items: list[str]) -> list[str]:
+    """The frames of a thread's items (each one frame or several joined)."""
+    out: list[str] = []
+    for item in items:
+        parts = item.split("\n\n")
+        out += [f"{part}\n\n" for part in parts[:-1]]  # the last: "" after the last blank line
+    return out
 
 
 def _text(row: RunRow) -> str:
@@ -50,17 +68,19 @@ class ThreadDB:
         await self._tables.write_thread(SPACE, thread_id, rows={row.run_id: _text(row)})
 
     async def add_events(
-        self, thread_id: str, first: int, frames: list[str], run: tuple[int, RunRow] | None = None
+        self, thread_id: str, item: int, frames: list[str], run: tuple[int, RunRow] | None = None
     ) -> None:
-        """Append frames ``first``, ``first + 1``, ... of a thread (already written: kept);
+        """Append ``frames`` to a thread as its item ``item`` (already written: kept);
         with ``run`` (its ``seq`` and row), update that run in the same transaction."""
         rows = None if run is None else {run[1].run_id: _text(run[1])}
         if rows is None and not frames:
             return
-        await self._tables.write_thread(SPACE, thread_id, rows=rows, items=frames, first=first)
+        items = ["".join(frames)] if frames else []
+        await self._tables.write_thread(SPACE, thread_id, rows=rows, items=items, first=item)
 
-    async def load(self, thread_id: str) -> tuple[list[RunRow], list[str]] | None:
-        """A thread's runs (oldest first) and frames, or None if it has none."""
+    async def load(self, thread_id: str) -> Loaded | None:
+        """A thread's runs (oldest first), frames and items written, or None if it has
+        no run."""
         data = await self._tables.read_thread(SPACE, thread_id)
         if data is None or not data.rows:
             return None
@@ -68,7 +88,7 @@ class ThreadDB:
         for run_id, text in data.rows.items():
             fields = json.loads(text)
             runs.append(RunRow(run_id, str(fields["mode"]), str(fields["status"])))
-        return runs, data.items
+        return Loaded(runs, frames(data.items), len(data.items))
 
     async def thread_of(self, run_id: str) -> str | None:
         """The thread that started root run ``run_id``, or None."""

@@ -13,10 +13,11 @@ import time
 
 import anyio
 from ag_ui.core import BaseEvent
+from anyio.abc import TaskGroup
 
 from ._db import ThreadDB
 from ._state import Thread
-from ._wire import Out, frame
+from ._wire import Out, content_frame, frame
 
 __all__ = ["MAX_BEHIND", "ThreadLog"]
 
@@ -43,6 +44,14 @@ class ThreadLog:
         thread.frames.append(frame(event))
         if publish:
             self.publish(thread)
+
+    def append_piece(self, thread: Thread, keys: str, message_id: str, delta: str) -> None:
+        """``append`` and publish a ``TEXT_MESSAGE_CONTENT`` (``Translator.piece``: its
+        ``content_keys``, message and delta), made straight into its frame (the run's most
+        frequent event)."""
+        thread.view.piece(message_id, delta)
+        thread.frames.append(content_frame(int(time.time() * 1000), keys, delta))
+        self.publish(thread)
 
     def publish(self, thread: Thread) -> None:
         """Let followers see every frame recorded so far; a follower whose client has
@@ -71,9 +80,40 @@ class ThreadLog:
 
     async def flush(self, thread: Thread, *, run: bool = False) -> None:
         """Write the frames recorded since the last flush (and, with ``run``, the newest
-        run's row in the same transaction)."""
-        first, frames = thread.flushed, thread.frames[thread.flushed :]
-        thread.flushed = len(thread.frames)
-        row = thread.run if run else None
-        where = None if row is None else (len(thread.runs), row)
-        await self.db.add_events(thread.thread_id, first, frames, where)
+        run's row in the same transaction), after the write under way (``write_behind``),
+        if any; a write behind that failed fails this one."""
+        while thread.flushing is not None:
+            await thread.flushing.wait()
+        thread.flushing = anyio.Event()
+        await self._write(thread, run=run)
+
+    def write_behind(self, thread: Thread, task_group: TaskGroup) -> None:
+        """Write the frames recorded so far in ``task_group``, the run going on meanwhile
+        (unless a write is under way: the next one takes them). A write that failed is
+        raised here, to the run, as an awaited ``flush`` raises it."""
+        thread.raise_failed()
+        if thread.flushing is None:
+            thread.flushing = anyio.Event()  # claimed now: one write at a time, in order
+            task_group.start_soon(self._behind, thread)
+
+    async def _behind(self, thread: Thread) -> None:
+        try:
+            await self._write(thread, run=False)
+        except Exception as e:  # the run is told (``write_behind``, ``flush``); not the server
+            thread.failed = e
+
+    async def _write(self, thread: Thread, *, run: bool) -> None:
+        """``flush``'s write, ``thread.flushing`` claimed for it (set when it ends)."""
+        done = thread.flushing
+        assert done is not None
+        try:
+            thread.raise_failed()
+            item, frames = thread.items, thread.frames[thread.flushed :]
+            thread.flushed = len(thread.frames)
+            thread.items += 1 if frames else 0
+            row = thread.run if run else None
+            where = None if row is None else (len(thread.runs), row)
+            await self.db.add_events(thread.thread_id, item, frames, where)
+        finally:
+            thread.flushing = None
+            done.set()

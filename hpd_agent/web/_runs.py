@@ -22,7 +22,7 @@ from ag_ui.core.version import PROTOCOL_VERSION
 from anyio.abc import TaskGroup
 
 from ..agent import Agent
-from ..events import Event, RequestEvent
+from ..events import Event, RequestEvent, TextDelta
 from ..hosting import Activity, EventSink, Outcome, drive
 from ..messages import Message
 from ..run import Run
@@ -37,8 +37,9 @@ from ._wire import frame
 
 __all__ = ["RunFrames", "ThreadRuns"]
 
-_FLUSH_EVERY = 256
-"""Recorded events kept in memory only before they are written to the thread DB."""
+_FLUSH_EVERY = 1024
+"""Recorded events kept in memory only before they are written to the thread DB (behind the
+run: it goes on while they are written)."""
 
 
 class ThreadRuns:
@@ -196,15 +197,21 @@ class RunFrames:
     def take(self, event: Event) -> Awaitable[None] | None:
         """Translate one event into frames, recorded and published."""
         thread, log = self.thread, self.log
-        outs = self.translator.translate(event)
-        if outs:
-            for out in outs:
-                log.append(thread, out, publish=False)
-            log.publish(thread)
-        if self.live and isinstance(event, RequestEvent) and not event.replayed:
-            return self._announce(event)  # written at once (a flush)
+        piece = self.translator.piece(event) if type(event) is TextDelta else None
+        if piece is not None:  # the hot path: no wire dict, no dispatch
+            log.append_piece(thread, *piece)
+        else:
+            outs = self.translator.translate(event)
+            if outs:
+                for out in outs:
+                    log.append(thread, out, publish=False)
+                log.publish(thread)
+            if self.live and isinstance(event, RequestEvent) and not event.replayed:
+                return self._announce(event)  # written at once (a flush)
         if len(thread.frames) - thread.flushed >= _FLUSH_EVERY:
-            return log.flush(thread)
+            task_group = self.runs.task_group
+            assert task_group is not None
+            log.write_behind(thread, task_group)
         return None
 
     async def _announce(self, event: RequestEvent) -> None:

@@ -57,6 +57,9 @@ class Thread:
     running: bool = False
     live: Run | None = None
     flushed: int = 0
+    """Frames written to the thread DB (or being written)."""
+    items: int = 0
+    """Items those frames are in there (``_db``: one per write)."""
     published: int = 0
     """Frames followers may see: the closing ones wait until they are on disk."""
     changed: anyio.Event | None = None
@@ -65,11 +68,21 @@ class Thread:
     """The index of each run's terminal frame (RUN_FINISHED / RUN_ERROR), as recorded here."""
     writing: set[Follower] = field(default_factory=set[Follower])
     """Followers whose write waits for their client to read."""
+    flushing: anyio.Event | None = None
+    """Set when the write of frames to the thread DB under way ends (``ThreadLog.flush``)."""
+    failed: Exception | None = None
+    """Why a write behind the run failed (raised to the run at its next flush)."""
 
     @property
     def run(self) -> RunRow | None:
         """The newest run."""
         return self.runs[-1] if self.runs else None
+
+    def raise_failed(self) -> None:
+        """Raise why a write behind the run failed, once."""
+        failed, self.failed = self.failed, None
+        if failed is not None:
+            raise failed
 
     def owns(self, run_id: str) -> bool:
         """Whether ``run_id`` is one of this thread's runs."""

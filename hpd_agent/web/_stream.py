@@ -34,6 +34,9 @@ __all__ = ["MAX_BATCH", "EventStream"]
 MAX_BATCH = 1024
 """Frames written to a client in one body write at most."""
 
+GATHER_SECONDS = 0.005
+"""How long a write waits at most for a run that keeps adding frames (``_gather``)."""
+
 _HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _PING = b": ping\n\n"
 
@@ -119,6 +122,9 @@ class EventStream(Response):
         last = time.monotonic()
         while True:
             stop = self._stop(thread)
+            if stop is None and follower.index < thread.published:
+                await self._gather(thread, follower.index)
+                stop = self._stop(thread)
             index, published = follower.index, thread.published
             end = min(published, index + MAX_BATCH)
             if stop is not None:
@@ -141,6 +147,20 @@ class EventStream(Response):
             if thread.published == index and time.monotonic() - last >= PING_SECONDS:
                 await self._write(send, thread, follower, _PING)
                 last = time.monotonic()
+
+    @staticmethod
+    async def _gather(thread: Thread, index: int) -> None:
+        """Let a run that keeps adding frames add more before they are written (a turn of
+        the event loop at a time, while it adds some, up to ``MAX_BATCH`` frames or
+        ``GATHER_SECONDS``): a burst goes out in a few large writes, not one per turn, each
+        waking the client (on one machine, often running it there and then). A frame that
+        comes alone is written after one turn."""
+        published, deadline = thread.published, time.monotonic() + GATHER_SECONDS
+        while published - index < MAX_BATCH:
+            await anyio.lowlevel.checkpoint()
+            if thread.published == published or time.monotonic() >= deadline:
+                return
+            published = thread.published
 
     @staticmethod
     async def _write(send: Send, thread: Thread, follower: Follower, body: bytes) -> None:

@@ -69,12 +69,13 @@ class Threads:
         loaded = await self._db.load(thread_id)
         if loaded is None:
             return None
-        runs, frames = loaded
+        runs, frames = loaded.runs, loaded.frames
         thread = Thread(thread_id, runs=runs)
         thread.frames = frames
         for f in frames if view else ():
             thread.view.fold(json.loads(f[6:]))  # "data: {...}\n\n"
         thread.flushed = thread.published = len(frames)
+        thread.items = loaded.items
         if runs[-1].status == "running":
             runs[-1].status = "interrupted"  # the server died under it: resumable
         return thread

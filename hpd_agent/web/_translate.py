@@ -35,7 +35,7 @@ from ..events import (
     ToolCallStarted,
 )
 from ._view import ThreadView
-from ._wire import Out, Wire
+from ._wire import Out, Wire, content_keys
 
 __all__ = ["Located", "Translator", "iso_time", "locate", "subagent_run_id", "tool_call_id"]
 
@@ -82,6 +82,8 @@ class _Scope:
 
     sid: str | None
     text_id: str | None = None
+    text_keys: str = ""
+    """The open text message's ``content_keys``."""
     turn_id: str | None = None
     requests: list[str] = field(default_factory=list[str])
 
@@ -167,6 +169,17 @@ class Translator:
             ]
         return []
 
+    def piece(self, event: TextDelta) -> tuple[str, str, str] | None:
+        """The run's most frequent event, one more piece of an open text message, as its
+        ``TEXT_MESSAGE_CONTENT``'s ``content_keys``, ``messageId`` and ``delta`` (for
+        ``ThreadLog.append_piece``: no wire dict); None when it is not one (``translate``)."""
+        if event.replayed or not event.text:
+            return None
+        scope = self._scopes.get(event.invocation_id)
+        if scope is None or scope.text_id is None:
+            return None
+        return scope.text_keys, scope.text_id, event.text
+
     def _text(self, event: TextDelta) -> list[Out]:
         scope = self._scope(event)
         sid, text_id = scope.sid, scope.text_id
@@ -179,6 +192,7 @@ class Translator:
         if scope.turn_id is None:
             scope.turn_id = "msg_" + secrets.token_hex(8)
         text_id = scope.text_id = scope.turn_id
+        scope.text_keys = content_keys(sid, text_id)
         start = _event("TEXT_MESSAGE_START", sid, messageId=text_id, role="assistant")
         return [start, _event(_CONTENT, sid, messageId=text_id, delta=event.text)]
 

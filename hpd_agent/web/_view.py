@@ -61,11 +61,7 @@ class ThreadView:
             return  # the translator's events are wire dicts; no other model changes the view
         kind = event["type"]
         if kind == "TEXT_MESSAGE_CONTENT":
-            pieces = self._pieces.get(event["messageId"])
-            if pieces is not None:
-                pieces.append(event["delta"])
-            elif event["messageId"] in self._assistant:
-                self._pieces[event["messageId"]] = [event["delta"]]
+            self.piece(event["messageId"], event["delta"])
         elif kind == "TEXT_MESSAGE_START":
             self._message(event["messageId"], event.get("subagentRunId"))
         elif kind == "TOOL_CALL_START":
@@ -86,6 +82,14 @@ class ThreadView:
             )
         elif kind == "MESSAGES_SNAPSHOT":
             self._snapshot(_MESSAGES.validate_python(event["messages"]))
+
+    def piece(self, message_id: str, delta: str) -> None:
+        """Fold a ``TEXT_MESSAGE_CONTENT``: ``delta`` added to message ``message_id``."""
+        pieces = self._pieces.get(message_id)
+        if pieces is not None:
+            pieces.append(delta)
+        elif message_id in self._assistant:
+            self._pieces[message_id] = [delta]
 
     def _message(self, message_id: str, subagent_run_id: str | None) -> AssistantMessage:
         message = self._assistant.get(message_id)

@@ -17,7 +17,16 @@ from typing import Any
 
 from ag_ui.core import BaseEvent
 
-__all__ = ["RESYNC", "Out", "Wire", "frame", "frames_bytes", "resync_frame"]
+__all__ = [
+    "RESYNC",
+    "Out",
+    "Wire",
+    "content_frame",
+    "content_keys",
+    "frame",
+    "frames_bytes",
+    "resync_frame",
+]
 
 Wire = dict[str, Any]
 """An AG-UI event as its JSON object: ``{"type": ..., "timestamp": ..., ...}``."""
@@ -30,10 +39,7 @@ RESYNC = "hpd_agent.resync"
 
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 _string = encode_basestring  # a str as JSON, as ``_encode`` writes it (C, UTF-8 kept)
-_CONTENT = (
-    'data: {"type":"TEXT_MESSAGE_CONTENT","timestamp":%d,"subagentRunId":%s,'
-    '"messageId":%s,"delta":%s}\n\n'
-)
+_CONTENT = 'data: {"type":"TEXT_MESSAGE_CONTENT","timestamp":%d%s%s}\n\n'
 
 
 def frame(event: Out) -> str:
@@ -41,12 +47,26 @@ def frame(event: Out) -> str:
     if isinstance(event, BaseEvent):
         return f"data: {event.model_dump_json(by_alias=True)}\n\n"
     if event["type"] == "TEXT_MESSAGE_CONTENT" and len(event) == 5:
-        # The event a run sends most, a subagent's text piece (the translator's ``_content``:
-        # these five keys in this order): a template, 4x cheaper than the encoder.
-        s = _string
-        sid, mid, delta = event["subagentRunId"], event["messageId"], event["delta"]
-        return _CONTENT % (event["timestamp"], s(sid), s(mid), s(delta))
+        # A subagent's text piece (the translator's ``_content``: these five keys in this
+        # order).
+        keys = content_keys(event["subagentRunId"], event["messageId"])
+        return content_frame(event["timestamp"], keys, event["delta"])
     return f"data: {_encode(event)}\n\n"
+
+
+def content_keys(sid: str | None, message_id: str) -> str:
+    """The keys of a ``TEXT_MESSAGE_CONTENT`` frame after its timestamp, up to its delta's
+    value: the same for every piece of a message (``Translator.piece`` keeps them)."""
+    s = _string
+    if sid is None:
+        return f',"messageId":{s(message_id)},"delta":'
+    return f',"subagentRunId":{s(sid)},"messageId":{s(message_id)},"delta":'
+
+
+def content_frame(timestamp: int, keys: str, delta: str) -> str:
+    """The frame of a ``TEXT_MESSAGE_CONTENT`` (``keys``: its ``content_keys``), the event
+    a run sends most: a template, 4x cheaper than the encoder."""
+    return _CONTENT % (timestamp, keys, _string(delta))
 
 
 def frames_bytes(frames: list[str], first: int | None) -> bytes:

@@ -22,6 +22,8 @@ def test_bench_web_fanout_reports_every_figure() -> None:
     # SUBAGENT_FINISHED and the root's four TOOL_CALL_* events.
     assert result["sse_events"] >= 3 * (5 + 8)
     assert result["sse_events_per_s"] > 0 and result["in_process_events_per_s"] > 0
+    # The two rates measured in one run, alternately: their ratio overall and per round.
+    assert result["ratio"] > 0 and len(result["ratio_rounds"]) == 1
     assert "pydantic_ai_events_per_s" in result or result["pydantic_ai"].startswith("skipped")
     if "pydantic_ai_sse_events" in result:  # the same AG-UI events, give or take the ends
         assert abs(result["pydantic_ai_sse_events"] - result["sse_events"]) <= 3

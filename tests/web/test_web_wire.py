@@ -18,13 +18,14 @@ from agents import build
 from pydantic import TypeAdapter
 
 from hpd_agent import Agent
+from hpd_agent.events import TextDelta
 from hpd_agent.messages import Message, ToolResultMessage
 from hpd_agent.models import ModelRequestParams
 from hpd_agent.store import MemoryStore
 from hpd_agent.testing import FunctionModel, text, tool_call
 from hpd_agent.web._translate import Translator
 from hpd_agent.web._view import ThreadView
-from hpd_agent.web._wire import Out, Wire, frame, frames_bytes, resync_frame
+from hpd_agent.web._wire import Out, Wire, content_frame, frame, frames_bytes, resync_frame
 
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(AguiEvent)
 TRICKY = 'é ü \u2028 "quoted" back\\slash tab\t newline\n ctrl\x01 emoji 😀 </script>'
@@ -135,3 +136,35 @@ def test_frames_bytes_numbers_frames_and_the_resync_frame_is_an_agui_custom_even
     assert EventEncoder().encode(model) == resync
     assert event["name"] == "hpd_agent.resync"
     assert event["value"]["from"] == 42 and event["value"]["threadId"] == "t1"
+
+
+async def _pieces(agent: Agent, prompt: str) -> list[tuple[tuple[str, str, str], Out]]:
+    """Each text piece the translator's hot path takes (``piece``), with what ``translate``
+    makes of the same event."""
+    view = ThreadView()
+    translator = Translator("run_wire", view)
+    found: list[tuple[tuple[str, str, str], Out]] = []
+    async with agent.stream(prompt) as run:
+        async for event in run:
+            piece = translator.piece(event) if isinstance(event, TextDelta) else None
+            outs = translator.translate(event)
+            for item in outs:
+                view.fold(item)
+            if piece is not None:
+                assert len(outs) == 1
+                found.append((piece, outs[0]))
+    return found
+
+
+def test_a_text_piece_made_straight_into_its_frame_is_the_models_frame() -> None:
+    encoder = EventEncoder()
+    found = anyio.run(_pieces, _tree(), "go")
+    for i, ((keys, message_id, delta), out) in enumerate(found):
+        assert not isinstance(out, BaseEvent) and out["messageId"] == message_id
+        out["timestamp"] = 1_700_000_000_000 + i
+        expected = encoder.encode(_ADAPTER.validate_python(out))
+        assert content_frame(out["timestamp"], keys, delta) == expected
+    # Pieces of the root (no subagentRunId) and of subagents, the tricky text among them.
+    wires = [o for _, o in found if not isinstance(o, BaseEvent)]
+    assert {"subagentRunId" in o for o in wires} == {True, False}
+    assert TRICKY in "".join(p[2] for p, _ in found)
