@@ -221,6 +221,7 @@ class PostgresStore(SQLStore[_Conn]):
             send_ahead=fast,
             leases=self,
             groups=self,
+            behind=self,
             threads=self._threads,
             feed=self,
             grants=self._grants,
