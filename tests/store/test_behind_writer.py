@@ -92,3 +92,25 @@ async def test_a_refused_write_fails_the_run_at_its_next_fact_and_its_end(
         assert await store.journal("a") == {}
     finally:
         await store.aclose()
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_a_key_written_twice_in_one_batch_keeps_its_last_value(location: str) -> None:
+    store = open_store(location)
+    try:
+        _, own = await _fences(store)
+        first = JournalEntry(key="k#conversation", kind="conversation", value=[1])
+        last = JournalEntry(key="k#conversation", kind="conversation", value=[1, 2])
+        io = _io(store)
+        try:
+            errors = await anyio.to_thread.run_sync(
+                io.commit, [("b", own, [first, _fact("b1"), last])]
+            )
+        finally:
+            io.close()
+        assert errors == [None]
+        journal = await store.journal("b")
+        assert sorted(journal) == ["b1", "k#conversation"]
+        assert journal["k#conversation"].value == [1, 2]
+    finally:
+        await store.aclose()
