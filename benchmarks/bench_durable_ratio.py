@@ -75,6 +75,8 @@ def profile(kind: str, dsn: str | None, runs: int, turns: int, top: int, mode: s
     prof.enable()
     anyio.run(w5_once, kind, dsn, runs, turns, mode)
     prof.disable()
+    calls = pstats.Stats(prof).total_calls  # pyright: ignore[reportAttributeAccessIssue]
+    print(f"--- W5 {NAMES[kind]} ({mode}): {calls / runs:.0f} Python function calls per run")
     for order in ("tottime", "cumtime"):
         out = io.StringIO()
         pstats.Stats(prof, stream=out).strip_dirs().sort_stats(order).print_stats(top)

@@ -1,8 +1,8 @@
 """What 1,000 interleaved runs hold while they wait mid-run (issue 26's memory per run).
 
-``python benchmarks/bench_run_memory.py --store sqlite --runs 1000`` starts ``--runs`` runs of
+``python benchmarks/bench_run_memory.py --store sqlite --runs 1000 [--durability async]`` starts ``--runs`` runs of
 the W5 loop agent (5 tool-call turns, each model call yields once), holds every one inside
-its fourth model call, and prints the Python heap they hold (``tracemalloc``, a snapshot
+its fourth model call (in durability mode ``--durability`` with a store), and prints the Python heap they hold (``tracemalloc``, a snapshot
 diff) per run, grouped by file and by line, and the objects per run by type
 (``gc.get_objects()``). Then it lets them finish. Not a timing: tracemalloc slows the runs.
 """
@@ -31,7 +31,7 @@ async def noop() -> str:
     return "ok"
 
 
-async def main(kind: str, runs: int, top: int) -> None:
+async def main(kind: str, runs: int, top: int, durability: str = "sync") -> None:
     gate = anyio.Event()
     all_waiting = anyio.Event()
     waiting = 0
@@ -59,9 +59,10 @@ async def main(kind: str, runs: int, top: int) -> None:
         "sqlite": lambda: SQLiteStore(Path(tmp.name) / "runs.db"),
     }[kind]()
     outputs: list[str | None] = []
+    options = {} if store is None else {"durability": durability}
 
     async def one() -> None:
-        outputs.append((await agent.run("go", store=store)).output)
+        outputs.append((await agent.run("go", store=store, **options)).output)  # type: ignore[arg-type]
 
     gate.set()
     await one()  # warm: imports, caches, the store's tables
@@ -112,5 +113,6 @@ if __name__ == "__main__":
     p.add_argument("--store", choices=("none", "memory", "sqlite"), default="sqlite")
     p.add_argument("--runs", type=int, default=1000)
     p.add_argument("--top", type=int, default=20)
+    p.add_argument("--durability", choices=("sync", "async", "exit"), default="sync")
     a = p.parse_args()
-    anyio.run(main, a.store, a.runs, a.top)
+    anyio.run(main, a.store, a.runs, a.top, a.durability)

@@ -8,7 +8,7 @@ run, even one another process drives (``hpd_agent.store.cancel_run``).
 
 A store implements ``Store`` and declares what it offers beyond it with
 ``Store.capabilities()`` (a ``StoreCapabilities`` of ``JournalWriteNow``, ``JournalBatches``,
-``JournalSendAhead``, ``JournalGroups``, ``RunLeases``, ``ThreadTables``, ``RequestFeed``,
+``JournalSendAhead``, ``JournalGroups``, ``JournalBehind``, ``RunLeases``, ``ThreadTables``, ``RequestFeed``,
 every run's requests as they open and end: what ``hpd-agent inbox`` listens to, and a
 ``GrantBook`` of remembered grants, ``MemoryGrants`` in memory); ``Sessions`` gives
 any ``Store`` class its ``open_session`` / ``resume_session``. The kit for writing one, all
@@ -34,10 +34,13 @@ from ._journal import Journal
 from ._schemes import open_location
 from .kit import (
     DEFAULT_LEASE_TTL,
+    BehindIO,
+    BehindWriter,
     Fence,
     Grant,
     GrantBook,
     JournalBatches,
+    JournalBehind,
     JournalEntry,
     JournalGroups,
     JournalSendAhead,
@@ -80,11 +83,14 @@ if TYPE_CHECKING:
 __all__ = [
     "CANCEL_REQUEST",
     "DEFAULT_LEASE_TTL",
+    "BehindIO",
+    "BehindWriter",
     "Fence",
     "Grant",
     "GrantBook",
     "Journal",
     "JournalBatches",
+    "JournalBehind",
     "JournalEntry",
     "JournalGroups",
     "JournalSendAhead",

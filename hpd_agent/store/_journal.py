@@ -34,6 +34,7 @@ from ..hooks import CallNext, StepCall
 from ..messages import Message, ToolCall, Usage, message_adapter
 from ..models._base import ModelResponse
 from ._base import JournalEntry, dump_json
+from ._behind import Behind
 from ._protocol import Store, StoreCapabilities
 from ._steps import failure_value, replayed_failure
 
@@ -124,6 +125,9 @@ class Journal:
         self._wake: anyio.Event | None = None
         self._in_flight: anyio.Event | None = None
         self._failure: Exception | None = None
+        self.behind: Behind | None = None
+        """Mode ``"async"`` on a store with one writer for all its runs (``JournalBehind``):
+        where this run's facts go (set by the session); else ``write_behind`` writes them."""
         self.guard: Callable[[], Awaitable[None] | None] | None = None
         """Called before a model request, a tool function or a step starts: cancels the
         run if its lease is lost; returns what to await, or None when nothing is wrong
@@ -292,7 +296,12 @@ class Journal:
         return None
 
     def _hold(self, entry: JournalEntry) -> None:
-        """Hold ``entry`` back (modes ``"exit"`` and ``"async"``), waking ``write_behind``."""
+        """Hold ``entry`` back (modes ``"exit"`` and ``"async"``), waking ``write_behind``
+        (or handing it to the store's writer, ``behind``)."""
+        if self.behind is not None:
+            self.behind.add(entry)
+            self._keep(entry)
+            return
         if self._failure is not None:
             raise self._failure  # the writer behind the run failed: the run fails with it
         self._held.append(entry)
@@ -323,6 +332,9 @@ class Journal:
         """Wait until no write of ``write_behind`` is under way (what is held then goes
         after what it writes: a question or the run's end never commits before the facts
         before it); raise the error it failed with, if it did."""
+        if self.behind is not None:
+            await self.behind.settle()
+            return
         while self._in_flight is not None:
             await self._in_flight.wait()
         if self._failure is not None:
@@ -344,6 +356,8 @@ class Journal:
         request (``StoreRequests``), or with the run's final record (``StoreSession``). A
         nested agent's own start acts on nothing, so its parent's response can wait for it.
         """
+        if self.behind is not None:
+            return self.behind.take()
         held, self._held = self._held, []
         return held
 

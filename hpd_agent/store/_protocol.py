@@ -24,10 +24,12 @@ from typing import Any, Protocol, runtime_checkable
 from ..permissions import GrantBook
 from ..sessions import SessionStore
 from ._base import JournalEntry, Lease, RequestRecord, RequestState, RunRecord, RunState
+from ._behind import BehindWriter
 from ._renewer import LeaseRenewer
 
 __all__ = [
     "JournalBatches",
+    "JournalBehind",
     "JournalGroups",
     "JournalSendAhead",
     "JournalWriteNow",
@@ -145,6 +147,16 @@ class JournalSendAhead(Protocol):
         Raises:
             Exception: The store's error for a write sent ahead that failed.
         """
+        ...
+
+
+class JournalBehind(Protocol):
+    """Mode ``"async"``'s facts committed behind the runs by one writer thread of the store's
+    own for all its runs (``_behind``): a run hands each fact over with a list append, and
+    has no writer task of its own."""
+
+    def behind_writer(self) -> BehindWriter:
+        """The store object's writer (one for all its runs, made on first use)."""
         ...
 
 
@@ -327,6 +339,9 @@ class StoreCapabilities:
             store declares both.
         leases: A run's lease made cheap (``RunLeases``).
         groups: Many runs' journal writes due at once in one commit (``JournalGroups``).
+        behind: Mode ``"async"``'s facts committed by one writer of the store's for all
+            its runs (``JournalBehind``); without it each ``"async"`` run writes behind
+            itself in a task of its own.
         threads: Integrations' own records kept beside the runs (``ThreadTables``): the web
             server's threads, for one. Not a run's concern: runs never ask for it.
         feed: Every run's requests as they open and end (``RequestFeed``): what
@@ -342,6 +357,7 @@ class StoreCapabilities:
     send_ahead: JournalSendAhead | None = None
     leases: RunLeases | None = None
     groups: JournalGroups | None = None
+    behind: JournalBehind | None = None
     threads: ThreadTables | None = None
     feed: RequestFeed | None = None
     grants: GrantBook | None = None

@@ -86,6 +86,10 @@ class StoreSession:
             store, record.run_id, entries, capabilities=capabilities, durability=durability
         )
         self.journal.guard = keeper.guard_due
+        if durability == "async" and capabilities.behind is not None:
+            # The store's writer commits the run's facts behind it: no task of its own.
+            writer = capabilities.behind.behind_writer()
+            self.journal.behind = writer.behind(record.run_id, keeper.fence)
         self.backend = StoreRequests(
             store, self.journal, check_lease=lambda: keeper.guard(now=True)
         )
@@ -113,7 +117,7 @@ class StoreSession:
             RunLeasedError: The lease was lost to another holder meanwhile; the run's work
                 was cancelled (see ``hpd_agent.store._lease``).
         """
-        if self.durability == "async":
+        if self.durability == "async" and self.journal.behind is None:
             return self._written_behind()
         return self.keeper.held()
 

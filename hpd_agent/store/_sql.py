@@ -585,6 +585,7 @@ class SQLStore(Sessions, SQLRecords[C], SQLLeases[C], SQLRuns[C], ABC, Generic[C
     async def aclose(self) -> None:
         """Close the database connection (and stop the lease renewer thread)."""
         await self._stop_renewer()
+        await self._stop_behind()
         self._driving.close()
         if self._conn is not None:
             await self._run(self._close)

@@ -12,13 +12,18 @@ on the event loop (``_grouping``: SQLite with ``durability="process"`` on a file
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from abc import abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, Generic, TypeVar, cast
+
+import anyio.to_thread
 
 from ..exceptions import HpdAgentError
 from ._base import JournalEntry, Lease, RunRecord, dump_json
+from ._behind import BehindIO, BehindWriter
 from ._crowd import Driving
 from ._fence import Fence, current_fence
 from ._group import GroupCommit, GroupOp
@@ -67,6 +72,12 @@ def close_statement(mark: str) -> str:
         f"SELECT {texts}, {floats}, {mark} FROM gone "
         f"ON CONFLICT (run_id) DO UPDATE SET {updates}"
     )
+
+
+_MAKE_WRITER = threading.Lock()
+
+_JOIN_TIMEOUT = 5.0
+"""Seconds ``aclose`` waits for the writer thread to commit what it was handed."""
 
 
 def _first_row(rows: Rows) -> tuple[Any, ...]:
@@ -118,6 +129,50 @@ class SQLRuns(SQLPart[C]):
     @abstractmethod
     async def get_lease(self, run_id: str) -> Lease | None:
         """The run's lease (``SQLLeases``)."""
+
+    @abstractmethod
+    def _renewal_connect(self) -> C | None:
+        """A new connection for a thread of the store's own, or None (``SQLLeases``)."""
+
+    @abstractmethod
+    def _locked(self, fn: Callable[[C], T]) -> T:
+        """Run ``fn`` with the store's connection, under the store's lock (``SQLStore``)."""
+
+    # -- mode "async": one writer thread for all the runs (``_behind``) ------------------
+    _behind: BehindWriter | None = None
+
+    def behind_writer(self) -> BehindWriter:
+        """``JournalBehind``: this store object's writer thread, made on first use."""
+        writer = self._behind
+        if writer is None:
+            with _MAKE_WRITER:
+                if self._behind is None:
+                    name = f"hpd-agent journal writer {self!r}"
+                    self._behind = BehindWriter(self._behind_io, name)
+                writer = self._behind
+        return writer
+
+    def _behind_io(self) -> BehindIO:
+        return _SQLBehindIO(self, self._renewal_connect())
+
+    def _behind_commit(
+        self, conn: C, batch: Sequence[tuple[str, Fence | None, list[JournalEntry]]]
+    ) -> list[BaseException | None]:
+        """In one transaction, each run's facts fenced by its own token (``BehindIO``)."""
+        ops = [
+            GroupOp(None, rows=[(r, e.key, e.kind, dump_json(e.value)) for e in es], fence=f)
+            for r, f, es in batch
+        ]
+        with self._transaction(conn):
+            for op in ops:
+                self._apply(conn, op)
+        return [op.error for op in ops]
+
+    async def _stop_behind(self) -> None:
+        """Stop the writer thread once it committed what it was handed (store closed)."""
+        thread = None if self._behind is None else self._behind.stop()
+        if thread is not None:
+            await anyio.to_thread.run_sync(thread.join, _JOIN_TIMEOUT)
 
     # -- group commit (``_group``): many runs' writes due at once, in one commit ----------
     def _crowded(self) -> bool:
@@ -288,3 +343,24 @@ class SQLRuns(SQLPart[C]):
                 close_body(conn)
 
         await self._point(close_in)
+
+
+class _SQLBehindIO(BehindIO, Generic[C]):
+    """The writer's connection: its own, or the store's (under the store's lock)."""
+
+    def __init__(self, store: SQLRuns[C], conn: C | None) -> None:
+        self.store = store
+        self.conn = conn
+
+    def commit(
+        self, batch: Sequence[tuple[str, Fence | None, list[JournalEntry]]]
+    ) -> list[BaseException | None]:
+        store = self.store
+        if self.conn is None:
+            return store._locked(lambda conn: store._behind_commit(conn, batch))  # pyright: ignore[reportPrivateUsage]
+        return store._behind_commit(self.conn, batch)  # pyright: ignore[reportPrivateUsage]
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(Exception):
+                cast(Any, self.conn).close()

@@ -3,6 +3,7 @@
 - The protocol and its records: ``Store``, ``Sessions`` (its ``open_session`` /
   ``resume_session``), ``StoreCapabilities`` and the protocols of its fields
   (``JournalWriteNow``, ``JournalBatches``, ``JournalSendAhead``, ``JournalGroups``,
+  ``JournalBehind``,
   ``RunLeases``, ``ThreadTables`` with ``ThreadData``; ``MemoryThreadTables``,
   ``RequestFeed``; ``grants``, a ``GrantBook`` of ``Grant``s, remembered grants, with
   ``MemoryGrants``),
@@ -12,7 +13,8 @@
   pass (its ``token`` must still be the stored lease's ``fence``, else ``fence.refuse()``).
 - Leases: ``new_holder``, ``holder_gone`` (a holder whose process is gone: its lease is
   taken over at once), ``DEFAULT_LEASE_TTL``, ``check_lease_ttl``, ``LeaseRenewer`` /
-  ``RenewIO`` (one renewer thread per store, for ``RunLeases``).
+  ``RenewIO`` (one renewer thread per store, for ``RunLeases``), ``BehindWriter`` /
+  ``BehindIO`` (one writer thread per store for mode ``"async"``, for ``JournalBehind``).
 - The errors a store raises: ``refusal`` (a request not pending), ``lease_refusal`` (a live
   lease), ``run_exists_refusal`` (a run id kept already); ``expire_stale`` is ``recover``.
 - Locations: ``register_scheme(scheme, factory)`` (with ``StoreOptions``, ``StoreFactory``)
@@ -35,11 +37,13 @@ from ._base import (
     RunState,
     refusal,
 )
+from ._behind import BehindIO, BehindWriter
 from ._fence import Fence, current_fence
 from ._holder import holder_gone, new_holder
 from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl, lease_refusal
 from ._protocol import (
     JournalBatches,
+    JournalBehind,
     JournalGroups,
     JournalSendAhead,
     JournalWriteNow,
@@ -58,10 +62,13 @@ from ._threads import MemoryThreadTables
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
+    "BehindIO",
+    "BehindWriter",
     "Fence",
     "Grant",
     "GrantBook",
     "JournalBatches",
+    "JournalBehind",
     "JournalEntry",
     "JournalGroups",
     "JournalSendAhead",

@@ -30,8 +30,9 @@ import anyio
 import anyio.to_thread
 
 from ..exceptions import StoreUnavailableError
-from ._base import RequestRecord, RequestState, dump_json, refusal
+from ._base import JournalEntry, RequestRecord, RequestState, dump_json, refusal
 from ._feed import FeedChanges
+from ._fence import Fence
 from ._grants import GRANT_TABLES, SQLGrants
 from ._lease import DEFAULT_LEASE_TTL, check_lease_ttl
 from ._pg_fast import FastConnection, connect_options, reusable
@@ -86,6 +87,20 @@ _RESOLVE = (
 """``resolve`` in one statement (one round trip instead of five): the conditional update
 merges the context, returns the row and notifies, atomically. A racing resolver waits for
 the row lock, then finds the row no longer pending and updates nothing."""
+
+_BEHIND = (
+    "WITH j AS (SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], "
+    "%s::bigint[]) AS j(run_id, key, kind, value, fence)), "
+    "ok AS (SELECT l.run_id FROM hpd_leases l JOIN (SELECT DISTINCT run_id, fence FROM j) f "
+    "ON l.run_id = f.run_id AND l.fence = f.fence FOR SHARE OF l) "
+    "INSERT INTO hpd_journal (run_id, key, kind, value) "
+    "SELECT j.run_id, j.key, j.kind, j.value FROM j JOIN ok ON ok.run_id = j.run_id "
+    "ON CONFLICT (run_id, key) DO UPDATE SET kind = EXCLUDED.kind, value = EXCLUDED.value "
+    "RETURNING run_id"
+)
+"""A batch of mode ``"async"``'s writer (``_behind``) in one statement (one round trip
+instead of one per row): each run's rows only while its lease has the run's token (the
+lease row shared until the commit, as for a single write); the runs written come back."""
 
 _NOTIFY_OPENED = f" RETURNING pg_notify('{OPENED}', id) IS NULL"
 """Appended to the request insert: a new request notifies the request feeds at its commit,
@@ -221,6 +236,7 @@ class PostgresStore(SQLStore[_Conn]):
             send_ahead=fast,
             leases=self,
             groups=self,
+            behind=self,
             threads=self._threads,
             feed=self,
             grants=self._grants,
@@ -271,6 +287,31 @@ class PostgresStore(SQLStore[_Conn]):
 
     def _transaction(self, conn: _Conn) -> AbstractContextManager[object]:
         return conn.transaction()
+
+    def _behind_commit(
+        self, conn: _Conn, batch: Sequence[tuple[str, Fence | None, list[JournalEntry]]]
+    ) -> list[BaseException | None]:
+        if any(fence is None for _, fence, _ in batch):
+            return super()._behind_commit(conn, batch)
+        # A key written twice in one batch (a kept conversation) once, with its last value:
+        # one statement may not update a row twice.
+        rows: dict[tuple[str, str], tuple[str, str, int]] = {}
+        for run_id, fence, entries in batch:
+            token = cast(Fence, fence).token
+            for e in entries:
+                rows[run_id, e.key] = (e.kind, dump_json(e.value), token)
+        keys, values = list(rows), list(rows.values())
+        args = (
+            [k[0] for k in keys],
+            [k[1] for k in keys],
+            [v[0] for v in values],
+            [v[1] for v in values],
+            [v[2] for v in values],
+        )
+        kept = {r[0] for r in self._query(conn, _BEHIND, args).fetchall()}
+        return [
+            None if run_id in kept else cast(Fence, fence).refuse() for run_id, fence, _ in batch
+        ]
 
     def _resolve_in(
         self,

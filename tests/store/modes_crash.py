@@ -9,8 +9,11 @@ line in ``WORKDIR/effects.txt``), asks the human a question (``ask_user``, answe
 by a scripted human), calls ``work`` with ``c`` and answers "done". It runs with
 ``durability=MODE``. Every write that makes part of the run durable is a cut point,
 counted from 1 in the order the run makes them: a journal write (``Journal._writing``), an
-entry sent ahead (PostgreSQL) or its confirmation, the question's request
-(``StoreRequests.open``), the run's end (``LeaseKeeper.close``). Each is listed in
+entry sent ahead (PostgreSQL) or its confirmation, a batch of the store's writer in mode
+``"async"`` (``BehindIO.commit``, in the writer's thread), the question's request
+(``StoreRequests.open``), the run's end (``LeaseKeeper.close``). In mode ``"async"`` each
+model turn waits until the writer has committed every fact handed to it (``DRAINED``), so
+its batches come at the same points in every run. Each is listed in
 ``WORKDIR/cuts.txt`` as it is reached. At cut ``CUT`` the process ends itself
 (``os._exit(17)``, no clean-up) at ``POINT``: ``before`` (nothing of that write made) or
 ``after`` (it is made: sent, for an entry sent ahead). With ``CUT`` 0 the run finishes.
@@ -20,11 +23,13 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
 import anyio
 import anyio.lowlevel
+import anyio.to_thread
 
 from hpd_agent import Agent, ask_user, tool
 from hpd_agent.messages import Message, ToolResultMessage
@@ -34,6 +39,32 @@ from hpd_agent.testing import FunctionModel, ScriptedHuman, text, tool_call
 
 CRASHED = 17
 KEYS = ("a", "b", "c")
+
+
+class _Drained:
+    """Facts handed to the store's writer (mode ``"async"``) against those it committed or
+    the run took back."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.handed = 0
+        self.done = 0
+
+    def count(self, handed: int = 0, done: int = 0) -> None:
+        with self.cond:
+            self.handed += handed
+            self.done += done
+            self.cond.notify_all()
+
+    async def wait(self) -> None:
+        def wait() -> None:
+            with self.cond:
+                assert self.cond.wait_for(lambda: self.done >= self.handed, timeout=30)
+
+        await anyio.to_thread.run_sync(wait)
+
+
+DRAINED = _Drained()
 
 
 def _append(path: str, line: str) -> None:
@@ -55,6 +86,7 @@ def build(workdir: str) -> Agent:
 
     async def turn(messages: Sequence[Message], info: ModelRequestParams) -> Any:
         await anyio.lowlevel.checkpoint()  # a real model's round trip yields to the event loop
+        await DRAINED.wait()  # mode "async": the writer's batch comes before the next turn
         if info.turn in (0, 1):
             return tool_call("work", _id=f"w{info.turn}", key=KEYS[info.turn])
         if info.turn == 2:
@@ -75,7 +107,7 @@ def human() -> ScriptedHuman:
 
 def _cut_at(cut: int, point: str, workdir: str) -> None:
     """Count the run's writes (module docstring) and die at ``cut``'s ``point``."""
-    from hpd_agent.store import _backend, _journal, _lease
+    from hpd_agent.store import _backend, _behind, _journal, _lease
 
     seen = [0]
 
@@ -125,6 +157,42 @@ def _cut_at(cut: int, point: str, workdir: str) -> None:
 
             self._send_now, self._confirm = counted_send, counted_confirm
 
+    writer_init: Any = _behind.BehindWriter.__init__
+
+    def counted_writer(self: Any, connect: Any, name: str) -> None:
+        def counted_connect() -> Any:
+            io = connect()
+            commit = io.commit
+
+            def counted_commit(batch: Any) -> Any:
+                entries = [e for _, _, es in batch for e in es]
+                n = reached("behind " + ",".join(e.kind for e in entries))
+                errors = commit(batch)
+                done(n)
+                DRAINED.count(done=len(entries))
+                return errors
+
+            io.commit = counted_commit
+            return io
+
+        writer_init(self, counted_connect, name)
+
+    add: Any = _behind.Behind.add
+
+    def counted_add(self: Any, entry: Any) -> None:
+        DRAINED.count(handed=1)
+        add(self, entry)
+
+    take: Any = _behind.Behind.take
+
+    def counted_take(self: Any) -> Any:
+        taken = take(self)
+        DRAINED.count(done=len(taken))
+        return taken
+
+    _behind.BehindWriter.__init__ = counted_writer  # type: ignore[method-assign]
+    _behind.Behind.add = counted_add  # type: ignore[method-assign]
+    _behind.Behind.take = counted_take  # type: ignore[method-assign]
     opening: Any = _backend.StoreRequests.open
 
     async def counted_open(self: Any, *args: Any) -> Any:

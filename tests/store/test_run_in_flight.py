@@ -29,7 +29,7 @@ RUNS = 50
 ending between the two counts) move the figure per run by less than 0.1."""
 
 
-async def _coroutines_per_run(store: Store | None) -> float:
+async def _coroutines_per_run(store: Store | None, durability: str | None = None) -> float:
     """Coroutines alive per run while ``RUNS`` runs wait inside their model call."""
     gate = anyio.Event()
     arrived = anyio.Event()
@@ -46,8 +46,10 @@ async def _coroutines_per_run(store: Store | None) -> float:
     agent = Agent("held", model=FunctionModel(model))
     outputs: list[object] = []
 
+    options = {} if durability is None else {"durability": durability}
+
     async def one() -> None:
-        outputs.append((await agent.run("go", store=store)).output)
+        outputs.append((await agent.run("go", store=store, **options)).output)  # type: ignore[arg-type]
 
     gc.collect()
     before = sum(isinstance(o, types.CoroutineType) for o in gc.get_objects())
@@ -74,3 +76,15 @@ async def test_a_durable_run_in_a_model_call_holds_one_coroutine_more_than_in_me
     # A coroutine or two that is not a run's (it ended or began between the two counts) is
     # noise below 0.1 per run; one whole coroutine more per run is the defect this catches.
     assert durable - in_memory < 1.5, (durable, in_memory)
+
+
+async def test_an_async_run_holds_no_writer_of_its_own(tmp_path: Path) -> None:
+    """Mode "async" on a SQL store: the store's one writer thread commits every run's facts
+    behind it (``_behind``); a run holds no task, task group or event for it."""
+    store = SQLiteStore(tmp_path / "runs.db")
+    try:
+        sync = await _coroutines_per_run(store, "sync")
+        behind = await _coroutines_per_run(store, "async")
+    finally:
+        await store.aclose()
+    assert behind - sync < 0.5, (behind, sync)
