@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable, Generator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any, Literal, get_args
 
 import anyio
@@ -108,7 +108,7 @@ class Coordinator:
         backend: RequestBackend | None = None,
     ) -> None:
         self.run_id = run_id
-        self._outlet = Outlet(sink)
+        self.outlet = Outlet(sink)  # its ``sink`` may be swapped (``Run.deliver``)
         self.listening = listening
         self.on_unhandled: OnUnhandled = on_unhandled
         self.hooks = hooks if hooks is not None else _NO_HOOKS
@@ -117,7 +117,7 @@ class Coordinator:
         """Whether the backend's ``resolve`` takes an answer's ``author`` (one written
         before authors existed is called without it)."""
         self.quiescence = Quiescence()
-        self.requests = RequestTable(self._outlet.emit, self.hooks, self.quiescence)
+        self.requests = RequestTable(self.outlet.emit, self.hooks, self.quiescence)
         self.conversations = Conversations()
         self.cancelling = False
         """Set when the run is cancelled on purpose (``Run.cancel``, leaving its block early).
@@ -137,19 +137,19 @@ class Coordinator:
         self.journal = journal
         self.backend = backend
         self.keeps_authors = takes_keyword(backend.resolve, "author")
-        self.requests = RequestTable(self._outlet.emit, hooks, self.quiescence)
+        self.requests = RequestTable(self.outlet.emit, hooks, self.quiescence)
 
     # -- events ------------------------------------------------------------------------
     def emit(self, event: Event) -> None:
         """Put an event on the run's stream (dropped when nobody is watching)."""
-        sink = self._outlet.sink
+        sink = self.outlet.sink
         if sink is not None:
             sink(event)
 
     @property
     def observed(self) -> bool:
         """Whether ``emit`` delivers events anywhere (if not, the hot path builds none)."""
-        return self._outlet.sink is not None
+        return self.outlet.sink is not None
 
     def add_usage(self, usage: Usage) -> None:
         """Count one model request's usage toward the whole run."""
@@ -492,7 +492,7 @@ async def _wait(
     """
     coordinator.requests.begin_wait(pending)
     try:
-        with anyio.move_on_after(math.inf if timeout is None else timeout):
+        with nullcontext() if timeout is None else anyio.move_on_after(timeout):  # no scope
             if pending.warn_before is not None and timeout is not None:
                 await warn_when_due(coordinator, pending, asker, _waiting, timeout)
             await _waiting(coordinator, pending, asker)

@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ._core.output import output_text
 from ._values.fanout import first_leaf
@@ -91,6 +92,7 @@ class Run:
 
     Iterate it (``async for event in run``) to see every event of the agent tree, answer
     requests with ``respond``, stop it with ``cancel``; read ``result`` once it has ended.
+    A caller that only passes the events on may instead ``deliver`` them to a callback.
     """
 
     def __init__(
@@ -106,11 +108,12 @@ class Run:
         self._prompt = prompt
         self._agent_name = agent_name
         self._executor = executor
-        self._send, self._receive = anyio.create_memory_object_stream[Event](math.inf)
-        self.coordinator = Coordinator(
-            run_id, sink=self._send.send_nowait, listening=True, on_unhandled=on_unhandled
-        )
+        # The stream is made when the block is entered (``deliver`` needs none).
+        self._send: MemoryObjectSendStream[Event] | None = None
+        self._receive: MemoryObjectReceiveStream[Event] | None = None
+        self.coordinator = Coordinator(run_id, listening=True, on_unhandled=on_unhandled)
         self._scope = anyio.CancelScope()
+        self._entered = False
         self._task_group: TaskGroup | None = None
         self._finished = anyio.Event()
         self._result: RunResult | None = None
@@ -124,9 +127,15 @@ class Run:
         return f"Run({self.run_id!r}, {state})"
 
     # -- lifecycle -----------------------------------------------------------------------
-    async def __aenter__(self) -> Run:
-        if self._task_group is not None:
+    def _enter(self) -> None:
+        if self._entered:
             raise UserError("a Run can be entered only once")
+        self._entered = True
+
+    async def __aenter__(self) -> Run:
+        self._enter()
+        self._send, self._receive = anyio.create_memory_object_stream[Event](math.inf)
+        self.coordinator.outlet.sink = self._send.send_nowait
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         self._task_group.start_soon(self._main)
@@ -150,6 +159,7 @@ class Run:
         except BaseExceptionGroup as group:
             raise first_leaf(group) from None
         finally:
+            assert self._receive is not None
             self._receive.close()
         if exc_type is None and self._result is not None and self._result.error is not None:
             raise self._result.error
@@ -179,7 +189,53 @@ class Run:
             watch = self.coordinator.quiescence.watch
             if watch is not None:
                 watch.set()  # a caller of settled() learns the run is over
-            self._send.close()
+            if self._send is not None:
+                self._send.close()
+
+    async def deliver(self, sink: Callable[[Event], None]) -> RunResult:
+        """Run to the end in the calling task, each event handed to ``sink`` as it is emitted.
+
+        The other way to drive a run, for a caller that passes its events on (a server):
+        instead of ``async with run: async for event in run: ...``, with no task of the
+        run's own and no stream between. ``sink`` is called in order, at once, from the
+        task that emits the event (the agent's, or the one answering a request): it must
+        not wait. Everything else is as in the block: ``respond``, ``cancel``, ``settled``
+        and ``wait`` work from other tasks; the caller being cancelled, or ``sink``
+        raising, stops the run as an exception leaving the block does (its stored requests
+        stay resumable); the exception is raised once the run has ended.
+
+        Returns:
+            The run's result.
+
+        Raises:
+            UserError: The run was entered already (``deliver`` or ``async with``).
+            The exception that failed the run, or the one ``sink`` raised.
+        """
+        self._enter()
+        self._iterated = True
+        failed: list[Exception] = []
+        scope = self._scope
+
+        def take(event: Event) -> None:
+            if failed:
+                return
+            try:
+                sink(event)
+            except Exception as e:  # not the emitter's to handle: the run stops
+                failed.append(e)
+                scope.cancel()
+
+        self.coordinator.outlet.sink = take
+        try:
+            await self._main()
+        finally:
+            self.coordinator.outlet.sink = None  # the run is over: later events go nowhere
+        if failed:
+            raise failed[0]
+        result = self.result
+        if result.error is not None:
+            raise result.error
+        return result
 
     # -- events --------------------------------------------------------------------------
     def __aiter__(self) -> Run:
@@ -197,12 +253,15 @@ class Run:
             await anyio.lowlevel.checkpoint()
         else:
             await anyio.lowlevel.checkpoint_if_cancelled()
+        receive = self._receive
+        if receive is None:
+            raise UserError("enter the run (async with run) before iterating it")
         try:
-            return self._receive.receive_nowait()
+            return receive.receive_nowait()
         except anyio.WouldBlock:
             self._burst = 0
             try:
-                return await self._receive.receive()
+                return await receive.receive()
             except (anyio.EndOfStream, anyio.ClosedResourceError):
                 raise StopAsyncIteration from None
         except (anyio.EndOfStream, anyio.ClosedResourceError):
@@ -261,6 +320,12 @@ class Run:
         policy; under ``"interrupt"`` the run ends ``"interrupted"`` once it has settled,
         its requests left pending in its store for a resume."""
         self.coordinator.stop_listening()
+
+    def abandon(self) -> None:
+        """Stop the run the way a stopping process would, not on purpose: its stored
+        requests stay pending and the run resumable (what an exception leaving its block
+        does; ``cancel`` is the deliberate stop)."""
+        self._scope.cancel()
 
     def cancel(self) -> None:
         """Cancel the run and its whole agent tree. Pending requests end as cancelled

@@ -239,7 +239,7 @@ class RunHost(Generic[H]):
         # the run listening. A failed run's outcome holds its error (the server reports
         # it); one that lost its lease has it in ``hosted.raised``.
         try:
-            await drive(hosted.run, sink, closed=partial(self._ended, hosted))
+            await drive(hosted.run, sink, closed=partial(self._ended, hosted), task_group=self._tg)
         finally:
             self._forget(hosted)  # (done already, unless closing the sink failed)
             hosted.finish()

@@ -93,7 +93,7 @@ async def test_request_is_registered_before_its_event_is_seen() -> None:
     # Answering synchronously from the sink, the instant the event is emitted, must work.
     agent, model = asking_agent()
     async with agent.stream("go") as run:
-        original = run.coordinator._outlet.sink
+        original = run.coordinator.outlet.sink
         assert original is not None
 
         def answer_immediately(event: Event) -> None:
@@ -101,7 +101,7 @@ async def test_request_is_registered_before_its_event_is_seen() -> None:
             if isinstance(event, ClarificationRequest):
                 run.coordinator.respond_nowait(event.request_id, "instant")
 
-        run.coordinator._outlet.sink = answer_immediately
+        run.coordinator.outlet.sink = answer_immediately
         async for _ in run:
             pass
     assert model.requests[1][-1].content == "instant"  # type: ignore[union-attr]

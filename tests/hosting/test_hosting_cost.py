@@ -1,6 +1,7 @@
-"""What hosting a run costs the event loop: starting a hosted run, finding a live one again
-and taking its free lock take no trip through the loop; the end of a run that returned its
-result is told as soon as its stream ends, not once its task has left too."""
+"""What hosting a run costs the event loop: a hosted run is driven in one task; starting it,
+finding a live one again and taking its free lock take no trip through the loop; the end of
+a run that returned its result is told as soon as its stream ends. A sink's write holds the
+later events back (in order), not the run."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from collections.abc import AsyncGenerator, Awaitable, Sequence
 from contextlib import asynccontextmanager
 
 import anyio
-import anyio.abc
 import anyio.lowlevel
 import pytest
 
-from hpd_agent import Agent, Event, RunFinished, ask_user
+from hpd_agent import Agent, Event, Run, RunFinished, ask_user
+from hpd_agent.events import ClarificationRequest
 from hpd_agent.hosting import HostedRun, Outcome, RunHost, drive
 from hpd_agent.messages import Message, ToolResultMessage
 from hpd_agent.models import ModelRequestParams
@@ -129,3 +130,93 @@ async def test_the_end_is_told_as_soon_as_the_runs_stream_ends() -> None:
     # The run's task leaving its group takes two more turns: the end is not held for them.
     assert sink.closed - sink.last_event <= 1
     assert told == [sink.closed]
+
+
+class _TaskOf(HostedRun):
+    """Notes the task each event is taken in."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        self.tasks: set[int] = set()
+
+    def take(self, event: Event) -> Awaitable[None] | None:
+        self.tasks.add(anyio.get_current_task().id)
+        return super().take(event)
+
+
+async def test_a_hosted_run_is_driven_in_one_task() -> None:
+    """No task of the run's own beside the host's driver, no stream between them."""
+    stepped: set[int] = set()
+
+    def step(messages: Sequence[Message], info: ModelRequestParams) -> Step:
+        stepped.add(anyio.get_current_task().id)
+        return text("hello")
+
+    agent = Agent("Echo", model=FunctionModel(step))
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            hosted = await RunHost(agent, None, tg, _TaskOf).start("hi")
+            await hosted.ended.wait()
+            assert hosted.outcome.output == "hello"
+            assert len(hosted.tasks) == 1 and hosted.tasks == stepped
+
+
+class _Slow:
+    """A sink whose first take waits (a write) until released; notes what it is told."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.release = anyio.Event()
+        self.taken: list[Event] = []
+        self.closed: tuple[Outcome, Exception | None] | None = None
+        self.fail = fail
+
+    def take(self, event: Event) -> Awaitable[None] | None:
+        self.taken.append(event)
+        return self._write() if len(self.taken) == 1 else None
+
+    async def _write(self) -> None:
+        await self.release.wait()
+        if self.fail:
+            raise OSError("the pipe broke")
+
+    async def close(self, outcome: Outcome, raised: Exception | None) -> None:
+        self.closed = (outcome, raised)
+
+
+async def test_events_after_a_write_wait_their_turn_and_are_all_taken_before_the_end() -> None:
+    sink = _Slow()
+    run = _agent().stream("ask")
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drive, run, sink)
+            await run.settled()  # the run went on while the first write waits
+            assert [type(e).__name__ for e in sink.taken] == ["RunStarted"]
+            (request,) = run.pending
+            await run.respond(request.request_id, "Postgres")
+            await run.wait()
+            assert len(sink.taken) == 1 and sink.closed is None
+            sink.release.set()
+    assert sink.closed is not None and sink.closed[0].output == "heard Postgres"
+    assert isinstance(sink.taken[-1], RunFinished)
+    iterated: list[Event] = []
+    async with _agent().stream("ask") as again:
+        async for event in again:
+            iterated.append(event)
+            if isinstance(event, ClarificationRequest):
+                await again.respond(event.request_id, "Postgres")
+    assert [type(e) for e in sink.taken] == [type(e) for e in iterated]
+
+
+async def test_a_write_that_fails_stops_the_run_and_the_sink_is_told() -> None:
+    sink = _Slow(fail=True)
+    run = _agent().stream("ask")
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(drive, run, sink)
+            await run.settled()
+            sink.release.set()
+            await run.wait()
+    assert run.result.status == "cancelled"
+    assert sink.closed is not None
+    outcome, raised = sink.closed
+    assert outcome.status == "failed" and isinstance(raised, OSError)
