@@ -14,6 +14,7 @@ import importlib.util
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -289,3 +290,23 @@ def test_the_durable_ratio_bench_prints_a_ratio_per_store_and_a_profile() -> Non
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "top 5000 by tottime" in proc.stdout and "top 5000 by cumtime" in proc.stdout
     assert "execute" in proc.stdout  # the SQLite statements are in the profile
+
+
+def test_bench_against_runs_both_trees_alternately_and_removes_the_worktree() -> None:
+    """``bench_against.py REF``: the same workloads in a worktree of REF and here, the
+    figures of each side kept, the worktree gone after."""
+    before = subprocess.run(["git", "-C", str(REPO), "worktree", "list"], capture_output=True)
+    result = _run(
+        BENCHMARKS / "bench_against.py",
+        ["HEAD", "--quick", "--rounds", "2", "--workloads", "W1,W5"],
+        timeout=600,
+    )
+    assert result["ref"] == "HEAD" and result["rounds"] == 2
+    for workload in ("W1", "W5"):
+        figures = result[workload]
+        assert len(figures["ref_runs"]) == 2 and len(figures["now_runs"]) == 2
+        assert all(x > 0 for x in figures["ref_runs"] + figures["now_runs"])
+        assert figures["ref"] == statistics.median(figures["ref_runs"])
+        assert figures["change_pct"] == pytest.approx((figures["now"] / figures["ref"] - 1) * 100)
+    after = subprocess.run(["git", "-C", str(REPO), "worktree", "list"], capture_output=True)
+    assert after.stdout == before.stdout
