@@ -308,8 +308,23 @@ class _Server:
     async def _turn(self, session: _Session, text: str) -> str:
         run_id = f"run_{uuid.uuid4().hex}"
         await self.book.began(session, run_id, text)
-        hosted = await self.host.start(text, conversation=session.conversation, run_id=run_id)
-        return _stop_reason(await self._drive(session, hosted))
+        # driven in this task (``RunHost.run_here``): the reply goes out as the run ends
+        driving = functools.partial(_Server._driving, session)
+        try:
+            hosted = await self.host.run_here(
+                text, conversation=session.conversation, run_id=run_id, started=driving
+            )
+        finally:
+            session.turn = None
+        await self.book.ended(session, hosted.run_id, hosted.outcome)
+        return _stop_reason(hosted.outcome)
+
+    @staticmethod
+    def _driving(session: _Session, hosted: HostedRun) -> None:
+        """``hosted`` is ``session``'s turn now: a ``session/cancel`` cancels it."""
+        session.turn = hosted
+        if session.cancelled:
+            hosted.cancel_nowait("the editor cancelled the turn")
 
     async def _resume(self, session: _Session, run_id: str) -> str:
         """The turn a stopped server left running, resumed from the store and driven to its
@@ -330,10 +345,8 @@ class _Server:
         return _stop_reason(outcome)
 
     async def _drive(self, session: _Session, hosted: HostedRun) -> Outcome:
-        """Wait for the turn to end (its updates are sent as its events come, ``_Turn``)."""
-        session.turn = hosted
-        if session.cancelled:
-            hosted.cancel_nowait("the editor cancelled the turn")
+        """Wait for a resumed turn to end (its updates are sent as its events come)."""
+        self._driving(session, hosted)
         try:
             await hosted.ended.wait()
         finally:
