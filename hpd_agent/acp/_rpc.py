@@ -183,19 +183,36 @@ class Peer:
             RPCError: The other side answered with an error.
             ConnectionClosed: The connection ended first.
         """
-        if self.closed.is_set():
-            raise ConnectionClosed()
+        return await self.request_soon(method, params)
+
+    def request_soon(
+        self, method: str, params: Any, *, answered: Callable[[Any], Awaitable[None]] | None = None
+    ) -> Awaitable[Any]:
+        """``request`` written now (unless another write is in progress); the awaitable
+        waits for the result. ``answered`` takes a result in the reading task as it comes
+        (no trip to the waiting task first); what it raises, the awaitable raises."""
         self._next_id += 1
         request_id = self._next_id
-        waiter = _Waiter()
-        self._waiting[request_id] = waiter
+        waiter = self._waiting[request_id] = _Waiter(answered)
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
-            await self._write(
-                {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
-            )
+            if self.closed.is_set():
+                raise ConnectionClosed()
+            writing = self._write_soon(message)
+        except BaseException as e:
+            del self._waiting[request_id]
+            if isinstance(e, ConnectionClosed):
+                return _raise(e)  # where the result is awaited, as ``request`` does
+            raise
+        return self._response(request_id, waiter, writing)
+
+    async def _response(self, request_id: int, waiter: _Waiter, writing: Any) -> Any:
+        try:
+            if writing is not None:
+                await writing
             await waiter.done.wait()
         except anyio.get_cancelled_exc_class():
-            if not waiter.done.is_set() and not self.closed.is_set():
+            if self._waiting.get(request_id) is waiter and not self.closed.is_set():
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1):
                     await self.notify("$/cancel_request", {"requestId": request_id})
             raise
@@ -255,7 +272,7 @@ class Peer:
             else:
                 await self._reply(None, error=RPCError(INVALID_REQUEST, "invalid request id"))
         elif has_id and ("result" in message or "error" in message):
-            self._answered(message)
+            await self._answered(message)
         else:
             request_id = message.get("id") if has_id and _valid_id(message.get("id")) else None
             await self._reply(request_id, error=RPCError(INVALID_REQUEST, "not a JSON-RPC message"))
@@ -294,8 +311,8 @@ class Peer:
             with anyio.CancelScope(shield=True):
                 await self._reply(request_id, error=RPCError(CANCELLED, "request cancelled"))
 
-    def _answered(self, message: dict[str, Any]) -> None:
-        waiter = self._waiting.get(message["id"]) if isinstance(message["id"], int) else None
+    async def _answered(self, message: dict[str, Any]) -> None:
+        waiter = self._waiting.pop(message["id"], None) if isinstance(message["id"], int) else None
         if waiter is None:
             return  # late or unknown: the request was given up
         error = message.get("error")
@@ -303,6 +320,11 @@ class Peer:
             waiter.error = _error_of(error)
         else:
             waiter.result = message.get("result")
+            if waiter.answered is not None:
+                try:
+                    await waiter.answered(waiter.result)
+                except Exception as e:  # the awaiting task's to handle
+                    waiter.error = e
         waiter.done.set()
 
     # -- writing -------------------------------------------------------------------------
@@ -371,6 +393,10 @@ class Peer:
             if not waiter.done.is_set():
                 waiter.error = ConnectionClosed()
                 waiter.done.set()
+
+
+async def _raise(error: Exception) -> Any:
+    raise error
 
 
 async def _unless_closed(waiting: Awaitable[None]) -> None:
@@ -525,12 +551,13 @@ def _kill(process: anyio.abc.Process, sig: signal.Signals) -> None:
 
 
 class _Waiter:
-    __slots__ = ("done", "error", "result")
+    __slots__ = ("answered", "done", "error", "result")
 
-    def __init__(self) -> None:
+    def __init__(self, answered: Callable[[Any], Awaitable[None]] | None = None) -> None:
+        self.answered = answered
         self.done = anyio.Event()
         self.result: Any = None
-        self.error: RPCError | None = None
+        self.error: Exception | None = None
 
 
 def _parse(line: bytes) -> dict[str, Any] | RPCError:

@@ -3,10 +3,10 @@
 Each ACP session is a conversation (``hosting.RunHost``), each ``session/prompt`` a turn
 whose events go out as they come: the root agent's text as ``agent_message_chunk``, every
 tool call of the tree as a ``tool_call`` titled ``A > B: tool`` and its ``tool_call_update``.
-Each question goes out as soon as it is asked, in a task of its own (``Questions``);
-the client's reply is its answer, given by its ``clientInfo.name`` on channel ``acp``. With a
-store each session is kept in its thread tables (space ``acp``), and a turn a stopped server
-left running is resumed by the session's next prompt.
+Each question goes out as soon as it is asked (``Questions``; a permission's reply is given
+as it is read); the client's reply is its answer, given by its ``clientInfo.name`` on
+channel ``acp``. With a store each session is kept in its thread tables (space ``acp``), and
+a turn a stopped server left running is resumed by the session's next prompt.
 """
 
 from __future__ import annotations
@@ -308,8 +308,16 @@ class _Server:
     async def _turn(self, session: _Session, text: str) -> str:
         run_id = f"run_{uuid.uuid4().hex}"
         await self.book.began(session, run_id, text)
-        hosted = await self.host.start(text, conversation=session.conversation, run_id=run_id)
+        conversation, driving = session.conversation, functools.partial(self._driving, session)
+        hosted = self.host.run_here(text, conversation=conversation, run_id=run_id, started=driving)
         return _stop_reason(await self._drive(session, hosted))
+
+    @staticmethod
+    def _driving(session: _Session, hosted: HostedRun) -> None:
+        """``hosted`` is ``session``'s turn now: ``session/cancel`` cancels it."""
+        session.turn = hosted
+        if session.cancelled:
+            hosted.cancel_nowait("the editor cancelled the turn")
 
     async def _resume(self, session: _Session, run_id: str) -> str:
         """The turn a stopped server left running, resumed from the store and driven to its
@@ -329,17 +337,19 @@ class _Server:
             return "end_turn"
         return _stop_reason(outcome)
 
-    async def _drive(self, session: _Session, hosted: HostedRun) -> Outcome:
-        """Wait for the turn to end (its updates are sent as its events come, ``_Turn``)."""
-        session.turn = hosted
-        if session.cancelled:
-            hosted.cancel_nowait("the editor cancelled the turn")
+    async def _drive(self, session: _Session, turn: HostedRun | Awaitable[HostedRun]) -> Outcome:
+        """Wait for the turn to end: resumed (a ``HostedRun``) or driven here (``run_here``,
+        awaited). Its updates are sent as its events come (``_Turn``)."""
         try:
-            await hosted.ended.wait()
+            if isinstance(turn, HostedRun):
+                self._driving(session, turn)
+                await turn.ended.wait()
+            else:
+                turn = await turn
         finally:
             session.turn = None
-        await self.book.ended(session, hosted.run_id, hosted.outcome)
-        return hosted.outcome
+        await self.book.ended(session, turn.run_id, turn.outcome)
+        return turn.outcome
 
     async def update(self, session_id: str, update: dict[str, Any]) -> None:
         """Send one ``session/update``; dropped once the editor has stopped reading (the turn
@@ -376,7 +386,7 @@ class _Turn(HostedRun):
                 scope = self._asking[event.request_id] = anyio.CancelScope()
                 server = self.server
                 questions = Questions(server.peer, self.session_id, self, server.client)
-                server.tg.start_soon(questions.ask, event, scope)
+                server.tg.start_soon(questions.ask, event, scope, questions.soon(event))
         elif isinstance(event, ClarificationResolved | PermissionResolved):
             scope = self._asking.pop(event.request_id, None)
             if scope is not None:
@@ -474,6 +484,10 @@ def _prompt_text(blocks: Any) -> str:
     return joined
 
 
+_Asked = ClarificationRequest | PermissionRequest
+_OPTIONS = [{"optionId": o.id, "name": o.label, "kind": o.acp_kind} for o in PERMISSION_OPTIONS]
+
+
 class Questions:
     """One question of a turn asked of the client, and its reply given to the run."""
 
@@ -483,51 +497,44 @@ class Questions:
         self.hosted = hosted
         self.client = client
 
-    async def ask(self, request: ClarificationRequest | PermissionRequest, scope: Any) -> None:
-        """Ask ``request`` until it is answered or ends (``scope`` is cancelled then)."""
+    def soon(self, request: _Asked) -> Awaitable[Any] | None:
+        """A permission asked now, its reply given to the run as read (``ask`` waits)."""
+        if not isinstance(request, PermissionRequest):
+            return None
+        path, tool = request.agent_path, request.tool_name
+        call = {"title": title(path, tool), "rawInput": request.arguments}
+        call["_meta"] = meta(path, tool_name=tool)
+        params = self._params(request, call, _OPTIONS)
+        given = functools.partial(self._permitted, request)
+        return self.peer.request_soon("session/request_permission", params, answered=given)
+
+    async def ask(self, request: _Asked, scope: Any, asked: Awaitable[Any] | None) -> None:
+        """Ask ``request`` (``asked``: by ``soon``) until answered or ended (``scope``)."""
         with scope:
             try:
-                if isinstance(request, PermissionRequest):
-                    await self._permission(request)
+                if asked is not None:
+                    await asked
                 elif self.client.forms:
-                    await self._form(request)
+                    await self._form(cast(ClarificationRequest, request))
                 else:
-                    await self._fallback(request)
+                    await self._fallback(cast(ClarificationRequest, request))
             except ConnectionClosed:
                 return  # nobody to ask any more: the run stops with the connection
             except RPCError as e:  # the client could not ask it: it ends unanswered
                 _log.warning("acp: the client failed a question: %s", e.message)
                 await self.hosted.cancel_request(request.request_id)
 
-    def _tool_call(self, request: ClarificationRequest | PermissionRequest) -> str:
+    def _tool_call(self, request: _Asked) -> str:
         if request.tool_call_id is None:
             return request.request_id
         return call_id_of(request.invocation_id, request.tool_call_id)
 
-    async def _pick(
-        self, request: ClarificationRequest | PermissionRequest, call: dict[str, Any], options: Any
-    ) -> str | None:
-        """A ``session/request_permission`` on the request's tool call: the option selected
-        (``""`` for a malformed reply), None when it was dismissed."""
+    def _params(self, request: _Asked, call: dict[str, Any], options: Any) -> dict[str, Any]:
         call = {"toolCallId": self._tool_call(request), **call}
-        params = {"sessionId": self.session_id, "toolCall": call, "options": list(options)}
-        outcome = as_object(await self.peer.request("session/request_permission", params))
-        picked = as_object(outcome.get("outcome"))
-        if picked.get("outcome") != "selected":
-            return None
-        option = picked.get("optionId")
-        return option if isinstance(option, str) else ""
+        return {"sessionId": self.session_id, "toolCall": call, "options": list(options)}
 
-    async def _permission(self, request: PermissionRequest) -> None:
-        call = {
-            "title": title(request.agent_path, request.tool_name),
-            "rawInput": request.arguments,
-            "_meta": meta(request.agent_path, tool_name=request.tool_name),
-        }
-        options = (
-            {"optionId": o.id, "name": o.label, "kind": o.acp_kind} for o in PERMISSION_OPTIONS
-        )
-        picked = await self._pick(request, call, options)
+    async def _permitted(self, request: PermissionRequest, reply: Any) -> None:
+        picked = _picked(reply)
         answer: Any = Decline() if picked is None else decision_of(picked, by=EDITOR)
         if answer is None:
             answer = Deny(reason=f"{EDITOR} picked an option that was not offered")
@@ -571,17 +578,23 @@ class Questions:
             return
         call = {"title": form_for(request, by=EDITOR).message, "_meta": meta(request.agent_path)}
         options = (
-            {
-                "optionId": str(i),
-                "name": name,
-                "kind": "reject_once" if a is False else "allow_once",
-            }
-            for i, (name, a) in enumerate(choices)
+            {"optionId": str(i), "name": n, "kind": "reject_once" if a is False else "allow_once"}
+            for i, (n, a) in enumerate(choices)
         )
-        picked = await self._pick(request, call, options)
+        params = self._params(request, call, options)
+        picked = _picked(await self.peer.request("session/request_permission", params))
         index = int(picked) if picked is not None and picked.isdigit() else -1
         if not 0 <= index < len(choices):
             await self.hosted.cancel_request(request.request_id)  # dismissed
             return
         answer = choices[index][1]
         await self.hosted.answer_request(request.request_id, lambda: answer)
+
+
+def _picked(reply: Any) -> str | None:
+    """The option a permission reply selected (``""``: malformed); None: dismissed."""
+    picked = as_object(as_object(reply).get("outcome"))
+    if picked.get("outcome") != "selected":
+        return None
+    option = picked.get("optionId")
+    return option if isinstance(option, str) else ""

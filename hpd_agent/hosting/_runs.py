@@ -84,6 +84,45 @@ class RunHost(Generic[H]):
         Raises:
             ConversationBusyError: The conversation's last turn is still running.
         """
+        return self._spawn(self._kept(await self._new(query, conversation, run_id), conversation))
+
+    async def run_here(
+        self,
+        query: str,
+        *,
+        conversation: str | None = None,
+        run_id: str | None = None,
+        started: Callable[[H], object] | None = None,
+    ) -> H:
+        """``start``, but the run is driven in the calling task: return once it has ended.
+
+        For a request that waits for the run's end anyway (an ACP prompt): no task to
+        hand it to, no wait for its end, so its answer goes out that much sooner.
+        Meanwhile the run is found by id like any other (``live``, ``reopen``,
+        ``cancel``); the caller being cancelled stops it as a server shutting down does
+        (``STOPPED``: a stored run stays resumable).
+
+        Args:
+            query: The prompt.
+            conversation: As for ``start``.
+            run_id: As for ``start``.
+            started: Called with the run as it starts, before it runs (e.g. kept so that
+                another request can cancel it).
+
+        Raises:
+            ConversationBusyError: The conversation's last turn is still running.
+        """
+        hosted = self._kept(await self._new(query, conversation, run_id), conversation)
+        if started is not None:
+            try:
+                started(hosted)
+            except BaseException:
+                self._forget(hosted)  # never entered: nothing of it ran
+                raise
+        await self._drive(hosted, self.sink(hosted, resumed=False))
+        return hosted
+
+    async def _new(self, query: str, conversation: str | None, run_id: str | None) -> Run:
         history = None
         if conversation is not None:
             if conversation in self._turns:
@@ -91,8 +130,7 @@ class RunHost(Generic[H]):
                     "this conversation's turn is still running: wait for it or cancel it"
                 )
             history = await self.histories.history(conversation)
-        run = self.agent.stream(query, history=history, run_id=run_id, store=self.store)
-        return await self._serve(run, conversation)
+        return self.agent.stream(query, history=history, run_id=run_id, store=self.store)
 
     def turn(self, conversation: str) -> H | None:
         """The conversation's turn running now, if any."""
@@ -124,7 +162,7 @@ class RunHost(Generic[H]):
             if record.status in ("completed", "failed", "cancelled"):
                 return record
             resumed = self.agent.resume_stream(run_id, store=store)
-            return await self._serve(resumed, conversation, resumed=True)
+            return self._spawn(self._kept(resumed, conversation), resumed=True)
 
     async def cancel(self, run_id: str) -> None:
         """Cancel the run ``run_id`` wherever it is driven; return once it has ended.
@@ -209,14 +247,16 @@ class RunHost(Generic[H]):
         resumed from the store, not started)."""
         return hosted
 
-    async def _serve(
-        self, run: Run, conversation: str | None = None, *, resumed: bool = False
-    ) -> H:
+    def _kept(self, run: Run, conversation: str | None) -> H:
+        """``run`` hosted: found by its id (and as its conversation's turn) from now on."""
         hosted = self._hosted(run)
         hosted.conversation = conversation
         self._live[hosted.run_id] = hosted
         if conversation is not None:
             self._turns[conversation] = hosted
+        return hosted
+
+    def _spawn(self, hosted: H, *, resumed: bool = False) -> H:
         try:
             # Not ``start``: waiting for the run to be entered cost the caller a trip to the
             # event loop and a future; the driving task always starts (a cancelled one too,

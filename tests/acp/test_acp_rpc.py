@@ -243,3 +243,43 @@ async def test_a_message_the_pipe_takes_whole_is_written_at_once_and_order_is_ke
         if read_end >= 0:
             os.close(read_end)
         await unused.aclose()
+
+
+async def test_a_request_soon_is_written_at_once_and_its_result_taken_as_it_is_read() -> None:
+    """``request_soon`` writes before it returns (no task needed to send it); ``answered``
+    gets the result in the reading task, before the awaiting task resumes, and what it
+    raises is raised where the result is awaited."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    replies, into = _pipe()
+    seen: list[str] = []
+    takers: set[int] = set()  # the tasks ``answered`` ran in
+
+    async def answered(result: Any) -> None:
+        seen.append(f"answered {result}")
+        takers.add(anyio.get_current_task().id)
+        if result == "bad":
+            raise ValueError("a bad reply")
+
+    waiting = anyio.get_current_task().id
+    try:
+        peer = Peer(into, _FdSend(write_end), on_request=_echo, on_notification=_echo)
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(peer.serve)
+                first = peer.request_soon("ask", {"n": 1}, answered=answered)
+                second = peer.request_soon("ask", {"n": 2}, answered=answered)
+                sent = [json.loads(line) for line in os.read(read_end, 1 << 16).splitlines()]
+                assert [m["params"] for m in sent] == [{"n": 1}, {"n": 2}]
+                await replies.send(b'{"jsonrpc":"2.0","id":1,"result":"yes"}\n')
+                await replies.send(b'{"jsonrpc":"2.0","id":2,"result":"bad"}\n')
+                assert await first == "yes"
+                seen.append("awaited")
+                with pytest.raises(ValueError, match="a bad reply"):
+                    await second
+                tg.cancel_scope.cancel()
+        assert seen[0] == "answered yes" and "answered bad" in seen
+        assert len(takers) == 1 and takers != {waiting}  # the reading task, not the waiting one
+    finally:
+        os.close(read_end)
+        os.close(write_end)

@@ -17,7 +17,14 @@ from acp_agents import GATES, counted, echo, planner, top
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from hpd_agent import Agent
-from hpd_agent.acp._rpc import INVALID_PARAMS, METHOD_NOT_FOUND, NOT_FOUND, Peer, RPCError
+from hpd_agent.acp._rpc import (
+    CANCELLED,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    NOT_FOUND,
+    Peer,
+    RPCError,
+)
 from hpd_agent.acp._server import serve_streams
 
 pytestmark = pytest.mark.anyio
@@ -188,6 +195,50 @@ async def test_the_editor_going_away_stops_a_turn_waiting_for_it() -> None:
                 await asked.wait()
                 tg.cancel_scope.cancel()
     assert counted("effect") == []
+
+
+async def test_a_prompt_cancelled_by_its_request_id_stops_its_turn_and_the_session_goes_on() -> (
+    None
+):
+    """``$/cancel_request`` on a ``session/prompt`` answers it ``-32800`` and stops its turn
+    (its open permission request is withdrawn, its tool never runs): the session's next
+    prompt runs (it used to find the first turn still running)."""
+    asked, withdrawn = anyio.Event(), anyio.Event()
+
+    async def hold_then_approve(method: str, params: Any) -> Any:
+        if asked.is_set():
+            return await _approve(method, params)
+        asked.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            withdrawn.set()
+
+    with anyio.fail_after(20):
+        async with client(top, hold_then_approve) as (peer, updates):
+            session = (await peer.request("session/new", {"cwd": "/tmp"}))["sessionId"]
+            caught: list[RPCError] = []
+
+            async def prompt() -> None:
+                first = {"sessionId": session, "prompt": [{"type": "text", "text": "1"}]}
+                try:
+                    await peer.request("session/prompt", first)
+                except RPCError as e:
+                    caught.append(e)
+
+            async with anyio.create_task_group() as tg:
+                prompt_id = peer.next_request_id
+                tg.start_soon(prompt)
+                await asked.wait()
+                await peer.notify("$/cancel_request", {"requestId": prompt_id})
+            await withdrawn.wait()
+            second = {"sessionId": session, "prompt": [{"type": "text", "text": "1"}]}
+            answer = await peer.request("session/prompt", second)
+    assert [e.code for e in caught] == [CANCELLED]
+    assert answer == {"stopReason": "end_turn"}
+    chunks = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert "".join(chunks) == "top: mid: leaf: deployed to prod1"  # the second turn's
+    assert counted("effect") == ["deploy prod1"]  # once: the first turn's never ran
 
 
 async def test_an_update_the_editor_no_longer_reads_leaves_the_turn_resumable(
