@@ -145,3 +145,30 @@ async def test_a_thread_read_on_sqlite_waits_for_no_write_under_way(tmp_path: Pa
         assert held.let_go is True
     finally:
         await store.aclose()
+
+
+async def test_a_thread_read_on_a_sqlite_file_takes_no_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every input's start reads its thread: a worker thread's hop cost the event loop more
+    # than the read.
+    store = SQLiteStore(tmp_path / "runs.db")
+    tables = store.capabilities().threads
+    assert tables is not None
+    try:
+        await tables.write_thread("web", "t", rows={"run": "x"}, items=["a"])
+        assert await tables.read_thread("web", "new") is None  # opens what a read uses
+        hops: list[object] = []
+        run_sync = anyio.to_thread.run_sync
+
+        async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            hops.append(fn)
+            return await run_sync(fn, *args, **kwargs)
+
+        monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+        data = await tables.read_thread("web", "t")
+        assert data is not None and data.rows == {"run": "x"} and data.items == ["a"]
+        assert await tables.read_thread("web", "other") is None
+        assert hops == []
+    finally:
+        await store.aclose()
