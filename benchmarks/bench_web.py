@@ -26,9 +26,10 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -60,6 +61,10 @@ def in_process(turns: int) -> tuple[float, int]:
 
 
 def _start(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[str], str]:
+    """Start a server child process; it and the URL its ``Serving ... on URL`` line gives.
+    Its later output (a line per run: its activity log) is read and dropped in a thread:
+    a pipe nobody reads fills (64 KiB) and the server then blocks writing, its event loop
+    with it, and the benchmark waits for ever."""
     proc = subprocess.Popen(
         command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -67,8 +72,14 @@ def _start(command: list[str], env: dict[str, str]) -> tuple[subprocess.Popen[st
     for line in proc.stdout:
         m = re.search(r"on (http://\S+)", line)
         if m:
+            threading.Thread(target=_drain, args=(proc.stdout,), daemon=True).start()
             return proc, m.group(1)
     raise RuntimeError("the server did not start")
+
+
+def _drain(output: IO[str]) -> None:
+    for _ in output:
+        pass
 
 
 def through_sse(url: str, body: dict[str, Any], expect: str) -> tuple[float, int]:

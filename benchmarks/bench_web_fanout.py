@@ -193,7 +193,9 @@ def measure(args: argparse.Namespace, folder: str) -> dict[str, Any]:
     result.update(sse_s_all=[round(x, 4) for x in sse])
     local_us = statistics.median(local_cpu) / local_events * 1e6
     result.update(in_process_cpu_us_per_event=round(local_us, 2))
-    if cpu:  # the server's CPU (Linux): a ratio that the machine's other load moves less
+    # The server's CPU (Linux): a ratio that the machine's other load moves less; none when
+    # a tiny run took less than a clock tick (the smoke test's).
+    if cpu and statistics.median(cpu) > 0:
         server_us = statistics.median(cpu) / sse_events * 1e6
         result.update(sse_server_cpu_s=round(statistics.median(cpu), 4))
         result.update(sse_server_cpu_us_per_event=round(server_us, 2))

@@ -72,12 +72,23 @@ def _is_path(module: str) -> bool:
     return module.endswith(".py")
 
 
+_SCRIPT_NAMES: dict[str, str] = {}
+"""The ``sys.modules`` name a script's path was last found under: asked at every durable
+run's start (a server's every run), a scan of ``sys.modules`` is hundreds of entries."""
+
+
 def _script_module(path: str) -> Any:
     """The loaded module running the script at ``path`` (``__main__`` or one of ours)."""
+    known = _SCRIPT_NAMES.get(path)
+    if known is not None:
+        found = sys.modules.get(known)
+        if found is not None and _script_path(getattr(found, "__file__", None)) == path:
+            return found
     for name, found in list(sys.modules.items()):
         if name != "__main__" and not name.startswith(SCRIPT_PREFIX):
             continue
         if _script_path(getattr(found, "__file__", None)) == path:
+            _SCRIPT_NAMES[path] = name
             return found
     return None
 

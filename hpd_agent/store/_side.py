@@ -169,10 +169,10 @@ class SideDB:
     async def read(self, fn: Callable[[Any], T]) -> T:
         """``fn`` on the reading connection, in one read transaction (a consistent
         snapshot); on the writing one where there is none."""
-        with self._lock:
-            opened = self._conn is not None
-        if not opened:
-            await self.call(lambda conn: None)
+        # Not under ``_lock``: a write holds it for its commit (an fsync), and the event
+        # loop would wait for it. Once set, ``_conn`` stays until ``close``.
+        if self._conn is None:
+            await self.call(lambda conn: None)  # opens the connections, makes the tables
         if self._reader is None:
             return await self.call(fn)
 

@@ -90,7 +90,10 @@ class SQLThreadTables:
         await db.call(write)
 
     async def read_thread(self, space: str, thread_id: str) -> ThreadData | None:
-        """The thread's rows and items; None if it holds neither (``ThreadTables``)."""
+        """The thread's rows and items; None if it holds neither (``ThreadTables``). On a
+        SQLite file, read on the event loop when it can (``SideDB.read_now``): a web
+        server reads its thread at every input's start, and a worker thread's hop costs
+        the loop more than the read (what it reads, the loop parses anyway)."""
         rows_sql, items_sql = self.db.sql(_ROWS), self.db.sql(_ITEMS)
 
         def read(conn: Any) -> ThreadData | None:
@@ -100,7 +103,7 @@ class SQLThreadTables:
                 return None
             return ThreadData({k: v for k, v in rows}, [i for (i,) in items])
 
-        return await self.db.read(read)
+        return await self.db.read_now(read)
 
     async def thread_of(self, space: str, key: str) -> str | None:
         """The thread of ``space`` holding a row ``key``, or None (``ThreadTables``)."""

@@ -123,5 +123,7 @@ class ThreadView:
                 self.finished.add(m.tool_call_id)
 
     def snapshot(self) -> MessagesSnapshotEvent:
-        """A ``MESSAGES_SNAPSHOT`` of the thread so far (deep copies: later folds don't leak)."""
-        return MessagesSnapshotEvent(messages=[m.model_copy(deep=True) for m in self.messages])
+        """A ``MESSAGES_SNAPSHOT`` of the thread so far, holding the view's own messages (no
+        copies: a run's end makes one): record it at once (``ThreadLog.append`` encodes it
+        and folds it back, which changes nothing), later folds change them."""
+        return MessagesSnapshotEvent(messages=list(self.messages))

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
 from hpd_agent import Agent
-from hpd_agent._values.refs import load_ref, module_ref  # pyright: ignore[reportPrivateUsage]
+from hpd_agent._values import refs
+from hpd_agent._values.refs import (  # pyright: ignore[reportPrivateUsage]
+    SCRIPT_PREFIX,
+    load_ref,
+    module_ref,
+)
 from hpd_agent.testing import FunctionModel, text
 
 SCRIPT = """
@@ -41,3 +48,30 @@ def test_bad_script_refs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"script\.py:attribute"):
         load_ref("no_colon")
     assert module_ref(Agent("X", model=FunctionModel(lambda m, i: text(""))), None) is None
+
+
+def test_a_scripts_agent_is_found_again_without_a_scan_of_every_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A served script's agent has its reference looked up at every run's start: once found,
+    # its module is not looked for again among every loaded module (hundreds on a server).
+    script = tmp_path / "served_bot.py"
+    script.write_text(SCRIPT)
+    agent = load_ref(f"{script}:agent")
+    for i in range(50):  # other scripts loaded by path
+        other = ModuleType(f"{SCRIPT_PREFIX}other_{i}")
+        other.__file__ = str(tmp_path / f"other_{i}.py")
+        monkeypatch.setitem(sys.modules, other.__name__, other)
+    looked: list[object] = []
+    seen = refs._script_path  # pyright: ignore[reportPrivateUsage]
+
+    def counted(file: object) -> str | None:
+        looked.append(file)
+        return seen(file)
+
+    monkeypatch.setattr(refs, "_script_path", counted)
+    ref = f"{script}:agent"
+    assert module_ref(agent, agent._home) == ref  # pyright: ignore[reportPrivateUsage]
+    looked.clear()
+    assert module_ref(agent, agent._home) == ref  # pyright: ignore[reportPrivateUsage]
+    assert looked == [str(script)]

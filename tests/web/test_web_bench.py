@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
+import os
+import sys
+
+from _bench import REPO
 from _bench import bench_result as _result
 
 
@@ -38,3 +43,19 @@ def test_bench_web_clients_reports_every_figure() -> None:
     for phase in ("steady", "steady_with_stalled", "burst"):
         assert result[f"{phase}_complete"] is True
         assert result[f"{phase}_p99_ms"] >= result[f"{phase}_p50_ms"] > 0
+
+
+def test_bench_servers_output_is_read_while_it_serves() -> None:
+    # A served run writes a line to the server's stdout (its activity log); a benchmark that
+    # stops reading after the "Serving ... on URL" line lets the pipe fill (64 KiB), and the
+    # server blocks writing, its event loop with it: `--phases burst --repeat 3` hung so.
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    start = importlib.import_module("bench_web")._start
+    chatty = "print('Serving x on http://127.0.0.1:1', flush=True)\nfor _ in range(20000): print('x' * 99)"
+    proc, url = start([sys.executable, "-c", chatty], dict(os.environ))
+    assert url == "http://127.0.0.1:1"
+    try:
+        assert proc.wait(timeout=60) == 0  # it wrote 2 MB and ended: someone read them
+    finally:
+        proc.kill()
+        proc.wait()

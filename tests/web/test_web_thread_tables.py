@@ -6,9 +6,13 @@ registers. A store that offers none still serves (its threads in the server's me
 from __future__ import annotations
 
 import sys
+import threading
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
+import anyio.to_thread
 import httpx
 import pytest
 from _scheme_plugin import installed_plugin
@@ -105,3 +109,66 @@ def test_a_server_on_a_scheme_an_installed_package_registers_keeps_its_threads(
             assert len(c.get("/threads/t/messages").json()["messages"]) == 2
     finally:
         second.stop()
+
+
+class _Held:
+    """An item whose encoding (in the writing worker thread, within its transaction) waits
+    until the test lets it go: a write under way, as a commit waiting for the disk is."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.go = threading.Event()
+        self.let_go: bool | None = None
+
+    def __conform__(self, protocol: object) -> str:
+        self.entered.set()
+        self.let_go = self.go.wait(10)  # False: nobody let it go (the loop was blocked)
+        return "held"
+
+
+async def test_a_thread_read_on_sqlite_waits_for_no_write_under_way(tmp_path: Path) -> None:
+    # Every input's start reads its thread: it waited on the event loop for any write of the
+    # thread tables under way (its commit, an fsync), the whole server with it.
+    store = SQLiteStore(tmp_path / "runs.db")
+    tables = store.capabilities().threads
+    assert tables is not None
+    held = _Held()
+    items: Any = [held]
+    try:
+        await tables.write_thread("web", "t", rows={"run": "x"})
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(partial(tables.write_thread, "web", "t", items=items))
+            await anyio.to_thread.run_sync(held.entered.wait)
+            data = await tables.read_thread("web", "t")  # the last commit's snapshot
+            held.go.set()
+            assert data is not None and data.rows == {"run": "x"} and data.items == []
+        assert held.let_go is True
+    finally:
+        await store.aclose()
+
+
+async def test_a_thread_read_on_a_sqlite_file_takes_no_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every input's start reads its thread: a worker thread's hop cost the event loop more
+    # than the read.
+    store = SQLiteStore(tmp_path / "runs.db")
+    tables = store.capabilities().threads
+    assert tables is not None
+    try:
+        await tables.write_thread("web", "t", rows={"run": "x"}, items=["a"])
+        assert await tables.read_thread("web", "new") is None  # opens what a read uses
+        hops: list[object] = []
+        run_sync = anyio.to_thread.run_sync
+
+        async def counted(fn: Any, *args: Any, **kwargs: Any) -> Any:
+            hops.append(fn)
+            return await run_sync(fn, *args, **kwargs)
+
+        monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+        data = await tables.read_thread("web", "t")
+        assert data is not None and data.rows == {"run": "x"} and data.items == ["a"]
+        assert await tables.read_thread("web", "other") is None
+        assert hops == []
+    finally:
+        await store.aclose()

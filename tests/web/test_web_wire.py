@@ -168,3 +168,19 @@ def test_a_text_piece_made_straight_into_its_frame_is_the_models_frame() -> None
     wires = [o for _, o in found if not isinstance(o, BaseEvent)]
     assert {"subagentRunId" in o for o in wires} == {True, False}
     assert TRICKY in "".join(p[2] for p, _ in found)
+
+
+def test_a_runs_end_snapshot_copies_no_message_and_folds_back_to_the_same_view() -> None:
+    # Every run's end makes one: copying each message of the thread cost the event loop
+    # more than the rest of the run's closing frames.
+    view = ThreadView()
+    view.fold({"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"})
+    for delta in ("Hello", ", world"):
+        view.fold({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": delta})
+    snapshot = view.snapshot()
+    encoded = snapshot.model_dump_json(by_alias=True)
+    assert '"content":"Hello, world"' in encoded
+    assert all(a is b for a, b in zip(snapshot.messages, view.messages, strict=True))
+    view.fold(snapshot)  # as ThreadLog.append records it
+    view.fold({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": "!"})
+    assert view.snapshot().model_dump_json(by_alias=True) == encoded.replace("world", "world!")
