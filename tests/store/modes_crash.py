@@ -110,13 +110,18 @@ def _cut_at(cut: int, point: str, workdir: str) -> None:
     from hpd_agent.store import _backend, _behind, _journal, _lease
 
     seen = [0]
+    # The store's writer thread (mode "async") and the event loop reach writes at the same
+    # time: each takes its number under the lock and compares its own, or cut N is missed.
+    numbering = threading.Lock()
 
     def reached(what: str) -> int:
-        seen[0] += 1
-        _append(os.path.join(workdir, "cuts.txt"), f"{seen[0]} {what}")
-        if seen[0] == cut and point == "before":
+        with numbering:
+            seen[0] += 1
+            n = seen[0]
+        _append(os.path.join(workdir, "cuts.txt"), f"{n} {what}")
+        if n == cut and point == "before":
             os._exit(CRASHED)
-        return seen[0]
+        return n
 
     def done(n: int) -> None:
         if n == cut and point == "after":
