@@ -61,8 +61,9 @@ def frame(event: str, data: Any) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
 
-def _opened(entry: Pending) -> bytes:
-    return b"event: request_opened\ndata: " + entry.item + b"\n\n"
+def _encoded(event: bytes, data: bytes) -> bytes:
+    """One SSE frame of JSON ``data`` already encoded (as ``frame`` writes it)."""
+    return b"event: " + event + b"\ndata: " + data + b"\n\n"
 
 
 class Stream:
@@ -159,9 +160,9 @@ class Changes:
             return  # never listed (opened and ended between two looks), or told already
         item = json.dumps(
             {**json.loads(entry.item), **resolved_item(record)}, separators=(",", ":")
-        )
-        self._recent.append((entry, item.encode()))
-        encoded = b"event: request_resolved\ndata: " + item.encode() + b"\n\n"
+        ).encode()
+        self._recent.append((entry, item))
+        encoded = _encoded(b"request_resolved", item)
         for stream in self._streams:
             stream.put(entry, encoded)
 
@@ -234,7 +235,7 @@ class Changes:
             return
         entries = self._entries([record])
         if entries and self.pending.add(entries[0]):
-            encoded = _opened(entries[0])
+            encoded = _encoded(b"request_opened", entries[0].item)
             for stream in self._streams:
                 stream.put(entries[0], encoded)
 
