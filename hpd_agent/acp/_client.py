@@ -324,8 +324,10 @@ class _Connection:
         if not isinstance(error, ConnectionClosed):
             return f"it answered {what} with an error: {error.message} (code {error.code})"
         with anyio.move_on_after(2):  # its stdout closed as it exited: wait for its status
-            await self.child.exited.wait()
-        status = "" if self.child.status is None else f" (exit status {self.child.status})"
+            await self.child.proc.exited.wait()
+        status = (
+            "" if self.child.proc.status is None else f" (exit status {self.child.proc.status})"
+        )
         return f"the agent process ended during {what}{status}"
 
     # -- what the agent sends -----------------------------------------------------------

@@ -12,21 +12,17 @@ connection (nothing can be resynchronised inside it), a line that is not JSON or
 than ``MAX_DEPTH`` is answered with a parse error, a message that is no request, notification
 or response with an invalid-request error; a response nobody waits for is dropped.
 
-``spawn`` starts a program with a ``Peer`` on its stdin/stdout (an ACP client's agent), in a
-process group of its own, and reaps it when left (stdin closed, then SIGTERM, then SIGKILL).
-
-And the words both of the server's parts share: what a client said of itself in
-``initialize`` (``Client``: form elicitation, its name, who its answers are given by, on
-``CHANNEL``), a tool call's id, title and ``_meta``.
+``spawn`` starts a program with a ``Peer`` on its stdio (an ACP client's agent). And the
+words the server's parts share: what a client said of itself in ``initialize`` (``Client``),
+a tool call's id, title and ``_meta``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
-import os
-import signal
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -38,7 +34,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ..events import format_path
 from ..exceptions import HpdAgentError
-from ..hosting import client_name, nests_deeper
+from ..hosting import ChildProcess, client_name, nests_deeper, open_child
 from ..text import bounded
 
 __all__ = [
@@ -149,8 +145,10 @@ class Peer:
         # One write at a time; not a lock: a write begun in one task may end in another.
         self._writing = anyio.Semaphore(1)
         # A stream that writes without waiting when it can (this process's stdout, a pipe)
-        nowait: Any = getattr(send, "send_nowait", None)
-        self._nowait = cast(Callable[[bytes], int] | None, nowait)
+        self._nowait: Callable[[bytes], int] | None = getattr(send, "send_nowait", None)
+        # Messages sent in one event-loop iteration, written together at its end (asyncio)
+        self._batch: list[bytes] | None = None
+        self._finishing: asyncio.Task[None] | None = None  # a batch's rest being written
         self._next_id = 0
         self._waiting: dict[int, _Waiter] = {}
         self._handling: dict[Any, anyio.CancelScope] = {}
@@ -188,8 +186,8 @@ class Peer:
     def request_soon(
         self, method: str, params: Any, *, answered: Callable[[Any], Awaitable[None]] | None = None
     ) -> Awaitable[Any]:
-        """``request`` written now (unless another write is in progress); the awaitable
-        waits for the result. ``answered`` takes a result in the reading task as it comes
+        """``request`` written now (as ``_write_soon`` says); the awaitable waits for the
+        result. ``answered`` takes a result in the reading task as it comes
         (no trip to the waiting task first); what it raises, the awaitable raises."""
         self._next_id += 1
         request_id = self._next_id
@@ -345,20 +343,33 @@ class Peer:
             await waiting
 
     def _write_soon(self, message: dict[str, Any]) -> Awaitable[None] | None:
-        """Write ``message``: at once when no other write is in progress and the stream
-        takes it whole without waiting (None then: no coroutine, no trip to the event
-        loop), else the awaitable that writes it (in turn, after the others)."""
+        """Write ``message`` without a trip to the event loop when no other write is in
+        progress and the stream takes it whole (None then: no coroutine), else return the
+        awaitable that writes it (in turn, after the others). On asyncio the messages of
+        one loop iteration go out together at its end, one write and one wake-up of the
+        other side (a tool call's update and its permission request; a turn's last update
+        and its response)."""
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        if self._batch is not None:
+            self._batch.append(data)
+            return None
         try:
             self._writing.acquire_nowait()  # ``acquire`` checkpoints even when free
         except anyio.WouldBlock:
             return self._write_locked(data, locked=False)
-        written = 0
+        self._batch = [data]  # the write is ours until the batch is written
+        if self.closed.is_set() or self._nowait is None or not _call_soon(self._flush):
+            return self._write_batch()
+        return None
+
+    def _write_batch(self) -> Awaitable[None] | None:
+        """Write the batch now: None when the stream took it whole, else the awaitable that
+        writes the rest (the write still ours)."""
+        data, self._batch = b"".join(self._batch or ()), None
         try:
             if self.closed.is_set():
                 raise ConnectionClosed()
-            if self._nowait is not None:
-                written = self._nowait(data)
+            written = 0 if self._nowait is None else self._nowait(data)
         except anyio.BrokenResourceError as e:
             self._writing.release()
             self._close()
@@ -370,6 +381,17 @@ class Peer:
             self._writing.release()
             return None
         return self._write_locked(data[written:], locked=True)
+
+    def _flush(self) -> None:
+        """The batch written at the end of its loop iteration (or as the connection closes);
+        what the stream does not take at once, by a task."""
+        if self._batch is None:
+            return
+        with contextlib.suppress(ConnectionClosed):  # dropped, as any write once closed
+            rest = self._write_batch()
+            if rest is not None:
+                # one at a time (the write is its own until done): kept from the collector
+                self._finishing = asyncio.get_running_loop().create_task(_unless_closed(rest))
 
     async def _write_locked(self, data: bytes, *, locked: bool) -> None:
         if not locked:
@@ -388,6 +410,7 @@ class Peer:
     def _close(self) -> None:
         if self.closed.is_set():
             return
+        self._flush()  # what was sent before the end goes out (as far as the stream takes it)
         self.closed.set()
         for waiter in self._waiting.values():
             if not waiter.done.is_set():
@@ -399,49 +422,44 @@ async def _raise(error: Exception) -> Any:
     raise error
 
 
+def _call_soon(callback: Callable[[], None]) -> bool:
+    """Whether ``callback`` runs at the end of this asyncio loop iteration (the editor-facing
+    server's loop, ``hpd-agent acp``); on another backend, False (each message written now)."""
+    try:
+        asyncio.get_running_loop().call_soon(callback)
+    except RuntimeError:
+        return False
+    return True
+
+
 async def _unless_closed(waiting: Awaitable[None]) -> None:
     with contextlib.suppress(ConnectionClosed):
         await waiting
 
 
 class Child:
-    """A program ``spawn`` started, with its ``peer``: ``exited`` is set once it has exited
-    (reaped at once), ``status`` its exit status."""
+    """A program ``spawn`` started (``proc``), with its ``peer``."""
 
-    def __init__(self, process: anyio.abc.Process, peer: Peer, tg: anyio.abc.TaskGroup) -> None:
-        self.process = process
+    def __init__(self, proc: ChildProcess, peer: Peer, tg: anyio.abc.TaskGroup) -> None:
+        self.proc = proc
         self.peer = peer
         self.tg = tg
-        """A task group living as long as the program: for requests that outlive a caller
-        (cancelled with the scope around ``spawn``: shield what must outlive that too)."""
-        self.exited = anyio.Event()
-        self.status: int | None = None
+        """For requests that outlive a caller (cancelled with the scope around ``spawn``)."""
 
     @property
     def broken(self) -> bool:
         """Whether the program has exited or its connection has ended."""
-        return self.exited.is_set() or self.peer.closed.is_set()
+        return self.proc.exited.is_set() or self.peer.closed.is_set()
 
     async def _watch(self) -> None:
-        self.status = await self.process.wait()
-        self.exited.set()
+        await self.proc.watch()
         with anyio.move_on_after(1):  # what it wrote before exiting is still read
             await self.peer.closed.wait()
         await self.peer.aclose()
 
     async def close(self, grace: float = 5.0, kill_grace: float = 2.0) -> None:
-        """End the program: stdin closed, ``grace`` seconds to exit, then SIGTERM,
-        ``kill_grace`` seconds, then SIGKILL, each to its process group. It waits for the
-        process itself: the watching task may be cancelled already (the scope ending)."""
-        with anyio.CancelScope(shield=True):
-            await self.peer.aclose()
-            for sig, wait in ((None, grace), (signal.SIGTERM, kill_grace), (signal.SIGKILL, None)):
-                if sig is not None:
-                    _kill(self.process, sig)
-                with anyio.move_on_after(float("inf") if wait is None else wait):
-                    self.status = await self.process.wait()
-                    break
-            self.exited.set()
+        """End the program: stdin closed, then ``ChildProcess.end``'s signals."""
+        await self.proc.end(self.peer.aclose, grace, kill_grace)
 
 
 @asynccontextmanager
@@ -454,24 +472,18 @@ async def spawn(
     on_notification: Listener,
     before_close: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncGenerator[Child]:
-    """Start ``argv`` with a ``Peer`` on its stdin/stdout (its stderr is this process's);
-    leaving closes it (``Child.close``) and reaps it, its process group killed. Until then
-    the connection serves on, even while the scope around it is cancelled: ``before_close``
-    (shielded) may finish the work in progress over it first.
+    """Start ``argv`` with a ``Peer`` on its stdin/stdout (``hosting.open_child``: its
+    stderr is this process's); leaving closes it (``Child.close``) and reaps it, its process
+    group killed. Until then the connection serves on, even while the scope around it is
+    cancelled: ``before_close`` (shielded) may finish the work in progress over it first.
 
     Raises:
         OSError: The program cannot be started.
     """
-    process = await anyio.open_process(
-        list(argv), cwd=cwd, env=dict(env), stderr=None, start_new_session=True
-    )
-    assert process.stdin is not None and process.stdout is not None
-    peer = Peer(
-        process.stdout, process.stdin, on_request=on_request, on_notification=on_notification
-    )
-    try:
+    async with open_child(argv, cwd=cwd, env=env) as proc:
+        peer = Peer(proc.stdout, proc.stdin, on_request=on_request, on_notification=on_notification)
         async with anyio.create_task_group() as tg:
-            child = Child(process, peer, tg)
+            child = Child(proc, peer, tg)
             # Each shielded: a cancelled caller does not cut the program off (its other
             # users may still end their work over the connection); stopped once it is closed.
             kept = (anyio.CancelScope(shield=True), anyio.CancelScope(shield=True))
@@ -487,10 +499,6 @@ async def spawn(
                 for scope in kept:
                     scope.cancel()
                 tg.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True):
-            _kill(process, signal.SIGKILL)  # stragglers of its group
-            await process.aclose()
 
 
 async def _within(scope: anyio.CancelScope, work: Callable[[], Awaitable[None]]) -> None:
@@ -541,13 +549,6 @@ def meta(path: Sequence[str], **more: Any) -> dict[str, Any]:
 def title(path: Sequence[str], what: str) -> str:
     """What editors show: ``A > B: what``."""
     return f"{format_path(path)}: {what}"
-
-
-def _kill(process: anyio.abc.Process, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)  # its children too
-    with contextlib.suppress(ProcessLookupError, OSError):  # it may have left the group
-        process.send_signal(sig)
 
 
 class _Waiter:

@@ -30,13 +30,16 @@ hosts, what their clients read of them, and the rules of who may reach it.
   size; ``nests_deeper``, how each server counts a JSON body's depth against its own limit.
 - ``is_loopback``: where a server may run without a token.
 - ``protocol_stdio``: this process's stdin and stdout as byte streams for a protocol over
-  stdio (ACP; any stdio server), stdout kept for the protocol's messages alone.
+  stdio (ACP; any stdio server), stdout kept for the protocol's messages alone;
+  ``open_child`` / ``ChildProcess``: the other way round, a program talked to over its
+  stdio, in a process group of its own, ended in steps and reaped.
 
 docs/architecture.md ("The adapter bridge") shows how an adapter is built on these.
 """
 
 from ..exceptions import ConversationBusyError, UnknownRunError
 from ._activity import Activity
+from ._child import ChildProcess, open_child
 from ._decisions import DECISIONS, PERMISSION_OPTIONS, PermissionOption, decision_of
 from ._drive import STOPPED, EventSink, drive
 from ._errors import public_error
@@ -68,6 +71,7 @@ __all__ = [
     "STOPPED",
     "TOKEN",
     "Activity",
+    "ChildProcess",
     "ConversationBusyError",
     "EventSink",
     "Form",
@@ -90,6 +94,7 @@ __all__ = [
     "is_flat",
     "is_loopback",
     "nests_deeper",
+    "open_child",
     "outcome_of",
     "protocol_stdio",
     "public_error",

@@ -204,21 +204,41 @@ async def test_an_error_response_is_raised_and_a_closed_connection_fails_the_wai
 
 
 # -- writing without a trip through the event loop ----------------------------------------------
-async def test_a_message_the_pipe_takes_whole_is_written_at_once_and_order_is_kept() -> None:
+class _Counted(_FdSend):
+    """This process's stdout as ``protocol_stdio`` gives it, its writes counted."""
+
+    def __init__(self, fd: int) -> None:
+        super().__init__(fd)
+        self.writes = 0
+
+    def send_nowait(self, item: bytes) -> int:
+        self.writes += 1
+        return super().send_nowait(item)
+
+
+async def test_messages_of_one_loop_iteration_go_out_in_one_write_and_order_is_kept(
+    anyio_backend: str,
+) -> None:
+    """On asyncio (``hpd-agent acp``'s loop) what is sent in one iteration is one write, so
+    the editor wakes once (a tool call's update and its permission request); on trio each
+    message is written at once. Either way nothing is awaited while the pipe takes it."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)  # as protocol_stdio sets this process's stdout
     unused, into = _pipe()
+    out = _Counted(write_end)
     try:
-        peer = Peer(into, _FdSend(write_end), on_request=_echo, on_notification=_echo)
-        # Free to write and the pipe takes it all: written now, nothing to await.
+        peer = Peer(into, out, on_request=_echo, on_notification=_echo)
         assert peer.notify_soon("note", {"n": 1}) is None
-        first = os.read(read_end, 1 << 16)
-        assert json.loads(first) == {"jsonrpc": "2.0", "method": "note", "params": {"n": 1}}
+        assert peer.notify_soon("note", {"n": 2}) is None
+        with anyio.fail_after(10):
+            await anyio.wait_readable(read_end)
+        lines = os.read(read_end, 1 << 16).splitlines()
+        assert [json.loads(line)["params"] for line in lines] == [{"n": 1}, {"n": 2}]
+        assert out.writes == (1 if anyio_backend == "asyncio" else 2)
         # A message larger than the pipe holds: the rest is written as the pipe drains, and
-        # the next message waits its turn behind it.
+        # the next message comes after it.
         big = peer.notify_soon("note", {"text": "x" * (1 << 18)})
-        after = peer.notify_soon("note", {"n": 2})
-        assert big is not None and after is not None
+        after = peer.notify_soon("note", {"n": 3})
         received = bytearray()
 
         async def drain() -> None:
@@ -226,18 +246,22 @@ async def test_a_message_the_pipe_takes_whole_is_written_at_once_and_order_is_ke
                 await anyio.wait_readable(read_end)
                 received.extend(os.read(read_end, 1 << 16))
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(drain)
-            await big
-            await after
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain)
+                for writing in (big, after):
+                    if writing is not None:
+                        await writing
         lines = bytes(received).splitlines()
         assert json.loads(lines[0])["params"]["text"] == "x" * (1 << 18)
-        assert json.loads(lines[1])["params"] == {"n": 2}
+        assert json.loads(lines[1])["params"] == {"n": 3}
         # The other side gone: the notification is dropped, the connection closed.
         os.close(read_end)
         read_end = -1
-        assert peer.notify_soon("note", {"n": 3}) is None
-        assert peer.closed.is_set()
+        assert peer.notify_soon("note", {"n": 4}) is None
+        with anyio.fail_after(10):
+            await peer.closed.wait()
+        assert peer.notify_soon("note", {"n": 5}) is None
     finally:
         os.close(write_end)
         if read_end >= 0:
@@ -245,8 +269,11 @@ async def test_a_message_the_pipe_takes_whole_is_written_at_once_and_order_is_ke
         await unused.aclose()
 
 
-async def test_a_request_soon_is_written_at_once_and_its_result_taken_as_it_is_read() -> None:
-    """``request_soon`` writes before it returns (no task needed to send it); ``answered``
+async def test_a_request_soon_is_written_without_a_task_and_its_result_taken_as_it_is_read() -> (
+    None
+):
+    """``request_soon`` writes without a task of its own (by the end of this loop iteration
+    on asyncio, before it returns elsewhere); ``answered``
     gets the result in the reading task, before the awaiting task resumes, and what it
     raises is raised where the result is awaited."""
     read_end, write_end = os.pipe()
@@ -269,6 +296,7 @@ async def test_a_request_soon_is_written_at_once_and_its_result_taken_as_it_is_r
                 tg.start_soon(peer.serve)
                 first = peer.request_soon("ask", {"n": 1}, answered=answered)
                 second = peer.request_soon("ask", {"n": 2}, answered=answered)
+                await anyio.wait_readable(read_end)
                 sent = [json.loads(line) for line in os.read(read_end, 1 << 16).splitlines()]
                 assert [m["params"] for m in sent] == [{"n": 1}, {"n": 2}]
                 await replies.send(b'{"jsonrpc":"2.0","id":1,"result":"yes"}\n')

@@ -24,10 +24,10 @@ async def main():
     waits = [sys.executable, "-c", "import sys; sys.stdin.read()"]  # exits when stdin closes
     with anyio.CancelScope() as scope:
         async with spawn(waits, cwd=".", env={}, on_request=nothing, on_notification=nothing) as child:
-            print(child.process.pid, flush=True)
+            print(child.proc.process.pid, flush=True)
             scope.cancel()
             await anyio.sleep_forever()
-    print(child.exited.is_set(), child.status)
+    print(child.proc.exited.is_set(), child.proc.status)
 
 anyio.run(main, backend=sys.argv[1])
 """
