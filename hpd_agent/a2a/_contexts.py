@@ -8,7 +8,7 @@ untrusted id (at most ``MAX_CONTEXT_ID`` characters) is only ever a value, never
 
 Where the histories are kept: in the store's thread tables (``hosting.ThreadHistories``)
 when the server has a store that declares them, so they survive a restart; else in memory,
-the ``MAX_CONTEXTS`` contexts used last (``RecentHistories``): an older one starts afresh.
+the ``MAX_CONTEXTS`` contexts used last (``hosting.MemoryHistories``): an older one starts afresh.
 
 One task at a time per context: a new task while the context's last one still runs or
 waits for input is refused (``busy``: the protocol's ``UnsupportedOperationError``). With thread tables the context's tasks are
@@ -20,13 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import OrderedDict
-from collections.abc import Sequence
 
 from a2a.utils.errors import InvalidParamsError, UnsupportedOperationError
 
-from ..hosting import Histories, ThreadHistories
-from ..messages import Message
+from ..hosting import Histories, MemoryHistories, ThreadHistories
 from ..store import Store, ThreadTables
 
 __all__ = [
@@ -34,7 +31,6 @@ __all__ = [
     "MAX_CONTEXT_ID",
     "SPACE",
     "Contexts",
-    "RecentHistories",
     "busy",
     "conversation_of",
 ]
@@ -65,37 +61,6 @@ def conversation_of(owner: str, context_id: str) -> str:
     return "a2a:" + hashlib.sha256(named).hexdigest()
 
 
-class RecentHistories:
-    """``hosting.Histories`` in memory, for the ``limit`` conversations used last: keeping a
-    conversation past the limit forgets the one unused longest (its next turn starts
-    afresh).
-
-    Args:
-        limit: How many conversations are kept.
-    """
-
-    def __init__(self, limit: int = MAX_CONTEXTS) -> None:
-        self.limit = limit
-        self._kept: OrderedDict[str, list[Message]] = OrderedDict()
-
-    async def history(self, conversation: str) -> list[Message]:
-        """The messages of ``conversation``'s completed turns (empty for a new or forgotten
-        one)."""
-        kept = self._kept.get(conversation)
-        if kept is None:
-            return []
-        self._kept.move_to_end(conversation)
-        return list(kept)
-
-    async def keep(self, conversation: str, messages: Sequence[Message]) -> None:
-        """``messages`` are ``conversation``'s history now (the oldest one beyond the limit
-        forgotten)."""
-        self._kept[conversation] = list(messages)
-        self._kept.move_to_end(conversation)
-        while len(self._kept) > self.limit:
-            self._kept.popitem(last=False)
-
-
 class Contexts:
     """The server's conversations (``histories``) and, with thread tables, each context's
     tasks.
@@ -108,7 +73,7 @@ class Contexts:
         self.store = store
         self.tables: ThreadTables | None = None if store is None else store.capabilities().threads
         self.histories: Histories = (
-            RecentHistories(MAX_CONTEXTS) if self.tables is None else ThreadHistories(self.tables)
+            MemoryHistories(MAX_CONTEXTS) if self.tables is None else ThreadHistories(self.tables)
         )
 
     async def claim(self, conversation: str, task_id: str) -> None:

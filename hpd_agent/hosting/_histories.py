@@ -10,6 +10,7 @@ store's thread tables (a store that declares them: its conversations survive a r
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
@@ -36,18 +37,34 @@ class Histories(Protocol):
 
 
 class MemoryHistories:
-    """``Histories`` in this process's memory (lost with it)."""
+    """``Histories`` in this process's memory (lost with it), for the ``limit``
+    conversations used last: keeping one past the limit forgets the one unused longest (its
+    next turn starts afresh).
 
-    def __init__(self) -> None:
-        self._kept: dict[str, list[Message]] = {}
+    Args:
+        limit: How many conversations are kept (None: all of them).
+    """
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit
+        self._kept: OrderedDict[str, list[Message]] = OrderedDict()
 
     async def history(self, conversation: str) -> list[Message]:
-        """The messages of ``conversation``'s completed turns (empty for a new one)."""
-        return list(self._kept.get(conversation, ()))
+        """The messages of ``conversation``'s completed turns (empty for a new or forgotten
+        one)."""
+        kept = self._kept.get(conversation)
+        if kept is None:
+            return []
+        self._kept.move_to_end(conversation)
+        return list(kept)
 
     async def keep(self, conversation: str, messages: Sequence[Message]) -> None:
-        """``messages`` are ``conversation``'s history now (a turn completed)."""
+        """``messages`` are ``conversation``'s history now (the oldest one beyond the limit
+        forgotten)."""
         self._kept[conversation] = list(messages)
+        self._kept.move_to_end(conversation)
+        while self.limit is not None and len(self._kept) > self.limit:
+            self._kept.popitem(last=False)
 
 
 class _Thread(Protocol):

@@ -36,6 +36,7 @@ from hpd_agent.hosting import (
     PERMISSION_OPTIONS,
     STOPPED,
     HostedRun,
+    MemoryHistories,
     Outcome,
     RunHost,
     ThreadHistories,
@@ -210,6 +211,22 @@ def _tables() -> Any:
     except ImportError:
         return _Tables()
     return MemoryThreadTables()  # pyright: ignore[reportUnknownVariableType]
+
+
+async def test_memory_histories_keep_the_conversations_used_last() -> None:
+    """With a ``limit`` the conversation unused longest is forgotten (a fresh start, not an
+    error); reading one counts as using it. Without one, all are kept."""
+    said = [UserMessage(content="hello")]
+    bounded = MemoryHistories(limit=2)
+    await bounded.keep("a", said)
+    await bounded.keep("b", said)
+    assert await bounded.history("a") == said  # "a" used: "b" is now the oldest
+    await bounded.keep("c", said)
+    assert [await bounded.history(c) for c in "abc"] == [said, [], said]
+    unbounded = MemoryHistories()
+    for c in "abcd":
+        await unbounded.keep(c, said)
+    assert [await unbounded.history(c) for c in "abcd"] == [said] * 4
 
 
 async def test_conversations_kept_in_thread_tables_outlive_the_server() -> None:
