@@ -125,12 +125,17 @@ class RunHost(Generic[H]):
     async def _new(self, query: str, conversation: str | None, run_id: str | None) -> Run:
         history = None
         if conversation is not None:
-            if conversation in self._turns:
-                raise ConversationBusyError(
-                    "this conversation's turn is still running: wait for it or cancel it"
-                )
+            self._idle(conversation)
             history = await self.histories.history(conversation)
+            self._idle(conversation)  # another start may have taken it while this one read
+        # no wait from here until the caller keeps the run as the conversation's turn
         return self.agent.stream(query, history=history, run_id=run_id, store=self.store)
+
+    def _idle(self, conversation: str) -> None:
+        if conversation in self._turns:
+            raise ConversationBusyError(
+                "this conversation's turn is still running: wait for it or cancel it"
+            )
 
     def turn(self, conversation: str) -> H | None:
         """The conversation's turn running now, if any."""

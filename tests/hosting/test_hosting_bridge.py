@@ -213,6 +213,49 @@ def _tables() -> Any:
     return MemoryThreadTables()  # pyright: ignore[reportUnknownVariableType]
 
 
+class _SlowHistories(MemoryHistories):
+    """Histories whose reads wait until two are under way (as a store's read would)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+        self.both = anyio.Event()
+
+    async def history(self, conversation: str) -> list[Message]:
+        self.reads += 1
+        if self.reads == 2:
+            self.both.set()
+        await self.both.wait()
+        return await super().history(conversation)
+
+
+async def test_two_starts_of_one_conversation_at_once_run_one_turn() -> None:
+    """Both pass the "is a turn running" check before either has read the history: the
+    second to finish reading is refused (two turns would each extend the same history)."""
+    got: list[HostedRun | ConversationBusyError] = []
+    async with anyio.create_task_group() as tg:
+        host = RunHost(_agent(), None, tg, HostedRun, histories=_SlowHistories())
+
+        async def start(prompt: str) -> None:
+            try:
+                got.append(await host.start(prompt, conversation="a"))
+            except ConversationBusyError as e:
+                got.append(e)
+
+        async with anyio.create_task_group() as starting:
+            starting.start_soon(start, "one")
+            starting.start_soon(start, "two")
+        assert [type(g) for g in got] == [HostedRun, ConversationBusyError]
+        first = got[0]
+        assert isinstance(first, HostedRun)
+        settled = await first.wait_settled()
+        assert isinstance(settled, Outcome) and settled.output == "heard: one"
+        await first.ended.wait()
+        after = await (await host.start("three", conversation="a")).wait_settled()
+        assert isinstance(after, Outcome) and after.output == "heard: one | three"
+        tg.cancel_scope.cancel()
+
+
 async def test_memory_histories_keep_the_conversations_used_last() -> None:
     """With a ``limit`` the conversation unused longest is forgotten (a fresh start, not an
     error); reading one counts as using it. Without one, all are kept."""
