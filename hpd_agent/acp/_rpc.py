@@ -7,10 +7,9 @@ own (so a handler that waits for a human does not stop the next message), and it
 cancelled by the other side's ``$/cancel_request``. Each outgoing request waits for its
 response; when the connection ends, every request still waiting gets ``ConnectionClosed``.
 
-What comes from the other side is untrusted: a line longer than ``MAX_LINE`` ends the
-connection (nothing can be resynchronised inside it), a line that is not JSON or nests deeper
-than ``MAX_DEPTH`` is answered with a parse error, a message that is no request, notification
-or response with an invalid-request error; a response nobody waits for is dropped.
+What comes from the other side is untrusted: a line over ``MAX_LINE`` ends the connection
+(nothing can be resynchronised in it), one not JSON or nesting deeper than ``MAX_DEPTH`` gets
+a parse error, one neither request, notification nor response an invalid-request error.
 
 ``spawn`` starts a program with a ``Peer`` on its stdio (an ACP client's agent). And the
 words the server's parts share: what a client said of itself in ``initialize`` (``Client``),
@@ -75,6 +74,7 @@ MAX_LINE = 64 << 20
 """Longest message line read (bytes); a longer one ends the connection."""
 MAX_DEPTH = 100
 """Deepest nesting of arrays and objects in a message read."""
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps builds one per call
 
 CHANNEL = "acp"
 """The channel the client's answers are recorded on."""
@@ -349,7 +349,7 @@ class Peer:
         one loop iteration go out together at its end, one write and one wake-up of the
         other side (a tool call's update and its permission request; a turn's last update
         and its response)."""
-        data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        data = (_ENCODE(message) + "\n").encode()
         if self._batch is not None:
             self._batch.append(data)
             return None

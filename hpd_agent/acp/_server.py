@@ -389,7 +389,7 @@ class _Turn(HostedRun):
                 server.tg.start_soon(questions.ask, event, scope, questions.soon(event))
         elif isinstance(event, ClarificationResolved | PermissionResolved):
             scope = self._asking.pop(event.request_id, None)
-            if scope is not None:
+            if scope is not None and event.channel != CHANNEL:  # the client's reply ends it
                 scope.cancel()  # ended otherwise: the client's reply reaches nobody
         return None
 
