@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
@@ -41,19 +42,25 @@ from ._steps import failure_value, replayed_failure
 __all__ = ["Journal"]
 
 
-_FIELDS: dict[type[object], tuple[str, ...]] = {}
+_FIELDS: dict[type[object], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
 
 # Entry kinds a life writes but never reads back (``Journal._keep``).
 _WRITE_ONLY = frozenset(("model", "tool"))
 
 
 def _flat(value: Any) -> dict[str, Any]:
-    """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy)."""
+    """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy).
+
+    Its fields are read by one ``attrgetter`` made once per class: a model response's
+    calls and usage are flattened at every model request of every durable run."""
     cls = cast("type[object]", type(value))
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(value))
-    return {name: getattr(value, name) for name in names}
+    known = _FIELDS.get(cls)
+    if known is None:
+        names = tuple(f.name for f in dataclasses.fields(value))
+        read = operator.attrgetter(*names) if names else (lambda _: ())
+        known = _FIELDS[cls] = (names, read if len(names) != 1 else lambda v: (read(v),))
+    names, read = known
+    return dict(zip(names, read(value), strict=True))
 
 
 def _response(v: dict[str, Any]) -> ModelResponse:
@@ -152,7 +159,7 @@ class Journal:
     # -- model and tool calls (``RunJournal``) ---------------------------------------------
     def recorded_response(self, key: str) -> ModelResponse | None:
         """The response an earlier life recorded for the model request ``key``, or None."""
-        return self.model_response(key)
+        return self.model_response(key) if self._entries else None
 
     def before_model(self) -> Awaitable[None] | None:
         """Before a model request (it is paid for): not made once the lease is lost."""
@@ -163,11 +170,15 @@ class Journal:
         written now: see the module docstring)."""
         value = {
             "text": response.text,
-            "tool_calls": [_flat(c) for c in response.tool_calls],
+            "tool_calls": list(map(_flat, response.tool_calls)),
             "usage": _flat(response.usage),
             "finish_reason": response.finish_reason,
         }
-        return self._record(JournalEntry(key=key, kind="model", value=value), wait=True)
+        entry = JournalEntry(key=key, kind="model", value=value)
+        if self._holding:  # modes "async" and "exit": the common durable case, one frame less
+            self._hold(entry)
+            return None
+        return self._record(entry, wait=True)
 
     def model_response(self, key: str) -> ModelResponse | None:
         """The recorded model response for ``key``, or None."""
@@ -176,7 +187,7 @@ class Journal:
 
     def recorded_outcome(self, key: str) -> tuple[str, bool] | None:
         """The (result, is_error) an earlier life recorded for the tool call ``key``."""
-        entry = self.entry(key, "tool")
+        entry = self.entry(key, "tool") if self._entries else None
         return None if entry is None else (entry.value["result"], entry.value["is_error"])
 
     def before_tool(self, side_effects: bool) -> Awaitable[None] | None:
@@ -198,6 +209,9 @@ class Journal:
         what it did through the journal and the requests: its result may wait like a model
         response. Any other is written the moment it exists."""
         entry = JournalEntry(key=key, kind="tool", value={"result": text, "is_error": is_error})
+        if self._holding:
+            self._hold(entry)
+            return None
         return self._record(entry, wait=not side_effects)
 
     async def _then_guard(self, waiting: Awaitable[Any]) -> None:
@@ -300,12 +314,12 @@ class Journal:
         (or handing it to the store's writer, ``behind``)."""
         if self.behind is not None:
             self.behind.add(entry)
-            self._keep(entry)
-            return
-        if self._failure is not None:
-            raise self._failure  # the writer behind the run failed: the run fails with it
-        self._held.append(entry)
-        self._keep(entry)
+        else:
+            if self._failure is not None:
+                raise self._failure  # the writer behind the run failed: the run fails with it
+            self._held.append(entry)
+        if entry.kind not in _WRITE_ONLY:  # ``_keep``, inline: called for every fact
+            self._entries[entry.key] = entry
         if self._wake is not None:
             self._wake.set()
 
