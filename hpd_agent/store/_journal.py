@@ -57,10 +57,16 @@ def _flat(value: Any) -> dict[str, Any]:
     known = _FIELDS.get(cls)
     if known is None:
         names = tuple(f.name for f in dataclasses.fields(value))
-        read = operator.attrgetter(*names) if names else (lambda _: ())
-        known = _FIELDS[cls] = (names, read if len(names) != 1 else lambda v: (read(v),))
+        known = _FIELDS[cls] = (names, _reader(names))
     names, read = known
     return dict(zip(names, read(value), strict=True))
+
+
+def _reader(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """Reads ``names`` of an object as one tuple (``attrgetter`` gives a lone value bare)."""
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    return lambda value: tuple(getattr(value, name) for name in names)
 
 
 def _response(v: dict[str, Any]) -> ModelResponse:
