@@ -26,7 +26,7 @@ import dataclasses
 import json
 import operator
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 import anyio
 
@@ -48,15 +48,15 @@ _FIELDS: dict[type[object], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
 _WRITE_ONLY = frozenset(("model", "tool"))
 
 
-def _flat(value: Any) -> dict[str, Any]:
+def _flat(value: object) -> dict[str, Any]:
     """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy).
 
     Its fields are read by one ``attrgetter`` made once per class: a model response's
     calls and usage are flattened at every model request of every durable run."""
-    cls = cast("type[object]", type(value))
+    cls = type(value)
     known = _FIELDS.get(cls)
     if known is None:
-        names = tuple(f.name for f in dataclasses.fields(value))
+        names = tuple(f.name for f in dataclasses.fields(value))  # pyright: ignore[reportArgumentType]
         known = _FIELDS[cls] = (names, _reader(names))
     names, read = known
     return dict(zip(names, read(value), strict=True))
@@ -359,6 +359,17 @@ class Journal:
             await self._in_flight.wait()
         if self._failure is not None:
             raise self._failure
+
+    def settling(self) -> Awaitable[None] | None:
+        """``settled``, done at once when no write is under way: None (no coroutine, and
+        no shielded scope around it at a run's end); else what to await."""
+        if self.behind is not None:
+            return self.behind.settle_now()
+        if self._in_flight is not None:
+            return self.settled()
+        if self._failure is not None:
+            raise self._failure
+        return None
 
     def _keep(self, entry: JournalEntry) -> None:
         # Only what this life looks up again: an alias, a kept conversation, a step. A model

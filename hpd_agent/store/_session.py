@@ -104,7 +104,8 @@ class StoreSession:
 
     @property
     def history(self) -> list[Message] | None:
-        return message_adapter().validate_python(list(self.record.history)) or None
+        history = self.record.history
+        return message_adapter().validate_python(list(history)) or None if history else None
 
     @property
     def resumed(self) -> bool:
@@ -163,9 +164,10 @@ class StoreSession:
         )
         # The responses the journal held back, the final record and the lease release in
         # one transaction where the store can (``_lease``).
-        if self.journal.holding:
+        settling = self.journal.settling() if self.journal.holding else None
+        if settling is not None:
             with anyio.CancelScope(shield=True):
-                await self.journal.settled()
+                await settling
         held = self.journal.take_held()
         with fencing(self.keeper.fence):  # also after the run (a deliberate cancel's end)
             if not await self.keeper.close(self.record, held):
