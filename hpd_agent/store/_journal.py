@@ -101,6 +101,28 @@ class Journal:
             (``take_held``) go to its ``add_request`` and ``close_run``.
     """
 
+    # Slots: one journal per run in flight (no ``__dict__`` of 18 attributes each).
+    __slots__ = (
+        "_confirm",
+        "_entries",
+        "_failure",
+        "_group",
+        "_held",
+        "_holding",
+        "_in_flight",
+        "_many_now",
+        "_put_now",
+        "_replaying",
+        "_send_now",
+        "_wake",
+        "behind",
+        "capabilities",
+        "guard",
+        "holds_for",
+        "run_id",
+        "store",
+    )
+
     def __init__(
         self,
         store: Store,

@@ -68,6 +68,8 @@ class StoreSession:
         durability: The run's durability mode (``Journal``; docs/guarantees.md).
     """
 
+    __slots__ = ("backend", "durability", "grants", "hooks", "journal", "keeper", "record", "store")
+
     def __init__(
         self,
         store: Store,
@@ -90,9 +92,7 @@ class StoreSession:
             # The store's writer commits the run's facts behind it: no task of its own.
             writer = capabilities.behind.behind_writer()
             self.journal.behind = writer.behind(record.run_id, keeper.fence)
-        self.backend = StoreRequests(
-            store, self.journal, check_lease=lambda: keeper.guard(now=True)
-        )
+        self.backend = StoreRequests(store, self.journal, check_lease=keeper.guard_now)
         self.hooks: Sequence[Hook] = ()
         """None: the core calls the journal (``RunJournal``) directly, before any hook."""
         self.grants = capabilities.grants
