@@ -59,7 +59,7 @@ def _flat(value: object) -> dict[str, Any]:
         names = tuple(f.name for f in dataclasses.fields(value))  # pyright: ignore[reportArgumentType]
         known = _FIELDS[cls] = (names, _reader(names))
     names, read = known
-    return dict(zip(names, read(value), strict=True))
+    return dict(zip(names, read(value), strict=False))  # one length by construction
 
 
 def _reader(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:

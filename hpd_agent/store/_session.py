@@ -36,7 +36,7 @@ from ._protocol import RunLeases, Store, StoreCapabilities
 if TYPE_CHECKING:
     from ..coordinator import Coordinator
 
-__all__ = ["Sessions", "StoreSession", "run_exists_refusal"]
+__all__ = ["Sessions", "StoreSession", "ended", "run_exists_refusal"]
 
 
 def run_exists_refusal(store: object, run_id: str) -> UserError:
@@ -155,13 +155,7 @@ class StoreSession:
         """Write how the run ended to its run record."""
         status: RunState = result.status  # type: ignore[assignment]
         error = None if result.error is None else error_text(result.error)
-        self.record = dataclasses.replace(
-            self.record,
-            status=status,
-            output=output_text(result.output),
-            error=error,
-            updated_at=time.time(),
-        )
+        self.record = ended(self.record, status, output_text(result.output), error)
         # The responses the journal held back, the final record and the lease release in
         # one transaction where the store can (``_lease``).
         settling = self.journal.settling() if self.journal.holding else None
@@ -270,6 +264,23 @@ class Sessions:
         return StoreSession(
             store, record, keeper, entries, capabilities=capabilities, durability=mode
         )
+
+
+def ended(record: RunRecord, status: RunState, output: str | None, error: str | None) -> RunRecord:
+    """``record`` as its run ended now: ``dataclasses.replace`` spelled out (every durable
+    run's end makes one; ``replace`` walks the fields by name at each call)."""
+    return RunRecord(
+        run_id=record.run_id,
+        agent_name=record.agent_name,
+        prompt=record.prompt,
+        history=record.history,
+        status=status,
+        output=output,
+        error=error,
+        created_at=record.created_at,
+        updated_at=time.time(),
+        agent_ref=record.agent_ref,
+    )
 
 
 def _mode(store: object, given: str | None) -> str:
