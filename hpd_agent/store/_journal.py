@@ -47,6 +47,10 @@ _FIELDS: dict[type[object], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
 # Entry kinds a life writes but never reads back (``Journal._keep``).
 _WRITE_ONLY = frozenset(("model", "tool"))
 
+_NO_ENTRIES: dict[str, JournalEntry] = {}
+"""The entries of a journal that has none yet (never written: ``Journal._keep`` makes a
+journal's own dict first)."""
+
 
 def _flat(value: object) -> dict[str, Any]:
     """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy).
@@ -110,11 +114,10 @@ class Journal:
         "_held",
         "_holding",
         "_in_flight",
-        "_many_now",
-        "_put_now",
         "_replaying",
         "_send_now",
         "_wake",
+        "_write_now",
         "behind",
         "capabilities",
         "guard",
@@ -134,13 +137,14 @@ class Journal:
     ) -> None:
         self.store = store
         self.run_id = run_id
-        self._entries = dict(entries or {})
+        # A new run's journal shares one empty mapping until it keeps an entry (``_keep``).
+        self._entries = dict(entries) if entries else _NO_ENTRIES
         self._replaying = bool(self._entries)
         caps = self.capabilities = store.capabilities() if capabilities is None else capabilities
-        # Bound once here: the writes below call them without a lookup.
+        # The capabilities are kept, not their bound methods: a bound method is an object
+        # of its own, held by every run in flight (~64 bytes each).
         # A store that can write at once on the event loop (SQL stores) skips the await.
-        write_now = caps.write_now
-        self._put_now = None if write_now is None else write_now.journal_put_nowait
+        self._write_now = caps.write_now
         # A store that can send a write without waiting for its reply (PostgresStore), and
         # wait until every write sent ahead is confirmed.
         ahead = caps.send_ahead
@@ -150,9 +154,8 @@ class Journal:
         # sends them ahead: model responses are held back until something acts on them,
         # then written with it.
         self.holds_for = None if ahead is not None else caps.batches
-        self._many_now = None if self.holds_for is None else self.holds_for.journal_put_many_nowait
         # A store that commits many runs' writes together while it drives several.
-        self._group = None if caps.groups is None else caps.groups.journal_group
+        self._group = caps.groups
         self._held: list[JournalEntry] = []
         # "exit" and "async" hold every fact back (docs/guarantees.md, "Durability modes"):
         # written when the run asks a human or ends, or ("async") by ``write_behind``.
@@ -330,7 +333,7 @@ class Journal:
         if self._holding:
             self._hold(entry)
             return None
-        if wait and self._many_now is not None:
+        if wait and self.holds_for is not None:
             self._held.append(entry)
         elif self._send_now is None or not self._send_now(self.run_id, entry):
             return self._put_soon(entry)
@@ -346,8 +349,8 @@ class Journal:
             if self._failure is not None:
                 raise self._failure  # the writer behind the run failed: the run fails with it
             self._held.append(entry)
-        if entry.kind not in _WRITE_ONLY:  # ``_keep``, inline: called for every fact
-            self._entries[entry.key] = entry
+        if entry.kind not in _WRITE_ONLY:  # checked here: ``_hold`` is called for every fact
+            self._keep(entry)
         if self._wake is not None:
             self._wake.set()
 
@@ -399,6 +402,8 @@ class Journal:
         # written in this life is never read here again; kept, it held ~0.6 KB per turn of
         # every run in flight (docs/performance.md, "What an in-flight run holds").
         if entry.kind not in _WRITE_ONLY:
+            if self._entries is _NO_ENTRIES:
+                self._entries = {}
             self._entries[entry.key] = entry
 
     def take_held(self) -> list[JournalEntry]:
@@ -438,13 +443,17 @@ class Journal:
         is kept alive across the wait, by every run in flight)."""
         if self._group is not None:
             # Committed once queued, even if the wait is cancelled.
-            waiter = self._group(self.run_id, entries)
+            waiter = self._group.journal_group(self.run_id, entries)
             if waiter is not None:
                 return waiter
         if len(entries) == 1:
-            if self._put_now is not None and self._put_now(self.run_id, entries[0]):
+            if self._write_now is not None and self._write_now.journal_put_nowait(
+                self.run_id, entries[0]
+            ):
                 return None
-        elif self._many_now is not None and self._many_now(self.run_id, entries):
+        elif self.holds_for is not None and self.holds_for.journal_put_many_nowait(
+            self.run_id, entries
+        ):
             return None
         return self._write_later(entries)
 
