@@ -105,7 +105,9 @@ class StoreSession:
     @property
     def history(self) -> list[Message] | None:
         history = self.record.history
-        return message_adapter().validate_python(list(history)) or None if history else None
+        if not history:  # a new run's: nothing to validate
+            return None
+        return message_adapter().validate_python(list(history)) or None
 
     @property
     def resumed(self) -> bool:
