@@ -2,7 +2,7 @@
 
     python benchmarks/bench_durable_ratio.py [--rounds 7] [--runs 1000] [--turns 5]
         [--stores none,sqlite,postgres] [--modes sync,async,exit] [--dsn DSN]
-        [--profile sqlite|postgres|memory]
+        [--profile none|memory|sqlite|postgres]
 
 Each round runs W5 (``--runs`` concurrent ``agent.run()`` of ``--turns`` tool turns each,
 ``bench_hpd_agent.py W5``) once per store, in a shuffled order, each on fresh storage (a new
@@ -121,7 +121,7 @@ def main(argv: Sequence[str]) -> None:
     p.add_argument("--turns", type=int, default=5, help="tool turns per run")
     p.add_argument("--stores", default="none,sqlite,postgres", help="comma-separated")
     p.add_argument("--dsn", default=None, help="a PostgreSQL server (default: start one)")
-    p.add_argument("--profile", choices=("memory", "sqlite", "postgres"), default=None)
+    p.add_argument("--profile", choices=("none", "memory", "sqlite", "postgres"), default=None)
     p.add_argument("--top", type=int, default=30, help="--profile: functions shown")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--modes", default="sync", help="durability modes, comma-separated")

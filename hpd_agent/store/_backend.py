@@ -57,6 +57,7 @@ class StoreRequests:
     """
 
     durable = True
+    __slots__ = ("_reopened", "check_lease", "journal", "store")
 
     def __init__(
         self,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import anyio.to_thread
 
@@ -88,6 +88,20 @@ class Behind:
             self.queued = True
             writer.queue.append(self)
         writer.wake()
+
+    def settle_now(self) -> Awaitable[None] | None:
+        """``settle``, done at once when no batch of this run is in flight: None; else
+        what to await."""
+        with self._writer.lock:
+            if self.held:
+                self.claimed += self.held
+                self.held = []
+            flying = self.flying
+        if flying is not None:
+            return self.settle()
+        if self.failure is not None:
+            raise self.failure
+        return None
 
     async def settle(self) -> None:
         """Take back what the writer has not taken and wait for a batch of this run in

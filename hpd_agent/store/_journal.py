@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import operator
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 import anyio
 
@@ -41,19 +42,58 @@ from ._steps import failure_value, replayed_failure
 __all__ = ["Journal"]
 
 
-_FIELDS: dict[type[object], tuple[str, ...]] = {}
+_FIELDS: dict[type[object], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
 
 # Entry kinds a life writes but never reads back (``Journal._keep``).
 _WRITE_ONLY = frozenset(("model", "tool"))
 
+_NO_ENTRIES: dict[str, JournalEntry] = {}
+"""The entries of a journal that has none yet (never written: ``Journal._keep`` makes a
+journal's own dict first)."""
 
-def _flat(value: Any) -> dict[str, Any]:
-    """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy)."""
-    cls = cast("type[object]", type(value))
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(value))
-    return {name: getattr(value, name) for name in names}
+
+_SLOTS = (
+    "_confirm",
+    "_entries",
+    "_failure",
+    "_group",
+    "_held",
+    "_holding",
+    "_in_flight",
+    "_replaying",
+    "_send_now",
+    "_wake",
+    "_write_now",
+    "behind",
+    "capabilities",
+    "guard",
+    "holds_for",
+    "run_id",
+    "store",
+)
+"""``Journal``'s attributes: one journal per run in flight, no ``__dict__`` of 18 each (a
+constant here: the class stays within the size limit of ``tests/test_architecture.py``)."""
+
+
+def _flat(value: object) -> dict[str, Any]:
+    """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy).
+
+    Its fields are read by one ``attrgetter`` made once per class: a model response's
+    calls and usage are flattened at every model request of every durable run."""
+    cls = type(value)
+    known = _FIELDS.get(cls)
+    if known is None:
+        names = tuple(f.name for f in dataclasses.fields(value))  # pyright: ignore[reportArgumentType]
+        known = _FIELDS[cls] = (names, _reader(names))
+    names, read = known
+    return dict(zip(names, read(value), strict=False))  # one length by construction
+
+
+def _reader(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """Reads ``names`` of an object as one tuple (``attrgetter`` gives a lone value bare)."""
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    return lambda value: tuple(getattr(value, name) for name in names)
 
 
 def _response(v: dict[str, Any]) -> ModelResponse:
@@ -88,6 +128,8 @@ class Journal:
             (``take_held``) go to its ``add_request`` and ``close_run``.
     """
 
+    __slots__ = _SLOTS
+
     def __init__(
         self,
         store: Store,
@@ -99,13 +141,14 @@ class Journal:
     ) -> None:
         self.store = store
         self.run_id = run_id
-        self._entries = dict(entries or {})
+        # A new run's journal shares one empty mapping until it keeps an entry (``_keep``).
+        self._entries = dict(entries) if entries else _NO_ENTRIES
         self._replaying = bool(self._entries)
         caps = self.capabilities = store.capabilities() if capabilities is None else capabilities
-        # Bound once here: the writes below call them without a lookup.
+        # The capabilities are kept, not their bound methods: a bound method is an object
+        # of its own, held by every run in flight (~64 bytes each).
         # A store that can write at once on the event loop (SQL stores) skips the await.
-        write_now = caps.write_now
-        self._put_now = None if write_now is None else write_now.journal_put_nowait
+        self._write_now = caps.write_now
         # A store that can send a write without waiting for its reply (PostgresStore), and
         # wait until every write sent ahead is confirmed.
         ahead = caps.send_ahead
@@ -115,9 +158,8 @@ class Journal:
         # sends them ahead: model responses are held back until something acts on them,
         # then written with it.
         self.holds_for = None if ahead is not None else caps.batches
-        self._many_now = None if self.holds_for is None else self.holds_for.journal_put_many_nowait
         # A store that commits many runs' writes together while it drives several.
-        self._group = None if caps.groups is None else caps.groups.journal_group
+        self._group = caps.groups
         self._held: list[JournalEntry] = []
         # "exit" and "async" hold every fact back (docs/guarantees.md, "Durability modes"):
         # written when the run asks a human or ends, or ("async") by ``write_behind``.
@@ -152,7 +194,7 @@ class Journal:
     # -- model and tool calls (``RunJournal``) ---------------------------------------------
     def recorded_response(self, key: str) -> ModelResponse | None:
         """The response an earlier life recorded for the model request ``key``, or None."""
-        return self.model_response(key)
+        return self.model_response(key) if self._entries else None
 
     def before_model(self) -> Awaitable[None] | None:
         """Before a model request (it is paid for): not made once the lease is lost."""
@@ -163,11 +205,15 @@ class Journal:
         written now: see the module docstring)."""
         value = {
             "text": response.text,
-            "tool_calls": [_flat(c) for c in response.tool_calls],
+            "tool_calls": list(map(_flat, response.tool_calls)),
             "usage": _flat(response.usage),
             "finish_reason": response.finish_reason,
         }
-        return self._record(JournalEntry(key=key, kind="model", value=value), wait=True)
+        entry = JournalEntry(key=key, kind="model", value=value)
+        if self._holding:  # modes "async" and "exit": the common durable case, one frame less
+            self._hold(entry)
+            return None
+        return self._record(entry, wait=True)
 
     def model_response(self, key: str) -> ModelResponse | None:
         """The recorded model response for ``key``, or None."""
@@ -176,7 +222,7 @@ class Journal:
 
     def recorded_outcome(self, key: str) -> tuple[str, bool] | None:
         """The (result, is_error) an earlier life recorded for the tool call ``key``."""
-        entry = self.entry(key, "tool")
+        entry = self.entry(key, "tool") if self._entries else None
         return None if entry is None else (entry.value["result"], entry.value["is_error"])
 
     def before_tool(self, side_effects: bool) -> Awaitable[None] | None:
@@ -198,6 +244,9 @@ class Journal:
         what it did through the journal and the requests: its result may wait like a model
         response. Any other is written the moment it exists."""
         entry = JournalEntry(key=key, kind="tool", value={"result": text, "is_error": is_error})
+        if self._holding:
+            self._hold(entry)
+            return None
         return self._record(entry, wait=not side_effects)
 
     async def _then_guard(self, waiting: Awaitable[Any]) -> None:
@@ -288,7 +337,7 @@ class Journal:
         if self._holding:
             self._hold(entry)
             return None
-        if wait and self._many_now is not None:
+        if wait and self.holds_for is not None:
             self._held.append(entry)
         elif self._send_now is None or not self._send_now(self.run_id, entry):
             return self._put_soon(entry)
@@ -300,12 +349,12 @@ class Journal:
         (or handing it to the store's writer, ``behind``)."""
         if self.behind is not None:
             self.behind.add(entry)
+        else:
+            if self._failure is not None:
+                raise self._failure  # the writer behind the run failed: the run fails with it
+            self._held.append(entry)
+        if entry.kind not in _WRITE_ONLY:  # checked here: ``_hold`` is called for every fact
             self._keep(entry)
-            return
-        if self._failure is not None:
-            raise self._failure  # the writer behind the run failed: the run fails with it
-        self._held.append(entry)
-        self._keep(entry)
         if self._wake is not None:
             self._wake.set()
 
@@ -340,12 +389,25 @@ class Journal:
         if self._failure is not None:
             raise self._failure
 
+    def settling(self) -> Awaitable[None] | None:
+        """``settled``, done at once when no write is under way: None (no coroutine, and
+        no shielded scope around it at a run's end); else what to await."""
+        if self.behind is not None:
+            return self.behind.settle_now()
+        if self._in_flight is not None:
+            return self.settled()
+        if self._failure is not None:
+            raise self._failure
+        return None
+
     def _keep(self, entry: JournalEntry) -> None:
         # Only what this life looks up again: an alias, a kept conversation, a step. A model
         # response or a tool result is looked up by its key once, before it is made, so one
         # written in this life is never read here again; kept, it held ~0.6 KB per turn of
         # every run in flight (docs/performance.md, "What an in-flight run holds").
         if entry.kind not in _WRITE_ONLY:
+            if self._entries is _NO_ENTRIES:
+                self._entries = {}
             self._entries[entry.key] = entry
 
     def take_held(self) -> list[JournalEntry]:
@@ -385,13 +447,17 @@ class Journal:
         is kept alive across the wait, by every run in flight)."""
         if self._group is not None:
             # Committed once queued, even if the wait is cancelled.
-            waiter = self._group(self.run_id, entries)
+            waiter = self._group.journal_group(self.run_id, entries)
             if waiter is not None:
                 return waiter
         if len(entries) == 1:
-            if self._put_now is not None and self._put_now(self.run_id, entries[0]):
+            if self._write_now is not None and self._write_now.journal_put_nowait(
+                self.run_id, entries[0]
+            ):
                 return None
-        elif self._many_now is not None and self._many_now(self.run_id, entries):
+        elif self.holds_for is not None and self.holds_for.journal_put_many_nowait(
+            self.run_id, entries
+        ):
             return None
         return self._write_later(entries)
 

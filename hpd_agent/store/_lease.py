@@ -104,6 +104,19 @@ class LeaseKeeper:
             written and the lease released one after the other.
     """
 
+    __slots__ = (
+        "_hold",
+        "_renewer",
+        "_scope",
+        "fence",
+        "lease",
+        "leases",
+        "lost",
+        "released",
+        "store",
+        "ttl",
+    )
+
     def __init__(self, store: Store, lease: Lease, ttl: float, *, leases: RunLeases | None) -> None:
         self.store = store
         self.leases = leases
@@ -166,6 +179,11 @@ class LeaseKeeper:
             hold.scope.cancel()
         if self.lost is not None or (hold is not None and hold.lost is not None):
             await anyio.lowlevel.checkpoint()  # raises: the run was cancelled here
+
+    def guard_now(self) -> Awaitable[None]:
+        """``guard(now=True)``: the lease renewed here at once (``StoreRequests.check_lease``:
+        a bound method, held by every run in flight, is smaller than a closure)."""
+        return self.guard(now=True)
 
     async def _check(self, lease: Lease) -> None:
         run_id, holder = lease.run_id, lease.holder

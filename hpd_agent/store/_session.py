@@ -36,7 +36,7 @@ from ._protocol import RunLeases, Store, StoreCapabilities
 if TYPE_CHECKING:
     from ..coordinator import Coordinator
 
-__all__ = ["Sessions", "StoreSession", "run_exists_refusal"]
+__all__ = ["Sessions", "StoreSession", "ended", "run_exists_refusal"]
 
 
 def run_exists_refusal(store: object, run_id: str) -> UserError:
@@ -68,6 +68,8 @@ class StoreSession:
         durability: The run's durability mode (``Journal``; docs/guarantees.md).
     """
 
+    __slots__ = ("backend", "durability", "grants", "hooks", "journal", "keeper", "record", "store")
+
     def __init__(
         self,
         store: Store,
@@ -90,9 +92,7 @@ class StoreSession:
             # The store's writer commits the run's facts behind it: no task of its own.
             writer = capabilities.behind.behind_writer()
             self.journal.behind = writer.behind(record.run_id, keeper.fence)
-        self.backend = StoreRequests(
-            store, self.journal, check_lease=lambda: keeper.guard(now=True)
-        )
+        self.backend = StoreRequests(store, self.journal, check_lease=keeper.guard_now)
         self.hooks: Sequence[Hook] = ()
         """None: the core calls the journal (``RunJournal``) directly, before any hook."""
         self.grants = capabilities.grants
@@ -104,7 +104,10 @@ class StoreSession:
 
     @property
     def history(self) -> list[Message] | None:
-        return message_adapter().validate_python(list(self.record.history)) or None
+        history = self.record.history
+        if not history:  # a new run's: nothing to validate
+            return None
+        return message_adapter().validate_python(list(history)) or None
 
     @property
     def resumed(self) -> bool:
@@ -154,18 +157,13 @@ class StoreSession:
         """Write how the run ended to its run record."""
         status: RunState = result.status  # type: ignore[assignment]
         error = None if result.error is None else error_text(result.error)
-        self.record = dataclasses.replace(
-            self.record,
-            status=status,
-            output=output_text(result.output),
-            error=error,
-            updated_at=time.time(),
-        )
+        self.record = ended(self.record, status, output_text(result.output), error)
         # The responses the journal held back, the final record and the lease release in
         # one transaction where the store can (``_lease``).
-        if self.journal.holding:
+        settling = self.journal.settling() if self.journal.holding else None
+        if settling is not None:
             with anyio.CancelScope(shield=True):
-                await self.journal.settled()
+                await settling
         held = self.journal.take_held()
         with fencing(self.keeper.fence):  # also after the run (a deliberate cancel's end)
             if not await self.keeper.close(self.record, held):
@@ -268,6 +266,23 @@ class Sessions:
         return StoreSession(
             store, record, keeper, entries, capabilities=capabilities, durability=mode
         )
+
+
+def ended(record: RunRecord, status: RunState, output: str | None, error: str | None) -> RunRecord:
+    """``record`` as its run ended now: ``dataclasses.replace`` spelled out (every durable
+    run's end makes one; ``replace`` walks the fields by name at each call)."""
+    return RunRecord(
+        run_id=record.run_id,
+        agent_name=record.agent_name,
+        prompt=record.prompt,
+        history=record.history,
+        status=status,
+        output=output,
+        error=error,
+        created_at=record.created_at,
+        updated_at=time.time(),
+        agent_ref=record.agent_ref,
+    )
 
 
 def _mode(store: object, given: str | None) -> str:

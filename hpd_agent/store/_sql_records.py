@@ -78,6 +78,11 @@ class SQLPart(ABC, Generic[C]):
     def _transaction(self, conn: C) -> AbstractContextManager[object]:
         """A write transaction."""
 
+    def _query_many(self, conn: C, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement once per row of ``rows`` on ``conn`` (SQLite: in one call)."""
+        for row in rows:
+            self._query(conn, sql, row)
+
     @abstractmethod
     async def _point(self, fn: Callable[[C], T]) -> T:
         """Run ``fn``, a short statement or transaction about one row, with the connection."""
@@ -261,8 +266,7 @@ class SQLRecords(SQLPart[C]):
 
             def write(conn: C) -> None:
                 self._check_fence(conn, fence)
-                for row in rows:
-                    self._query(conn, sql, row)
+                self._query_many(conn, sql, rows)
 
             return write
         # The first row's own insert checks the fence (no statement of its own); the
@@ -274,8 +278,8 @@ class SQLRecords(SQLPart[C]):
         def write_checked(conn: C) -> None:
             if self._query(conn, checked, first).rowcount != 1:
                 raise fence.refuse()
-            for row in rows[1:]:
-                self._query(conn, sql, row)
+            if len(rows) > 1:
+                self._query_many(conn, sql, rows[1:])
 
         return write_checked
 

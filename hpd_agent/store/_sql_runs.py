@@ -74,6 +74,21 @@ def close_statement(mark: str) -> str:
     )
 
 
+_UPDATES: dict[str, str] = {}
+"""``_update_run``'s statement per placeholder, built once."""
+
+
+def _update_run(mark: str) -> str:
+    """Overwrite a run's row with its record (arguments: ``RUN_COLUMNS`` but the first,
+    then the run id)."""
+    sql = _UPDATES.get(mark)
+    if sql is None:
+        columns = RUN_COLUMNS.split(", ")[1:]
+        sets = ", ".join(f"{c} = {mark}" for c in columns)
+        sql = _UPDATES[mark] = f"UPDATE hpd_runs SET {sets} WHERE run_id = {mark}"
+    return sql
+
+
 _MAKE_WRITER = threading.Lock()
 
 _JOIN_TIMEOUT = 5.0
@@ -326,13 +341,19 @@ class SQLRuns(SQLPart[C]):
         if fence is not None:
             release += f" AND fence = {mark}"
             key = (*key, fence.token)
+        # SQLite: the final record over the row the run's start made, in place (an
+        # ``INSERT OR REPLACE`` deletes the row and inserts it again, rewriting the page of
+        # the key's index too); inserted only if that row is gone.
+        update = None if spelling.on_conflict else _update_run(mark)
+        moved = (*row[1:], row[0])
 
         def close_body(conn: C) -> None:
             # The check first: a refused close has written nothing (no savepoint needed).
             if self._query(conn, release, key).rowcount != 1 and fence is not None:
                 raise fence.refuse()
             write(conn)
-            self._query(conn, put, row)
+            if update is None or self._query(conn, update, moved).rowcount != 1:
+                self._query(conn, put, row)
 
         if self._crowded():
             await self._group_op(GroupOp(close_body))
