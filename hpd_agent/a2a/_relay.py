@@ -15,6 +15,7 @@ import dataclasses
 from typing import Any
 
 import anyio
+from a2a.types import TaskStatus
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
@@ -54,12 +55,19 @@ class Relay:
         status seen again (a stale snapshot) is not a new question."""
         self.sent_ids: set[str] = set()
         """The remote's request ids answered: one asked again was refused, and is new."""
+        self._read: tuple[TaskStatus, dict[str, Any], list[RemoteQuestion]] | None = None
+        """The status last read, its event's metadata and its questions: a status is
+        looked at more than once (has it settled? what does it ask?), read once."""
 
     def open_questions(self, view: TaskView) -> list[RemoteQuestion]:
         """The questions of the task's status not answered yet (one asked again after its
         answer was refused is new: it gets a key of its own)."""
+        status, metadata = view.status, view.status_metadata
+        read = self._read
+        if read is None or read[0] is not status or read[1] is not metadata:
+            read = self._read = (status, metadata, questions_of(status, metadata))
         found: list[RemoteQuestion] = []
-        for q in questions_of(view.status, view.status_metadata):
+        for q in read[2]:
             if (_named(q), q.status_id) in self.sent:
                 continue
             if q.request_id is not None and q.request_id in self.sent_ids:

@@ -79,6 +79,28 @@ async def test_input_required_is_a_question_answered_in_the_same_task_and_contex
     assert remote_tool.agent is not None
 
 
+async def test_each_status_is_read_for_its_questions_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The call looks at a waiting status twice (has the task settled? what does it ask?):
+    its questions are read from it (its metadata parsed) once."""
+    from hpd_agent.a2a import _relay
+
+    read: list[int] = []
+    real = _relay.questions_of
+
+    def reading(status: Any, metadata: Any) -> Any:
+        read.append(status.state)
+        return real(status, metadata)
+
+    monkeypatch.setattr(_relay, "questions_of", reading)
+    with a2a_server(Asking([CITY, ("Which month?", {})])) as server:
+        agent, _ = _orchestrator(await _tool(server))
+        human = ScriptedHuman({"Which city?": "Rome", "Which month?": "May"})
+        result = await agent.run("go", handler=human)
+    assert len(human.asked) == 2
+    assert _tool_results(result.messages) == ["plan a trip -> Rome, May"]
+    assert len(read) == 2  # the two statuses asking, each read once
+
+
 async def test_the_remote_agent_path_is_appended_below_the_caller() -> None:
     # Orchestrator -> Sub (a local agent) -> the remote "Planner", whose "Clarifier" asks.
     ask = ("Budget?", {"agent_path": ["Planner", "Clarifier"]})
