@@ -7,7 +7,7 @@ for the events of the whole agent tree, in order, ending with ``RunFinished``. L
 
 from __future__ import annotations
 
-import math
+from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -16,7 +16,6 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 from anyio.abc import TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ._core.output import output_text
 from ._values.fanout import first_leaf
@@ -87,6 +86,47 @@ Executor = Callable[[Coordinator], Awaitable[RunResult]]
 """Runs the root agent against a coordinator and returns its result (never raises)."""
 
 
+class _Events:
+    """A run's events on their way from the tasks emitting them to the one iterating: in
+    order, unbounded, the reader woken by an event made only while it waits (a memory
+    object stream cost a receive's worth of calls per event, and a wait's more)."""
+
+    __slots__ = ("buffer", "ended", "wake")
+
+    def __init__(self) -> None:
+        self.buffer: deque[Event] = deque()
+        self.ended = False
+        """No event comes any more: the run is over, or its block was left."""
+        self.wake: anyio.Event | None = None
+
+    def put(self, event: Event) -> None:
+        """The run's outlet: keep ``event`` (after the end it goes nowhere)."""
+        if self.ended:
+            return
+        self.buffer.append(event)
+        wake = self.wake
+        if wake is not None:
+            self.wake = None
+            wake.set()
+
+    def end(self, *, dropped: bool = False) -> None:
+        """No more events; ``dropped``: nor those still buffered (the block was left)."""
+        self.ended = True
+        if dropped:
+            self.buffer.clear()
+        wake = self.wake
+        if wake is not None:
+            self.wake = None
+            wake.set()
+
+    async def wait(self) -> None:
+        """Wait for the next event or the end (any number of readers may wait)."""
+        wake = self.wake
+        if wake is None:
+            wake = self.wake = anyio.Event()
+        await wake.wait()
+
+
 class Run:
     """A root run in progress. Get one from ``Agent.stream``; don't build it yourself.
 
@@ -108,9 +148,8 @@ class Run:
         self._prompt = prompt
         self._agent_name = agent_name
         self._executor = executor
-        # The stream is made when the block is entered (``deliver`` needs none).
-        self._send: MemoryObjectSendStream[Event] | None = None
-        self._receive: MemoryObjectReceiveStream[Event] | None = None
+        # The events' buffer is made when the block is entered (``deliver`` needs none).
+        self._events: _Events | None = None
         self.coordinator = Coordinator(run_id, listening=True, on_unhandled=on_unhandled)
         self._scope = anyio.CancelScope()
         self._entered = False
@@ -134,8 +173,8 @@ class Run:
 
     async def __aenter__(self) -> Run:
         self._enter()
-        self._send, self._receive = anyio.create_memory_object_stream[Event](math.inf)
-        self.coordinator.outlet.sink = self._send.send_nowait
+        self._events = events = _Events()
+        self.coordinator.outlet.sink = events.put
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         self._task_group.start_soon(self._main)
@@ -159,8 +198,8 @@ class Run:
         except BaseExceptionGroup as group:
             raise first_leaf(group) from None
         finally:
-            assert self._receive is not None
-            self._receive.close()
+            assert self._events is not None
+            self._events.end(dropped=True)
         if exc_type is None and self._result is not None and self._result.error is not None:
             raise self._result.error
         return None
@@ -189,8 +228,8 @@ class Run:
             watch = self.coordinator.quiescence.watch
             if watch is not None:
                 watch.set()  # a caller of settled() learns the run is over
-            if self._send is not None:
-                self._send.close()
+            if self._events is not None:
+                self._events.end()
 
     async def deliver(self, sink: Callable[[Event], None]) -> RunResult:
         """Run to the end in the calling task, each event handed to ``sink`` as it is emitted.
@@ -253,19 +292,16 @@ class Run:
             await anyio.lowlevel.checkpoint()
         else:
             await anyio.lowlevel.checkpoint_if_cancelled()
-        receive = self._receive
-        if receive is None:
+        events = self._events
+        if events is None:
             raise UserError("enter the run (async with run) before iterating it")
-        try:
-            return receive.receive_nowait()
-        except anyio.WouldBlock:
+        buffer = events.buffer
+        while not buffer:
+            if events.ended:
+                raise StopAsyncIteration
             self._burst = 0
-            try:
-                return await receive.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError):
-                raise StopAsyncIteration from None
-        except (anyio.EndOfStream, anyio.ClosedResourceError):
-            raise StopAsyncIteration from None
+            await events.wait()
+        return buffer.popleft()
 
     # -- control -------------------------------------------------------------------------
     async def respond(

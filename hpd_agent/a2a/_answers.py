@@ -68,7 +68,8 @@ async def answer(
     if not pending:
         return None  # it ended or works meanwhile: the report says how
     request = next(iter(pending.values()))
-    named = message_metadata(message).get("request_id")
+    metadata = message_metadata(message)
+    named = metadata.get("request_id")
     if isinstance(named, str) and named:
         if named not in pending:
             if not await target.known(named):
@@ -80,7 +81,7 @@ async def answer(
     chosen = request
     note = await target.answer_request(
         chosen.request_id,
-        lambda: answer_of(chosen, message),
+        lambda: answer_of(chosen, message, metadata),
         by=by,
         channel="a2a",
         policy=policy,

@@ -175,6 +175,9 @@ class RemoteCall:
     # -- following -------------------------------------------------------------------------
     async def _drive(self) -> str:
         """Follow the task to its end, relaying its questions; the result text."""
+        result = await self._one_at_a_time()
+        if result is not None:
+            return result
         send, receive = anyio.create_memory_object_stream[Outcome](math.inf)
         result, error = "", None
         with send, receive:
@@ -190,6 +193,22 @@ class RemoteCall:
         if error is not None:
             raise error
         return result
+
+    async def _one_at_a_time(self) -> str | None:
+        """Follow the task while it asks one question at a time, each asked in this task
+        (no task group nor stream to set up: the common case); None once a status asks
+        several at once (``_follow`` asks them side by side)."""
+        while True:
+            await self._settle()
+            if self.view.terminal:
+                return self._ended()
+            questions = self.relay.open_questions(self.view)
+            if len(questions) != 1:
+                return None
+            self._refuse_unanswerable(questions)
+            await self._close_events()
+            (question,) = questions
+            await self._answer(question, await self.relay.ask(question))
 
     async def _follow(
         self,

@@ -112,8 +112,8 @@ class AgentRunner(AgentExecutor):
         if isinstance(found, RunRecord):
             await _finished(outcome_of(found), updater)
             return
-        if not await found.run.settled():  # a resumed run reaches its questions, or ends
-            await found.ended.wait()  # (at once if another process drives it)
+        if not await found.run.settled() and not found.ended.is_set():
+            await found.ended.wait()  # a resumed run reaches its questions, or ends
         by = caller_name(context)
         if found.elsewhere:
             await self._relay(found.run_id, updater, message, by)

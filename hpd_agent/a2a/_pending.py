@@ -100,14 +100,19 @@ def message_metadata(message: Message) -> dict[str, Any]:
     return MessageToDict(message.metadata) if message.metadata.fields else {}
 
 
-def answer_of(request: RequestEvent, message: Message) -> Any:
-    """The answer ``message`` gives to ``request``, as ``run.respond`` takes it.
+def answer_of(
+    request: RequestEvent, message: Message, metadata: dict[str, Any] | None = None
+) -> Any:
+    """The answer ``message`` gives to ``request``, as ``run.respond`` takes it
+    (``metadata``: the message's, when the caller has read it already).
 
     Raises:
         ValueError: It cannot be an answer (a permission answered with something else than
             one of ``DECISIONS``).
     """
-    if message_metadata(message).get("decline") is True:
+    if metadata is None:
+        metadata = message_metadata(message)
+    if metadata.get("decline") is True:
         return Decline()
     value = _value(message)
     if isinstance(request, PermissionRequest):

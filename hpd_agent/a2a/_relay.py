@@ -2,7 +2,8 @@
 
 Each question is asked through ``ToolContext.on_behalf_of`` (agent path: the caller's, the
 remote agent's name, the path the remote reports below itself; request id: from the
-question's key), in a task of its own, so several pending questions are asked at once. An
+question's key); several pending at once are asked each in a task of its own (``relay``),
+a question asked alone in the call's own task (``ask``). An
 answer (or the ``QuestionNotAnswered`` a question ended with) comes back through a memory
 stream, in the order they come. A question the remote no longer asks is withdrawn (it ends
 as cancelled).
@@ -12,9 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Awaitable
 from typing import Any
 
 import anyio
+from a2a.types import TaskStatus
 from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectSendStream
 
@@ -54,12 +57,19 @@ class Relay:
         status seen again (a stale snapshot) is not a new question."""
         self.sent_ids: set[str] = set()
         """The remote's request ids answered: one asked again was refused, and is new."""
+        self._read: tuple[TaskStatus, dict[str, Any], list[RemoteQuestion]] | None = None
+        """The status last read, its event's metadata and its questions: a status is
+        looked at more than once (has it settled? what does it ask?), read once."""
 
     def open_questions(self, view: TaskView) -> list[RemoteQuestion]:
         """The questions of the task's status not answered yet (one asked again after its
         answer was refused is new: it gets a key of its own)."""
+        status, metadata = view.status, view.status_metadata
+        read = self._read
+        if read is None or read[0] is not status or read[1] is not metadata:
+            read = self._read = (status, metadata, questions_of(status, metadata))
         found: list[RemoteQuestion] = []
-        for q in questions_of(view.status, view.status_metadata):
+        for q in read[2]:
             if (_named(q), q.status_id) in self.sent:
                 continue
             if q.request_id is not None and q.request_id in self.sent_ids:
@@ -96,6 +106,11 @@ class Relay:
         for key in list(self.asking):
             self._withdraw(key)
 
+    def ask(self, question: RemoteQuestion) -> Awaitable[Any]:
+        """Ask ``question`` from the calling task (the only one asked: nothing to withdraw
+        it for while it waits); await its answer (it raises what the question ended with)."""
+        return self._frame(question).request(question_spec(question, self.ctx.tool_name))
+
     def _frame(self, question: RemoteQuestion) -> ToolContext:
         return self.ctx.on_behalf_of(self.name, *question.path, key=question.key)
 
@@ -106,9 +121,9 @@ class Relay:
         send: MemoryObjectSendStream[Outcome],
     ) -> None:
         with scope:
-            spec = question_spec(question, self.ctx.tool_name)
+            asking = self.ask(question)
             try:
-                answer: Any = await self._frame(question).request(spec)
+                answer: Any = await asking
             except Exception as e:
                 # Raised by the call itself, not this task: no exception group around it.
                 answer = e

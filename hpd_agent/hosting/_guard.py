@@ -95,6 +95,9 @@ _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
 _SHOWN = 80
 """Characters of a refused Host or Origin quoted in the error."""
+_KNOWN_HOSTS = 64
+"""How many ``Host`` values a guard remembers its verdict on (a client sends the same one
+on every request; a client sending new ones each time only empties the memory)."""
 
 
 def nests_deeper(body: bytes, limit: int) -> bool:
@@ -164,6 +167,8 @@ class Guard:
         self.origins = {o.strip().rstrip("/").lower() for o in origins}
         self.public = public
         self.max_body = max_body
+        self._verdicts: dict[bytes, str | None] = {}
+        """``host_refusal`` of each ``Host`` header seen last (no name parsing per request)."""
 
     def host_refusal(self, host: str) -> str | None:
         """Why a request reaching the server as ``host`` is refused (421), or None."""
@@ -189,6 +194,13 @@ class Guard:
             "page and the origins it allows"
         )
 
+    def _remember(self, raw_host: bytes, refusal: str | None) -> str | None:
+        verdicts = self._verdicts
+        if len(verdicts) >= _KNOWN_HOSTS:
+            verdicts.clear()
+        verdicts[raw_host] = refusal
+        return refusal
+
     def identity(self, authorization: bytes | None) -> str | None:
         """The name of the token ``authorization`` carries (every token compared, in
         constant time), ``LOCAL`` on a server without tokens, else None."""
@@ -206,9 +218,14 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = _headers(scope)
-        host = headers.get(b"host", b"").decode("latin-1")
+        raw_host = headers.get(b"host", b"")
+        host = raw_host.decode("latin-1")
         origin = headers.get(b"origin")
-        refusal = self.host_refusal(host)
+        verdicts = self._verdicts
+        if raw_host in verdicts:
+            refusal = verdicts[raw_host]
+        else:
+            refusal = self._remember(raw_host, self.host_refusal(host))
         if refusal is not None:
             await _refuse(send, 421, refusal)
             return

@@ -222,7 +222,8 @@ class HostedRun:
         pending = await self.run.settled()
         if pending:
             return pending
-        await self.ended.wait()
+        if not self.ended.is_set():  # most often it is: no trip through the event loop
+            await self.ended.wait()
         return self.outcome
 
     def cancel_nowait(self, reason: str | None = None) -> None:

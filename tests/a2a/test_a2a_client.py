@@ -9,6 +9,7 @@ import subprocess
 import sys
 from typing import Any
 
+import anyio
 import anyio.to_thread
 import pytest
 from a2a_servers import (
@@ -77,6 +78,28 @@ async def test_input_required_is_a_question_answered_in_the_same_task_and_contex
     assert len(set(executor.tasks)) == 1 and len(executor.tasks) == 2
     assert remote_tool.name == "Planner"
     assert remote_tool.agent is not None
+
+
+async def test_each_status_is_read_for_its_questions_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The call looks at a waiting status twice (has the task settled? what does it ask?):
+    its questions are read from it (its metadata parsed) once."""
+    from hpd_agent.a2a import _relay
+
+    read: list[int] = []
+    real = _relay.questions_of
+
+    def reading(status: Any, metadata: Any) -> Any:
+        read.append(status.state)
+        return real(status, metadata)
+
+    monkeypatch.setattr(_relay, "questions_of", reading)
+    with a2a_server(Asking([CITY, ("Which month?", {})])) as server:
+        agent, _ = _orchestrator(await _tool(server))
+        human = ScriptedHuman({"Which city?": "Rome", "Which month?": "May"})
+        result = await agent.run("go", handler=human)
+    assert len(human.asked) == 2
+    assert _tool_results(result.messages) == ["plan a trip -> Rome, May"]
+    assert len(read) == 2  # the two statuses asking, each read once
 
 
 async def test_the_remote_agent_path_is_appended_below_the_caller() -> None:
@@ -202,6 +225,36 @@ async def test_several_pending_questions_are_asked_at_once_and_answered_in_any_o
     assert [a["metadata"]["request_id"] for a in answers] == ["r-b", "r-a"]
     assert executor.answered == [("r-b", "y"), ("r-a", "alpha")]
     assert _tool_results(run.result.messages) == ["r-b=y, r-a=alpha"]
+
+
+async def test_a_question_asked_alone_is_asked_in_the_calls_own_task(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One question at a time (the common case): asked from the tool call's own task, no
+    task group set up for it; several at once: side by side, in a group."""
+    groups: list[object] = []
+    real = anyio.create_task_group
+
+    def counted() -> Any:
+        if sys._getframe(1).f_globals.get("__name__") == "hpd_agent.a2a._call":  # pyright: ignore[reportPrivateUsage]
+            groups.append(None)
+        return real()
+
+    monkeypatch.setattr(anyio, "create_task_group", counted)
+    executor = Asking([CITY, ("Which month?", {})])
+    with a2a_server(executor) as server:
+        agent, _ = _orchestrator(await _tool(server))
+        human = ScriptedHuman({"Which city?": "Rome", "Which month?": "May"})
+        result = await agent.run("go", handler=human)
+    assert _tool_results(result.messages) == ["plan a trip -> Rome, May"]
+    assert groups == []
+    several = ManyPending([Pending("r-a", "A?", ["Planner"]), Pending("r-b", "B?", ["Planner"])])
+    with a2a_server(several) as server:
+        agent, _ = _orchestrator(await _tool(server))
+        result = await agent.run("go", handler=ScriptedHuman({"A?": "a", "B?": "b"}))
+    (answered,) = _tool_results(result.messages)
+    assert sorted(answered.split(", ")) == ["r-a=a", "r-b=b"]  # in the order answered
+    assert len(groups) == 1
 
 
 async def test_auth_required_with_a_url_is_an_action_question() -> None:

@@ -99,6 +99,31 @@ async def test_two_pending_questions_answered_in_reverse_order_by_request_id(
     assert sorted(counted("model")) == ["Fast", "Fast", "Lead", "Lead", "Slow", "Slow"]
 
 
+async def test_an_answers_metadata_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metadata naming the request answered (and saying whether it declines) is turned
+    into JSON data once per answer, not once per look."""
+    from google.protobuf.struct_pb2 import Struct
+
+    from hpd_agent.a2a import _pending
+
+    reads: list[Struct] = []
+    real = _pending.MessageToDict
+
+    def reading(message: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(message, Struct):
+            reads.append(message)
+        return real(message, *args, **kwargs)
+
+    monkeypatch.setattr(_pending, "MessageToDict", reading)
+    async with served_client(lead) as client:
+        task = (await send(client, user_message("go"))).task
+        colour, size = (r["request_id"] for r in status_metadata(task)["requests"])
+        assert reads == []  # a query without metadata reads none
+        second = await send(client, user_message("big", task=task, metadata={"request_id": size}))
+        assert [r["request_id"] for r in status_metadata(second.task)["requests"]] == [colour]
+        assert len(reads) == 1
+
+
 @pytest.mark.parametrize("streaming", [True, False])
 async def test_an_invalid_answer_asks_the_same_request_again_with_the_reason(
     streaming: bool,

@@ -4,11 +4,16 @@ events already buffered)."""
 
 from __future__ import annotations
 
+import sys
+from types import FrameType
+
 import anyio
 import anyio.lowlevel
 
-from hpd_agent import Agent, tool
+from hpd_agent import Agent, Run, ask_user, tool
 from hpd_agent.events import (
+    ClarificationRequest,
+    ClarificationResolved,
     Event,
     RunFinished,
     RunStarted,
@@ -95,3 +100,64 @@ async def test_a_streamed_run_reports_every_tool_call_and_text_piece() -> None:
     assert started == [("a", {"word": "hi"}), ("b", {"word": "yo"})]
     assert finished == [("a", "HI"), ("b", "YO")]
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["ok"]
+
+
+async def test_a_reader_with_nothing_buffered_waits_at_once_and_wakes_once() -> None:
+    """No event buffered: ``__anext__`` waits for the next one without a trip through the
+    loop first, and is resumed once, with the event (counted by its frame's resumptions)."""
+    code = Run.__anext__.__code__
+    steps = 0
+
+    def profile(frame: FrameType, event: str, arg: object) -> None:
+        nonlocal steps
+        if event == "call" and frame.f_code is code:
+            steps += 1
+
+    async def answer_later(run: Run, request_id: str) -> None:
+        for _ in range(3):
+            await anyio.lowlevel.checkpoint()  # the reader waits meanwhile
+        await run.respond(request_id, "Lisbon")
+
+    agent = Agent("Asker", model=ScriptedModel([tool_call("ask_user", question="Where?"),
+                                                text("done")]), tools=[ask_user()])  # fmt: skip
+    with anyio.fail_after(5):
+        async with agent.stream("go") as run:
+            request = None
+            async for event in run:
+                if isinstance(event, ClarificationRequest):
+                    request = event
+                    break
+            assert request is not None and run.pending  # nothing more until it is answered
+            resolved: Event | None = None
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(answer_later, run, request.request_id)
+                sys.setprofile(profile)
+                try:
+                    resolved = await run.__anext__()
+                finally:
+                    sys.setprofile(None)
+            rest = [event async for event in run]
+    assert isinstance(resolved, ClarificationResolved) and resolved.answer == "Lisbon"
+    assert steps == 2  # called, then resumed with the event
+    assert isinstance(rest[-1], RunFinished) and run.result.output == "done"
+
+
+async def test_two_readers_share_the_events_each_once() -> None:
+    """Readers iterating one run at once each take the events as they come, none twice,
+    and both stop at its end."""
+    taken: list[list[Event]] = [[], []]
+
+    async def read(run: Run, mine: list[Event]) -> None:
+        async for event in run:
+            mine.append(event)
+            await anyio.lowlevel.checkpoint()  # the other reader's turn
+
+    with anyio.fail_after(5):
+        async with _talker().stream("talk") as run, anyio.create_task_group() as tg:
+            tg.start_soon(read, run, taken[0])
+            tg.start_soon(read, run, taken[1])
+    every = sorted(taken[0] + taken[1], key=id)
+    # The run and its agent start, 1000 pieces, the agent and the run end: 1004 events.
+    assert len(every) == len({id(e) for e in every}) == 1004
+    pieces = [e.text for e in taken[0] + taken[1] if isinstance(e, TextDelta)]
+    assert sorted(pieces) == sorted(f"{i:04d}" for i in range(1000))

@@ -96,6 +96,21 @@ async def test_a_live_run_is_found_and_locked_without_a_trip_through_the_event_l
         hosted.cancel_nowait()
 
 
+async def test_a_run_that_ended_is_reported_without_a_trip_through_the_event_loop() -> None:
+    """The report of an answered run (``wait_settled``) is woken by the run's end, by then
+    told (``ended`` set): it returns the outcome at once, no further turn of the loop."""
+    async with _host() as (host, turns):
+        hosted = await host.start("ask")
+        pending = await hosted.wait_settled()
+        assert isinstance(pending, list)
+        await hosted.run.respond(pending[0].request_id, "Postgres")
+        outcome = await hosted.wait_settled()
+        assert isinstance(outcome, Outcome) and outcome.output == "heard Postgres"
+        before = turns.count
+        assert await hosted.wait_settled() is outcome
+        assert turns.count == before
+
+
 class _Sink:
     """Notes the loop's turn at the run's last event and at its end."""
 

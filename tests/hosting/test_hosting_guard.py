@@ -123,6 +123,36 @@ def test_the_host_rule(host: str, served: bool) -> None:
     assert (Guard(app, tokens="t", hosts=["agent.internal"]).host_refusal(host) is None) is served
 
 
+async def test_each_host_is_judged_once_and_its_verdict_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client sends the same Host on every request: its name is parsed (``ipaddress``)
+    once, and a later request gets the same verdict, a refusal too; a memory full of Hosts
+    is emptied, not grown, and judges the same."""
+    from hpd_agent.hosting import _guard
+
+    judged: list[str] = []
+    real = _guard.is_loopback
+
+    def counted(host: str) -> bool:
+        judged.append(host)
+        return real(host)
+
+    monkeypatch.setattr(_guard, "is_loopback", counted)
+    app = App()
+    guard = Guard(app)
+    for _ in range(3):
+        assert (await call(guard)).status == 200
+        assert (await call(guard, headers={"host": "evil.example"})).status == 421
+    assert judged == ["127.0.0.1", "evil.example"]
+    for i in range(200):  # new Hosts each time: judged each, the memory stays bounded
+        assert (await call(guard, headers={"host": f"127.0.0.{i % 250}:{i}"})).status == 200
+        assert (await call(guard, headers={"host": f"evil{i}.example"})).status == 421
+    assert len(guard._verdicts) <= 64  # pyright: ignore[reportPrivateUsage]
+    assert (await call(guard, headers={"host": "evil.example"})).status == 421
+    assert len(app.scopes) == 3 + 200
+
+
 @pytest.mark.parametrize(
     ("origin", "served"),
     [
