@@ -42,6 +42,12 @@ class SideDB:
         path: The SQLite file (``":memory:"``: a private database of this object's).
         durability: The file's ``durability`` (as ``SQLiteStore``'s): ``"process"``
             commits without waiting for the disk, ``"os"`` waits for ``fsync``.
+        checkpoint: The file's background checkpointer (``Checkpointer.tick``), told of
+            each write (``call``'s ``writes``). Given, a commit here never checkpoints the
+            WAL itself, as the store's own connections never do (SQLite's default would,
+            once the WAL holds 1,000 pages: a web server's frames, megabytes a run, made
+            nearly every commit copy the WAL into the file and wait for two ``fsync``s,
+            the run's closing frames among them).
     """
 
     _param = "?"
@@ -51,8 +57,10 @@ class SideDB:
         tables: Sequence[str],
         path: str = ":memory:",
         durability: Literal["process", "os"] = "os",
+        checkpoint: Callable[[int], None] | None = None,
     ) -> None:
         self._tables = tuple(tables)
+        self._checkpoint = checkpoint
         self._path = path
         self._durability = durability
         self._conn: Any = None
@@ -75,6 +83,8 @@ class SideDB:
         # The store's durability for these tables too (SQLite's default on a connection
         # of our own, FULL, would make every commit wait for an fsync the store's do not).
         conn.execute(f"PRAGMA synchronous={'NORMAL' if self._durability == 'process' else 'FULL'}")
+        if self._checkpoint is not None:
+            conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's, in the background
         return conn, self._sqlite()
 
     def _sqlite(self) -> sqlite3.Connection:
@@ -124,8 +134,9 @@ class SideDB:
             self._conn, self._reader = conn, reader
         return self._conn
 
-    async def call(self, fn: Callable[[Any], T]) -> T:
-        """``fn`` on the writing connection, in a worker thread."""
+    async def call(self, fn: Callable[[Any], T], *, writes: int = 1) -> T:
+        """``fn`` on the writing connection, in a worker thread; ``writes``: how many of the
+        store's statements it writes as much as (toward the background checkpoint)."""
 
         def locked() -> T:
             with self._lock:
@@ -135,7 +146,10 @@ class SideDB:
                 except Exception as e:
                     return self._retry(fn, e)
 
-        return await anyio.to_thread.run_sync(locked)
+        done = await anyio.to_thread.run_sync(locked)
+        if self._checkpoint is not None:
+            self._checkpoint(writes)
+        return done
 
     async def read_now(self, fn: Callable[[Any], T]) -> T:
         """``read``, made at once on the event loop when it needs no wait (a SQLite file,

@@ -47,6 +47,10 @@ _PUT_ITEM = (
     "INSERT INTO hpd_thread_items (space, thread_id, idx, item) VALUES (?,?,?,?)"
     " ON CONFLICT (space, thread_id, idx) DO NOTHING"
 )
+_STATEMENT_BYTES = 16384
+"""About what one of the store's statements adds to a SQLite WAL at most (a few pages): a
+write of items counts as one per as many bytes toward the background checkpoint."""
+
 _ROWS = "SELECT key, value FROM hpd_thread_rows WHERE space = ? AND thread_id = ? ORDER BY seq"
 _ITEMS = "SELECT item FROM hpd_thread_items WHERE space = ? AND thread_id = ? ORDER BY idx"
 _OWNER = "SELECT thread_id FROM hpd_thread_rows WHERE space = ? AND key = ? LIMIT 1"
@@ -87,7 +91,8 @@ class SQLThreadTables:
                 if logged:
                     cursor.executemany(put_item, logged)
 
-        await db.call(write)
+        size = sum(len(item) for item in items if type(item) is str)  # a bad one: the write fails
+        await db.call(write, writes=1 + size // _STATEMENT_BYTES)
 
     async def read_thread(self, space: str, thread_id: str) -> ThreadData | None:
         """The thread's rows and items; None if it holds neither (``ThreadTables``). On a

@@ -182,7 +182,12 @@ class SQLiteStore(SQLStore[sqlite3.Connection]):
         self._checkpointer = Checkpointer(self.path) if shared else None
         self._answers = AnswerWatch(self.path, poll_interval, self._run)
         # Thread tables and grants: the file's side tables, on a connection of their own.
-        self._side = SideDB((*THREAD_TABLES, *GRANT_TABLES), self.path, self.durability)
+        self._side = SideDB(
+            (*THREAD_TABLES, *GRANT_TABLES),
+            self.path,
+            self.durability,
+            None if self._checkpointer is None else self._checkpointer.tick,
+        )
         self._threads = SQLThreadTables(self._side)
         self._grants = SQLGrants(self._side)
 

@@ -17,7 +17,7 @@ from anyio.abc import TaskGroup
 
 from ._db import ThreadDB
 from ._state import Thread
-from ._wire import Out, content_frame, frame
+from ._wire import Out, frame
 
 __all__ = ["MAX_BEHIND", "ThreadLog"]
 
@@ -44,14 +44,6 @@ class ThreadLog:
         thread.frames.append(frame(event))
         if publish:
             self.publish(thread)
-
-    def append_piece(self, thread: Thread, keys: str, message_id: str, delta: str) -> None:
-        """``append`` and publish a ``TEXT_MESSAGE_CONTENT`` (``Translator.piece``: its
-        ``content_keys``, message and delta), made straight into its frame (the run's most
-        frequent event)."""
-        thread.view.piece(message_id, delta)
-        thread.frames.append(content_frame(int(time.time() * 1000), keys, delta))
-        self.publish(thread)
 
     def publish(self, thread: Thread) -> None:
         """Let followers see every frame recorded so far; a follower whose client has

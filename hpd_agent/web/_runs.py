@@ -197,9 +197,12 @@ class RunFrames:
     def take(self, event: Event) -> Awaitable[None] | None:
         """Translate one event into frames, recorded and published."""
         thread, log = self.thread, self.log
-        piece = self.translator.piece(event) if type(event) is TextDelta else None
-        if piece is not None:  # the hot path: no wire dict, no dispatch
-            log.append_piece(thread, *piece)
+        if type(event) is TextDelta and self.translator.piece(event, thread.frames):
+            # The hot path (a piece of an open message, recorded): published in line, the
+            # publisher called only when someone waits for it or a write waits for a client.
+            published = thread.published = len(thread.frames)
+            if thread.changed is not None or thread.writing:
+                log.publish(thread)
         else:
             outs = self.translator.translate(event)
             if outs:
@@ -208,7 +211,8 @@ class RunFrames:
                 log.publish(thread)
             if self.live and isinstance(event, RequestEvent) and not event.replayed:
                 return self._announce(event)  # written at once (a flush)
-        if len(thread.frames) - thread.flushed >= _FLUSH_EVERY:
+            published = len(thread.frames)
+        if published - thread.flushed >= _FLUSH_EVERY and thread.flushing is None:
             task_group = self.runs.task_group
             assert task_group is not None
             log.write_behind(thread, task_group)

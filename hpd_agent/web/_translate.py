@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -35,7 +36,7 @@ from ..events import (
     ToolCallStarted,
 )
 from ._view import ThreadView
-from ._wire import Out, Wire, content_keys
+from ._wire import CONTENT_FRAME, Out, Wire, content_keys, json_string
 
 __all__ = ["Located", "Translator", "iso_time", "locate", "subagent_run_id", "tool_call_id"]
 
@@ -84,6 +85,8 @@ class _Scope:
     text_id: str | None = None
     text_keys: str = ""
     """The open text message's ``content_keys``."""
+    pieces: list[str] | None = None
+    """The open text message's pieces in the thread's view (``ThreadView.open_pieces``)."""
     turn_id: str | None = None
     requests: list[str] = field(default_factory=list[str])
 
@@ -169,16 +172,21 @@ class Translator:
             ]
         return []
 
-    def piece(self, event: TextDelta) -> tuple[str, str, str] | None:
-        """The run's most frequent event, one more piece of an open text message, as its
-        ``TEXT_MESSAGE_CONTENT``'s ``content_keys``, ``messageId`` and ``delta`` (for
-        ``ThreadLog.append_piece``: no wire dict); None when it is not one (``translate``)."""
-        if event.replayed or not event.text:
-            return None
+    def piece(self, event: TextDelta, frames: list[str]) -> bool:
+        """The run's most frequent event, one more piece of an open text message, made
+        straight into its ``TEXT_MESSAGE_CONTENT`` frame, appended to ``frames`` (stamped
+        now), and folded into the thread's view: no wire dict, no dispatch. False when it is
+        not one (then ``translate`` it)."""
         scope = self._scopes.get(event.invocation_id)
-        if scope is None or scope.text_id is None:
-            return None
-        return scope.text_keys, scope.text_id, event.text
+        if scope is None:
+            return False
+        pieces, text = scope.pieces, event.text
+        if pieces is None or not text or event.replayed:
+            return False
+        now = int(time.time() * 1000)
+        frames.append(CONTENT_FRAME % (now, scope.text_keys, json_string(text)))
+        pieces.append(text)
+        return True
 
     def _text(self, event: TextDelta) -> list[Out]:
         scope = self._scope(event)
@@ -193,6 +201,8 @@ class Translator:
             scope.turn_id = "msg_" + secrets.token_hex(8)
         text_id = scope.text_id = scope.turn_id
         scope.text_keys = content_keys(sid, text_id)
+        # Folded as the START recorded next made the message (the view's ``open_pieces``).
+        scope.pieces = self._view.open_pieces(text_id)
         start = _event("TEXT_MESSAGE_START", sid, messageId=text_id, role="assistant")
         return [start, _event(_CONTENT, sid, messageId=text_id, delta=event.text)]
 
@@ -200,7 +210,7 @@ class Translator:
         if scope.text_id is None:
             return []
         end = _event("TEXT_MESSAGE_END", scope.sid, messageId=scope.text_id)
-        scope.text_id = None
+        scope.text_id = scope.pieces = None
         return [end]
 
     def _tool_started(self, event: ToolCallStarted) -> list[Out]:

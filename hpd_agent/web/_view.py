@@ -46,11 +46,11 @@ class ThreadView:
     @property
     def messages(self) -> list[Message]:
         """The thread's messages so far."""
-        if self._pieces:
-            for message_id, pieces in self._pieces.items():
-                message = self._assistant[message_id]
+        for message_id, pieces in self._pieces.items():
+            message = self._assistant.get(message_id)
+            if pieces and message is not None:
                 message.content = (message.content or "") + "".join(pieces)
-            self._pieces = {}
+                pieces.clear()  # in place: a translator holds it (``open_pieces``)
         return self._messages
 
     def fold(self, event: Out) -> None:
@@ -64,6 +64,8 @@ class ThreadView:
             self.piece(event["messageId"], event["delta"])
         elif kind == "TEXT_MESSAGE_START":
             self._message(event["messageId"], event.get("subagentRunId"))
+        elif kind == "TEXT_MESSAGE_END":
+            self._end_message(event["messageId"])
         elif kind == "TOOL_CALL_START":
             self._start_call(event)
         elif kind == "TOOL_CALL_ARGS":
@@ -91,6 +93,23 @@ class ThreadView:
         elif message_id in self._assistant:
             self._pieces[message_id] = [delta]
 
+    def open_pieces(self, message_id: str) -> list[str]:
+        """The list the text pieces of message ``message_id`` (about to start) are folded
+        into: appending a piece to it folds its ``TEXT_MESSAGE_CONTENT``. The translator's
+        hot path holds it while the message is open (``Translator.piece``); it stays the
+        message's until its ``TEXT_MESSAGE_END`` is folded (or a snapshot without it)."""
+        pieces = self._pieces.get(message_id)
+        if pieces is None:
+            pieces = self._pieces[message_id] = []
+        return pieces
+
+    def _end_message(self, message_id: str) -> None:
+        """Fold a ``TEXT_MESSAGE_END``: the message's pieces joined into it."""
+        pieces = self._pieces.pop(message_id, None)
+        message = self._assistant.get(message_id)
+        if pieces and message is not None:
+            message.content = (message.content or "") + "".join(pieces)
+
     def _message(self, message_id: str, subagent_run_id: str | None) -> AssistantMessage:
         message = self._assistant.get(message_id)
         if message is None:
@@ -109,7 +128,9 @@ class ThreadView:
         self._calls[call_id] = call
 
     def _snapshot(self, messages: list[Any]) -> None:
-        self._pieces = {}
+        pieces = self._pieces
+        for held in pieces.values():
+            held.clear()  # what was not joined is not in the snapshot's messages
         self._messages = list(messages)
         self._assistant = {}
         self._calls = {}
@@ -121,6 +142,8 @@ class ThreadView:
                     self.started.add(call.id)
             elif isinstance(m, ToolMessage):
                 self.finished.add(m.tool_call_id)
+        # An open message the snapshot holds goes on taking pieces (into the list held).
+        self._pieces = {k: v for k, v in pieces.items() if k in self._assistant}
 
     def snapshot(self) -> MessagesSnapshotEvent:
         """A ``MESSAGES_SNAPSHOT`` of the thread so far, holding the view's own messages (no

@@ -25,7 +25,7 @@ from hpd_agent.store import MemoryStore
 from hpd_agent.testing import FunctionModel, text, tool_call
 from hpd_agent.web._translate import Translator
 from hpd_agent.web._view import ThreadView
-from hpd_agent.web._wire import Out, Wire, content_frame, frame, frames_bytes, resync_frame
+from hpd_agent.web._wire import Out, Wire, frame, frames_bytes, resync_frame
 
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(AguiEvent)
 TRICKY = 'é ü \u2028 "quoted" back\\slash tab\t newline\n ctrl\x01 emoji 😀 </script>'
@@ -138,36 +138,58 @@ def test_frames_bytes_numbers_frames_and_the_resync_frame_is_an_agui_custom_even
     assert event["value"]["from"] == 42 and event["value"]["threadId"] == "t1"
 
 
-async def _pieces(agent: Agent, prompt: str) -> list[tuple[tuple[str, str, str], Out]]:
-    """Each text piece the translator's hot path takes (``piece``), with what ``translate``
-    makes of the same event."""
-    view = ThreadView()
-    translator = Translator("run_wire", view)
-    found: list[tuple[tuple[str, str, str], Out]] = []
+def _said(view: ThreadView) -> list[tuple[str, str | None]]:
+    """Each message's role and text (the ids are drawn at random)."""
+    return [
+        (m.role, m.content if isinstance(m.content, str | None) else "?") for m in view.messages
+    ]
+
+
+async def _pieces(
+    agent: Agent, prompt: str
+) -> tuple[list[tuple[str, Wire]], ThreadView, ThreadView]:
+    """Each frame the translator's hot path made (``piece``), with the wire dict the other
+    path (``translate``) makes of the same event; and both paths' views at the end (the hot
+    path's folded through the list it appends to, the other's by ``fold``)."""
+    hot_view, view = ThreadView(), ThreadView()
+    hot, translator = Translator("run_wire", hot_view), Translator("run_wire", view)
+    found: list[tuple[str, Wire]] = []
+    frames: list[str] = []
     async with agent.stream(prompt) as run:
         async for event in run:
-            piece = translator.piece(event) if isinstance(event, TextDelta) else None
+            made = isinstance(event, TextDelta) and hot.piece(event, frames)
+            if not made:
+                for item in hot.translate(event):
+                    hot_view.fold(item)
             outs = translator.translate(event)
             for item in outs:
                 view.fold(item)
-            if piece is not None:
-                assert len(outs) == 1
-                found.append((piece, outs[0]))
-    return found
+            if made:
+                assert len(outs) == 1 and not isinstance(outs[0], BaseEvent)
+                found.append((frames[-1], outs[0]))
+            if len(found) == 3:  # a reader of the messages mid-message (GET .../messages)
+                assert _said(hot_view) == _said(view)
+    for item in hot.close():
+        hot_view.fold(item)
+    for item in translator.close():
+        view.fold(item)
+    return found, hot_view, view
 
 
 def test_a_text_piece_made_straight_into_its_frame_is_the_models_frame() -> None:
     encoder = EventEncoder()
-    found = anyio.run(_pieces, _tree(), "go")
-    for i, ((keys, message_id, delta), out) in enumerate(found):
-        assert not isinstance(out, BaseEvent) and out["messageId"] == message_id
-        out["timestamp"] = 1_700_000_000_000 + i
-        expected = encoder.encode(_ADAPTER.validate_python(out))
-        assert content_frame(out["timestamp"], keys, delta) == expected
+    found, hot_view, view = anyio.run(_pieces, _tree(), "go")
+    for made, out in found:
+        sent = json.loads(made.removeprefix("data: "))
+        assert out["messageId"].startswith("msg_")  # random: each translator draws its own
+        out.update(timestamp=sent["timestamp"], messageId=sent["messageId"])
+        assert made == encoder.encode(_ADAPTER.validate_python(out))
     # Pieces of the root (no subagentRunId) and of subagents, the tricky text among them.
-    wires = [o for _, o in found if not isinstance(o, BaseEvent)]
-    assert {"subagentRunId" in o for o in wires} == {True, False}
-    assert TRICKY in "".join(p[2] for p, _ in found)
+    assert {"subagentRunId" in o for _, o in found} == {True, False}
+    assert TRICKY in "".join(o["delta"] for _, o in found)
+    # The pieces the hot path folded are the thread's messages, as ``fold`` makes them.
+    assert _said(hot_view) == _said(view)
+    assert any(TRICKY in (content or "") for _, content in _said(hot_view))
 
 
 def test_a_runs_end_snapshot_copies_no_message_and_folds_back_to_the_same_view() -> None:
