@@ -31,6 +31,14 @@ ending between the two counts) move the figure per run by less than 0.1."""
 
 async def _coroutines_per_run(store: Store | None, durability: str | None = None) -> float:
     """Coroutines alive per run while ``RUNS`` runs wait inside their model call."""
+    return await _held_per_run(types.CoroutineType, store, durability)
+
+
+async def _held_per_run(
+    kind: type, store: Store | None, durability: str | None = None, *, agent: bool = True
+) -> float:
+    """Objects of ``kind`` alive per run while ``RUNS`` runs wait inside their model call
+    (``agent=False``: per task of the same task group that only waits, the baseline)."""
     gate = anyio.Event()
     arrived = anyio.Event()
     there = 0
@@ -43,22 +51,26 @@ async def _coroutines_per_run(store: Store | None, durability: str | None = None
         await gate.wait()
         return ModelResponse(text="done")
 
-    agent = Agent("held", model=FunctionModel(model))
+    held = Agent("held", model=FunctionModel(model))
     outputs: list[object] = []
 
     options = {} if durability is None else {"durability": durability}
 
     async def one() -> None:
-        outputs.append((await agent.run("go", store=store, **options)).output)  # type: ignore[arg-type]
+        if agent:
+            outputs.append((await held.run("go", store=store, **options)).output)  # type: ignore[arg-type]
+            return
+        await model([], ModelRequestParams())
+        outputs.append("done")
 
     gc.collect()
-    before = sum(isinstance(o, types.CoroutineType) for o in gc.get_objects())
+    before = sum(isinstance(o, kind) for o in gc.get_objects())
     async with anyio.create_task_group() as tg:
         for _ in range(RUNS):
             tg.start_soon(one)
         await arrived.wait()
         gc.collect()
-        during = sum(isinstance(o, types.CoroutineType) for o in gc.get_objects())
+        during = sum(isinstance(o, kind) for o in gc.get_objects())
         gate.set()
     assert outputs == ["done"] * RUNS
     return (during - before) / RUNS
@@ -88,3 +100,28 @@ async def test_an_async_run_holds_no_writer_of_its_own(tmp_path: Path) -> None:
     finally:
         await store.aclose()
     assert behind - sync < 0.5, (behind, sync)
+
+
+async def test_a_run_in_a_model_call_holds_three_coroutines_of_its_own() -> None:
+    """A root run waiting in a model call: ``Agent.run``, ``RootRun.execute`` and the agent's
+    loop; no coroutine between them (each is a frame the run keeps)."""
+    baseline = await _held_per_run(types.CoroutineType, None, agent=False)
+    in_memory = await _coroutines_per_run(None)
+    # FunctionModel.request is the model's own; a coroutine more per run is the defect.
+    assert in_memory - baseline < 4.5, (in_memory, baseline)
+
+
+@pytest.mark.parametrize("durability", [None, "sync"])
+async def test_a_run_in_a_model_call_holds_no_cancel_scope_but_its_leases(
+    durability: str | None, tmp_path: Path
+) -> None:
+    """Only ``on_unhandled="interrupt"`` cancels a run's own scope: any other run holds none
+    (each scope holds two sets); a durable run holds its lease's."""
+    baseline = await _held_per_run(anyio.CancelScope, None, agent=False)
+    store = None if durability is None else SQLiteStore(tmp_path / "runs.db")
+    try:
+        held = await _held_per_run(anyio.CancelScope, store, durability)
+    finally:
+        if store is not None:
+            await store.aclose()
+    assert held - baseline < (0.5 if store is None else 1.5), (held, baseline)
