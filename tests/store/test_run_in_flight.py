@@ -65,6 +65,7 @@ async def _held_per_run(
 
     gc.collect()
     before = sum(isinstance(o, kind) for o in gc.get_objects())
+    during = before  # counted below, once every run waits
     async with anyio.create_task_group() as tg:
         for _ in range(RUNS):
             tg.start_soon(one)
