@@ -219,6 +219,18 @@ class RequestTable:
             when omitted.
     """
 
+    # Slots, and the approvals' set made when first asked for: every run in flight holds one
+    # table (an empty set is 216 bytes, a run approves for the run rarely).
+    __slots__ = (
+        "_approvals",
+        "_emit",
+        "_hooks",
+        "_open_questions",
+        "_requests",
+        "grants",
+        "quiescence",
+    )
+
     def __init__(
         self, emit: Callable[[Event], None], hooks: HookSet, quiescence: Quiescence | None = None
     ) -> None:
@@ -227,12 +239,19 @@ class RequestTable:
         self.quiescence = quiescence if quiescence is not None else Quiescence()
         self._requests: dict[str, PendingRequest] = {}
         self._open_questions: dict[tuple[Any, ...], PendingRequest] = {}
-        self.run_approvals: set[tuple[tuple[str, ...], str]] = set()
-        """(agent path, tool name) pairs the human approved for the rest of the run."""
+        self._approvals: set[tuple[tuple[str, ...], str]] | None = None
         self.grants: GrantBook | None = PROCESS_GRANTS
         """Where the run keeps and finds remembered grants (``Approve(scope="always")``):
         this process's for a run kept nowhere, its session's (a store's) otherwise; None
         when its session keeps none ("always" then approves the one call)."""
+
+    @property
+    def run_approvals(self) -> set[tuple[tuple[str, ...], str]]:
+        """(agent path, tool name) pairs the human approved for the rest of the run."""
+        approvals = self._approvals
+        if approvals is None:
+            approvals = self._approvals = set()
+        return approvals
 
     def get(self, request_id: str) -> PendingRequest | None:
         """The request with this id, open or not."""

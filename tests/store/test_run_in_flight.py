@@ -126,3 +126,11 @@ async def test_a_run_in_a_model_call_holds_no_cancel_scope_but_its_leases(
         if store is not None:
             await store.aclose()
     assert held - baseline < (0.5 if store is None else 1.5), (held, baseline)
+
+
+async def test_a_run_in_a_model_call_holds_one_set() -> None:
+    """The tool-call ids of its conversation; no cancel scope's two sets, and no set of
+    approvals for the run before the human approves anything for the run."""
+    baseline = await _held_per_run(set, None, agent=False)
+    in_memory = await _held_per_run(set, None)
+    assert in_memory - baseline < 1.5, (in_memory, baseline)
