@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 import anyio
@@ -209,6 +210,11 @@ def question_key(event: RequestEvent) -> tuple[Any, ...] | None:
     return None
 
 
+_NONE: Mapping[Any, Any] = MappingProxyType({})
+"""A request table's requests and open questions until it tracks one (one for every table:
+most runs in flight never ask anything)."""
+
+
 class RequestTable:
     """A run's requests by id. Resolving one is atomic: it happens once, then never again.
 
@@ -219,7 +225,7 @@ class RequestTable:
             when omitted.
     """
 
-    # Slots, and the approvals' set made when first asked for: every run in flight holds one
+    # Slots, and its dicts and set made when first used: every run in flight holds one
     # table (an empty set is 216 bytes, a run approves for the run rarely).
     __slots__ = (
         "_approvals",
@@ -237,8 +243,8 @@ class RequestTable:
         self._emit = emit
         self._hooks = hooks
         self.quiescence = quiescence if quiescence is not None else Quiescence()
-        self._requests: dict[str, PendingRequest] = {}
-        self._open_questions: dict[tuple[Any, ...], PendingRequest] = {}
+        self._requests: Mapping[str, PendingRequest] = _NONE
+        self._open_questions: Mapping[tuple[Any, ...], PendingRequest] = _NONE
         self._approvals: set[tuple[tuple[str, ...], str]] | None = None
         self.grants: GrantBook | None = PROCESS_GRANTS
         """Where the run keeps and finds remembered grants (``Approve(scope="always")``):
@@ -268,10 +274,16 @@ class RequestTable:
     def track(self, event: RequestEvent, spec: RequestSpec) -> PendingRequest:
         """Register a waiter for ``event`` (before the event goes out)."""
         pending = PendingRequest(event, spec)
-        self._requests[event.request_id] = pending
+        requests = self._requests
+        if not isinstance(requests, dict):
+            requests = self._requests = {}
+        requests[event.request_id] = pending
         key = question_key(event)
         if key is not None:
-            self._open_questions[key] = pending
+            questions = self._open_questions
+            if not isinstance(questions, dict):
+                questions = self._open_questions = {}
+            questions[key] = pending
         return pending
 
     def announce(self, pending: PendingRequest, *, again: bool = False) -> None:
