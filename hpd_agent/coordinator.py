@@ -97,6 +97,26 @@ class Coordinator:
         backend: Where requests are kept (``LocalRequests`` when omitted).
     """
 
+    # One per run in flight: slots, no ``__dict__``.
+    __slots__ = (
+        "_input_tokens",
+        "_output_tokens",
+        "_requests_n",
+        "backend",
+        "cancelling",
+        "conversations",
+        "hooks",
+        "journal",
+        "keeps_authors",
+        "listening",
+        "on_unhandled",
+        "outlet",
+        "quiescence",
+        "requests",
+        "run_id",
+        "services",
+    )
+
     def __init__(
         self,
         run_id: str,
