@@ -97,6 +97,8 @@ class Coordinator:
         backend: Where requests are kept (``LocalRequests`` when omitted).
     """
 
+    __slots__ = ("_input_tokens", "_output_tokens", "_requests_n", "backend", "cancelling", "conversations", "hooks", "journal", "keeps_authors", "listening", "on_unhandled", "outlet", "quiescence", "requests", "run_id", "services")  # fmt: skip  # one per run in flight: no __dict__
+
     def __init__(
         self,
         run_id: str,
@@ -114,8 +116,7 @@ class Coordinator:
         self.hooks = hooks if hooks is not None else _NO_HOOKS
         self.backend: RequestBackend = backend if backend is not None else LOCAL_REQUESTS
         self.keeps_authors = False
-        """Whether the backend's ``resolve`` takes an answer's ``author`` (one written
-        before authors existed is called without it)."""
+        """Whether the backend's ``resolve`` takes an answer's ``author`` (an old one does not)."""
         self.quiescence = Quiescence()
         self.requests = RequestTable(self.outlet.emit, self.hooks, self.quiescence)
         self.conversations = Conversations()
@@ -124,8 +125,7 @@ class Coordinator:
         Only then do kept requests end as cancelled; any other cancellation (the process
         shutting down, an outer cancel scope) leaves them pending for a resume, like a crash."""
         self.services: RunServices | None = None
-        """What the run keeps open for its toolsets (set by the root run when its agent tree
-        has a toolset); None for every other run."""
+        """What the run keeps open for its toolsets (set by the root run when its tree has one)."""
         self._requests_n = self._input_tokens = self._output_tokens = 0
         self.journal: RunJournal | None = None  # a durable run's: called before any hook
 

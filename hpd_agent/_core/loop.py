@@ -116,7 +116,7 @@ class _State:
             )  # fmt: skip
 
 
-async def run_agent(
+def run_agent(
     spec: AgentSpec,
     coordinator: Coordinator,
     *,
@@ -129,7 +129,7 @@ async def run_agent(
     resumed: bool = False,
     deps: Any = None,
     parent_invocation: str | None = None,
-) -> AgentOutcome:
+) -> Coroutine[Any, Any, AgentOutcome]:
     """Run one agent on ``messages`` (which it extends) until it gives a final answer.
 
     Emits ``AgentStarted``/``AgentFinished`` around the run; failures and cancellation are
@@ -137,6 +137,9 @@ async def run_agent(
     ``ctx.deps``. ``parent_invocation`` is the calling agent run's ``invocation_id``.
     An agent with toolsets has them resolved first (``_with_toolsets``); a toolset that
     cannot be resolved raises before the agent starts.
+
+    Returns the coroutine that runs it (await it): not a coroutine of its own, so a run
+    waiting in a model call keeps one frame less for every agent of its tree.
     """
     if spec.toolsets:
         again = partial(
@@ -144,15 +147,15 @@ async def run_agent(
             messages=messages, input=input, deadlines=deadlines, tool_call_id=tool_call_id,
             resumed=resumed, deps=deps, parent_invocation=parent_invocation,
         )  # fmt: skip
-        return await _with_toolsets(spec, coordinator, again)
+        return _with_toolsets(spec, coordinator, again)
     state = _State(spec, coordinator, agent_path, scope_path, deadlines, deps)
     for m in messages:
         if isinstance(m, AssistantMessage):
             state.ids.update(c.id for c in m.tool_calls)
 
     if not coordinator.hooks.agent_wrappers:
-        return await _observed_run(state, messages, input, tool_call_id, parent_invocation)
-    return await _wrapped_run(state, messages, input, tool_call_id, resumed, parent_invocation)
+        return _observed_run(state, messages, input, tool_call_id, parent_invocation)
+    return _wrapped_run(state, messages, input, tool_call_id, resumed, parent_invocation)
 
 
 async def _wrapped_run(

@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Literal, Protocol
 
 import anyio
@@ -209,6 +210,11 @@ def question_key(event: RequestEvent) -> tuple[Any, ...] | None:
     return None
 
 
+_NONE: Mapping[Any, Any] = MappingProxyType({})
+"""A request table's requests and open questions until it tracks one (one for every table:
+most runs in flight never ask anything)."""
+
+
 class RequestTable:
     """A run's requests by id. Resolving one is atomic: it happens once, then never again.
 
@@ -219,20 +225,39 @@ class RequestTable:
             when omitted.
     """
 
+    # Slots, and its dicts and set made when first used: every run in flight holds one
+    # table (an empty set is 216 bytes, a run approves for the run rarely).
+    __slots__ = (
+        "_approvals",
+        "_emit",
+        "_hooks",
+        "_open_questions",
+        "_requests",
+        "grants",
+        "quiescence",
+    )
+
     def __init__(
         self, emit: Callable[[Event], None], hooks: HookSet, quiescence: Quiescence | None = None
     ) -> None:
         self._emit = emit
         self._hooks = hooks
         self.quiescence = quiescence if quiescence is not None else Quiescence()
-        self._requests: dict[str, PendingRequest] = {}
-        self._open_questions: dict[tuple[Any, ...], PendingRequest] = {}
-        self.run_approvals: set[tuple[tuple[str, ...], str]] = set()
-        """(agent path, tool name) pairs the human approved for the rest of the run."""
+        self._requests: Mapping[str, PendingRequest] = _NONE
+        self._open_questions: Mapping[tuple[Any, ...], PendingRequest] = _NONE
+        self._approvals: set[tuple[tuple[str, ...], str]] | None = None
         self.grants: GrantBook | None = PROCESS_GRANTS
         """Where the run keeps and finds remembered grants (``Approve(scope="always")``):
         this process's for a run kept nowhere, its session's (a store's) otherwise; None
         when its session keeps none ("always" then approves the one call)."""
+
+    @property
+    def run_approvals(self) -> set[tuple[tuple[str, ...], str]]:
+        """(agent path, tool name) pairs the human approved for the rest of the run."""
+        approvals = self._approvals
+        if approvals is None:
+            approvals = self._approvals = set()
+        return approvals
 
     def get(self, request_id: str) -> PendingRequest | None:
         """The request with this id, open or not."""
@@ -249,10 +274,16 @@ class RequestTable:
     def track(self, event: RequestEvent, spec: RequestSpec) -> PendingRequest:
         """Register a waiter for ``event`` (before the event goes out)."""
         pending = PendingRequest(event, spec)
-        self._requests[event.request_id] = pending
+        requests = self._requests
+        if not isinstance(requests, dict):
+            requests = self._requests = {}
+        requests[event.request_id] = pending
         key = question_key(event)
         if key is not None:
-            self._open_questions[key] = pending
+            questions = self._open_questions
+            if not isinstance(questions, dict):
+                questions = self._open_questions = {}
+            questions[key] = pending
         return pending
 
     def announce(self, pending: PendingRequest, *, again: bool = False) -> None:

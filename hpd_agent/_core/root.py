@@ -25,7 +25,7 @@ from ..run import Run, RunResult, finished_event
 from ..sessions import RunSession, SessionStore
 from .context import _running, invocation_id
 from .journaling import RunJournal
-from .loop import run_agent
+from .loop import AgentOutcome, run_agent
 from .runner import BeforeRunResult, Blueprint, before_run, first_messages
 from .services import RunServices
 
@@ -101,20 +101,20 @@ class RootRun:
         self.deps = deps
         self.open_session = open_session
 
-    async def to_end(self, handler: Handler | None) -> RunResult:
+    def to_end(self, handler: Handler | None) -> Awaitable[RunResult]:
         """The run to its end: served by ``handler`` through a stream, or unobserved.
 
-        Raises:
-            The exception that failed the run.
+        Returns what to await (an unobserved run's is ``execute`` itself: no frame of its
+        own for the whole run). Awaiting it raises the exception that failed the run.
         """
         if handler is not None:
-            async with self.stream() as run:
-                await serve(run, handler)
-            return run.result
-        result = await self.execute(Coordinator(self.run_id, on_unhandled=self.policy))
-        if result.error is not None:
-            raise result.error
-        return result
+            return self._served(handler)
+        return self.execute(Coordinator(self.run_id, on_unhandled=self.policy), raising=True)
+
+    async def _served(self, handler: Handler) -> RunResult:
+        async with self.stream() as run:
+            await serve(run, handler)
+        return run.result
 
     def stream(self) -> Run:
         """The run as a ``Run`` handle (it starts when its ``async with`` block is entered)."""
@@ -149,57 +149,60 @@ class RootRun:
         return run
 
     async def execute(
-        self, coordinator: Coordinator, opener: SessionOpener | None = None
+        self,
+        coordinator: Coordinator,
+        opener: SessionOpener | None = None,
+        *,
+        raising: bool = False,
     ) -> RunResult:
-        """Run the root agent on ``coordinator``; failures end up in the result,
-        cancellation propagates.
+        """Run the root agent on ``coordinator``; failures end up in the result (raised
+        instead when ``raising``), cancellation propagates.
 
         The stream always reads ``RunStarted`` … ``RunFinished``, even when the session
         cannot open (an unknown run id to resume: then the run fails with ``UserError``).
+        The agent's loop is awaited here, not from a coroutine of its own: a run waiting in
+        a model call keeps one frame less.
         """
-        bp, prompt, history = self.bp, self.prompt, self.history
-        session: RunSession | None = None
+        bp = self.bp
         try:
-            opener = opener or self.open_session
-            if opener is not None:
-                session = await opener()
-                prompt, history = session.prompt, session.history
+            prompt, history, session = await _opened(self, opener or self.open_session)
         except UserError as e:
-            coordinator.emit(_run_started(coordinator, bp.name, prompt))
-            result = RunResult(run_id=coordinator.run_id, status="failed", error=e)
-            coordinator.emit(finished_event(result, bp.name))
-            return result
-        self._configure(coordinator, session)
-        # Only a tool wrapper asks for the frame the loop would give its tool
-        # (ToolContext.for_execution): a run with none leaves its task's context alone.
-        token = _running.set(coordinator) if coordinator.hooks.tool_wrappers else None
-        try:
-            # A store holds the run (its lease) for the whole execution; `async with` adds
-            # no coroutine frame to the hot path.
-            async with contextlib.nullcontext() if session is None else session.held():
-                if session is not None:
-                    await session.attach(coordinator)
-                scope = anyio.CancelScope()
-                coordinator.quiescence.scope = scope
-                result: RunResult | None = None
-                with scope:
-                    if bp.hosts:
-                        result = await self._hosted(coordinator, prompt, history, session)
-                    else:
-                        result = await self._body(coordinator, prompt, history, session)
-                if result is None:  # only "interrupt" cancels this scope
-                    result = RunResult(
-                        run_id=coordinator.run_id,
-                        status="interrupted",
-                        usage=coordinator.usage,
-                        pending=coordinator.pending(),
-                    )
-                if session is not None:
-                    await session.finish(result)
-        finally:
-            if token is not None:
-                _running.reset(token)
+            result = _not_opened(coordinator, bp.name, self.prompt, e)
+        else:
+            self._configure(coordinator, session)
+            # Only a tool wrapper asks for the frame the loop would give its tool
+            # (ToolContext.for_execution): a run with none leaves its task's context alone.
+            token = _running.set(coordinator) if coordinator.hooks.tool_wrappers else None
+            try:
+                # A store holds the run (its lease) for the whole execution; `async with`
+                # adds no coroutine frame to the hot path.
+                async with _UNHELD if session is None else session.held():
+                    if session is not None:
+                        await session.attach(coordinator)
+                    result: RunResult | None = None
+                    with _interruptible(coordinator):
+                        if bp.hosts or bp.before is not None:
+                            result = await self._hosted(coordinator, prompt, history, session)
+                        else:
+                            messages = _started(coordinator, bp, prompt, history)
+                            try:
+                                outcome = await self._agent(coordinator, messages, prompt, session)
+                            except Exception as e:
+                                result = _ended(coordinator, "failed", messages, None, error=e)
+                            else:
+                                result = _completed(coordinator, outcome, None)
+                    # Only "interrupt" cancels the run's scope (pyright takes the union for one
+                    # that never swallows an exception).
+                    if result is None:  # pyright: ignore[reportUnnecessaryComparison]
+                        result = _interrupted(coordinator)
+                    if session is not None:
+                        await session.finish(result)
+            finally:
+                if token is not None:
+                    _running.reset(token)
         coordinator.emit(finished_event(result, bp.name))
+        if raising and result.error is not None:
+            raise result.error
         return result
 
     def _configure(self, coordinator: Coordinator, session: RunSession | None) -> None:
@@ -226,8 +229,10 @@ class RootRun:
         history: Sequence[Message] | None,
         session: RunSession | None,
     ) -> RunResult:
-        """``_body`` with the run's ``RunServices`` open: its toolsets' resources are
-        closed when it ends (before ``RunFinished``), however it ends."""
+        """``_body`` with the run's ``RunServices`` open (when its agents have toolsets):
+        their resources are closed when it ends (before ``RunFinished``), however it ends."""
+        if not self.bp.hosts:
+            return await self._body(coordinator, prompt, history, session)
         async with RunServices(coordinator.run_id) as services:
             coordinator.services = services
             try:
@@ -242,50 +247,112 @@ class RootRun:
         history: Sequence[Message] | None,
         session: RunSession | None,
     ) -> RunResult:
-        bp, run_id, deps = self.bp, coordinator.run_id, self.deps
-        path = (bp.name,)
-        coordinator.emit(_run_started(coordinator, bp.name, prompt))
-        messages = first_messages(bp.instructions, prompt, history)
+        """The root agent's run with its ``before`` step (a clarifier) or its services
+        (``execute`` runs a plain agent itself)."""
+        bp = self.bp
+        messages = _started(coordinator, bp, prompt, history)
         decided: BeforeRunResult | None = None
         try:
             if bp.before is not None:
                 decided = await before_run(
-                    bp.before, coordinator, agent_path=path, scope_path=run_id,
-                    request=prompt, deps=deps,
+                    bp.before, coordinator, agent_path=(bp.name,), scope_path=coordinator.run_id,
+                    request=prompt, deps=self.deps,
                 )  # fmt: skip
                 if decided.rejected:
-                    return _ended(coordinator, "rejected", messages, clarifier=decided)
+                    return _ended(coordinator, "rejected", messages, decided)
                 extra = decided.instructions()
                 messages = first_messages(bp.instructions, prompt, history, extra)
-            outcome = await run_agent(
-                bp.spec,
-                coordinator,
-                agent_path=path,
-                scope_path=run_id,
-                messages=messages,
-                input=prompt,
-                resumed=session is not None and session.resumed,
-                deps=deps,
-            )
+            outcome = await self._agent(coordinator, messages, prompt, session)
         except Exception as e:
-            return _ended(coordinator, "failed", messages, clarifier=decided, error=e)
-        return RunResult(
-            run_id=run_id,
-            status="completed",
-            output=outcome.output,
-            messages=outcome.messages,
-            usage=coordinator.usage,
-            clarifier=decided,
-            truncated=outcome.truncated,
+            return _ended(coordinator, "failed", messages, decided, error=e)
+        return _completed(coordinator, outcome, decided)
+
+    def _agent(
+        self,
+        coordinator: Coordinator,
+        messages: list[Message],
+        prompt: str,
+        session: RunSession | None,
+    ) -> Awaitable[AgentOutcome]:
+        return run_agent(
+            self.bp.spec,
+            coordinator,
+            agent_path=(self.bp.name,),
+            scope_path=coordinator.run_id,
+            messages=messages,
+            input=prompt,
+            resumed=session is not None and session.resumed,
+            deps=self.deps,
         )
+
+
+_UNHELD = contextlib.nullcontext()
+"""A run kept nowhere holds nothing around its execution (one object for every run)."""
+
+
+def _interruptible(coordinator: Coordinator) -> anyio.CancelScope | contextlib.nullcontext[None]:
+    """The run's cancel scope when it may end at an interrupt (``on_unhandled="interrupt"``,
+    the only policy under which ``Quiescence.interrupt`` is called); else none: a scope
+    holds two sets, and every run in flight would keep one."""
+    if coordinator.on_unhandled != "interrupt":
+        return _UNHELD
+    scope = coordinator.quiescence.scope = anyio.CancelScope()
+    return scope
+
+
+async def _opened(
+    root: RootRun, opener: SessionOpener | None
+) -> tuple[str, Sequence[Message] | None, RunSession | None]:
+    """The run's prompt, history and session (a reopened run's are the session's)."""
+    if opener is None:
+        return root.prompt, root.history, None
+    session = await opener()
+    return session.prompt, session.history, session
+
+
+def _not_opened(coordinator: Coordinator, name: str, prompt: str, error: UserError) -> RunResult:
+    """The run failed before it started: its session could not open."""
+    coordinator.emit(_run_started(coordinator, name, prompt))
+    return RunResult(run_id=coordinator.run_id, status="failed", error=error)
+
+
+def _started(
+    coordinator: Coordinator, bp: Blueprint, prompt: str, history: Sequence[Message] | None
+) -> list[Message]:
+    """``RunStarted`` emitted; the run's first messages."""
+    coordinator.emit(_run_started(coordinator, bp.name, prompt))
+    return first_messages(bp.instructions, prompt, history)
+
+
+def _completed(
+    coordinator: Coordinator, outcome: AgentOutcome, decided: BeforeRunResult | None
+) -> RunResult:
+    return RunResult(
+        run_id=coordinator.run_id,
+        status="completed",
+        output=outcome.output,
+        messages=outcome.messages,
+        usage=coordinator.usage,
+        clarifier=decided,
+        truncated=outcome.truncated,
+    )
+
+
+def _interrupted(coordinator: Coordinator) -> RunResult:
+    return RunResult(
+        run_id=coordinator.run_id,
+        status="interrupted",
+        usage=coordinator.usage,
+        pending=coordinator.pending(),
+    )
 
 
 def _ended(
     coordinator: Coordinator,
     status: Any,
     messages: list[Message],
-    *,
     clarifier: BeforeRunResult | None,
+    *,
     error: Exception | None = None,
 ) -> RunResult:
     return RunResult(
