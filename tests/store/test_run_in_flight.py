@@ -9,6 +9,7 @@ consults its journal around the call: that takes the request's own coroutine
 from __future__ import annotations
 
 import gc
+import sys
 import tracemalloc
 import types
 from collections.abc import Sequence
@@ -174,6 +175,8 @@ async def test_what_a_run_in_a_model_call_holds_stays_within_its_budget(
     another version's objects differ in size)."""
     if anyio_backend != "asyncio":
         pytest.skip("the budget is asyncio's (trio's tasks hold other objects)")
+    if sys.version_info[:2] != (3, 11):
+        pytest.skip("the budget is CPython 3.11's (objects differ in size between versions)")
     store = None if durability is None else SQLiteStore(tmp_path / "runs.db")
     try:
         if store is not None:
@@ -182,7 +185,8 @@ async def test_what_a_run_in_a_model_call_holds_stays_within_its_budget(
     finally:
         if store is not None:
             await store.aclose()
-    # Today's figures (2,738 and 5,800 bytes) and a few bytes: anything a run in flight
-    # holds more of shows here; lower the budget with every cut.
-    budget = 2_770 if store is None else 5_830
+    # Today's figures (2,738 and 5,800 bytes) and about 5 %: a run in flight holding an
+    # object more per run shows here (before issue 37's cuts: 5,015 and 8,262); lower the
+    # budget with every cut.
+    budget = 2_900 if store is None else 6_100
     assert held < budget, held
