@@ -28,8 +28,10 @@ connection for short statements, the background checkpointer, and the wake-up so
   after the commit. A request feed (``RequestFeed``: an inbox) binds one named ``feed-...``
   there too, to which a process that adds a request also sends its id (``feed_sockets``,
   ``send_to``: the list of feeds' sockets kept a moment, so that a request opened while no
-  feed listens costs no directory listing). Where Unix sockets are missing or the path is too long for one, waiters
-  fall back to polling (``SQLiteStore.poll_interval``).
+  feed listens costs no directory listing). A folder too deep for a socket's name
+  (``sun_path`` holds about 100 bytes) is named through ``/proc/self/fd`` on Linux. Where
+  Unix sockets are missing, or no socket can be bound, waiters fall back to polling
+  (``SQLiteStore.poll_interval``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import secrets
 import socket
 import sqlite3
 import threading
+from collections.abc import Generator
 from typing import Literal
 
 __all__ = [
@@ -77,6 +80,26 @@ FEED = "feed-"
 """How the names of request feeds' sockets start: a new request is sent to them alone."""
 
 _SUN_PATH_MAX = 100  # sockaddr_un.sun_path is 104-108 bytes depending on the platform
+_O_PATH = getattr(os, "O_PATH", 0)  # Linux: a folder named through /proc/self/fd
+
+
+@contextlib.contextmanager
+def _addressed(folder: str) -> Generator[str]:
+    """``folder``, or where a socket's name in it would be too long for ``sun_path``, a
+    short name of it (``/proc/self/fd/N``, Linux) while the block runs: a store deep in a
+    folder tree keeps its wake-ups instead of falling back to polling."""
+    if len(folder) + 40 <= _SUN_PATH_MAX or not _O_PATH or not os.path.isdir("/proc/self/fd"):
+        yield folder
+        return
+    try:
+        fd = os.open(folder, _O_PATH | os.O_DIRECTORY)
+    except OSError:
+        yield folder
+        return
+    try:
+        yield f"/proc/self/fd/{fd}"
+    finally:
+        os.close(fd)
 
 
 def check_durability(durability: str) -> Durability:
@@ -206,15 +229,14 @@ def send_to(folder: str, names: list[str], request_id: str) -> list[str]:
         return names
     payload = request_id.encode()[:4000]
     kept: list[str] = []
-    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sender, _addressed(folder) as at:
         sender.setblocking(False)
         for name in names:
-            target = os.path.join(folder, name)
             try:
-                sender.sendto(payload, target)
+                sender.sendto(payload, os.path.join(at, name))
             except (ConnectionRefusedError, FileNotFoundError):
                 with contextlib.suppress(OSError):
-                    os.unlink(target)
+                    os.unlink(os.path.join(folder, name))
                 continue
             except OSError:
                 pass  # a full buffer (EAGAIN) or a name that is not a socket
@@ -233,13 +255,12 @@ class WakeSocket:
 
     def __init__(self, folder: str, *, prefix: str = "") -> None:
         self.folder = folder
-        self.path = os.path.join(folder, f"{prefix}{os.getpid()}-{secrets.token_hex(4)}")
+        self.name = f"{prefix}{os.getpid()}-{secrets.token_hex(4)}"
+        self.path = os.path.join(folder, self.name)
         self.sock: socket.socket | None = None
 
     def open(self) -> bool:
         """Bind the socket; False where that is impossible (then the store polls)."""
-        if len(self.path.encode()) > _SUN_PATH_MAX:
-            return False
         for _ in range(2):  # the folder may be removed by a closing store in between
             try:
                 os.makedirs(self.folder, exist_ok=True)
@@ -247,7 +268,12 @@ class WakeSocket:
             except OSError:
                 return False
             try:
-                sock.bind(self.path)
+                with _addressed(self.folder) as at:
+                    target = os.path.join(at, self.name)
+                    if len(target.encode()) > _SUN_PATH_MAX:
+                        sock.close()
+                        return False
+                    sock.bind(target)
                 sock.setblocking(False)
             except OSError:
                 sock.close()

@@ -118,9 +118,14 @@ async def test_postgres_resolve_waits_for_a_row_lock(fresh_postgres: str) -> Non
         await store.aclose()
 
 
-async def test_sqlite_answer_from_another_store_wakes_by_socket(tmp_path: Path) -> None:
+@pytest.mark.parametrize("depth", ["near", "deep"])
+async def test_sqlite_answer_from_another_store_wakes_by_socket(tmp_path: Path, depth: str) -> None:
     """With polling all but off, an answer written through another store object on the file
-    (as another process would) wakes the waiter through the wake-up socket."""
+    (as another process would) wakes the waiter through the wake-up socket, also where the
+    socket's full name would be too long for ``sun_path`` (a store deep in a folder tree)."""
+    if depth == "deep":
+        tmp_path = tmp_path / ("d" * 60) / ("e" * 60)
+        tmp_path.mkdir(parents=True)
     waiting = SQLiteStore(tmp_path / "runs.db", poll_interval=3600)
     answering = SQLiteStore(tmp_path / "runs.db")
     await waiting.add_request(question("req_w"))
@@ -148,8 +153,8 @@ async def test_sqlite_answer_from_another_store_wakes_by_socket(tmp_path: Path) 
 
 
 async def test_sqlite_without_a_socket_falls_back_to_polling(tmp_path: Path) -> None:
-    deep = tmp_path / ("d" * 60) / ("e" * 60)  # too long for a socket's name
-    deep.mkdir(parents=True)
+    deep = tmp_path
+    (deep / "runs.db.wake").write_text("not a folder")  # no socket can be bound there
     waiting = SQLiteStore(deep / "runs.db", poll_interval=0.01)
     answering = SQLiteStore(deep / "runs.db")
     await waiting.add_request(question("req_p"))
@@ -164,8 +169,7 @@ async def test_sqlite_without_a_socket_falls_back_to_polling(tmp_path: Path) -> 
             await wait_all_tasks_blocked()
             await answering.resolve("req_p", "answered", "Express")
         assert got[0].answer == "Express"
-        wake = deep / "runs.db.wake"
-        assert not wake.exists() or not list(wake.iterdir())
+        assert (deep / "runs.db.wake").read_text() == "not a folder"
     finally:
         await waiting.aclose()
         await answering.aclose()
