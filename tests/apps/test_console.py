@@ -414,7 +414,10 @@ async def test_closed_input_falls_back_to_defaults_instead_of_hanging() -> None:
 
 async def test_a_read_abandoned_by_an_expired_question_is_adopted_by_the_next() -> None:
     screen = Screen()
-    second_shown = screen.appeared("asks: Second?")
+    # Typed once the second question waits for its line (the adopted read's prompt is
+    # echoed then), not merely shown: a line that comes while no question waits was meant
+    # for the expired one and is dropped.
+    second_shown = screen.appeared("asks: Second?\n  Question: type your answer\n> ")
 
     def model_fn(messages: Sequence[Message], info: ModelRequestParams) -> Any:
         results = tool_results(messages)
