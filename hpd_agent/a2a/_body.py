@@ -17,13 +17,12 @@ from __future__ import annotations
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..hosting import nests_deeper
+from ..hosting import INVALID_REQUEST, nests_deeper
 
 __all__ = ["MAX_DEPTH", "DepthLimit"]
 
 MAX_DEPTH = 100
 """Deepest nesting of arrays and objects a JSON-RPC body may have."""
-_INVALID_REQUEST = -32600
 
 
 class DepthLimit:
@@ -47,7 +46,7 @@ class DepthLimit:
         body = b"".join(chunks)
         if nests_deeper(body, MAX_DEPTH):
             error = {
-                "code": _INVALID_REQUEST,
+                "code": INVALID_REQUEST,
                 "message": f"invalid request: the JSON nests deeper than {MAX_DEPTH} levels",
             }
             response = JSONResponse({"jsonrpc": "2.0", "id": None, "error": error})

@@ -13,13 +13,14 @@ a parse error, one neither request, notification nor response an invalid-request
 
 ``spawn`` starts a program with a ``Peer`` on its stdio (an ACP client's agent). And the
 words the server's parts share: what a client said of itself in ``initialize`` (``Client``),
-a tool call's id, title and ``_meta``.
+a tool call's id, title and ``_meta``, a prompt's text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -32,9 +33,21 @@ import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ..events import format_path
-from ..exceptions import HpdAgentError
-from ..hosting import ChildProcess, client_name, nests_deeper, open_child
-from ..text import bounded
+from ..hosting import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    ChildProcess,
+    RPCError,
+    as_object,
+    client_name,
+    error_of,
+    open_child,
+    parse_message,
+    valid_id,
+)
 
 __all__ = [
     "CANCELLED",
@@ -56,15 +69,11 @@ __all__ = [
     "as_object",
     "call_id_of",
     "meta",
+    "prompt_text",
     "spawn",
     "title",
 ]
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 NOT_FOUND = -32002
 """ACP's "resource not found" (an unknown session)."""
 CANCELLED = -32800
@@ -88,29 +97,6 @@ Handler = Callable[[str, Any], Awaitable[Any]]
 """Answers a request: ``(method, params)`` to its result; raises ``RPCError`` to refuse."""
 Listener = Callable[[str, Any], Awaitable[None]]
 """Takes a notification: ``(method, params)``."""
-
-
-class RPCError(HpdAgentError):
-    """A JSON-RPC error: one received in a response, or one a handler raises to answer.
-
-    Attributes:
-        code: The JSON-RPC error code.
-        message: What went wrong (bounded when sent).
-        data: Optional details.
-    """
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-    def payload(self) -> dict[str, Any]:
-        """The ``error`` member of a response carrying it."""
-        error: dict[str, Any] = {"code": self.code, "message": bounded(self.message, 1_000)}
-        if self.data is not None:
-            error["data"] = self.data
-        return error
 
 
 class ConnectionClosed(RPCError):
@@ -150,7 +136,7 @@ class Peer:
         self._batch: list[bytes] | None = None
         self._finishing: asyncio.Task[None] | None = None  # a batch's rest being written
         self._next_id = 0
-        self._waiting: dict[int, _Waiter] = {}
+        self._waiting: dict[int, _Waiter | _Callbacks] = {}
         self._handling: dict[Any, anyio.CancelScope] = {}
         self.closed = anyio.Event()
         """Set once the connection has ended (read side finished or writing failed)."""
@@ -181,33 +167,13 @@ class Peer:
             RPCError: The other side answered with an error.
             ConnectionClosed: The connection ended first.
         """
-        return await self.request_soon(method, params)
-
-    def request_soon(
-        self, method: str, params: Any, *, answered: Callable[[Any], Awaitable[None]] | None = None
-    ) -> Awaitable[Any]:
-        """``request`` written now (as ``_write_soon`` says); the awaitable waits for the
-        result. ``answered`` takes a result in the reading task as it comes
-        (no trip to the waiting task first); what it raises, the awaitable raises."""
-        self._next_id += 1
-        request_id = self._next_id
-        waiter = self._waiting[request_id] = _Waiter(answered)
+        request_id = self._next_id = self._next_id + 1
+        waiter = self._waiting[request_id] = _Waiter()
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
             if self.closed.is_set():
                 raise ConnectionClosed()
-            writing = self._write_soon(message)
-        except BaseException as e:
-            del self._waiting[request_id]
-            if isinstance(e, ConnectionClosed):
-                return _raise(e)  # where the result is awaited, as ``request`` does
-            raise
-        return self._response(request_id, waiter, writing)
-
-    async def _response(self, request_id: int, waiter: _Waiter, writing: Any) -> Any:
-        try:
-            if writing is not None:
-                await writing
+            await self._write(message)
             await waiter.done.wait()
         except anyio.get_cancelled_exc_class():
             if self._waiting.get(request_id) is waiter and not self.closed.is_set():
@@ -219,6 +185,36 @@ class Peer:
         if waiter.error is not None:
             raise waiter.error
         return waiter.result
+
+    def request_then(
+        self,
+        method: str,
+        params: Any,
+        answered: Callable[[Any], Awaitable[None]],
+        failed: Callable[[RPCError], Awaitable[None]],
+    ) -> tuple[Callable[[], Awaitable[None] | None], Awaitable[None] | None]:
+        """A request no task waits for: its result goes to ``answered``, an error response
+        to ``failed``, each in the reading task as it comes; a connection that ends first
+        drops it. Returns what withdraws it (``$/cancel_request`` sent, a late response
+        ignored; None, or the awaitable that writes it) and, when the request could not be
+        written at once, the awaitable that writes it."""
+        request_id = self._next_id = self._next_id + 1
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        self._waiting[request_id] = _Callbacks(answered, failed)
+        withdraw = functools.partial(self._withdraw, request_id)
+        try:
+            if self.closed.is_set():
+                raise ConnectionClosed()
+            writing = self._write_soon(message)
+        except ConnectionClosed:
+            del self._waiting[request_id]
+            return withdraw, None
+        return withdraw, None if writing is None else _unless_closed(writing)
+
+    def _withdraw(self, request_id: int) -> Awaitable[None] | None:
+        if self._waiting.pop(request_id, None) is None:
+            return None  # answered, or the connection has ended
+        return self.notify_soon("$/cancel_request", {"requestId": request_id})
 
     async def notify(self, method: str, params: Any) -> None:
         """Send a notification (no response)."""
@@ -255,7 +251,7 @@ class Peer:
                 await self._dispatch(line, tg)
 
     async def _dispatch(self, line: bytes, tg: anyio.abc.TaskGroup) -> None:
-        message = _parse(line)
+        message = parse_message(line, MAX_DEPTH)
         if isinstance(message, RPCError):
             await self._reply(None, error=message)
             return
@@ -265,14 +261,14 @@ class Peer:
             params = message.get("params")
             if not has_id:
                 await self._notified(method, params)
-            elif _valid_id(message["id"]):
+            elif valid_id(message["id"]):
                 tg.start_soon(self._handle, message["id"], method, params)
             else:
                 await self._reply(None, error=RPCError(INVALID_REQUEST, "invalid request id"))
         elif has_id and ("result" in message or "error" in message):
             await self._answered(message)
         else:
-            request_id = message.get("id") if has_id and _valid_id(message.get("id")) else None
+            request_id = message.get("id") if has_id and valid_id(message.get("id")) else None
             await self._reply(request_id, error=RPCError(INVALID_REQUEST, "not a JSON-RPC message"))
 
     async def _notified(self, method: str, params: Any) -> None:
@@ -311,19 +307,18 @@ class Peer:
 
     async def _answered(self, message: dict[str, Any]) -> None:
         waiter = self._waiting.pop(message["id"], None) if isinstance(message["id"], int) else None
-        if waiter is None:
-            return  # late or unknown: the request was given up
         error = message.get("error")
-        if error is not None:
-            waiter.error = _error_of(error)
-        else:
-            waiter.result = message.get("result")
-            if waiter.answered is not None:
-                try:
-                    await waiter.answered(waiter.result)
-                except Exception as e:  # the awaiting task's to handle
-                    waiter.error = e
-        waiter.done.set()
+        if isinstance(waiter, _Callbacks):
+            if error is not None:
+                await waiter.failed(error_of(error))
+            else:
+                await waiter.answered(message.get("result"))
+        elif waiter is not None:  # else late or unknown: the request was given up
+            if error is not None:
+                waiter.error = error_of(error)
+            else:
+                waiter.result = message.get("result")
+            waiter.done.set()
 
     # -- writing -------------------------------------------------------------------------
     async def _reply(
@@ -413,13 +408,9 @@ class Peer:
         self._flush()  # what was sent before the end goes out (as far as the stream takes it)
         self.closed.set()
         for waiter in self._waiting.values():
-            if not waiter.done.is_set():
+            if isinstance(waiter, _Waiter) and not waiter.done.is_set():
                 waiter.error = ConnectionClosed()
                 waiter.done.set()
-
-
-async def _raise(error: Exception) -> Any:
-    raise error
 
 
 def _call_soon(callback: Callable[[], None]) -> bool:
@@ -506,12 +497,6 @@ async def _within(scope: anyio.CancelScope, work: Callable[[], Awaitable[None]])
         await work()
 
 
-def as_object(value: Any) -> dict[str, Any]:
-    """``value`` when it is a JSON object, else an empty one: what the other side sent as
-    params or a result, read without trusting its shape."""
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
-
-
 @dataclass(frozen=True)
 class Client:
     """What the client said of itself in ``initialize``, kept for the connection.
@@ -551,48 +536,53 @@ def title(path: Sequence[str], what: str) -> str:
     return f"{format_path(path)}: {what}"
 
 
-class _Waiter:
-    __slots__ = ("answered", "done", "error", "result")
+_TEXT_OF: dict[Any, Callable[[dict[str, Any]], Any]] = {
+    "text": lambda block: block.get("text"),
+    "resource_link": lambda block: block.get("uri"),
+    "resource": lambda block: as_object(block.get("resource")).get("text"),
+}
+"""A prompt block's text, by its type (images, audio, binary resources are not offered)."""
 
-    def __init__(self, answered: Callable[[Any], Awaitable[None]] | None = None) -> None:
-        self.answered = answered
+
+def prompt_text(blocks: Any) -> str:
+    """A prompt's text: text blocks, resource links (their URI) and embedded text resources
+    (their text), joined with a newline."""
+    if not isinstance(blocks, list):
+        raise RPCError(INVALID_PARAMS, "prompt must be a list of content blocks")
+    parts: list[str] = []
+    for block in map(as_object, cast(list[Any], blocks)):
+        read = _TEXT_OF.get(block.get("type"))
+        text = None if read is None else read(block)
+        if isinstance(text, str):
+            parts.append(text)
+    joined = "\n".join(parts)
+    if not joined.strip():
+        raise RPCError(INVALID_PARAMS, "the prompt holds no text")
+    return joined
+
+
+class _Waiter:
+    """A request its task waits for (``request``)."""
+
+    __slots__ = ("done", "error", "result")
+
+    def __init__(self) -> None:
         self.done = anyio.Event()
         self.result: Any = None
         self.error: Exception | None = None
 
 
-def _parse(line: bytes) -> dict[str, Any] | RPCError:
-    if nests_deeper(line, MAX_DEPTH):
-        return RPCError(PARSE_ERROR, f"the message nests deeper than {MAX_DEPTH} levels")
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
-        return RPCError(PARSE_ERROR, "the message is not JSON")
-    if not isinstance(value, dict):
-        return RPCError(INVALID_REQUEST, "a message must be a JSON object")
-    return cast(dict[str, Any], value)
+@dataclass(frozen=True, slots=True)
+class _Callbacks:
+    """A request no task waits for (``request_then``)."""
 
-
-def _valid_id(value: Any) -> bool:
-    return isinstance(value, (str, int)) and not isinstance(value, bool)
+    answered: Callable[[Any], Awaitable[None]]
+    failed: Callable[[RPCError], Awaitable[None]]
 
 
 def _key(value: Any) -> Any:
     """An id as the key of a request being handled (1 and "1" are different ids)."""
-    return (type(value).__name__, value) if _valid_id(value) else None
-
-
-def _error_of(error: Any) -> RPCError:
-    if not isinstance(error, dict):
-        return RPCError(INTERNAL_ERROR, "the other side sent a malformed error")
-    fields = cast(dict[str, Any], error)
-    code = fields.get("code")
-    message = fields.get("message")
-    return RPCError(
-        code if isinstance(code, int) and not isinstance(code, bool) else INTERNAL_ERROR,
-        bounded(message, 1_000) if isinstance(message, str) else "error",
-        fields.get("data"),
-    )
+    return (type(value).__name__, value) if valid_id(value) else None
 
 
 def _internal(error: Exception) -> str:

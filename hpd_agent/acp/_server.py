@@ -4,7 +4,7 @@ Each ACP session is a conversation (``hosting.RunHost``), each ``session/prompt`
 whose events go out as they come: the root agent's text as ``agent_message_chunk``, every
 tool call of the tree as a ``tool_call`` titled ``A > B: tool`` and its ``tool_call_update``.
 Each question goes out as soon as it is asked (``Questions``; a permission's reply is given
-as it is read); the client's reply is its answer, given by its ``clientInfo.name`` on
+as it is read, with no task waiting for it); the client's reply is its answer, given by its ``clientInfo.name`` on
 channel ``acp``. With a store each session is kept in its thread tables (space ``acp``), and
 a turn a stopped server left running is resumed by the session's next prompt.
 """
@@ -63,6 +63,7 @@ from ._rpc import (
     as_object,
     call_id_of,
     meta,
+    prompt_text,
     title,
 )
 
@@ -289,7 +290,7 @@ class _Server:
 
     async def _prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         session = await self._session(params)
-        text = _prompt_text(params.get("prompt"))
+        text = prompt_text(params.get("prompt"))
         if session.busy:
             raise RPCError(rpc.INVALID_REQUEST, "this session's turn is still running")
         session.busy, session.cancelled = True, False
@@ -361,13 +362,14 @@ class _Server:
 
 class _Turn(HostedRun):
     """A session's turn: the run, and the sink its host drives it with (each update sent as
-    it comes; each question asked in a task of the server's, ended when it ends otherwise)."""
+    it comes; each question asked as it comes, withdrawn when it ends otherwise: a
+    permission with no task waiting for its reply, a form in a task of the server's)."""
 
     def __init__(self, run: Run, server: _Server) -> None:
         # the editor's answers, by the name it gave when this turn began
         super().__init__(run, channel=CHANNEL, answered_by=server.client.name)
         self.server = server
-        self._asking: dict[str, anyio.CancelScope] = {}
+        self._asking: dict[str, Callable[[], Awaitable[None] | None]] = {}
         self._running: dict[str, None] = {}
 
     @property
@@ -383,20 +385,26 @@ class _Turn(HostedRun):
         if isinstance(event, ClarificationRequest | PermissionRequest):
             granted = isinstance(event, PermissionRequest) and event.grant_id is not None
             if not granted and any(r.request_id == event.request_id for r in self.run.pending):
-                scope = self._asking[event.request_id] = anyio.CancelScope()
                 server = self.server
                 questions = Questions(server.peer, self.session_id, self, server.client)
-                server.tg.start_soon(questions.ask, event, scope, questions.soon(event))
+                if isinstance(event, PermissionRequest):  # no task: its reply answers it
+                    self._asking[event.request_id], writing = questions.permission(event)
+                    return writing
+                scope = anyio.CancelScope()  # a form may be asked again: a task of its own
+                self._asking[event.request_id] = scope.cancel
+                server.tg.start_soon(questions.ask, event, scope)
         elif isinstance(event, ClarificationResolved | PermissionResolved):
-            scope = self._asking.pop(event.request_id, None)
-            if scope is not None and event.channel != CHANNEL:  # the client's reply ends it
-                scope.cancel()  # ended otherwise: the client's reply reaches nobody
+            withdraw = self._asking.pop(event.request_id, None)
+            if withdraw is not None and event.channel != CHANNEL:  # the client's reply ends it
+                return withdraw()  # ended otherwise: the client's reply reaches nobody
         return None
 
     async def close(self, outcome: Outcome, raised: Exception | None) -> None:
         await super().close(outcome, raised)
-        for scope in self._asking.values():
-            scope.cancel()
+        for withdraw in self._asking.values():
+            writing = withdraw()
+            if writing is not None:
+                await writing
         for call_id in self._running:  # cut short (the turn was cancelled): said so
             await self.server.update(self.session_id, _call_update(call_id, "failed"))
 
@@ -459,31 +467,6 @@ def _cwd(params: dict[str, Any]) -> str:
     return cwd
 
 
-_TEXT_OF: dict[Any, Callable[[dict[str, Any]], Any]] = {
-    "text": lambda block: block.get("text"),
-    "resource_link": lambda block: block.get("uri"),
-    "resource": lambda block: as_object(block.get("resource")).get("text"),
-}
-"""A prompt block's text, by its type (images, audio, binary resources are not offered)."""
-
-
-def _prompt_text(blocks: Any) -> str:
-    """A prompt's text: text blocks, resource links (their URI) and embedded text resources
-    (their text), joined with a newline."""
-    if not isinstance(blocks, list):
-        raise RPCError(rpc.INVALID_PARAMS, "prompt must be a list of content blocks")
-    parts: list[str] = []
-    for block in map(as_object, cast(list[Any], blocks)):
-        read = _TEXT_OF.get(block.get("type"))
-        text = None if read is None else read(block)
-        if isinstance(text, str):
-            parts.append(text)
-    joined = "\n".join(parts)
-    if not joined.strip():
-        raise RPCError(rpc.INVALID_PARAMS, "the prompt holds no text")
-    return joined
-
-
 _Asked = ClarificationRequest | PermissionRequest
 _OPTIONS = [{"optionId": o.id, "name": o.label, "kind": o.acp_kind} for o in PERMISSION_OPTIONS]
 
@@ -497,32 +480,36 @@ class Questions:
         self.hosted = hosted
         self.client = client
 
-    def soon(self, request: _Asked) -> Awaitable[Any] | None:
-        """A permission asked now, its reply given to the run as read (``ask`` waits)."""
-        if not isinstance(request, PermissionRequest):
-            return None
+    def permission(
+        self, request: PermissionRequest
+    ) -> tuple[Callable[[], Awaitable[None] | None], Awaitable[None] | None]:
+        """A permission asked now (``Peer.request_then``), its reply given to the run as
+        read: what withdraws it, and what writes it if it was not written at once."""
         path, tool = request.agent_path, request.tool_name
         call = {"title": title(path, tool), "rawInput": request.arguments}
         call["_meta"] = meta(path, tool_name=tool)
         params = self._params(request, call, _OPTIONS)
         given = functools.partial(self._permitted, request)
-        return self.peer.request_soon("session/request_permission", params, answered=given)
+        failed = functools.partial(self._failed, request)
+        return self.peer.request_then("session/request_permission", params, given, failed)
 
-    async def ask(self, request: _Asked, scope: Any, asked: Awaitable[Any] | None) -> None:
-        """Ask ``request`` (``asked``: by ``soon``) until answered or ended (``scope``)."""
+    async def _failed(self, request: _Asked, error: RPCError) -> None:
+        _log.warning("acp: the client failed a question: %s", error.message)
+        await self.hosted.cancel_request(request.request_id)  # it ends unanswered
+
+    async def ask(self, request: ClarificationRequest, scope: anyio.CancelScope) -> None:
+        """Ask ``request`` as a form (or as permission options) until answered or ended
+        (``scope``)."""
         with scope:
             try:
-                if asked is not None:
-                    await asked
-                elif self.client.forms:
-                    await self._form(cast(ClarificationRequest, request))
+                if self.client.forms:
+                    await self._form(request)
                 else:
-                    await self._fallback(cast(ClarificationRequest, request))
+                    await self._fallback(request)
             except ConnectionClosed:
                 return  # nobody to ask any more: the run stops with the connection
-            except RPCError as e:  # the client could not ask it: it ends unanswered
-                _log.warning("acp: the client failed a question: %s", e.message)
-                await self.hosted.cancel_request(request.request_id)
+            except RPCError as e:  # the client could not ask it
+                await self._failed(request, e)
 
     def _tool_call(self, request: _Asked) -> str:
         if request.tool_call_id is None:

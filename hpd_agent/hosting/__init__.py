@@ -29,6 +29,9 @@ hosts, what their clients read of them, and the rules of who may reach it.
   request's scope under ``IDENTITY``, read back by ``identity_of``), JSON bodies of bounded
   size; ``nests_deeper``, how each server counts a JSON body's depth against its own limit.
 - ``is_loopback``: where a server may run without a token.
+- ``RPCError`` and JSON-RPC 2.0's error codes; ``parse_message`` / ``valid_id`` /
+  ``error_of`` / ``as_object``: what the other side of a JSON-RPC connection sent, read
+  without trusting it (ACP's wire; the A2A server's body check).
 - ``protocol_stdio``: this process's stdin and stdout as byte streams for a protocol over
   stdio (ACP; any stdio server), stdout kept for the protocol's messages alone;
   ``open_child`` / ``ChildProcess``: the other way round, a program talked to over its
@@ -57,6 +60,18 @@ from ._guard import (
 )
 from ._histories import Histories, MemoryHistories, ThreadHistories
 from ._hosted import HostedRun, why_refused
+from ._jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    RPCError,
+    as_object,
+    error_of,
+    parse_message,
+    valid_id,
+)
 from ._outcome import Outcome, outcome_of
 from ._relay import StoreRelay
 from ._runs import RunHost
@@ -66,7 +81,12 @@ __all__ = [
     "DECISIONS",
     "DEFAULT_MAX_BODY",
     "IDENTITY",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
     "LOCAL",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
     "PERMISSION_OPTIONS",
     "STOPPED",
     "TOKEN",
@@ -81,14 +101,17 @@ __all__ = [
     "MemoryHistories",
     "Outcome",
     "PermissionOption",
+    "RPCError",
     "RunHost",
     "StoreRelay",
     "ThreadHistories",
     "UnknownRunError",
+    "as_object",
     "choices_of",
     "client_name",
     "decision_of",
     "drive",
+    "error_of",
     "form_for",
     "identity_of",
     "is_flat",
@@ -96,7 +119,9 @@ __all__ = [
     "nests_deeper",
     "open_child",
     "outcome_of",
+    "parse_message",
     "protocol_stdio",
     "public_error",
+    "valid_id",
     "why_refused",
 ]

@@ -269,24 +269,29 @@ async def test_messages_of_one_loop_iteration_go_out_in_one_write_and_order_is_k
         await unused.aclose()
 
 
-async def test_a_request_soon_is_written_without_a_task_and_its_result_taken_as_it_is_read() -> (
-    None
-):
-    """``request_soon`` writes without a task of its own (by the end of this loop iteration
-    on asyncio, before it returns elsewhere); ``answered``
-    gets the result in the reading task, before the awaiting task resumes, and what it
-    raises is raised where the result is awaited."""
+async def test_a_request_then_is_written_without_a_task_and_its_reply_taken_as_it_is_read() -> None:
+    """``request_then`` writes without a task of its own (by the end of this loop iteration
+    on asyncio, before it returns elsewhere); the result goes to ``answered`` and an error
+    response to ``failed``, in the reading task; a withdrawn request sends
+    ``$/cancel_request`` and its late response reaches nobody."""
     read_end, write_end = os.pipe()
     os.set_blocking(write_end, False)
     replies, into = _pipe()
     seen: list[str] = []
-    takers: set[int] = set()  # the tasks ``answered`` ran in
+    takers: set[int] = set()  # the tasks the replies were taken in
+    taken = anyio.Event()
 
     async def answered(result: Any) -> None:
         seen.append(f"answered {result}")
         takers.add(anyio.get_current_task().id)
-        if result == "bad":
-            raise ValueError("a bad reply")
+
+    async def failed(error: RPCError) -> None:
+        seen.append(f"failed {error.code} {error.message}")
+        takers.add(anyio.get_current_task().id)
+        taken.set()
+
+    def sent() -> list[dict[str, Any]]:
+        return [json.loads(line) for line in os.read(read_end, 1 << 16).splitlines()]
 
     waiting = anyio.get_current_task().id
     try:
@@ -294,20 +299,27 @@ async def test_a_request_soon_is_written_without_a_task_and_its_result_taken_as_
         with anyio.fail_after(10):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(peer.serve)
-                first = peer.request_soon("ask", {"n": 1}, answered=answered)
-                second = peer.request_soon("ask", {"n": 2}, answered=answered)
+                asked = [peer.request_then("ask", {"n": n}, answered, failed) for n in (1, 2, 3)]
+                assert [writing for _, writing in asked] == [None, None, None]
                 await anyio.wait_readable(read_end)
-                sent = [json.loads(line) for line in os.read(read_end, 1 << 16).splitlines()]
-                assert [m["params"] for m in sent] == [{"n": 1}, {"n": 2}]
+                assert [m["params"] for m in sent()] == [{"n": 1}, {"n": 2}, {"n": 3}]
+                withdrawing = asked[2][0]()
+                if withdrawing is not None:
+                    await withdrawing
+                await anyio.wait_readable(read_end)
+                assert sent() == [
+                    {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 3}}
+                ]
+                assert asked[2][0]() is None  # withdrawn once
+                await replies.send(b'{"jsonrpc":"2.0","id":3,"result":"late"}\n')
                 await replies.send(b'{"jsonrpc":"2.0","id":1,"result":"yes"}\n')
-                await replies.send(b'{"jsonrpc":"2.0","id":2,"result":"bad"}\n')
-                assert await first == "yes"
-                seen.append("awaited")
-                with pytest.raises(ValueError, match="a bad reply"):
-                    await second
+                await replies.send(
+                    b'{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"no"}}\n'
+                )
+                await taken.wait()
                 tg.cancel_scope.cancel()
-        assert seen[0] == "answered yes" and "answered bad" in seen
-        assert len(takers) == 1 and takers != {waiting}  # the reading task, not the waiting one
+        assert seen == ["answered yes", "failed -32603 no"]
+        assert len(takers) == 1 and takers != {waiting}  # the reading task, not this one
     finally:
         os.close(read_end)
         os.close(write_end)
