@@ -343,18 +343,11 @@ class Journal:
             self._hold(entry)
             return None
         if wait and self.holds_for is not None:
-            self._add_held(entry)
+            self._held = _appended(self._held, entry)
         elif self._send_now is None or not self._send_now(self.run_id, entry):
             return self._put_soon(entry)
         self._keep(entry)
         return None
-
-    def _add_held(self, entry: JournalEntry) -> None:
-        held = self._held
-        if isinstance(held, list):
-            held.append(entry)
-        else:
-            self._held = [entry]
 
     def _hold(self, entry: JournalEntry) -> None:
         """Hold ``entry`` back (modes ``"exit"`` and ``"async"``), waking ``write_behind``
@@ -364,7 +357,7 @@ class Journal:
         else:
             if self._failure is not None:
                 raise self._failure  # the writer behind the run failed: the run fails with it
-            self._add_held(entry)
+            self._held = _appended(self._held, entry)
         if entry.kind not in _WRITE_ONLY:  # checked here: ``_hold`` is called for every fact
             self._keep(entry)
         if self._wake is not None:
@@ -487,3 +480,11 @@ class Journal:
                 await self.store.journal_put(self.run_id, entry)
         else:
             await batches.journal_put_many(self.run_id, entries)
+
+
+def _appended(held: list[JournalEntry] | tuple[()], entry: JournalEntry) -> list[JournalEntry]:
+    """``held`` with ``entry`` at its end (a list made for the first one held)."""
+    if isinstance(held, list):
+        held.append(entry)
+        return held
+    return [entry]

@@ -106,10 +106,10 @@ class LeaseKeeper:
 
     __slots__ = (
         "_hold",
+        "_lease",
         "_renewer",
         "_scope",
         "fence",
-        "lease",
         "leases",
         "lost",
         "released",
@@ -120,7 +120,7 @@ class LeaseKeeper:
     def __init__(self, store: Store, lease: Lease, ttl: float, *, leases: RunLeases | None) -> None:
         self.store = store
         self.leases = leases
-        self.lease = lease
+        self._lease: Lease | None = lease
         self.ttl = ttl
         self.lost: RunLeasedError | None = None
         self.released = False
@@ -129,6 +129,20 @@ class LeaseKeeper:
         self._scope: anyio.CancelScope | None = None
         self.fence = Fence(lease.run_id, lease.fence) if lease.fence else None
         """The session's fencing token (``_fence``); None from a store that keeps none."""
+
+    @property
+    def lease(self) -> Lease:
+        """The lease as last taken or renewed (while the store's renewer renews it, its
+        ``Hold``'s: the keeper keeps no stale copy of its own)."""
+        lease = self._lease
+        if lease is None:
+            assert self._hold is not None
+            return self._hold.lease
+        return lease
+
+    @lease.setter
+    def lease(self, lease: Lease) -> None:
+        self._lease = lease
 
     def held(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Keep the lease alive around the run; cancel the run if it is lost (module doc).
@@ -311,6 +325,7 @@ class _RenewedHold(Hold):
     async def __aenter__(self) -> None:
         keeper = self._keeper
         keeper._hold = self  # pyright: ignore[reportPrivateUsage]
+        keeper._lease = None  # pyright: ignore[reportPrivateUsage] (the hold's from now on)
         keeper._renewer = self._renewer  # pyright: ignore[reportPrivateUsage]
         self._renewer.register(self)
         if keeper.fence is not None:
@@ -324,6 +339,7 @@ class _RenewedHold(Hold):
         tb: TracebackType | None,
     ) -> bool:
         keeper = self._keeper
+        del self._keeper  # the keeper holds this hold: no cycle left for the cyclic GC
         error = exc
         try:
             if self.scope.__exit__(exc_type, exc, tb):
