@@ -208,6 +208,7 @@ class Sessions:
         (checked by the core) defaults to the store's ``run_durability``."""
         store: Store = self  # type: ignore[assignment]
         mode = _mode(self, durability)
+        now = time.time()
         record = RunRecord(
             run_id=run_id,
             agent_name=agent_name,
@@ -215,6 +216,8 @@ class Sessions:
             # No history: the field's default (an empty list would be held by every run).
             history=message_adapter().dump_python(list(history), mode="json") if history else (),
             agent_ref=agent_ref,
+            created_at=now,  # one float for both, held by every run in flight
+            updated_at=now,
         )
         capabilities = store.capabilities()
         leases = capabilities.leases
