@@ -244,7 +244,11 @@ async def _observed_run(
         while True:  # more than once only when an output_type check sends the model back
             for turn in range(first, limit):
                 params = _params(state, turn, on_text)
-                call = _model_call(state, messages, params, wrapped)
+                call = (
+                    direct_request(coordinator, scope, spec.model, messages, params)
+                    if wrapped
+                    else spec.model.request(messages, params)
+                )
                 if call is None:  # model wrappers, or a replayed response
                     response = await request_model(
                         coordinator, path, scope, spec.model, messages, params, state.invocation
@@ -273,12 +277,8 @@ async def _observed_run(
                 break
             messages.append(retry)
             first, limit, refused = turn + 1, limit + 1, refused + 1  # a turn on top of max_turns
-    except anyio.get_cancelled_exc_class():
-        status: RunStatus = "interrupted" if quiescence.interrupted else "cancelled"
-        coordinator.emit(_agent_finished(state, tool_call_id, status))
-        raise
-    except Exception as e:
-        coordinator.emit(_agent_finished(state, tool_call_id, "failed", error=error_text(e)))
+    except BaseException as e:
+        _ended(state, tool_call_id, e)
         raise
     finally:
         # The chain holds the state (a cycle): freed now, not by the next full GC.
@@ -286,14 +286,15 @@ async def _observed_run(
     return _completed(state, tool_call_id, output, messages, response)
 
 
-def _model_call(
-    state: _State, messages: list[Message], params: ModelRequestParams, wrapped: bool
-) -> Awaitable[ModelResponse] | None:
-    """What the loop awaits for a model call itself: the model's request (and, with a
-    journal, ``journaled`` after it), or None where it takes ``request_model``."""
-    if not wrapped:
-        return state.spec.model.request(messages, params)
-    return direct_request(state.coordinator, state.scope_path, state.spec.model, messages, params)
+def _ended(state: _State, tool_call_id: str | None, error: BaseException) -> None:
+    """``AgentFinished`` emitted for an agent run that a cancellation (or an interrupt)
+    or a failure ended."""
+    coordinator = state.coordinator
+    if isinstance(error, anyio.get_cancelled_exc_class()):
+        status: RunStatus = "interrupted" if coordinator.quiescence.interrupted else "cancelled"
+        coordinator.emit(_agent_finished(state, tool_call_id, status))
+    elif isinstance(error, Exception):
+        coordinator.emit(_agent_finished(state, tool_call_id, "failed", error=error_text(error)))
 
 
 def _completed(
