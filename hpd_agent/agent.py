@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from functools import partial
 from typing import Any, Literal, TypedDict, cast
 
@@ -195,7 +195,7 @@ class Agent:
         return self._blueprint
 
     # -- root runs -------------------------------------------------------------------------
-    async def run(
+    def run(
         self,
         prompt: str,
         *,
@@ -208,7 +208,7 @@ class Agent:
         hooks: Sequence[Hook] = (),
         deps: Any = None,
         durability: Durability | None = None,
-    ) -> RunResult:
+    ) -> Coroutine[Any, Any, RunResult]:
         """Run the agent to its final answer. Inside a tool call this is a nested run: its
         events and requests go to the root run's stream, and the root's handler answers them.
 
@@ -233,8 +233,9 @@ class Agent:
                 ``run_durability`` (``"sync"`` unless set).
 
         Returns:
-            The run's result; ``result.output`` is the final answer (the validated value
-            with ``output_type``). Under
+            The coroutine to await (no frame of ``run`` is kept for the run's life; it
+            raises what the run raises) for the run's result; ``result.output`` is the
+            final answer (the validated value with ``output_type``). Under
             ``on_unhandled="interrupt"`` its status may be ``"interrupted"``, with the
             pending requests in ``result.pending``.
 
@@ -243,17 +244,17 @@ class Agent:
             AgentRunError, ModelError: The run failed.
         """
         ctx = current_context()
-        if ctx is not None:
-            if store or session or hooks or handler is not None or durability is not None:
-                raise UserError(
-                    "a nested run (inside a tool call) uses its root run's store, hooks and "
-                    "handler: pass none of them"
-                )
-            return await run_nested(self._plan(), ctx, prompt, history=history, deps=deps)
-        root = self._root(
-            prompt, history, run_id, on_unhandled, store, session, hooks, deps, durability
-        )
-        return await root.to_end(handler)
+        try:
+            if ctx is not None:
+                if store or session or hooks or handler is not None or durability is not None:
+                    raise _nested_options()
+                return run_nested(self._plan(), ctx, prompt, history=history, deps=deps)
+            root = self._root(
+                prompt, history, run_id, on_unhandled, store, session, hooks, deps, durability
+            )
+        except Exception as e:
+            return _raising(e)
+        return root.to_end(handler)
 
     def stream(
         self,
@@ -514,6 +515,19 @@ def _new_session(
         return None
     ref = module_ref(agent, agent._home)  # pyright: ignore[reportPrivateUsage]
     return _NewSession(store, run_id, agent.name, prompt, history, ref, durability)
+
+
+def _nested_options() -> UserError:
+    """A nested run takes its root run's store, session, hooks, handler and durability."""
+    return UserError(
+        "a nested run (inside a tool call) uses its root run's store, hooks and "
+        "handler: pass none of them"
+    )
+
+
+async def _raising(error: Exception) -> RunResult:
+    """``Agent.run``'s error, raised where a coroutine function would: when awaited."""
+    raise error
 
 
 def _checked_mode(durability: object, store: SessionStore | None) -> Durability | None:

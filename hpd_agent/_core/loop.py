@@ -35,7 +35,7 @@ from ..models._base import Model, ModelRequestParams, ModelResponse, ToolDefinit
 from ..text import TextMender, error_text
 from ..tools import Tool, ToolArgumentsError, Toolset, result_to_text
 from .context import Deadline, ToolContext, _current, invocation_id
-from .model_request import request_model
+from .model_request import direct_request, journaled, request_model
 from .output import OutputSpec, output_text
 from .services import RunServices
 from .toolsets import resolve_tools
@@ -244,17 +244,23 @@ async def _observed_run(
         while True:  # more than once only when an output_type check sends the model back
             for turn in range(first, limit):
                 params = _params(state, turn, on_text)
-                if wrapped:
+                call = (
+                    direct_request(coordinator, scope, spec.model, messages, params)
+                    if wrapped
+                    else spec.model.request(messages, params)
+                )
+                if call is None:  # model wrappers, or a replayed response
                     response = await request_model(
                         coordinator, path, scope, spec.model, messages, params, state.invocation
                     )
-                else:
+                else:  # awaited here, not in a coroutine of its own: a frame less in flight
                     quiescence.busy += 1
                     try:
-                        response = await spec.model.request(messages, params)
+                        response = await call
+                        if wrapped:
+                            response = await journaled(coordinator, scope, params, response)
                     finally:
-                        # Its tool calls (entered below) or the agent's end take over.
-                        quiescence.hand_over()
+                        quiescence.hand_over()  # its tool calls or the agent's end take over
                     coordinator.add_usage(response.usage)
                 calls = _take(state, messages, response, turn, on_text)
                 if not calls:
@@ -271,19 +277,39 @@ async def _observed_run(
                 break
             messages.append(retry)
             first, limit, refused = turn + 1, limit + 1, refused + 1  # a turn on top of max_turns
-    except anyio.get_cancelled_exc_class():
-        status: RunStatus = "interrupted" if quiescence.interrupted else "cancelled"
-        coordinator.emit(_agent_finished(state, tool_call_id, status))
-        raise
-    except Exception as e:
-        coordinator.emit(_agent_finished(state, tool_call_id, "failed", error=error_text(e)))
+    except BaseException as e:
+        _ended(state, tool_call_id, e)
         raise
     finally:
         # The chain holds the state (a cycle): freed now, not by the next full GC.
         state.tool_chain = None
+    return _completed(state, tool_call_id, output, messages, response)
+
+
+def _ended(state: _State, tool_call_id: str | None, error: BaseException) -> None:
+    """``AgentFinished`` emitted for an agent run that a cancellation (or an interrupt)
+    or a failure ended."""
+    coordinator = state.coordinator
+    if isinstance(error, anyio.get_cancelled_exc_class()):
+        status: RunStatus = "interrupted" if coordinator.quiescence.interrupted else "cancelled"
+        coordinator.emit(_agent_finished(state, tool_call_id, status))
+    elif isinstance(error, Exception):
+        coordinator.emit(_agent_finished(state, tool_call_id, "failed", error=error_text(error)))
+
+
+def _completed(
+    state: _State,
+    tool_call_id: str | None,
+    output: Any,
+    messages: list[Message],
+    response: ModelResponse,
+) -> AgentOutcome:
+    """``AgentFinished`` emitted for an agent run that completed; its outcome."""
     cut = response.truncated  # the token limit cut the final answer off
-    text = output if spec.output is None else output_text(output)
-    coordinator.emit(_agent_finished(state, tool_call_id, "completed", output=text, truncated=cut))
+    text = output if state.spec.output is None else output_text(output)
+    state.coordinator.emit(
+        _agent_finished(state, tool_call_id, "completed", output=text, truncated=cut)
+    )
     return AgentOutcome(output=output, messages=messages, usage=state.usage, truncated=cut)
 
 

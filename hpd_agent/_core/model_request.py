@@ -16,7 +16,7 @@ from ..messages import Message
 from ..models._base import Model, ModelRequestParams, ModelResponse
 from ..text import TextMender, mend
 
-__all__ = ["request_model"]
+__all__ = ["direct_request", "journaled", "request_model"]
 
 
 async def request_model(
@@ -62,6 +62,62 @@ async def request_model(
         # What the response asks for (tool calls, the agent's end) takes over.
         quiescence.hand_over()
     coordinator.add_usage(response.usage)
+    return response
+
+
+def direct_request(
+    coordinator: Coordinator,
+    scope_path: str,
+    model: Model,
+    messages: Sequence[Message],
+    params: ModelRequestParams,
+) -> Awaitable[ModelResponse] | None:
+    """``request_model``'s common durable case, for the caller to await in its own frame
+    and pass to ``journaled``: the model's own request, when only the run's journal is
+    around the call, it replays nothing and its lease needs no check first (else that
+    check, then the request). No coroutine of its own is held through the model call.
+
+    Returns:
+        What to await; None when the call needs ``request_model`` (model wrappers, a
+        replayed response, or a mender of the caller's own to make).
+    """
+    journal = coordinator.journal
+    on_text = params.on_text
+    if (
+        journal is None
+        or coordinator.hooks.model_wrappers
+        or (on_text is not None and not isinstance(on_text, TextMender))
+        or journal.recorded_response(f"{scope_path}@{params.turn}") is not None
+    ):
+        return None
+    if on_text is not None:
+        on_text.reset()  # a retried request starts clean
+    waiting = journal.before_model()  # a model call is paid for: not once lost
+    if waiting is not None:
+        return _after(waiting, model, messages, params)
+    return model.request(messages, params)
+
+
+async def _after(
+    waiting: Awaitable[None], model: Model, messages: Sequence[Message], params: ModelRequestParams
+) -> ModelResponse:
+    """The request once ``waiting`` is done (the lease's check before a model call)."""
+    await waiting
+    return await model.request(messages, params)
+
+
+async def journaled(
+    coordinator: Coordinator, scope_path: str, params: ModelRequestParams, response: ModelResponse
+) -> ModelResponse:
+    """After ``direct_request``'s call: the response mended and recorded in the run's
+    journal before anything acts on it (a coroutine only while it is written)."""
+    journal = coordinator.journal
+    assert journal is not None
+    on_text = params.on_text
+    response = _mended(response, on_text if isinstance(on_text, TextMender) else None)
+    waiting = journal.record_response(f"{scope_path}@{params.turn}", response)
+    if waiting is not None:
+        await waiting
     return response
 
 

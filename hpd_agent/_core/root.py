@@ -9,8 +9,7 @@ stream reads ``RunStarted`` ... exactly one ``RunFinished``. ``Agent.run``, ``st
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 import anyio
@@ -101,7 +100,7 @@ class RootRun:
         self.deps = deps
         self.open_session = open_session
 
-    def to_end(self, handler: Handler | None) -> Awaitable[RunResult]:
+    def to_end(self, handler: Handler | None) -> Coroutine[Any, Any, RunResult]:
         """The run to its end: served by ``handler`` through a stream, or unobserved.
 
         Returns what to await (an unobserved run's is ``execute`` itself: no frame of its
@@ -286,11 +285,36 @@ class RootRun:
         )
 
 
-_UNHELD = contextlib.nullcontext()
-"""A run kept nowhere holds nothing around its execution (one object for every run)."""
+class _Unheld:
+    """Nothing held around a run (a run kept nowhere, or one no interrupt cancels).
+
+    ``contextlib.nullcontext`` would do, but a ``with`` block keeps its manager's bound
+    exit for the block's life: a static one is the function itself, shared by every run
+    in flight (a bound method is 64 bytes per block).
+    """
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    @staticmethod
+    def __exit__(*exc: object) -> None:
+        return None
+
+    async def __aenter__(self) -> None:
+        return None
+
+    @staticmethod
+    async def __aexit__(*exc: object) -> None:
+        return None
 
 
-def _interruptible(coordinator: Coordinator) -> anyio.CancelScope | contextlib.nullcontext[None]:
+_UNHELD = _Unheld()
+"""The one ``_Unheld`` of every run."""
+
+
+def _interruptible(coordinator: Coordinator) -> anyio.CancelScope | _Unheld:
     """The run's cancel scope when it may end at an interrupt (``on_unhandled="interrupt"``,
     the only policy under which ``Quiescence.interrupt`` is called); else none: a scope
     holds two sets, and every run in flight would keep one."""
@@ -306,6 +330,8 @@ async def _opened(
     """The run's prompt, history and session (a reopened run's are the session's)."""
     if opener is None:
         return root.prompt, root.history, None
+    # A root run executes once: the run in flight keeps no opener (nor what it holds).
+    root.open_session = None
     session = await opener()
     return session.prompt, session.history, session
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -22,6 +21,9 @@ from ._answers import jsonable
 from ._base import JournalEntry, RequestRecord
 from ._journal import Journal
 from ._protocol import Store
+
+if TYPE_CHECKING:
+    from ._lease import LeaseKeeper
 
 __all__ = ["StoreRequests", "settlement"]
 
@@ -57,19 +59,16 @@ class StoreRequests:
     """
 
     durable = True
-    __slots__ = ("_reopened", "check_lease", "journal", "store")
+    __slots__ = ("_reopened", "journal", "keeper", "store")
 
-    def __init__(
-        self,
-        store: Store,
-        journal: Journal,
-        check_lease: Callable[[], Awaitable[None]] | None = None,
-    ) -> None:
+    def __init__(self, store: Store, journal: Journal, keeper: LeaseKeeper | None = None) -> None:
         self.store = store
         self.journal = journal
-        self.check_lease = check_lease
-        """Renews the run's lease at once, cancelling the run if another holder has it."""
-        self._reopened: dict[str, Reopened] = {}
+        self.keeper = keeper
+        """The run's lease: renewed at once after a cancelled request, cancelling the run
+        if another holder has it (the keeper, not a bound method: one object less per run)."""
+        self._reopened: dict[str, Reopened] | None = None
+        """Requests found pending from an earlier life (made when the first is found)."""
 
     def alias_of(self, request_id: str) -> str | None:
         entry = self.journal.entry(request_id, "alias")
@@ -103,6 +102,8 @@ class StoreRequests:
         if settled is None and record is not mine and record.created_at != mine.created_at:
             # Kept from an earlier life of the run, still pending.
             warned = self.journal.entry(_warning_key(event.request_id), "warning") is not None
+            if self._reopened is None:
+                self._reopened = {}
             self._reopened[event.request_id] = Reopened(expires_at=record.expires_at, warned=warned)
         if settled is not None or record.expires_at is None:
             return settled, timeout
@@ -110,7 +111,7 @@ class StoreRequests:
         return None, max(0.0, record.expires_at - time.time())
 
     def reopened(self, request_id: str) -> Reopened | None:
-        return self._reopened.pop(request_id, None)
+        return None if self._reopened is None else self._reopened.pop(request_id, None)
 
     async def record_warning(self, request_id: str) -> None:
         entry = JournalEntry(key=_warning_key(request_id), kind="warning", value=time.time())
@@ -120,10 +121,10 @@ class StoreRequests:
         record = await self.store.wait_resolved(request_id)
         settled = settlement(record)
         assert settled is not None
-        if settled.status == "cancelled" and self.check_lease is not None:
+        if settled.status == "cancelled" and self.keeper is not None:
             # Maybe by a process that took the run over to cancel it (``cancel_run``):
             # nothing more runs here if so, not even the asker's next model request.
-            await self.check_lease()
+            await self.keeper.guard(now=True)
         return settled
 
     async def resolve(

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import anyio.to_thread
 
 from ._base import JournalEntry
+from ._facts import Held, entry_of
 from ._fence import Fence
 
 __all__ = ["GATHER", "IDLE", "Behind", "BehindIO", "BehindWriter"]
@@ -67,16 +68,16 @@ class Behind:
         self._writer = writer
         self.run_id = run_id
         self.fence = fence
-        self.held: list[JournalEntry] = []
-        """Facts the writer has not taken yet."""
-        self.claimed: list[JournalEntry] = []
+        self.held: list[JournalEntry | Held] = []
+        """Facts the writer has not taken yet (as they are: ``_facts``)."""
+        self.claimed: list[JournalEntry | Held] = []
         """Facts the run took back to commit itself (``settle``)."""
         self.flying: threading.Event | None = None
         """Set when the writer's batch holding facts of this run is committed."""
         self.failure: BaseException | None = None
         self.queued = False
 
-    def add(self, entry: JournalEntry) -> None:
+    def add(self, entry: JournalEntry | Held) -> None:
         """Hand ``entry`` to the writer; raise the error a write of this run failed with."""
         if self.failure is not None:
             raise self.failure
@@ -125,7 +126,7 @@ class Behind:
         with self._writer.lock:
             taken = self.claimed + self.held if self.held else self.claimed
             self.claimed, self.held = [], []
-        return taken
+        return list(map(entry_of, taken))
 
 
 class BehindWriter:
@@ -200,7 +201,9 @@ class BehindWriter:
         if not batch:
             return
         try:
-            errors = io.commit([(b.run_id, b.fence, held) for b, held in batch])
+            # Made into entries here, in the writer's thread, not on the runs' event loop.
+            commits = [(b.run_id, b.fence, list(map(entry_of, held))) for b, held in batch]
+            errors = io.commit(commits)
         except Exception as e:
             errors = [e] * len(batch)
         with self.lock:

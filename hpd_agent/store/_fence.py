@@ -18,7 +18,7 @@ from contextvars import ContextVar, Token
 
 from ..exceptions import RunLeasedError
 
-__all__ = ["Fence", "current_fence", "fencing"]
+__all__ = ["Fence", "current_fence", "fencing", "swap_fence"]
 
 
 class Fence:
@@ -98,3 +98,11 @@ class _Fencing:
 def fencing(fence: Fence | None) -> AbstractContextManager[None]:
     """Make ``fence`` current for the writes inside (None: leave things as they are)."""
     return _Fencing(fence)
+
+
+def swap_fence(fence: Fence | None) -> Fence | None:
+    """Make ``fence`` current; the one current before, to swap back with at the end (a
+    hold around a whole run keeps that, not the ``Token`` that ``fencing`` keeps)."""
+    before = _CURRENT.get()
+    _CURRENT.set(fence)
+    return before

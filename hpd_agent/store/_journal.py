@@ -22,11 +22,9 @@ rebuild the run.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import operator
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
@@ -36,13 +34,15 @@ from ..messages import Message, ToolCall, Usage, message_adapter
 from ..models._base import ModelResponse
 from ._base import JournalEntry, dump_json
 from ._behind import Behind
+from ._facts import Held, HeldOutcome, HeldResponse, response_entry
 from ._protocol import Store, StoreCapabilities
 from ._steps import failure_value, replayed_failure
 
+if TYPE_CHECKING:
+    from ._lease import LeaseKeeper
+
 __all__ = ["Journal"]
 
-
-_FIELDS: dict[type[object], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
 
 # Entry kinds a life writes but never reads back (``Journal._keep``).
 _WRITE_ONLY = frozenset(("model", "tool"))
@@ -66,34 +66,13 @@ _SLOTS = (
     "_write_now",
     "behind",
     "capabilities",
-    "guard",
     "holds_for",
+    "keeper",
     "run_id",
     "store",
 )
 """``Journal``'s attributes: one journal per run in flight, no ``__dict__`` of 18 each (a
 constant here: the class stays within the size limit of ``tests/test_architecture.py``)."""
-
-
-def _flat(value: object) -> dict[str, Any]:
-    """A dataclass of plain fields as a dict (``dataclasses.asdict`` without its deep copy).
-
-    Its fields are read by one ``attrgetter`` made once per class: a model response's
-    calls and usage are flattened at every model request of every durable run."""
-    cls = type(value)
-    known = _FIELDS.get(cls)
-    if known is None:
-        names = tuple(f.name for f in dataclasses.fields(value))  # pyright: ignore[reportArgumentType]
-        known = _FIELDS[cls] = (names, _reader(names))
-    names, read = known
-    return dict(zip(names, read(value), strict=False))  # one length by construction
-
-
-def _reader(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
-    """Reads ``names`` of an object as one tuple (``attrgetter`` gives a lone value bare)."""
-    if len(names) > 1:
-        return operator.attrgetter(*names)
-    return lambda value: tuple(getattr(value, name) for name in names)
 
 
 def _response(v: dict[str, Any]) -> ModelResponse:
@@ -160,7 +139,9 @@ class Journal:
         self.holds_for = None if ahead is not None else caps.batches
         # A store that commits many runs' writes together while it drives several.
         self._group = caps.groups
-        self._held: list[JournalEntry] = []
+        # Made when the first fact is held back, and dropped when taken: an empty list is
+        # 56 bytes more per run in flight.
+        self._held: list[JournalEntry | Held] | None = None
         # "exit" and "async" hold every fact back (docs/guarantees.md, "Durability modes"):
         # written when the run asks a human or ends, or ("async") by ``write_behind``.
         self._holding = durability != "sync"
@@ -170,10 +151,10 @@ class Journal:
         self.behind: Behind | None = None
         """Mode ``"async"`` on a store with one writer for all its runs (``JournalBehind``):
         where this run's facts go (set by the session); else ``write_behind`` writes them."""
-        self.guard: Callable[[], Awaitable[None] | None] | None = None
-        """Called before a model request, a tool function or a step starts: cancels the
-        run if its lease is lost; returns what to await, or None when nothing is wrong
-        (``LeaseKeeper.guard_due``)."""
+        self.keeper: LeaseKeeper | None = None
+        """The run's lease, guarded before a model request, a tool function or a step
+        starts (``LeaseKeeper.guard_due``: cancels the run if its lease is lost). The
+        keeper, not its bound method: that is an object of its own per run in flight."""
 
     @property
     def holding(self) -> bool:
@@ -198,22 +179,15 @@ class Journal:
 
     def before_model(self) -> Awaitable[None] | None:
         """Before a model request (it is paid for): not made once the lease is lost."""
-        return None if self.guard is None else self.guard()
+        return None if self.keeper is None else self.keeper.guard_due()
 
     def record_response(self, key: str, response: ModelResponse) -> Awaitable[None] | None:
         """Record a model response before anything acts on it (held back, sent ahead or
         written now: see the module docstring)."""
-        value = {
-            "text": response.text,
-            "tool_calls": list(map(_flat, response.tool_calls)),
-            "usage": _flat(response.usage),
-            "finish_reason": response.finish_reason,
-        }
-        entry = JournalEntry(key=key, kind="model", value=value)
         if self._holding:  # modes "async" and "exit": the common durable case, one frame less
-            self._hold(entry)
+            self._hold(HeldResponse(key, response))
             return None
-        return self._record(entry, wait=True)
+        return self._record(response_entry(key, response), wait=True)
 
     def model_response(self, key: str) -> ModelResponse | None:
         """The recorded model response for ``key``, or None."""
@@ -235,7 +209,7 @@ class Journal:
                     return self._then_guard(writing)
             elif self._confirm is not None:
                 return self._then_guard(self._confirmed())
-        return None if self.guard is None else self.guard()
+        return None if self.keeper is None else self.keeper.guard_due()
 
     def record_outcome(
         self, key: str, text: str, is_error: bool, side_effects: bool
@@ -243,15 +217,15 @@ class Journal:
         """Record a tool call's outcome. The framework's own tool (an agent, ask_user) did
         what it did through the journal and the requests: its result may wait like a model
         response. Any other is written the moment it exists."""
-        entry = JournalEntry(key=key, kind="tool", value={"result": text, "is_error": is_error})
         if self._holding:
-            self._hold(entry)
+            self._hold(HeldOutcome(key, text, is_error))
             return None
+        entry = JournalEntry(key=key, kind="tool", value={"result": text, "is_error": is_error})
         return self._record(entry, wait=not side_effects)
 
     async def _then_guard(self, waiting: Awaitable[Any]) -> None:
         await waiting
-        guarding = None if self.guard is None else self.guard()
+        guarding = None if self.keeper is None else self.keeper.guard_due()
         if guarding is not None:
             await guarding
 
@@ -270,7 +244,7 @@ class Journal:
             return entry.value["result"]
         if not self._holding:
             await self.flush()
-        guarding = None if self.guard is None else self.guard()
+        guarding = None if self.keeper is None else self.keeper.guard_due()
         if guarding is not None:
             await guarding
         try:
@@ -338,22 +312,29 @@ class Journal:
             self._hold(entry)
             return None
         if wait and self.holds_for is not None:
-            self._held.append(entry)
+            if self._held is None:
+                self._held = [entry]
+            else:
+                self._held.append(entry)
         elif self._send_now is None or not self._send_now(self.run_id, entry):
             return self._put_soon(entry)
         self._keep(entry)
         return None
 
-    def _hold(self, entry: JournalEntry) -> None:
+    def _hold(self, entry: JournalEntry | Held) -> None:
         """Hold ``entry`` back (modes ``"exit"`` and ``"async"``), waking ``write_behind``
         (or handing it to the store's writer, ``behind``)."""
         if self.behind is not None:
-            self.behind.add(entry)
+            self.behind.add(entry)  # made into its entry when the writer takes it
         else:
             if self._failure is not None:
                 raise self._failure  # the writer behind the run failed: the run fails with it
-            self._held.append(entry)
-        if entry.kind not in _WRITE_ONLY:  # checked here: ``_hold`` is called for every fact
+            if self._held is None:
+                self._held = [entry]
+            else:
+                self._held.append(entry)
+        # Checked here: ``_hold`` is called for every fact (a held one is write-only).
+        if entry.kind not in _WRITE_ONLY and isinstance(entry, JournalEntry):
             self._keep(entry)
         if self._wake is not None:
             self._wake.set()
@@ -420,8 +401,10 @@ class Journal:
         """
         if self.behind is not None:
             return self.behind.take()
-        held, self._held = self._held, []
-        return held
+        held, self._held = self._held, None
+        if held is None:
+            return []
+        return [e if isinstance(e, JournalEntry) else e.entry() for e in held]
 
     async def flush(self) -> None:
         """Make every entry so far durable: write those held back (one transaction), or

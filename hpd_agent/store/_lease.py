@@ -32,7 +32,7 @@ import anyio.lowlevel
 
 from ..exceptions import RunLeasedError, UserError
 from ._base import JournalEntry, Lease, RunRecord
-from ._fence import Fence, fencing
+from ._fence import Fence, fencing, swap_fence
 from ._holder import new_holder
 from ._protocol import RunLeases, Store
 from ._renewer import Hold, LeaseRenewer, taken_over, unreachable
@@ -106,10 +106,10 @@ class LeaseKeeper:
 
     __slots__ = (
         "_hold",
+        "_lease",
         "_renewer",
         "_scope",
         "fence",
-        "lease",
         "leases",
         "lost",
         "released",
@@ -120,7 +120,7 @@ class LeaseKeeper:
     def __init__(self, store: Store, lease: Lease, ttl: float, *, leases: RunLeases | None) -> None:
         self.store = store
         self.leases = leases
-        self.lease = lease
+        self._lease: Lease | None = lease
         self.ttl = ttl
         self.lost: RunLeasedError | None = None
         self.released = False
@@ -129,6 +129,20 @@ class LeaseKeeper:
         self._scope: anyio.CancelScope | None = None
         self.fence = Fence(lease.run_id, lease.fence) if lease.fence else None
         """The session's fencing token (``_fence``); None from a store that keeps none."""
+
+    @property
+    def lease(self) -> Lease:
+        """The lease as last taken or renewed (while the store's renewer renews it, its
+        ``Hold``'s: the keeper keeps no stale copy of its own)."""
+        lease = self._lease
+        if lease is None:
+            assert self._hold is not None
+            return self._hold.lease
+        return lease
+
+    @lease.setter
+    def lease(self, lease: Lease) -> None:
+        self._lease = lease
 
     def held(self) -> contextlib.AbstractAsyncContextManager[None]:
         """Keep the lease alive around the run; cancel the run if it is lost (module doc).
@@ -179,11 +193,6 @@ class LeaseKeeper:
             hold.scope.cancel()
         if self.lost is not None or (hold is not None and hold.lost is not None):
             await anyio.lowlevel.checkpoint()  # raises: the run was cancelled here
-
-    def guard_now(self) -> Awaitable[None]:
-        """``guard(now=True)``: the lease renewed here at once (``StoreRequests.check_lease``:
-        a bound method, held by every run in flight, is smaller than a closure)."""
-        return self.guard(now=True)
 
     async def _check(self, lease: Lease) -> None:
         run_id, holder = lease.run_id, lease.holder
@@ -296,28 +305,32 @@ class LeaseKeeper:
             await self.store.release_lease(self.lease.run_id, self.lease.holder)
 
 
-class _RenewedHold:
-    """``LeaseKeeper.held`` where the store's renewer thread renews the lease.
+class _RenewedHold(Hold):
+    """``LeaseKeeper.held`` where the store's renewer thread renews the lease: the run's
+    ``Hold`` itself, entered around the run, with its fence current meanwhile.
 
-    An object rather than a generator context manager: it is alive for the whole run of
-    every run in flight, and a generator would keep its frame, its wrapper and the bound
-    exits of the two blocks it is suspended in.
+    One object rather than a generator context manager, a hold and a fencing context
+    manager: it is alive for the whole run of every run in flight, and a generator would
+    keep its frame, its wrapper and the bound exits of the two blocks it is suspended in.
     """
 
-    __slots__ = ("_fencing", "_keeper", "_renewer")
+    __slots__ = ("_fence_before", "_keeper", "_renewer")
 
     def __init__(self, keeper: LeaseKeeper, renewer: LeaseRenewer) -> None:
+        super().__init__(keeper.lease, anyio.CancelScope())
         self._keeper = keeper
         self._renewer = renewer
-        self._fencing = fencing(keeper.fence)
+        self._fence_before: Fence | None = None
 
     async def __aenter__(self) -> None:
         keeper = self._keeper
-        hold = keeper._hold = Hold(keeper.lease, anyio.CancelScope())  # pyright: ignore[reportPrivateUsage]
+        keeper._hold = self  # pyright: ignore[reportPrivateUsage]
+        keeper._lease = None  # pyright: ignore[reportPrivateUsage] (the hold's from now on)
         keeper._renewer = self._renewer  # pyright: ignore[reportPrivateUsage]
-        self._renewer.register(hold)
-        self._fencing.__enter__()
-        hold.scope.__enter__()
+        self._renewer.register(self)
+        if keeper.fence is not None:
+            self._fence_before = swap_fence(keeper.fence)
+        self.scope.__enter__()
 
     async def __aexit__(
         self,
@@ -326,27 +339,28 @@ class _RenewedHold:
         tb: TracebackType | None,
     ) -> bool:
         keeper = self._keeper
-        hold = keeper._hold  # pyright: ignore[reportPrivateUsage]
-        assert hold is not None
+        del self._keeper  # the keeper holds this hold: no cycle left for the cyclic GC
         error = exc
         try:
-            if hold.scope.__exit__(exc_type, exc, tb):
+            if self.scope.__exit__(exc_type, exc, tb):
                 error = None  # the scope's own cancel: the lease was lost
         except BaseException as e:
             error = e
         finally:
-            self._fencing.__exit__(None, None, None)
-        await keeper._end_hold(hold)  # pyright: ignore[reportPrivateUsage]
+            if keeper.fence is not None:
+                swap_fence(self._fence_before)
+                self._fence_before = None
+        await keeper._end_hold(self)  # pyright: ignore[reportPrivateUsage]
         # A lost lease is the run's outcome, whatever its work raised while it was being
         # cancelled; a cancellation from outside goes on as it is.
         if error is not None and (
-            hold.lost is None or isinstance(error, anyio.get_cancelled_exc_class())
+            self.lost is None or isinstance(error, anyio.get_cancelled_exc_class())
         ):
             if error is exc:
                 return False
             raise error
-        if hold.lost is not None:
-            keeper.lost = hold.lost
-            raise hold.lost
+        if self.lost is not None:
+            keeper.lost = self.lost
+            raise self.lost
         keeper._raise_if_fenced_out()  # pyright: ignore[reportPrivateUsage]
         return error is None and exc is not None

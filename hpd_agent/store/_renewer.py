@@ -78,7 +78,7 @@ class Hold:
     def __init__(self, lease: Lease, scope: anyio.CancelScope) -> None:
         self.lease = lease
         self.scope = scope
-        self.token = anyio.lowlevel.current_token()
+        self.token = _loop_token()
         self.lost: RunLeasedError | None = None
         self.closing = False
         self.active = True
@@ -87,6 +87,21 @@ class Hold:
         """On the run's event loop: cancel the run if it still runs."""
         if self.active:
             self.scope.cancel()
+
+
+_LOOP_TOKEN: anyio.lowlevel.RunVar[anyio.lowlevel.EventLoopToken] = anyio.lowlevel.RunVar(
+    "hpd_agent_loop_token"
+)
+"""The running event loop's token, made once per loop (``current_token`` makes an object of
+its own at each call, which every hold would keep)."""
+
+
+def _loop_token() -> anyio.lowlevel.EventLoopToken:
+    token = _LOOP_TOKEN.get(None)
+    if token is None:
+        token = anyio.lowlevel.current_token()
+        _LOOP_TOKEN.set(token)
+    return token
 
 
 class LeaseRenewer:
@@ -103,16 +118,17 @@ class LeaseRenewer:
         self._connect = connect
         self.ttl = ttl
         self._name = name
-        self._holds: dict[tuple[str, str], Hold] = {}
+        # The holds themselves (by identity), not keyed by (run_id, holder): a key tuple
+        # is 56 bytes more per run in flight.
+        self._holds: set[Hold] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def register(self, hold: Hold) -> None:
         """Renew ``hold``'s lease from now on (starts the thread the first time)."""
-        key = (hold.lease.run_id, hold.lease.holder)
         with self._lock:
-            self._holds[key] = hold
+            self._holds.add(hold)
             thread = self._thread
             # Started once; again in a forked child (which inherits no threads).
             if (thread is None or not thread.is_alive()) and not self._stop.is_set():
@@ -121,10 +137,8 @@ class LeaseRenewer:
 
     def unregister(self, hold: Hold) -> None:
         """Renew ``hold``'s lease no more."""
-        key = (hold.lease.run_id, hold.lease.holder)
         with self._lock:
-            if self._holds.get(key) is hold:
-                del self._holds[key]
+            self._holds.discard(hold)
 
     def closing(self, hold: Hold) -> bool:
         """``hold``'s run is giving its lease up with its final write: a renewal that finds
@@ -138,12 +152,10 @@ class LeaseRenewer:
     def lose_here(self, hold: Hold, error: RunLeasedError) -> bool:
         """On the run's event loop: mark ``hold`` lost (unless it is closing or lost
         already) and renew it no more; True if it was marked (the caller cancels the run)."""
-        key = (hold.lease.run_id, hold.lease.holder)
         with self._lock:
             if hold.lost is not None or hold.closing:
                 return False
-            if self._holds.get(key) is hold:
-                del self._holds[key]
+            self._holds.discard(hold)
             hold.lost = error
             return True
 
@@ -161,7 +173,7 @@ class LeaseRenewer:
         try:
             while not self._stop.wait(self.ttl / 3):
                 with self._lock:
-                    holds = list(self._holds.values())
+                    holds = list(self._holds)
                     idle = 0 if holds else idle + 1
                     if idle >= _IDLE_ROUNDS:  # the next ``register`` starts a new thread
                         self._thread = None
@@ -203,12 +215,11 @@ class LeaseRenewer:
         return io
 
     def _lose(self, hold: Hold, error: RunLeasedError) -> None:
-        key = (hold.lease.run_id, hold.lease.holder)
         with self._lock:
             # Unregistered meanwhile: the run ended and gave its lease up itself.
-            if self._holds.get(key) is not hold or hold.closing:
+            if hold not in self._holds or hold.closing:
                 return
-            del self._holds[key]
+            self._holds.remove(hold)
             hold.lost = error
         # From a thread of its own: the renewer must not wait for the run's event loop.
         threading.Thread(target=_cancel, args=(hold,), name=self._name, daemon=True).start()

@@ -87,12 +87,12 @@ class StoreSession:
         self.journal = Journal(
             store, record.run_id, entries, capabilities=capabilities, durability=durability
         )
-        self.journal.guard = keeper.guard_due
+        self.journal.keeper = keeper
         if durability == "async" and capabilities.behind is not None:
             # The store's writer commits the run's facts behind it: no task of its own.
             writer = capabilities.behind.behind_writer()
             self.journal.behind = writer.behind(record.run_id, keeper.fence)
-        self.backend = StoreRequests(store, self.journal, check_lease=keeper.guard_now)
+        self.backend = StoreRequests(store, self.journal, keeper)
         self.hooks: Sequence[Hook] = ()
         """None: the core calls the journal (``RunJournal``) directly, before any hook."""
         self.grants = capabilities.grants
@@ -208,12 +208,16 @@ class Sessions:
         (checked by the core) defaults to the store's ``run_durability``."""
         store: Store = self  # type: ignore[assignment]
         mode = _mode(self, durability)
+        now = time.time()
         record = RunRecord(
             run_id=run_id,
             agent_name=agent_name,
             prompt=prompt,
-            history=message_adapter().dump_python(list(history), mode="json") if history else [],
+            # No history: the field's default (an empty list would be held by every run).
+            history=message_adapter().dump_python(list(history), mode="json") if history else (),
             agent_ref=agent_ref,
+            created_at=now,  # one float for both, held by every run in flight
+            updated_at=now,
         )
         capabilities = store.capabilities()
         leases = capabilities.leases
