@@ -44,13 +44,18 @@ class _FdReceive(anyio.abc.ByteReceiveStream):
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._polled = _pollable(fd)
+        self._drained = False  # the last read took less than it asked: the pipe was empty
 
     async def receive(self, max_bytes: int = _CHUNK) -> bytes:
         waited = False
+        if self._drained:  # a read now would fail (a syscall and an exception for nothing)
+            await anyio.wait_readable(self._fd)
+            waited = True
         while True:
             try:
                 if self._polled:
                     data = os.read(self._fd, max_bytes)
+                    self._drained = len(data) < max_bytes
                 else:
                     data = await anyio.to_thread.run_sync(
                         os.read, self._fd, max_bytes, abandon_on_cancel=True
