@@ -44,6 +44,13 @@ def anyio_backend() -> str:
     return "asyncio"  # the count is the event loop's too: one loop, one figure
 
 
+@pytest.fixture(autouse=True)
+def _no_process_hooks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runs' own calls: no process-wide hook (in a test worker that ran others first, a
+    hook left installed or the OpenTelemetry default hook added ~1,460 calls per run)."""
+    monkeypatch.setattr("hpd_agent._core.root.process_hooks", list)
+
+
 @tool
 def noop() -> str:
     """Do nothing."""
