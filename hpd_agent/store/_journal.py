@@ -175,7 +175,8 @@ class Journal:
     # -- model and tool calls (``RunJournal``) ---------------------------------------------
     def recorded_response(self, key: str) -> ModelResponse | None:
         """The response an earlier life recorded for the model request ``key``, or None."""
-        return self.model_response(key) if self._entries else None
+        entry = self.entry(key, "model") if self._entries else None
+        return None if entry is None else _response(entry.value)
 
     def before_model(self) -> Awaitable[None] | None:
         """Before a model request (it is paid for): not made once the lease is lost."""
@@ -188,11 +189,6 @@ class Journal:
             self._hold(HeldResponse(key, response))
             return None
         return self._record(response_entry(key, response), wait=True)
-
-    def model_response(self, key: str) -> ModelResponse | None:
-        """The recorded model response for ``key``, or None."""
-        entry = self.entry(key, "model")
-        return None if entry is None else _response(entry.value)
 
     def recorded_outcome(self, key: str) -> tuple[str, bool] | None:
         """The (result, is_error) an earlier life recorded for the tool call ``key``."""
@@ -382,10 +378,11 @@ class Journal:
         return None
 
     def _keep(self, entry: JournalEntry) -> None:
-        # Only what this life looks up again: an alias, a kept conversation, a step. A model
-        # response or a tool result is looked up by its key once, before it is made, so one
-        # written in this life is never read here again; kept, it held ~0.6 KB per turn of
-        # every run in flight (docs/performance.md, "What an in-flight run holds").
+        """Keep ``entry`` if this life looks it up again: an alias, a kept conversation, a
+        step. A model response or a tool result is looked up by its key once, before it is
+        made, so one written in this life is never read here again; kept, it held ~0.6 KB
+        per turn of every run in flight (docs/performance.md, "What an in-flight run
+        holds")."""
         if entry.kind not in _WRITE_ONLY:
             if self._entries is _NO_ENTRIES:
                 self._entries = {}
@@ -414,8 +411,7 @@ class Journal:
             if writing is not None:
                 await writing
         elif self._confirm is not None:
-            with anyio.CancelScope(shield=True):
-                await self._confirm()
+            await self._confirmed()
 
     async def write_held(self, entries: list[JournalEntry]) -> None:
         """Write entries taken with ``take_held`` (one transaction)."""

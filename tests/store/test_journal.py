@@ -228,7 +228,7 @@ async def test_a_life_keeps_only_what_it_reads_again_and_replays_what_an_earlier
         }  # fmt: skip
         again = Journal(store, "run_1", stored)  # the next life
         assert again.replaying
-        response = again.model_response("a@1")
+        response = again.recorded_response("a@1")
         assert response is not None and response.text == "hi"
         assert again.entry("a!0:t", "tool") is not None
     finally:
