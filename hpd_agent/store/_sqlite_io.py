@@ -80,7 +80,8 @@ FEED = "feed-"
 """How the names of request feeds' sockets start: a new request is sent to them alone."""
 
 _SUN_PATH_MAX = 100  # sockaddr_un.sun_path is 104-108 bytes depending on the platform
-_O_PATH = getattr(os, "O_PATH", 0)  # Linux: a folder named through /proc/self/fd
+_O_PATH = getattr(os, "O_PATH", 0) if os.path.isdir("/proc/self/fd") else 0
+"""Linux: a folder can be named through ``/proc/self/fd`` (0 where it cannot)."""
 
 
 @contextlib.contextmanager
@@ -88,7 +89,7 @@ def _addressed(folder: str) -> Generator[str]:
     """``folder``, or where a socket's name in it would be too long for ``sun_path``, a
     short name of it (``/proc/self/fd/N``, Linux) while the block runs: a store deep in a
     folder tree keeps its wake-ups instead of falling back to polling."""
-    if len(folder) + 40 <= _SUN_PATH_MAX or not _O_PATH or not os.path.isdir("/proc/self/fd"):
+    if len(folder) + 40 <= _SUN_PATH_MAX or not _O_PATH:
         yield folder
         return
     try:
