@@ -21,6 +21,8 @@ Per call: wall time, calls 2..N of a process (the first starts it), the median o
 rounds interleaved (each client going first in turn) so that drift on a shared machine hits
 both alike. The figures: each client's median over rounds, and the ratio, the median of the
 rounds' hpd / sdk. Prints a table and one ``RESULT_JSON`` line; the target is a ratio <= 1.2.
+``--cpus`` as in ``bench_acp.py`` (one CPU by default: the processes' work, not where the
+scheduler puts them).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 import acp
 import anyio
 from acp import schema
+from bench_acp import pin
 
 from hpd_agent import Agent, Approve, PermissionRequest, ToolCallFinished, ToolCallStarted
 from hpd_agent.acp import ACPAgent
@@ -120,9 +123,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--cpus", choices=("one", "all"), default="one")
     a = ap.parse_args()
     if a.calls < 2 or a.rounds < 1:
         ap.error("--calls must be at least 2 (the first starts the process), --rounds at least 1")
+    print(f"cpus: {pin(a.cpus)}")
     row = anyio.run(measure, a.calls, a.rounds, backend="asyncio")
     print(f"{'sdk ms':>10}{'hpd ms':>10}{'added ms':>10}{'ratio':>8}")
     print(
@@ -130,7 +135,7 @@ def main() -> None:
     )
     met = "met" if row["ratio"] <= TARGET else "not met"
     print(f"ratio {row['ratio']:.3f} (target <= {TARGET}: {met})")
-    print("RESULT_JSON " + json.dumps({**row, "target": TARGET}))
+    print("RESULT_JSON " + json.dumps({**row, "cpus": a.cpus, "target": TARGET}))
 
 
 if __name__ == "__main__":
