@@ -140,6 +140,7 @@ class Peer:
         self._handling: dict[Any, anyio.CancelScope] = {}
         self.closed = anyio.Event()
         """Set once the connection has ended (read side finished or writing failed)."""
+        self._ended = False  # ``closed`` is set: read on every write, and a bool is cheaper
 
     async def serve(self) -> None:
         """Read and dispatch messages until the stream ends; then every request still
@@ -329,8 +330,10 @@ class Peer:
             message["error"] = error.payload()
         else:
             message["result"] = result
-        with contextlib.suppress(ConnectionClosed):  # nobody to answer any more
+        try:  # noqa: SIM105 (suppress() is three more calls a reply)
             await self._write(message)
+        except ConnectionClosed:  # nobody to answer any more
+            pass
 
     async def _write(self, message: dict[str, Any]) -> None:
         waiting = self._write_soon(message)
@@ -353,7 +356,7 @@ class Peer:
         except anyio.WouldBlock:
             return self._write_locked(data, locked=False)
         self._batch = [data]  # the write is ours until the batch is written
-        if self.closed.is_set() or self._nowait is None or not _call_soon(self._flush):
+        if self._ended or self._nowait is None or not _call_soon(self._flush):
             return self._write_batch()
         return None
 
@@ -362,7 +365,7 @@ class Peer:
         writes the rest (the write still ours)."""
         data, self._batch = b"".join(self._batch or ()), None
         try:
-            if self.closed.is_set():
+            if self._ended:
                 raise ConnectionClosed()
             written = 0 if self._nowait is None else self._nowait(data)
         except anyio.BrokenResourceError as e:
@@ -382,11 +385,13 @@ class Peer:
         what the stream does not take at once, by a task."""
         if self._batch is None:
             return
-        with contextlib.suppress(ConnectionClosed):  # dropped, as any write once closed
+        try:
             rest = self._write_batch()
-            if rest is not None:
-                # one at a time (the write is its own until done): kept from the collector
-                self._finishing = asyncio.get_running_loop().create_task(_unless_closed(rest))
+        except ConnectionClosed:  # dropped, as any write once closed
+            return
+        if rest is not None:
+            # one at a time (the write is its own until done): kept from the collector
+            self._finishing = asyncio.get_running_loop().create_task(_unless_closed(rest))
 
     async def _write_locked(self, data: bytes, *, locked: bool) -> None:
         if not locked:
@@ -406,6 +411,7 @@ class Peer:
         if self.closed.is_set():
             return
         self._flush()  # what was sent before the end goes out (as far as the stream takes it)
+        self._ended = True
         self.closed.set()
         for waiter in self._waiting.values():
             if isinstance(waiter, _Waiter) and not waiter.done.is_set():
