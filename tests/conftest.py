@@ -4,6 +4,10 @@
   connection to a non-loopback address raises.
 - Async tests run on both asyncio and trio (anyio's pytest plugin), unless a module pins
   ``anyio_backend``.
+- A test must leave no process-wide hook behind (``hpd_agent.hooks.install``, or the
+  OpenTelemetry default hook of a global SDK): a later test in the same worker would run
+  with it (a count of calls or bytes per run would then measure the hook too). One that does
+  errors at its teardown, naming the hooks.
 - The whole suite runs in parallel workers (pytest-xdist, ``-n auto`` in pyproject.toml):
   one more than the machine's cores, since most tests wait on a child process or a socket;
   a subset (files or ``-k`` named) runs in this process, where it starts at once.
@@ -23,6 +27,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["HPD_AGENT_ALLOW_MODEL_REQUESTS"] = "0"
 
+from hpd_agent.hooks import process_hooks
 from hpd_agent.models import set_allow_model_requests
 
 set_allow_model_requests(False)
@@ -87,6 +92,21 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _no_process_hook_left() -> Iterator[None]:
+    """Errors the test that leaves a process-wide hook it did not find (autouse fixtures are
+    set up first, so this looks after every other fixture's teardown)."""
+    before = process_hooks()
+    yield
+    left = [type(h).__name__ for h in process_hooks() if all(h is not b for b in before)]
+    if left:
+        pytest.fail(
+            f"the test left process-wide hooks behind: {left} (hpd_agent.hooks.install "
+            "without uninstall, or a global OpenTelemetry SDK set in this process); "
+            "uninstall them in a finally or a fixture's teardown"
+        )
 
 
 @pytest.fixture
