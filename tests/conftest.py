@@ -4,6 +4,12 @@
   connection to a non-loopback address raises.
 - Async tests run on both asyncio and trio (anyio's pytest plugin), unless a module pins
   ``anyio_backend``.
+- A test must leave no process-wide hook behind (``hpd_agent.hooks.install``, or the
+  OpenTelemetry default hook of a global SDK): a later test in the same worker would run
+  with it (a count of calls or bytes per run would then measure the hook too). One that does
+  errors at its teardown, naming the hooks.
+- ``location``: a store's location, SQLite and PostgreSQL in turn (the PostgreSQL fixtures
+  of tests/_pg.py are every test's); a module whose store needs more defines its own.
 - The whole suite runs in parallel workers (pytest-xdist, ``-n auto`` in pyproject.toml):
   one more than the machine's cores, since most tests wait on a child process or a socket;
   a subset (files or ``-k`` named) runs in this process, where it starts at once.
@@ -16,13 +22,16 @@ import ipaddress
 import os
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures, for every test)
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ["HPD_AGENT_ALLOW_MODEL_REQUESTS"] = "0"
 
+from hpd_agent.hooks import process_hooks
 from hpd_agent.models import set_allow_model_requests
 
 set_allow_model_requests(False)
@@ -87,6 +96,30 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(autouse=True)
+def _no_process_hook_left() -> Iterator[None]:
+    """Errors the test that leaves a process-wide hook it did not find (autouse fixtures are
+    set up first, so this looks after every other fixture's teardown)."""
+    before = process_hooks()
+    yield
+    left = [type(h).__name__ for h in process_hooks() if all(h is not b for b in before)]
+    if left:
+        pytest.fail(
+            f"the test left process-wide hooks behind: {left} (hpd_agent.hooks.install "
+            "without uninstall, or a global OpenTelemetry SDK set in this process); "
+            "uninstall them in a finally or a fixture's teardown"
+        )
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store's location, empty: a SQLite file, then the private PostgreSQL server's
+    database (tests/_pg.py)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "runs.db")
+    return str(request.getfixturevalue("fresh_postgres"))
 
 
 @pytest.fixture

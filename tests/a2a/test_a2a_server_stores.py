@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 from a2a.client import Client
 from a2a.types import GetTaskRequest, Task
 from a2a.utils.errors import A2AError
@@ -53,13 +52,6 @@ REFUSED = "(Your last answer was not accepted: 'MySQL' is not one of the options
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"  # the SDK client
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("fresh_postgres"))
 
 
 class Reader:

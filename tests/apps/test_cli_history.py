@@ -12,7 +12,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent import Agent, ask_user, tool
 from hpd_agent.governance import os_user
@@ -23,13 +22,6 @@ pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("fresh_postgres"))
 
 
 async def cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -7,25 +7,16 @@ commit, and the refused run fails at its next fact and at its end.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import cast
 
 import anyio.to_thread
 import pytest
-from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent import RunLeasedError
 from hpd_agent.store import BehindIO, JournalEntry, Store, open_store
 from hpd_agent.store._fence import Fence
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("fresh_postgres"))
 
 
 def _fact(key: str) -> JournalEntry:

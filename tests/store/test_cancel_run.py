@@ -11,7 +11,6 @@ from pathlib import Path
 
 import anyio
 import pytest
-from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent import Agent, ClarificationRequest, RunLeasedError, ask_user
 from hpd_agent.exceptions import UserError
@@ -24,14 +23,6 @@ pytestmark = pytest.mark.anyio
 
 TTL = 60.0
 """The driver's lease: renewed every 20 s, so only ``cancel_run`` can stop it in time."""
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    # One store object driving and cancelling: every store's (hpd_agent.testing.store_contract).
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("fresh_postgres"))
 
 
 @asynccontextmanager

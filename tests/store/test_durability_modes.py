@@ -22,7 +22,6 @@ from typing import Any
 
 import anyio
 import pytest
-from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent import Agent, UserError, tool
 from hpd_agent.store import MemoryStore, Store, open_store
@@ -38,13 +37,6 @@ import modes_crash  # noqa: E402
 
 # Cut points reached by the run in each mode (at least; PostgreSQL sends ahead in "sync").
 LEAST_CUTS = {"sync": 8, "async": 3, "exit": 2}
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("fresh_postgres"))
 
 
 def _env() -> dict[str, str]:

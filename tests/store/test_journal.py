@@ -12,7 +12,6 @@ from typing import Any
 
 import anyio
 import pytest
-from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent import Agent, ToolContext, ask_user, tool
 from hpd_agent.events import ClarificationRequest, RunFinished
@@ -39,13 +38,6 @@ def _once(name: str, **arguments: Any) -> FunctionModel:
         return text(f"{params.agent_name}: {last.content}")
 
     return FunctionModel(reply)
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("fresh_postgres"))
 
 
 async def _kinds(path: Path | str, run_id: str) -> dict[str, str]:

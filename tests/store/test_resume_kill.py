@@ -17,7 +17,6 @@ from pathlib import Path
 import anyio
 import durable_agents
 import pytest
-from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent.events import ClarificationRequest, Event, ToolCallFinished
 from hpd_agent.store import Store, open_store
@@ -26,13 +25,6 @@ pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("fresh_postgres"))
 
 
 def _env(workdir: Path) -> dict[str, str]:

@@ -14,7 +14,6 @@ from pathlib import Path
 import anyio
 import durable_agents
 import pytest
-from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent import (
     Agent,
@@ -33,13 +32,6 @@ DECLINED = (
     "Orchestrator: built with The user declined to answer. Do not ask again now; continue "
     "with your best judgement and state the assumptions you make."
 )
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "postgres":
-        return str(request.getfixturevalue("fresh_postgres"))
-    return str(tmp_path / "runs.db")
 
 
 @pytest.fixture

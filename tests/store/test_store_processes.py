@@ -14,7 +14,6 @@ import anyio
 import anyio.to_thread
 import durable_agents
 import pytest
-from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent.governance import os_user
 from hpd_agent.store import RequestRecord, open_store
@@ -23,13 +22,6 @@ pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("fresh_postgres"))
 
 
 def _cli(*args: str) -> list[str]:

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from pathlib import Path
 
 import pytest
-from _pg import fresh_postgres, postgres_dsn  # noqa: F401  (fixtures)
 
 from hpd_agent import Agent, ToolContext, tool
 from hpd_agent.events import Event, TextDelta
@@ -19,13 +17,6 @@ from hpd_agent.testing import FunctionModel, text
 from hpd_agent.text import TextMender, mend
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "runs.db")
-    return str(request.getfixturevalue("fresh_postgres"))
 
 
 def _streaming(pieces: Sequence[str]) -> FunctionModel:
