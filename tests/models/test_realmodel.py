@@ -115,8 +115,11 @@ async def test_a_call_cut_off_by_max_tokens_is_not_run_and_the_next_turn_is_acce
         written.append(path)
         return "written"
 
+    # Retries as users get them: under load litellm's aiohttp transport can drop a request
+    # before it is sent ("cancelled the request internally"), a transient error.
+    real = LiteLLMModel("openai/smollm2", api_base=real_server, stream=stream, retry_base_delay=0.1)
     model = _PerTurn(
-        LiteLLMModel("openai/smollm2", api_base=real_server, stream=stream, max_retries=0),
+        real,
         # Far too few tokens for a whole call: it is cut off in the middle of its arguments.
         first={"tool_choice": "required", "parallel_tool_calls": False, "max_tokens": 8},
         rest={"tool_choice": "none", "max_tokens": 16},
