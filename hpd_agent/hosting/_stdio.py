@@ -112,6 +112,7 @@ class _FdReceive(anyio.abc.ByteReceiveStream):
         self._polled = _pollable(fd)
         self._drained = False  # the last read took less than it asked: the pipe was empty
         self._feed: _Feed | None = None
+        self._feedable = self._polled  # until a receive finds no asyncio loop running
 
     def end_feed(self) -> None:
         """Stop the loop's reading (before the descriptor is given back)."""
@@ -119,9 +120,11 @@ class _FdReceive(anyio.abc.ByteReceiveStream):
             self._feed.end()
 
     async def receive(self, max_bytes: int = _CHUNK) -> bytes:
-        if self._feed is None and self._polled:
-            with contextlib.suppress(RuntimeError):  # no asyncio loop: anyio's waits below
+        if self._feed is None and self._feedable:
+            try:
                 self._feed = _Feed(self._fd, asyncio.get_running_loop())
+            except RuntimeError:  # another backend: anyio's waits below, from now on
+                self._feedable = False
         if self._feed is not None:
             got = await self._feed.receive(max_bytes)
             if not got:
