@@ -140,7 +140,7 @@ class Peer:
         self._handling: dict[Any, anyio.CancelScope] = {}
         self.closed = anyio.Event()
         """Set once the connection has ended (read side finished or writing failed)."""
-        self._ended = False  # ``closed`` is set: read on every write, and a bool is cheaper
+        self._ended = False  # ``closed`` is set (set with it; the Peer's own checks read this bool)
 
     async def serve(self) -> None:
         """Read and dispatch messages until the stream ends; then every request still
@@ -172,12 +172,12 @@ class Peer:
         waiter = self._waiting[request_id] = _Waiter()
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
-            if self.closed.is_set():
+            if self._ended:
                 raise ConnectionClosed()
             await self._write(message)
             await waiter.done.wait()
         except anyio.get_cancelled_exc_class():
-            if self._waiting.get(request_id) is waiter and not self.closed.is_set():
+            if self._waiting.get(request_id) is waiter and not self._ended:
                 with anyio.CancelScope(shield=True), anyio.move_on_after(1):
                     await self.notify("$/cancel_request", {"requestId": request_id})
             raise
@@ -204,7 +204,7 @@ class Peer:
         self._waiting[request_id] = _Callbacks(answered, failed)
         withdraw = functools.partial(self._withdraw, request_id)
         try:
-            if self.closed.is_set():
+            if self._ended:
                 raise ConnectionClosed()
             writing = self._write_soon(message)
         except ConnectionClosed:
@@ -397,7 +397,7 @@ class Peer:
         if not locked:
             await self._writing.acquire()
         try:
-            if self.closed.is_set():
+            if self._ended:
                 raise ConnectionClosed()
             try:
                 await self._send.send(data)
@@ -408,7 +408,7 @@ class Peer:
             self._writing.release()
 
     def _close(self) -> None:
-        if self.closed.is_set():
+        if self._ended:
             return
         self._flush()  # what was sent before the end goes out (as far as the stream takes it)
         self._ended = True
